@@ -1,0 +1,40 @@
+// Package analysis holds inferwatch's statistics: pure functions and
+// streaming detectors over samples. Nothing here does I/O, reads a clock or
+// keeps global state; time comes in as an argument.
+package analysis
+
+// Result is the verdict of a detector on one sample.
+type Result struct {
+	// Score is ≥ 1 when the sample is anomalous; larger is stranger.
+	// It is 0 when the detector is not Ready or the sample is not finite.
+	Score float64
+	// Expected is the detector's estimate of the sample's value, and
+	// [Lower, Upper] the band outside which the score reaches 1.
+	// All three are NaN when the detector is not Ready.
+	Expected, Lower, Upper float64
+	// Ready is false while the detector has too little history to judge.
+	Ready bool
+}
+
+// Anomalous reports whether the result crosses the detector's threshold.
+func (r Result) Anomalous() bool { return r.Ready && r.Score >= 1 }
+
+// Detector keeps the streaming state of one series. Observe scores the
+// sample (t in unix milliseconds, ascending) against the past only, and then
+// adds it to that past. Non-finite values are not added and score 0.
+type Detector interface {
+	Observe(t int64, v float64) Result
+}
+
+// Spec names a detector and its parameters, as written in a rule.
+type Spec struct {
+	Name string
+	// Window is the span of history a point is scored against, in
+	// milliseconds (the rule's lookback).
+	Window int64
+	// Params are the detector's own parameters as written, e.g. {"k": "3"}.
+	Params map[string]string
+}
+
+// Factory makes the state of one series for a validated Spec.
+type Factory func() Detector

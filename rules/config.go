@@ -1,0 +1,109 @@
+// Package rules reads and checks inferwatch's configuration: where series
+// come from, where findings go, and the groups of rules that say what to
+// watch. It is the start of the one-way flow and imports no other package of
+// inferwatch.
+package rules
+
+import (
+	"time"
+
+	"github.com/prometheus/common/config"
+)
+
+// Config is one configuration file.
+type Config struct {
+	Source Source  `yaml:"source"`
+	NATS   NATS    `yaml:"nats"`
+	Groups []Group `yaml:"groups"`
+
+	// File is the path the configuration was read from.
+	File string `yaml:"-"`
+}
+
+// Source is the Prometheus-compatible HTTP API series are read from.
+type Source struct {
+	// URL is the base URL, e.g. http://127.0.0.1:8428; /api/v1/query_range
+	// is appended to it.
+	URL string `yaml:"url"`
+	// Timeout bounds one HTTP request (default 30s).
+	Timeout time.Duration `yaml:"-"`
+	// EvaluationDelay is how far behind now the newest evaluated point
+	// lies (default 30s: VictoriaMetrics hides the newest 30 s).
+	EvaluationDelay time.Duration `yaml:"-"`
+	// UsePOST sends queries as POST forms instead of GET.
+	UsePOST bool `yaml:"use_post"`
+	// HTTPClientConfig holds basic auth, bearer token, TLS and headers.
+	HTTPClientConfig config.HTTPClientConfig `yaml:",inline"`
+}
+
+// NATS says where findings are published.
+type NATS struct {
+	// URL of an external NATS server with JetStream; empty starts an
+	// embedded server.
+	URL string `yaml:"url"`
+	// Subject prefix (default "inferwatch"); findings go to
+	// <prefix>.findings.<kind>.
+	SubjectPrefix string `yaml:"subject_prefix"`
+	// Stream is the JetStream stream over <prefix>.> (default: the prefix
+	// in upper case, e.g. INFERWATCH).
+	Stream string `yaml:"stream"`
+	// DuplicateWindow is how long JetStream remembers message ids to drop
+	// re-published findings (default 24h).
+	DuplicateWindow time.Duration `yaml:"-"`
+	// Embedded configures the embedded server, used when URL is empty.
+	Embedded Embedded `yaml:"embedded"`
+}
+
+// Embedded configures the embedded NATS server.
+type Embedded struct {
+	// Listen is host:port (default 127.0.0.1:4222; port 0 picks a free one).
+	Listen string `yaml:"listen"`
+	// StoreDir is the JetStream store directory (default: a new temporary
+	// directory, removed at exit).
+	StoreDir string `yaml:"store_dir"`
+}
+
+// Group is a set of rules evaluated together on one interval.
+type Group struct {
+	Name     string        `yaml:"name"`
+	Interval time.Duration `yaml:"-"` // default 1m
+	Rules    []Rule        `yaml:"rules"`
+
+	// Pos is where the group starts in the file.
+	Pos Pos `yaml:"-"`
+}
+
+// Rule watches the series of one query with one detector.
+type Rule struct {
+	Name string `yaml:"name"`
+	Expr string `yaml:"expr"`
+	// Lookback is the history each point is scored against (default 1h).
+	Lookback time.Duration `yaml:"-"`
+	// Step is the resolution of the query (default: the group interval).
+	Step time.Duration `yaml:"-"`
+	// Detector names the detector and holds its parameters.
+	Detector Detector `yaml:"detector"`
+	// Labels are added to every finding of the rule.
+	Labels map[string]string `yaml:"labels"`
+	// For is how long a breach must last before it fires (default 0: at
+	// the first anomalous point).
+	For time.Duration `yaml:"-"`
+
+	// Pos is where the rule starts in the file; DetectorPos where its
+	// detector block starts (or the rule's position when it has none).
+	Pos         Pos `yaml:"-"`
+	DetectorPos Pos `yaml:"-"`
+}
+
+// Detector is a rule's detector: its name (default "sigma") and its
+// parameters as written, e.g. {"k": "3", "min_points": "20"}.
+type Detector struct {
+	Name   string
+	Params map[string]string
+}
+
+// Pos is a position in a configuration file.
+type Pos struct {
+	File         string
+	Line, Column int
+}
