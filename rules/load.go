@@ -1,0 +1,911 @@
+package rules
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metricsql"
+	"github.com/prometheus/common/config"
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults filled in by Parse for keys that are absent.
+const (
+	DefaultTimeout         = 30 * time.Second
+	DefaultEvaluationDelay = 30 * time.Second
+	DefaultSubjectPrefix   = "inferwatch"
+	DefaultDuplicateWindow = 24 * time.Hour
+	DefaultListen          = "127.0.0.1:4222"
+	DefaultInterval        = time.Minute
+	DefaultLookback        = time.Hour
+	DefaultDetector        = "sigma"
+	// MaxPointsPerQuery bounds lookback/step: a Prometheus-compatible
+	// store refuses range queries returning more points per series.
+	MaxPointsPerQuery = 11000
+)
+
+// maxPairs bounds the mapping entries one file may expand to, counting
+// each alias and merge key every time it is used, so that a small file of
+// nested aliases cannot make checking it take unbounded time.
+const maxPairs = 200_000
+
+var (
+	ruleNameRE  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_:.-]*$`)
+	labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	yamlLineRE  = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+)
+
+// Load reads and checks the configuration file at path. On failure the
+// error is an Errors value listing every problem with its position.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var es Errors
+		es.Add(Pos{File: path}, "", "", "cannot read the configuration: %v", err)
+		return nil, es.Err()
+	}
+	return Parse(data, path)
+}
+
+// Parse checks the configuration in data, read from file (used in error
+// positions and, as in Prometheus, to resolve the relative *_file paths of
+// the source's HTTP client configuration). Absent keys get their defaults.
+// On failure the error is an Errors value listing every problem with its
+// position, group and rule.
+func Parse(data []byte, file string) (*Config, error) {
+	p := &parser{file: file, budget: maxPairs}
+	cfg := p.parse(data)
+	if err := p.errs.Err(); err != nil {
+		return nil, err
+	}
+	if file != "" {
+		cfg.Source.HTTPClientConfig.SetDirectory(filepath.Dir(file))
+	}
+	return cfg, nil
+}
+
+type parser struct {
+	file string
+	errs Errors
+	// group and rule are the names errors are attributed to.
+	group, rule string
+	budget      int
+	exhausted   bool
+}
+
+type pair struct{ k, v *yaml.Node }
+
+func (p *parser) pos(n *yaml.Node) Pos {
+	if n == nil {
+		return Pos{File: p.file}
+	}
+	return Pos{File: p.file, Line: n.Line, Column: n.Column}
+}
+
+func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
+	p.errs.Add(p.pos(n), p.group, p.rule, format, args...)
+}
+
+func (p *parser) parse(data []byte) *Config {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.errs.Add(Pos{File: p.file}, "", "", "the configuration is empty; it needs at least source.url and one group")
+		} else {
+			p.syntaxError(err)
+		}
+		return nil
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		p.errorf(&next, "only one YAML document is allowed; remove the second one (after ---)")
+	} else if !errors.Is(err, io.EOF) {
+		p.syntaxError(err)
+	}
+	if len(doc.Content) == 0 {
+		p.errorf(&doc, "the configuration is empty; it needs at least source.url and one group")
+		return nil
+	}
+	root := resolve(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		p.errorf(root, "the top level must be a mapping with source, nats and groups, got %s", kind(root))
+		return nil
+	}
+	cfg := &Config{File: p.file}
+	f := p.fields(root, "the top level", []string{"source", "nats", "groups"}, nil)
+	cfg.Source = p.source(f["source"], root)
+	cfg.NATS = p.nats(f["nats"])
+	cfg.Groups = p.groups(f["groups"], root)
+	return cfg
+}
+
+func (p *parser) syntaxError(err error) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	pos := Pos{File: p.file}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		pos.Line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	p.errs.Add(pos, "", "", "YAML syntax error: %s", msg)
+}
+
+// resolve follows aliases to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func kind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if isNull(n) {
+			return "nothing"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "a document"
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge"
+}
+
+// pairs lists the entries of mapping n with merge keys (<<) expanded,
+// reporting keys that are not scalars or are given twice.
+func (p *parser) pairs(n *yaml.Node, where string) []pair {
+	return p.pairsDepth(n, where, 0, true)
+}
+
+func (p *parser) pairsDepth(n *yaml.Node, where string, depth int, report bool) []pair {
+	if depth > 8 {
+		if report {
+			p.errorf(n, "%s: merge keys (<<) are nested too deeply", where)
+		}
+		return nil
+	}
+	var out []pair
+	seen := map[string]*yaml.Node{}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !p.spend(n) {
+			return out
+		}
+		if isMerge(k) {
+			merges = append(merges, v)
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			if report {
+				p.errorf(k, "%s: keys must be plain names, got %s", where, kind(k))
+			}
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			if report {
+				p.errorf(k, "%s: %q is given twice (first at line %d)", where, k.Value, first.Line)
+			}
+			continue
+		}
+		seen[k.Value] = k
+		out = append(out, pair{k, v})
+	}
+	for _, m := range merges {
+		m = resolve(m)
+		var srcs []*yaml.Node
+		switch m.Kind {
+		case yaml.MappingNode:
+			srcs = []*yaml.Node{m}
+		case yaml.SequenceNode:
+			for _, c := range m.Content {
+				srcs = append(srcs, resolve(c))
+			}
+		default:
+			srcs = []*yaml.Node{m}
+		}
+		for _, src := range srcs {
+			if src.Kind != yaml.MappingNode {
+				if report {
+					p.errorf(m, "%s: a merge key (<<) needs a mapping or a list of mappings, got %s", where, kind(src))
+				}
+				continue
+			}
+			for _, kv := range p.pairsDepth(src, where, depth+1, false) {
+				if _, dup := seen[kv.k.Value]; !dup {
+					seen[kv.k.Value] = kv.k
+					out = append(out, kv)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// spend takes one unit of the expansion budget, reporting once when it
+// runs out.
+func (p *parser) spend(at *yaml.Node) bool {
+	if p.budget > 0 {
+		p.budget--
+		return true
+	}
+	if !p.exhausted {
+		p.exhausted = true
+		p.errorf(at, "the configuration expands to more than %d entries through aliases; checking stopped here", maxPairs)
+	}
+	return false
+}
+
+// fields returns the entries of mapping n whose keys are known, by key.
+// Other keys are passed to other when it is not nil, and are reported as
+// unknown when other is nil or returns false.
+func (p *parser) fields(n *yaml.Node, where string, known []string, other func(pair) bool, more ...string) map[string]pair {
+	out := map[string]pair{}
+	for _, kv := range p.pairs(n, where) {
+		if contains(known, kv.k.Value) {
+			out[kv.k.Value] = kv
+			continue
+		}
+		if other != nil && other(kv) {
+			continue
+		}
+		p.unknown(kv.k, where, append(append([]string(nil), known...), more...))
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) unknown(k *yaml.Node, where string, known []string) {
+	if s := suggest(k.Value, known); s != "" {
+		p.errorf(k, "unknown field %q in %s; did you mean %q?", k.Value, where, s)
+		return
+	}
+	sorted := append([]string(nil), known...)
+	sort.Strings(sorted)
+	p.errorf(k, "unknown field %q in %s; known fields: %s", k.Value, where, strings.Join(sorted, ", "))
+}
+
+// suggest returns the known name closest to s when it is a likely typo.
+func suggest(s string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(s, k); d < bestD || (d == bestD && best != "" && k < best) {
+			best, bestD = k, d
+		}
+	}
+	if bestD > len(s)/3+1 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal-string-alignment distance: insertions,
+// deletions, substitutions and swaps of neighbouring letters.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return math.MaxInt
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// str reads a scalar as a string; null reads as "".
+func (p *parser) str(v *yaml.Node, name string) (string, bool) {
+	v = resolve(v)
+	if v.Kind != yaml.ScalarNode {
+		p.errorf(v, "%s must be a string, got %s", name, kind(v))
+		return "", false
+	}
+	if isNull(v) {
+		return "", true
+	}
+	return v.Value, true
+}
+
+func (p *parser) boolean(v *yaml.Node, name string) (bool, bool) {
+	v = resolve(v)
+	var b bool
+	if v.Kind != yaml.ScalarNode || v.Decode(&b) != nil {
+		p.errorf(v, "%s must be true or false, got %s", name, kind(v))
+		return false, false
+	}
+	return b, true
+}
+
+// duration reads a MetricsQL duration such as 30s, 1h30m, 1d or 1w.
+func (p *parser) duration(v *yaml.Node, name string) (time.Duration, bool) {
+	v = resolve(v)
+	if v.Kind != yaml.ScalarNode || isNull(v) {
+		p.errorf(v, "%s must be a duration such as 30s, 5m, 1h30m or 1d, got %s", name, kind(v))
+		return 0, false
+	}
+	d, err := parseDuration(v.Value)
+	if err != nil {
+		p.errorf(v, "%s: %v", name, err)
+		return 0, false
+	}
+	return d, true
+}
+
+// parseDuration parses s in the syntax of VictoriaMetrics'
+// lib/promutil.Duration (MetricsQL durations: ms, s, m, h, d, w, y and
+// their sums, e.g. 1h30m), except that a bare number, which MetricsQL
+// reads as seconds, is refused as ambiguous, and so is the step-relative
+// unit i, which has no meaning outside a query.
+func parseDuration(s string) (time.Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return 0, errors.New("empty duration; write e.g. 30s, 5m or 1h")
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return 0, fmt.Errorf("%q has no unit; write e.g. %ss, %sm or %sh", s, s, s, s)
+	}
+	ms, err := metricsql.DurationValue(s, 0)
+	if err != nil { // its message repeats s and adds nothing
+		return 0, fmt.Errorf("%q is not a duration; write e.g. 30s, 5m, 1h30m, 1d or 1w", s)
+	}
+	if strings.ContainsAny(s, "iI") {
+		return 0, fmt.Errorf("cannot use duration %q: the step-relative unit i has no meaning here", s)
+	}
+	const maxMS = math.MaxInt64 / int64(time.Millisecond)
+	if ms > maxMS || ms < -maxMS {
+		return 0, fmt.Errorf("duration %q is too large", s)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// fmtDuration formats d without zero trailing units: 1h, 1h30m, 5m, 0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// positive reads an optional duration that must be > 0 (or ≥ 0 when
+// zeroOK), keeping def when the key is absent or wrong. ok is false when
+// the key is present and wrong.
+func (p *parser) positive(kv pair, present bool, name string, def time.Duration, zeroOK bool) (time.Duration, bool) {
+	if !present {
+		return def, true
+	}
+	d, ok := p.duration(kv.v, name)
+	if !ok {
+		return def, false
+	}
+	switch {
+	case zeroOK && d < 0:
+		p.errorf(resolve(kv.v), "%s must be 0 or greater, got %s", name, fmtDuration(d))
+		return def, false
+	case !zeroOK && d <= 0:
+		p.errorf(resolve(kv.v), "%s must be greater than 0, got %s", name, fmtDuration(d))
+		return def, false
+	}
+	return d, true
+}
+
+var sourceKeys = []string{"url", "timeout", "evaluation_delay", "use_post"}
+
+func (p *parser) source(kv pair, parent *yaml.Node) Source {
+	s := Source{
+		Timeout:          DefaultTimeout,
+		EvaluationDelay:  DefaultEvaluationDelay,
+		HTTPClientConfig: config.DefaultHTTPClientConfig,
+	}
+	if kv.v == nil {
+		p.errorf(parent, "source is required: add source: {url: http://127.0.0.1:8428}")
+		return s
+	}
+	n := resolve(kv.v)
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "source must be a mapping with at least url, got %s", kind(n))
+		return s
+	}
+	hcFields, _ := structFields(reflect.TypeFor[config.HTTPClientConfig]())
+	hc := reflect.ValueOf(&s.HTTPClientConfig).Elem()
+	httpKeys := make([]string, 0, len(hcFields))
+	for k := range hcFields {
+		httpKeys = append(httpKeys, k)
+	}
+	f := p.fields(n, "source", sourceKeys, func(e pair) bool {
+		fi, ok := hcFields[e.k.Value]
+		if !ok {
+			return false
+		}
+		name := "source." + e.k.Value
+		before := len(p.errs)
+		p.strict(e.v, fi.typ, name, 0)
+		if len(p.errs) > before {
+			return true
+		}
+		if err := e.v.Decode(hc.FieldByIndex(fi.index).Addr().Interface()); err != nil {
+			p.errorf(resolve(e.v), "%s: %s", name, yamlErrMsg(err))
+		}
+		return true
+	}, httpKeys...)
+
+	if e, ok := f["url"]; ok {
+		s.URL, _ = p.str(e.v, "source.url")
+		if s.URL != "" {
+			p.checkSourceURL(resolve(e.v), s.URL)
+		} else {
+			p.errorf(resolve(e.v), "source.url must not be empty; write e.g. http://127.0.0.1:8428")
+		}
+	} else {
+		p.errorf(n, "source.url is required, e.g. url: http://127.0.0.1:8428")
+	}
+	e, ok := f["timeout"]
+	s.Timeout, _ = p.positive(e, ok, "source.timeout", DefaultTimeout, false)
+	e, ok = f["evaluation_delay"]
+	s.EvaluationDelay, _ = p.positive(e, ok, "source.evaluation_delay", DefaultEvaluationDelay, true)
+	if e, ok := f["use_post"]; ok {
+		s.UsePOST, _ = p.boolean(e.v, "source.use_post")
+	}
+	if err := s.HTTPClientConfig.Validate(); err != nil {
+		p.errorf(n, "source: %v", err)
+	}
+	return s
+}
+
+func (p *parser) checkSourceURL(n *yaml.Node, raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		p.errorf(n, "source.url %q is not a URL: %v", raw, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		p.errorf(n, "source.url %q must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:8428", raw)
+	case u.Host == "":
+		p.errorf(n, "source.url %q has no host", raw)
+	case u.User != nil:
+		p.errorf(n, "source.url must not hold credentials; use basic_auth or authorization")
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		p.errorf(n, "source.url %q must not have a query or fragment: /api/v1/query_range is appended to it", raw)
+	}
+}
+
+func (p *parser) nats(kv pair) NATS {
+	out := NATS{
+		SubjectPrefix:   DefaultSubjectPrefix,
+		DuplicateWindow: DefaultDuplicateWindow,
+		Embedded:        Embedded{Listen: DefaultListen},
+	}
+	var prefixNode, streamNode *yaml.Node
+	if kv.v != nil && !isNull(resolve(kv.v)) {
+		n := resolve(kv.v)
+		if n.Kind != yaml.MappingNode {
+			p.errorf(n, "nats must be a mapping, got %s", kind(n))
+		} else {
+			f := p.fields(n, "nats", []string{"url", "subject_prefix", "stream", "duplicate_window", "embedded"}, nil)
+			if e, ok := f["url"]; ok {
+				out.URL, _ = p.str(e.v, "nats.url")
+				if out.URL != "" {
+					p.checkNATSURL(resolve(e.v), out.URL)
+				}
+			}
+			if e, ok := f["subject_prefix"]; ok {
+				prefixNode = resolve(e.v)
+				if s, _ := p.str(e.v, "nats.subject_prefix"); s != "" {
+					out.SubjectPrefix = s
+				}
+			}
+			if e, ok := f["stream"]; ok {
+				streamNode = resolve(e.v)
+				out.Stream, _ = p.str(e.v, "nats.stream")
+			}
+			e, ok := f["duplicate_window"]
+			out.DuplicateWindow, _ = p.positive(e, ok, "nats.duplicate_window", DefaultDuplicateWindow, false)
+			if e, ok := f["embedded"]; ok {
+				out.Embedded = p.embedded(e.v)
+			}
+		}
+	}
+	prefixOK := true
+	if msg := checkSubjectPrefix(out.SubjectPrefix); msg != "" {
+		p.errorf(prefixNode, "nats.subject_prefix %q %s", out.SubjectPrefix, msg)
+		prefixOK = false
+	}
+	if out.Stream == "" {
+		out.Stream = strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(out.SubjectPrefix))
+		if msg := checkStream(out.Stream); msg != "" && prefixOK {
+			p.errorf(prefixNode, "the stream name %q made from nats.subject_prefix %s; set nats.stream", out.Stream, msg)
+		}
+	} else if msg := checkStream(out.Stream); msg != "" {
+		p.errorf(streamNode, "nats.stream %q %s", out.Stream, msg)
+	}
+	return out
+}
+
+func (p *parser) checkNATSURL(n *yaml.Node, raw string) {
+	for part := range strings.SplitSeq(raw, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			p.errorf(n, "nats.url %q has an empty entry in its comma-separated list", raw)
+			continue
+		}
+		u, err := url.Parse(part)
+		switch {
+		case err != nil:
+			p.errorf(n, "nats.url %q is not a URL: %v", part, err)
+		case u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss":
+			p.errorf(n, "nats.url %q must start with nats://, tls://, ws:// or wss://", part)
+		case u.Host == "":
+			p.errorf(n, "nats.url %q has no host", part)
+		}
+	}
+}
+
+// checkSubjectPrefix returns why s is not a valid NATS subject prefix, or
+// "" when it is.
+func checkSubjectPrefix(s string) string {
+	for tok := range strings.SplitSeq(s, ".") {
+		switch {
+		case tok == "":
+			return "has an empty token; write tokens separated by single dots, e.g. inferwatch.prod"
+		case strings.ContainsAny(tok, "*>"):
+			return "must not contain the wildcards * or >"
+		case strings.IndexFunc(tok, isSpaceOrControl) >= 0:
+			return "must not contain spaces or control characters"
+		}
+	}
+	return ""
+}
+
+// checkStream returns why s is not a valid JetStream stream name, or "".
+func checkStream(s string) string {
+	switch {
+	case strings.ContainsAny(s, ".*>/\\"):
+		return `must not contain ".", "*", ">", "/" or "\"`
+	case strings.IndexFunc(s, isSpaceOrControl) >= 0:
+		return "must not contain spaces or control characters"
+	case len(s) > 255:
+		return "is longer than 255 bytes"
+	}
+	return ""
+}
+
+func isSpaceOrControl(r rune) bool {
+	return r <= ' ' || r == 0x7f || r == 0x85 || r == 0xa0 || r == 0x2028 || r == 0x2029 || (r >= 0x2000 && r <= 0x200b) || r == 0x3000 || r == 0xfeff
+}
+
+func (p *parser) embedded(v *yaml.Node) Embedded {
+	out := Embedded{Listen: DefaultListen}
+	n := resolve(v)
+	if isNull(n) {
+		return out
+	}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "nats.embedded must be a mapping, got %s", kind(n))
+		return out
+	}
+	f := p.fields(n, "nats.embedded", []string{"listen", "store_dir"}, nil)
+	if e, ok := f["listen"]; ok {
+		if s, ok := p.str(e.v, "nats.embedded.listen"); ok && s != "" {
+			if msg := checkHostPort(s); msg != "" {
+				p.errorf(resolve(e.v), "nats.embedded.listen %q %s", s, msg)
+			} else {
+				out.Listen = s
+			}
+		}
+	}
+	if e, ok := f["store_dir"]; ok {
+		out.StoreDir, _ = p.str(e.v, "nats.embedded.store_dir")
+	}
+	return out
+}
+
+func checkHostPort(s string) string {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "is not host:port, e.g. 127.0.0.1:4222 (port 0 picks a free one)"
+	}
+	if strings.IndexFunc(host, isSpaceOrControl) >= 0 {
+		return "has spaces in its host"
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || strings.HasPrefix(port, "+") {
+		return "has no port number from 0 to 65535"
+	}
+	return ""
+}
+
+func (p *parser) groups(kv pair, root *yaml.Node) []Group {
+	if kv.v == nil {
+		p.errorf(root, "groups is required: at least one group with at least one rule")
+		return nil
+	}
+	n := resolve(kv.v)
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "groups must be a list of groups, got %s", kind(n))
+		return nil
+	}
+	if len(n.Content) == 0 {
+		p.errorf(n, "groups must hold at least one group")
+		return nil
+	}
+	out := make([]Group, 0, len(n.Content))
+	names := map[string]int{}
+	for _, item := range n.Content {
+		if !p.spend(item) {
+			break
+		}
+		g, ok := p.group1(resolve(item), names)
+		if ok {
+			out = append(out, g)
+		}
+	}
+	p.group, p.rule = "", ""
+	return out
+}
+
+// peekName returns the scalar value of a mapping's name key, if any, so
+// errors found before it can already name their group or rule.
+func peekName(n *yaml.Node) string {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "name" {
+			if v := resolve(n.Content[i+1]); v.Kind == yaml.ScalarNode && !isNull(v) {
+				return v.Value
+			}
+		}
+	}
+	return ""
+}
+
+func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
+	p.group, p.rule = "", ""
+	g := Group{Interval: DefaultInterval, Pos: p.pos(n)}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "a group must be a mapping with name, interval and rules, got %s", kind(n))
+		return g, false
+	}
+	p.group = peekName(n)
+	f := p.fields(n, "group", []string{"name", "interval", "rules"}, nil)
+	if e, ok := f["name"]; ok {
+		g.Name, _ = p.str(e.v, "name")
+		if g.Name != "" {
+			if line, dup := names[g.Name]; dup {
+				p.errorf(resolve(e.v), "duplicate group name %q; the first is at line %d", g.Name, line)
+			} else {
+				names[g.Name] = resolve(e.v).Line
+			}
+		}
+	}
+	if g.Name == "" {
+		p.errorf(n, "a group needs a name")
+	}
+	e, ok := f["interval"]
+	var intervalOK bool
+	g.Interval, intervalOK = p.positive(e, ok, "interval", DefaultInterval, false)
+	e, ok = f["rules"]
+	if !ok {
+		p.errorf(n, "a group needs rules: at least one rule")
+		return g, true
+	}
+	rn := resolve(e.v)
+	if rn.Kind != yaml.SequenceNode {
+		p.errorf(rn, "rules must be a list of rules, got %s", kind(rn))
+		return g, true
+	}
+	if len(rn.Content) == 0 {
+		p.errorf(rn, "rules must hold at least one rule")
+		return g, true
+	}
+	ruleNames := map[string]int{}
+	g.Rules = make([]Rule, 0, len(rn.Content))
+	for _, item := range rn.Content {
+		if !p.spend(item) {
+			break
+		}
+		r, ok := p.rule1(resolve(item), g.Interval, intervalOK, ruleNames)
+		if ok {
+			g.Rules = append(g.Rules, r)
+		}
+	}
+	p.rule = ""
+	return g, true
+}
+
+var ruleKeys = []string{"name", "expr", "lookback", "step", "for", "labels", "detector"}
+
+func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, names map[string]int) (Rule, bool) {
+	p.rule = ""
+	r := Rule{Lookback: DefaultLookback, Step: interval, Pos: p.pos(n)}
+	r.DetectorPos = r.Pos
+	r.Detector.Name = DefaultDetector
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "a rule must be a mapping with name, expr and detector, got %s", kind(n))
+		return r, false
+	}
+	p.rule = peekName(n)
+	f := p.fields(n, "rule", ruleKeys, nil)
+	if e, ok := f["name"]; ok {
+		r.Name, _ = p.str(e.v, "name")
+		v := resolve(e.v)
+		switch {
+		case r.Name == "":
+		case !ruleNameRE.MatchString(r.Name):
+			p.errorf(v, "rule name %q must match %s", r.Name, ruleNameRE)
+		default:
+			if line, dup := names[r.Name]; dup {
+				p.errorf(v, "duplicate rule name %q in this group; the first is at line %d", r.Name, line)
+			} else {
+				names[r.Name] = v.Line
+			}
+		}
+	}
+	if r.Name == "" {
+		p.errorf(n, "a rule needs a name")
+	}
+	if e, ok := f["expr"]; ok {
+		r.Expr, _ = p.str(e.v, "expr")
+		if strings.TrimSpace(r.Expr) == "" {
+			p.errorf(resolve(e.v), "expr must not be empty")
+		} else if _, err := metricsql.Parse(r.Expr); err != nil {
+			p.errorf(resolve(e.v), "expr %q is not valid MetricsQL: %v", r.Expr, err)
+		}
+	} else {
+		p.errorf(n, "a rule needs an expr (a MetricsQL or PromQL query)")
+	}
+	e, ok := f["lookback"]
+	lookbackOK := false
+	r.Lookback, lookbackOK = p.positive(e, ok, "lookback", DefaultLookback, false)
+	e, stepGiven := f["step"]
+	stepOK := intervalOK
+	if stepGiven {
+		r.Step, stepOK = p.positive(e, true, "step", interval, false)
+	}
+	if lookbackOK && stepOK {
+		at, what := n, "step (the group interval)"
+		if stepGiven {
+			at, what = resolve(e.v), "step"
+		}
+		switch {
+		case r.Step > r.Lookback:
+			p.errorf(at, "%s %s must not exceed lookback %s", what, fmtDuration(r.Step), fmtDuration(r.Lookback))
+		case r.Lookback/r.Step > MaxPointsPerQuery || (r.Lookback/r.Step == MaxPointsPerQuery && r.Lookback%r.Step != 0):
+			p.errorf(at, "lookback %s / %s %s gives more than %d points per series; raise step or shorten lookback",
+				fmtDuration(r.Lookback), what, fmtDuration(r.Step), MaxPointsPerQuery)
+		}
+	}
+	e, ok = f["for"]
+	r.For, _ = p.positive(e, ok, "for", 0, true)
+	if e, ok := f["labels"]; ok {
+		r.Labels = p.labels(resolve(e.v))
+	}
+	if e, ok := f["detector"]; ok {
+		r.Detector, r.DetectorPos = p.detector(resolve(e.v))
+	}
+	return r, true
+}
+
+func (p *parser) labels(n *yaml.Node) map[string]string {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "labels must be a mapping of label names to values, got %s", kind(n))
+		return nil
+	}
+	out := map[string]string{}
+	for _, kv := range p.pairs(n, "labels") {
+		name := kv.k.Value
+		switch {
+		case !labelNameRE.MatchString(name):
+			p.errorf(kv.k, "label name %q must match %s", name, labelNameRE)
+			continue
+		case strings.HasPrefix(name, "__"):
+			p.errorf(kv.k, "label name %q must not start with __ (reserved for internal use)", name)
+			continue
+		}
+		v := resolve(kv.v)
+		if v.Kind != yaml.ScalarNode || isNull(v) {
+			p.errorf(v, "label %q must have a value (a string), got %s", name, kind(v))
+			continue
+		}
+		out[name] = v.Value
+	}
+	return out
+}
+
+func (p *parser) detector(n *yaml.Node) (Detector, Pos) {
+	d := Detector{Name: DefaultDetector}
+	pos := p.pos(n)
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if !isNull(n) && strings.TrimSpace(n.Value) != "" {
+			d.Name = strings.TrimSpace(n.Value)
+		}
+	case yaml.MappingNode:
+		for _, kv := range p.pairs(n, "detector") {
+			v := resolve(kv.v)
+			if kv.k.Value == "name" {
+				if s, ok := p.str(v, "detector name"); ok && strings.TrimSpace(s) != "" {
+					d.Name = strings.TrimSpace(s)
+				}
+				continue
+			}
+			if v.Kind != yaml.ScalarNode || isNull(v) {
+				p.errorf(v, "detector parameter %q must be a single value such as 3 or 0.5, got %s", kv.k.Value, kind(v))
+				continue
+			}
+			if d.Params == nil {
+				d.Params = map[string]string{}
+			}
+			d.Params[kv.k.Value] = v.Value
+		}
+	default:
+		p.errorf(n, "detector must be a name (detector: sigma) or a mapping (detector: {name: sigma, k: 3}), got %s", kind(n))
+	}
+	return d, pos
+}
+
+// yamlErrMsg strips the positions yaml.v3 puts in its messages: the
+// caller reports the node's own position.
+func yamlErrMsg(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
+				m = sm[2]
+			}
+			msgs[i] = m
+		}
+		return strings.Join(msgs, "; ")
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
