@@ -1,0 +1,82 @@
+package analysis
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestBuild(t *testing.T) {
+	f := func(spec Spec, wantErr string, wantK float64, wantMin int) {
+		t.Helper()
+		fac, err := Build(spec)
+		if wantErr != "" {
+			if err == nil || err.Error() != wantErr {
+				t.Errorf("Build(%+v): error %v, want %q", spec, err, wantErr)
+			}
+			return
+		}
+		if err != nil {
+			t.Errorf("Build(%+v): %v", spec, err)
+			return
+		}
+		a, b := fac(), fac()
+		s, ok := a.(*Sigma)
+		if !ok {
+			t.Errorf("Build(%+v) made a %T, want *Sigma", spec, a)
+			return
+		}
+		if a == b {
+			t.Errorf("Build(%+v): the factory returned the same state twice", spec)
+		}
+		if s.window != spec.Window || s.k != wantK || s.minPoints != wantMin {
+			t.Errorf("Build(%+v): window=%d k=%g min_points=%d, want %d %g %d", spec, s.window, s.k, s.minPoints, spec.Window, wantK, wantMin)
+		}
+	}
+	p := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	const w = 3_600_000
+
+	f(Spec{Name: "sigma", Window: w}, "", 3, 10)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "2.5", "min_points", "30")}, "", 2.5, 30)
+	f(Spec{Name: "sigma", Window: 1, Params: p("k", " 4 ", "min_points", "2")}, "", 4, 2)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "1e-3")}, "", 1e-3, 10)
+
+	f(Spec{Name: "foo", Window: w}, `unknown detector "foo" (known: sigma)`, 0, 0)
+	f(Spec{Name: "", Window: w}, `unknown detector "" (known: sigma)`, 0, 0)
+	f(Spec{Name: "Sigma", Window: w}, `unknown detector "Sigma" (known: sigma)`, 0, 0)
+	f(Spec{Name: "sigma"}, `detector sigma needs a window (the rule's lookback) > 0, got 0ms`, 0, 0)
+	f(Spec{Name: "sigma", Window: -5}, `detector sigma needs a window (the rule's lookback) > 0, got -5ms`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("x", "1")}, `unknown parameter "x" for detector sigma (known: k, min_points)`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "2", "window", "1h", "b", "1")}, `unknown parameter "b" for detector sigma (known: k, min_points)`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "abc")}, `parameter k of detector sigma: "abc" is not a number`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "")}, `parameter k of detector sigma: "" is not a number`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "0")}, `parameter k of detector sigma: "0" must be a finite number > 0`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "-3")}, `parameter k of detector sigma: "-3" must be a finite number > 0`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "NaN")}, `parameter k of detector sigma: "NaN" must be a finite number > 0`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "+Inf")}, `parameter k of detector sigma: "+Inf" must be a finite number > 0`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "1e999")}, `parameter k of detector sigma: "1e999" must be a finite number > 0`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("min_points", "1")}, `parameter min_points of detector sigma: "1" must be ≥ 2`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("min_points", "2.5")}, `parameter min_points of detector sigma: "2.5" is not an integer`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("min_points", "99999999999999999999")}, `parameter min_points of detector sigma: "99999999999999999999" is out of range`, 0, 0)
+}
+
+func TestNames(t *testing.T) {
+	names := Names()
+	if !slices.Equal(names, []string{"sigma"}) {
+		t.Fatalf("Names() = %q", names)
+	}
+	names[0] = "changed"
+	if Names()[0] != "sigma" {
+		t.Fatal("Names returns the table itself, not a copy")
+	}
+	for _, n := range Names() {
+		if _, err := Build(Spec{Name: n, Window: 1000}); err != nil {
+			t.Errorf("Build(%q) with default parameters: %v", n, err)
+		}
+	}
+}
