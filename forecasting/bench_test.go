@@ -1,0 +1,71 @@
+package forecasting
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// weekPerMinute is seven days of per-minute Poisson counts with a daily
+// shape (a sine, so the benchmark needs no shared data).
+func weekPerMinute() []float64 {
+	shape := make([]float64, 144)
+	for i := range shape {
+		shape[i] = 100 + 60*math.Sin(2*math.Pi*float64(i)/144)
+	}
+	return syntheticDaily(shape, 7, 50, 9)
+}
+
+// BenchmarkFitHoltWinters fits the damped additive Holt–Winters model on
+// 10,080 one-minute points (Nelder–Mead on the one-step squared error).
+func BenchmarkFitHoltWinters(b *testing.B) {
+	y := weekPerMinute()
+	for _, name := range []string{ModelHWAddDamped, ModelHWMulDamped, ModelHWLog} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				m, _ := newModel(name, 1440, 10)
+				if err := m.fit(y); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkForecasterFit is a whole auto fit on a week of one-minute data:
+// every candidate fitted and validated on the last day.
+func BenchmarkForecasterFit(b *testing.B) {
+	y := weekPerMinute()
+	for b.Loop() {
+		f, _ := New(Options{Step: time.Minute})
+		if err := f.Fit(0, y); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUpdateForecast is one incremental update followed by a 10-step
+// forecast with calibrated intervals, per series.
+func BenchmarkUpdateForecast(b *testing.B) {
+	y := weekPerMinute()
+	for _, name := range []string{ModelAuto, ModelHWAddDamped, ModelRobust} {
+		b.Run(name, func(b *testing.B) {
+			f, err := New(Options{Step: time.Minute, Model: name})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Fit(0, y[:len(y)-1440]); err != nil {
+				b.Fatal(err)
+			}
+			var fc Forecast
+			i := len(y) - 1440
+			for b.Loop() {
+				if err := f.Update(int64(i)*60_000, y[i%len(y)]); err != nil {
+					b.Fatal(err)
+				}
+				f.ForecastInto(&fc)
+				i++
+			}
+		})
+	}
+}

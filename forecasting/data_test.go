@@ -1,0 +1,152 @@
+package forecasting
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sharedData is where the project's shared data sets are, seen from this
+// package's directory.
+const sharedData = "../../shared/data"
+
+// sharedFile returns the path of a shared data file, skipping the test when
+// it is absent.
+func sharedFile(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(sharedData, rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared data %s not present (%v); it lives in %s beside the repository", rel, err, sharedData)
+	}
+	return p
+}
+
+// readServegen reads the second column of a servegen aggregate rate file.
+func readServegen(t testing.TB, rel string) []float64 {
+	t.Helper()
+	f, err := os.Open(sharedFile(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("reading %s: %v", rel, err)
+	}
+	var out []float64
+	for i, r := range recs[1:] {
+		v, err := strconv.ParseFloat(r[1], 64)
+		if err != nil {
+			t.Fatalf("%s:%d: %v", rel, i+2, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// perMinute counts arrival offsets (seconds from the first) per minute.
+func perMinute(offsets []float64) []float64 {
+	var out []float64
+	for _, s := range offsets {
+		m := int(s / 60)
+		for len(out) <= m {
+			out = append(out, 0)
+		}
+		out[m]++
+	}
+	return out
+}
+
+// readAzure returns per-minute request counts of an Azure LLM trace.
+func readAzure(t testing.TB, rel string) []float64 {
+	t.Helper()
+	f, err := os.Open(sharedFile(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	var offsets []float64
+	var t0 time.Time
+	for sc.Scan() {
+		ts, _, _ := strings.Cut(sc.Text(), ",")
+		tm, err := time.Parse("2006-01-02 15:04:05.0000000", ts)
+		if err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		if t0.IsZero() {
+			t0 = tm
+		}
+		offsets = append(offsets, tm.Sub(t0).Seconds())
+	}
+	return perMinute(offsets)
+}
+
+// readMooncake returns per-minute request counts of the mooncake trace.
+func readMooncake(t testing.TB, rel string) []float64 {
+	t.Helper()
+	f, err := os.Open(sharedFile(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	var offsets []float64
+	for sc.Scan() {
+		var r struct {
+			Timestamp float64 `json:"timestamp"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		offsets = append(offsets, r.Timestamp/1000)
+	}
+	return perMinute(offsets)
+}
+
+// syntheticDaily returns per-minute Poisson counts over days whose mean
+// follows shape (one value per 10 minutes, repeated with a day period),
+// scaled so the average is meanPerMin. Deterministic for a seed.
+func syntheticDaily(shape []float64, days int, meanPerMin float64, seed uint64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var avg float64
+	for _, v := range shape {
+		avg += v
+	}
+	avg /= float64(len(shape))
+	out := make([]float64, days*1440)
+	for i := range out {
+		// Linear interpolation of the 10-minute shape, cycling through it.
+		pos := float64(i) / 10
+		k := int(pos)
+		fr := pos - float64(k)
+		a, b := shape[k%len(shape)], shape[(k+1)%len(shape)]
+		lam := ((1-fr)*a + fr*b) / avg * meanPerMin
+		out[i] = poisson(rng, lam)
+	}
+	return out
+}
+
+func poisson(rng *rand.Rand, lam float64) float64 {
+	if lam > 50 {
+		return math.Max(0, math.Round(lam+math.Sqrt(lam)*rng.NormFloat64()))
+	}
+	l, k, p := math.Exp(-lam), 0.0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
+}

@@ -1,0 +1,31 @@
+// Package forecasting makes short-horizon traffic forecasts with calibrated
+// prediction intervals, for request rates and per-step request counts.
+//
+// Everything here is pure: functions and types over slices of samples, with
+// no I/O, no clock and no global state; time comes in as an argument.
+// Forecasts are causal: a forecast from origin i depends on data[0..i] only.
+//
+// Models (see [Models]):
+//
+//   - baselines: naive (last value), seasonal_naive (value one period ago),
+//     drift (line through the first and last points), mean (mean of the last
+//     period);
+//   - Holt–Winters with additive or multiplicative daily seasonality, an
+//     optional damped trend, and a variant on the log1p scale; the smoothing
+//     parameters are fitted by Nelder–Mead on the one-step squared error;
+//   - robust: a seasonal profile of medians with a clipped, smoothed level
+//     correction, for spiky or low-count traffic;
+//   - auto: picks per series, by rolling-origin validation on the most recent
+//     history, the candidate with the lowest mean absolute error at the
+//     horizon.
+//
+// Every forecast carries, for each lead 1..H, a mean and an interval at the
+// requested level whose bounds are empirical quantiles of the model's own
+// recent out-of-sample errors at that lead (a scaled σ√h while there are too
+// few), the expected peak over the horizon and its upper bound. Rates are
+// never forecast below zero.
+//
+// [Forecaster] is the streaming form (Fit once, Update in O(1) per sample,
+// Refit when [Forecaster.RefitDue] says so); [Backtest] replays a series
+// through it and compares it with the baselines on the same origins.
+package forecasting

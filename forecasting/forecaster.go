@@ -1,0 +1,333 @@
+package forecasting
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Options configure a [Forecaster]. Only Step is required; New fills the
+// rest with the defaults documented on each field.
+type Options struct {
+	// Step is the spacing of the samples. Required.
+	Step time.Duration
+	// Model is one of [Models]; "auto" (the default) picks per series.
+	Model string
+	// Horizon is the number of steps forecast; default 10.
+	Horizon int
+	// Level is the coverage of the prediction interval, in (0, 1);
+	// default 0.9.
+	Level float64
+	// Period is the seasonal period in steps; default one day (24h/Step).
+	Period int
+	// CalibrationSize is how many recent out-of-sample errors are kept per
+	// lead to calibrate the interval; default one period of origins, at
+	// least 200 and at most 2880.
+	CalibrationSize int
+	// MinCalibration is how many errors a lead needs before its interval
+	// comes from their empirical quantiles instead of a scaled σ√h;
+	// default 30.
+	MinCalibration int
+	// MaxHistory is how many recent points are kept for refits; default
+	// seven periods, and at least two periods plus CalibrationSize.
+	MaxHistory int
+	// RefitEvery is how many updates after a fit [Forecaster.RefitDue]
+	// reports true; default one period (while falling back for lack of
+	// history: Horizon updates, at least 10).
+	RefitEvery int
+	// MaxGap is the longest run of missing steps Update fills with the
+	// model's own forecast; a longer gap asks for a new Fit. Default one
+	// period.
+	MaxGap int
+	// AllowNegative keeps negative forecasts; by default the series is a
+	// rate or a count and forecasts are clipped at zero.
+	AllowNegative bool
+}
+
+func (o *Options) setDefaults() error {
+	if o.Step <= 0 {
+		return fmt.Errorf("forecasting options: step must be positive, got %v", o.Step)
+	}
+	if o.Model == "" {
+		o.Model = defaultModel
+	}
+	if o.Model != ModelAuto {
+		if _, err := newModel(o.Model, 2, 1); err != nil {
+			return fmt.Errorf("forecasting options: %w", err)
+		}
+	}
+	if o.Horizon == 0 {
+		o.Horizon = 10
+	}
+	if o.Horizon < 1 {
+		return fmt.Errorf("forecasting options: horizon must be at least 1 step, got %d", o.Horizon)
+	}
+	if o.Level == 0 {
+		o.Level = 0.9
+	}
+	if !(o.Level > 0 && o.Level < 1) {
+		return fmt.Errorf("forecasting options: level must be in (0, 1), got %g", o.Level)
+	}
+	if o.Period == 0 {
+		o.Period = int(24 * time.Hour / o.Step)
+	}
+	if o.Period < 2 {
+		return fmt.Errorf("forecasting options: period must be at least 2 steps, got %d (step %v)", o.Period, o.Step)
+	}
+	if o.CalibrationSize == 0 {
+		o.CalibrationSize = min(max(o.Period, 200), 2880)
+	}
+	if o.MinCalibration == 0 {
+		o.MinCalibration = 30
+	}
+	if o.CalibrationSize < o.MinCalibration {
+		return fmt.Errorf("forecasting options: calibration size %d is below the minimum of %d errors", o.CalibrationSize, o.MinCalibration)
+	}
+	if o.MaxHistory == 0 {
+		o.MaxHistory = max(7*o.Period, 2*o.Period+o.CalibrationSize)
+	}
+	if o.RefitEvery == 0 {
+		o.RefitEvery = o.Period
+	}
+	if o.MaxGap == 0 {
+		o.MaxGap = o.Period
+	}
+	return nil
+}
+
+// Forecast is the outlook from one origin. Slices are indexed by lead − 1.
+type Forecast struct {
+	// Model is the model that made the forecast.
+	Model string
+	// Fallback is empty when the requested model made the forecast, and
+	// otherwise says why it could not and what was used instead.
+	Fallback string
+	// Need is the number of points of history the requested model needs;
+	// set with Fallback.
+	Need int
+	// Origin is the time of the last observation used, in unix ms.
+	Origin int64
+	Step   time.Duration
+	Level  float64
+	// Mean, Lower and Upper are the point forecast and the prediction
+	// interval at Level for leads 1..H.
+	Mean, Lower, Upper []float64
+	// Empirical[h−1] tells whether the interval at lead h comes from
+	// empirical error quantiles (true) or a scaled σ√h (false).
+	Empirical []bool
+	// Peak is the largest mean over the horizon, at PeakLead; UpperPeak
+	// is the largest upper bound.
+	Peak      float64
+	PeakLead  int
+	UpperPeak float64
+	// Gaps counts the missing or non-finite samples filled since Fit
+	// (leading ones in the fitted data are dropped and counted too).
+	Gaps int
+}
+
+// ErrGap is returned by Update when a gap is longer than Options.MaxGap.
+var ErrGap = errors.New("gap too long to fill")
+
+// Forecaster is the streaming state of one series: Fit it on history, then
+// Update it with each new sample in O(1) and read Forecast; call Refit when
+// RefitDue. A Forecaster is not safe for concurrent use.
+type Forecaster struct {
+	opts Options
+	z    float64 // normal quantile for the σ√h fallback
+
+	tr       *tracker
+	fallback string
+	need     int
+	sigma0   float64 // one-step scale from the history, for cold intervals
+
+	hist     []float64 // recent raw samples (NaN for gaps), for refits
+	t0       int64     // time of the sample at index 0
+	last     int64     // index of the last sample
+	gaps     int
+	sinceFit int
+	fitted   bool
+}
+
+// New returns a Forecaster for opts, with defaults filled in.
+func New(opts Options) (*Forecaster, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Forecaster{opts: opts, z: math.Sqrt2 * math.Erfinv(opts.Level)}, nil
+}
+
+// Options returns the options with defaults filled in.
+func (f *Forecaster) Options() Options { return f.opts }
+
+// Fit replaces the state with one fitted on data, whose first sample is at
+// t0 (unix ms) and whose samples are Step apart; NaN and ±Inf are gaps. Only
+// the last MaxHistory samples are used. With too little history for the
+// requested model it falls back (see Forecast.Fallback) and returns nil; it
+// returns an error only when data has no finite sample.
+func (f *Forecaster) Fit(t0 int64, data []float64) error {
+	first := -1
+	for i, v := range data {
+		if isFinite(v) {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return fmt.Errorf("fitting forecaster: none of %d samples is finite; need at least 1", len(data))
+	}
+	f.gaps = first
+	data = data[first:]
+	cut := max(len(data)-f.opts.MaxHistory, 0)
+	f.hist = append(f.hist[:0], data[cut:]...)
+	f.t0 = t0 + int64(first+cut)*f.opts.Step.Milliseconds()
+	f.last = int64(len(f.hist) - 1)
+	for _, v := range f.hist {
+		if !isFinite(v) {
+			f.gaps++
+		}
+	}
+	return f.refit()
+}
+
+// Refit refits the model on the kept history (the last MaxHistory samples),
+// choosing again among the candidates when the model is auto.
+func (f *Forecaster) Refit() error {
+	if len(f.hist) == 0 {
+		return errors.New("refitting forecaster: Fit was never called")
+	}
+	return f.refit()
+}
+
+// RefitDue reports whether Options.RefitEvery updates have passed since the
+// last fit (or, while falling back for lack of history, Horizon updates,
+// so the requested model takes over soon after it can).
+func (f *Forecaster) RefitDue() bool {
+	if f.fallback != "" {
+		return f.sinceFit >= max(f.opts.Horizon, 10)
+	}
+	return f.sinceFit >= f.opts.RefitEvery
+}
+
+// Update adds the sample at time t (unix ms), which must come after the last
+// one. Missing steps before it and a non-finite y are gaps: the model takes
+// its own one-step forecast in their place and no error is recorded for
+// them. A gap longer than Options.MaxGap returns an error wrapping ErrGap
+// and changes nothing: Fit again. Between refits Update costs O(H) plus the
+// calibration bookkeeping, independent of the history length.
+func (f *Forecaster) Update(t int64, y float64) error {
+	if !f.fitted {
+		return errors.New("updating forecaster: Fit was never called")
+	}
+	stepMs := f.opts.Step.Milliseconds()
+	idx := f.indexOf(t, stepMs)
+	if idx <= f.last {
+		return fmt.Errorf("updating forecaster: sample at %d ms is not after the last one at %d ms", t, f.t0+f.last*stepMs)
+	}
+	if missing := idx - f.last - 1; missing > int64(f.opts.MaxGap) {
+		return fmt.Errorf("updating forecaster: %d steps missing before %d ms, more than the %d allowed: %w", missing, t, f.opts.MaxGap, ErrGap)
+	}
+	for f.last < idx-1 {
+		f.push(math.NaN())
+	}
+	f.push(y)
+	return nil
+}
+
+func (f *Forecaster) indexOf(t, stepMs int64) int64 {
+	d := t - f.t0
+	if d < 0 {
+		return -1 - (-d)/stepMs
+	}
+	return (d + stepMs/2) / stepMs
+}
+
+func (f *Forecaster) push(y float64) {
+	f.last++
+	f.sinceFit++
+	if !isFinite(y) {
+		y = math.NaN()
+		f.gaps++
+	}
+	f.tr.observe(y)
+	// Keep MaxHistory samples, compacting once the slice doubles, so a
+	// push is O(1) amortised.
+	if len(f.hist) >= 2*f.opts.MaxHistory {
+		n := copy(f.hist, f.hist[len(f.hist)-f.opts.MaxHistory+1:])
+		f.hist = f.hist[:n]
+	}
+	f.hist = append(f.hist, y)
+}
+
+// Model returns the name of the model in use.
+func (f *Forecaster) Model() string {
+	if f.tr == nil {
+		return ""
+	}
+	return f.tr.m.name()
+}
+
+// Forecast returns the forecast from the last sample.
+func (f *Forecaster) Forecast() Forecast {
+	var fc Forecast
+	f.ForecastInto(&fc)
+	return fc
+}
+
+// ForecastInto writes the forecast from the last sample into dst, reusing
+// its slices.
+func (f *Forecaster) ForecastInto(dst *Forecast) {
+	h := f.opts.Horizon
+	dst.Model, dst.Fallback, dst.Need = f.Model(), f.fallback, 0
+	if f.fallback != "" {
+		dst.Need = f.need
+	}
+	dst.Origin = f.t0 + f.last*f.opts.Step.Milliseconds()
+	dst.Step, dst.Level, dst.Gaps = f.opts.Step, f.opts.Level, f.gaps
+	dst.Mean = resize(dst.Mean, h)
+	dst.Lower = resize(dst.Lower, h)
+	dst.Upper = resize(dst.Upper, h)
+	if cap(dst.Empirical) < h {
+		dst.Empirical = make([]bool, h)
+	}
+	dst.Empirical = dst.Empirical[:h]
+	if !f.fitted {
+		return
+	}
+	copy(dst.Mean, f.tr.current())
+	qlo, qhi := (1-f.opts.Level)/2, (1+f.opts.Level)/2
+	sigma1 := f.sigma0
+	if w := f.tr.win[0]; w.len() >= 10 {
+		sigma1 = w.rms()
+	}
+	dst.Peak, dst.PeakLead, dst.UpperPeak = math.Inf(-1), 0, math.Inf(-1)
+	for i := range h {
+		m := dst.Mean[i]
+		lo, hi := 0.0, 0.0
+		if w := f.tr.win[i]; w.len() >= f.opts.MinCalibration {
+			lo, hi = m+w.quantile(qlo), m+w.quantile(qhi)
+			dst.Empirical[i] = true
+		} else {
+			d := f.z * sigma1 * math.Sqrt(float64(i+1))
+			lo, hi = m-d, m+d
+			dst.Empirical[i] = false
+		}
+		if !f.opts.AllowNegative {
+			lo, hi = clip0(lo), clip0(hi)
+		}
+		dst.Lower[i], dst.Upper[i] = lo, max(hi, lo)
+		if m > dst.Peak {
+			dst.Peak, dst.PeakLead = m, i+1
+		}
+		dst.UpperPeak = max(dst.UpperPeak, dst.Upper[i])
+	}
+}
+
+func resize(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

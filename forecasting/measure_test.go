@@ -1,0 +1,111 @@
+package forecasting
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+func logResult(t *testing.T, name string, r *BacktestResult) {
+	t.Helper()
+	t.Logf("%-22s %-8s origins=%d MAE=%.3f ratio=%.3f (naive %.3f snaive %.3f mean %.3f) sMAPE=%.2f%% coverage=%.3f above=%.3f fallback=%d chosen=%v",
+		name, r.Model, r.Origins, r.MAE, r.Ratio, r.NaiveMAE, r.SeasonalNaiveMAE, r.MeanMAE, r.SMAPE, r.Coverage, r.AboveUpper, r.FallbackOrigins, r.Chosen)
+}
+
+func TestServegenReferenceBaselines(t *testing.T) {
+	y := readServegen(t, "servegen/aggregate_rate_language_m-large.csv")
+	r, err := Backtest(y, 10*time.Minute, ModelNaive, 1, 0.9, 144)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func(v float64, d int) float64 { p := math.Pow(10, float64(d)); return math.Round(v*p) / p }
+	// Published: naive 19.98, seasonal naive 74.0, mean of the last day 50.0.
+	if round(r.NaiveMAE, 2) != 19.98 || round(r.SeasonalNaiveMAE, 1) != 74.0 || round(r.MeanMAE, 1) != 50.0 {
+		t.Fatalf("baselines naive %.4f seasonal %.4f mean %.4f, want 19.98, 74.0, 50.0", r.NaiveMAE, r.SeasonalNaiveMAE, r.MeanMAE)
+	}
+	// To two decimals on these origins (144..2014).
+	if round(r.SeasonalNaiveMAE, 2) != 74.02 || round(r.MeanMAE, 2) != 50.02 || r.Origins != 1871 {
+		t.Fatalf("seasonal %.4f mean %.4f origins %d", r.SeasonalNaiveMAE, r.MeanMAE, r.Origins)
+	}
+	if r.MAE != r.NaiveMAE {
+		t.Fatalf("the naive model's MAE %.6f differs from the naive baseline's %.6f on the same origins", r.MAE, r.NaiveMAE)
+	}
+}
+
+// TestTargets measures the defaults on the shared data and checks them
+// against the bars of the project: run with -v to see the figures.
+func TestTargets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("backtests over the shared data")
+	}
+	check := func(name string, r *BacktestResult, maxRatio float64) {
+		t.Helper()
+		logResult(t, name, r)
+		if r.Ratio > maxRatio || r.Coverage < 0.85 || r.Coverage > 0.95 || r.AboveUpper > 0.075 {
+			t.Errorf("%s: ratio %.3f (bar %.2f), coverage %.3f, above upper %.3f", name, r.Ratio, maxRatio, r.Coverage, r.AboveUpper)
+		}
+	}
+	large := readServegen(t, "servegen/aggregate_rate_language_m-large.csv")
+	r, err := Backtest(large, 10*time.Minute, ModelAuto, 1, 0.9, 144)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("m-large", r, 1.02)
+
+	small := readServegen(t, "servegen/aggregate_rate_language_m-small.csv")
+	r, err = Backtest(small, 10*time.Minute, ModelAuto, 1, 0.9, 144)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("m-small", r, 1.10)
+	for _, row := range r.Rows {
+		if row.Yhat < 0 || row.Lower < 0 || math.IsNaN(row.Yhat) {
+			t.Fatalf("m-small: row %+v", row)
+		}
+	}
+
+	// Per-minute Poisson counts with the m-large daily shape, a week,
+	// scored at lead 10 from the origins with a day of history.
+	shape := dailyShape(t)
+	for _, c := range []struct {
+		mean, bar float64
+	}{{3, 1.03}, {30, 0.92}, {300, 0.85}} {
+		y := syntheticDaily(shape, 7, c.mean, 1)
+		r, err := Backtest(y, time.Minute, ModelAuto, 10, 0.9, 1440)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("per-minute mean %g", c.mean), r, c.bar)
+	}
+
+	// One hour of real per-minute counts: less than a period, so every
+	// forecast is a fallback and says so.
+	for _, s := range []struct {
+		name string
+		y    []float64
+	}{
+		{"azure code", readAzure(t, "llm-traces/AzureLLMInferenceTrace_code.csv")},
+		{"azure conv", readAzure(t, "llm-traces/AzureLLMInferenceTrace_conv.csv")},
+		{"mooncake", readMooncake(t, "llm-traces/mooncake/conversation_trace.jsonl")},
+	} {
+		r, err := Backtest(s.y, time.Minute, ModelAuto, 10, 0.9, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logResult(t, s.name, r)
+		if r.FallbackOrigins != r.Origins || !math.IsNaN(r.SeasonalNaiveMAE) {
+			t.Errorf("%s: %d of %d origins flagged as fallback; seasonal naive %g", s.name, r.FallbackOrigins, r.Origins, r.SeasonalNaiveMAE)
+		}
+	}
+}
+
+// dailyShape is the mean daily profile of m-large (144 ten-minute values).
+func dailyShape(t testing.TB) []float64 {
+	y := readServegen(t, "servegen/aggregate_rate_language_m-large.csv")
+	shape := make([]float64, 144)
+	for i, v := range y {
+		shape[i%144] += v / float64(len(y)/144)
+	}
+	return shape
+}

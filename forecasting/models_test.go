@@ -1,0 +1,198 @@
+package forecasting
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+func TestBaselinesHandComputed(t *testing.T) {
+	// Period 3, history 1 2 3 4 5 6 10, three leads.
+	y := []float64{1, 2, 3, 4, 5, 6, 10}
+	f := func(name string, want []float64) {
+		t.Helper()
+		m, err := newModel(name, 3, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.fit(y); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := make([]float64, len(want))
+		m.predict(got)
+		for i := range want {
+			if !near(got[i], want[i], 1e-12) {
+				t.Fatalf("%s: lead %d = %g, want %g (all %v)", name, i+1, got[i], want[i], got)
+			}
+		}
+	}
+	f(ModelNaive, []float64{10, 10, 10})
+	f(ModelSeasonalNaive, []float64{5, 6, 10})
+	f(ModelDrift, []float64{11.5, 13, 14.5}) // slope (10−1)/6
+	f(ModelMean, []float64{7, 7, 7})         // (5+6+10)/3
+
+	// One update each: append 7.
+	g := func(name string, want []float64) {
+		t.Helper()
+		m, _ := newModel(name, 3, 4)
+		if err := m.fit(y); err != nil {
+			t.Fatal(err)
+		}
+		m.update(7)
+		got := make([]float64, len(want))
+		m.predict(got)
+		for i := range want {
+			if !near(got[i], want[i], 1e-12) {
+				t.Fatalf("%s after update: lead %d = %g, want %g (all %v)", name, i+1, got[i], want[i], got)
+			}
+		}
+	}
+	g(ModelNaive, []float64{7, 7, 7, 7})
+	g(ModelSeasonalNaive, []float64{6, 10, 7, 6})                           // leads past the period wrap
+	g(ModelDrift, []float64{7 + 6.0/7, 7 + 12.0/7, 7 + 18.0/7, 7 + 24.0/7}) // slope (7−1)/7
+	g(ModelMean, []float64{23.0 / 3, 23.0 / 3, 23.0 / 3, 23.0 / 3})
+}
+
+func TestHoltWintersOneStep(t *testing.T) {
+	// Additive, period 2, trend, fixed parameters, on 10 20 12 22.
+	// Initial state from the data (two periods): level = mean(10, 20) = 15,
+	// trend = (mean(12, 22) − 15)/2 = 1, season = the average shape of the
+	// two periods, each relative to its mean: −5 and +5 (a period this
+	// short is not smoothed).
+	m := &holtWinters{kind: seasonAdditive, p: 2, trend: true,
+		par: HWParams{Alpha: 0.5, Beta: 0.1, Gamma: 0.2, Phi: 1}}
+	x := []float64{10, 20, 12, 22}
+	start := m.init(x)
+	if start != 2 || m.level != 15 || m.slope != 1 {
+		t.Fatalf("init: start %d level %g slope %g, want 2 15 1", start, m.level, m.slope)
+	}
+	if m.season[0] != -5 || m.season[1] != 5 {
+		t.Fatalf("init season %v, want [−5 5]", m.season)
+	}
+	// Observe 12:
+	//   ŷ  = 15 + 1 − 5                 = 11
+	//   l' = 0.5(12 + 5) + 0.5(16)       = 16.5
+	//   b' = 0.1(16.5 − 15) + 0.9(1)     = 1.05
+	//   s' = 0.2(12 − 16.5) + 0.8(−5)    = −4.9
+	yhat := m.step(12)
+	want := []struct {
+		name      string
+		got, want float64
+	}{
+		{"forecast", yhat, 11},
+		{"level", m.level, 16.5},
+		{"trend", m.slope, 1.05},
+		{"season", m.season[0], -4.9},
+	}
+	for _, w := range want {
+		if !near(w.got, w.want, 1e-12) {
+			t.Errorf("%s = %.12g, want %.12g", w.name, w.got, w.want)
+		}
+	}
+	if m.pos != 1 {
+		t.Errorf("season position %d, want 1", m.pos)
+	}
+	// Lead 1 and 2 from here: l + b + s[1], l + 2b + s[0].
+	out := make([]float64, 2)
+	m.predict(out)
+	if !near(out[0], m.level+m.slope+m.season[1], 1e-12) || !near(out[1], m.level+2*m.slope+m.season[0], 1e-12) {
+		t.Errorf("predict %v", out)
+	}
+
+	// Multiplicative, no trend: ŷ = l·s; l' = α y/s + (1−α) l; s' = γ y/l' + (1−γ) s.
+	mm := &holtWinters{kind: seasonMultiplicative, p: 2, par: HWParams{Alpha: 0.5, Gamma: 0.2, Phi: 1},
+		level: 10, season: []float64{0.5, 1.5}}
+	yhat = mm.step(6)
+	if !near(yhat, 5, 1e-12) || !near(mm.level, 0.5*12+0.5*10, 1e-12) || !near(mm.season[0], 0.2*6/11+0.8*0.5, 1e-12) {
+		t.Errorf("multiplicative step: ŷ %g level %g season %g", yhat, mm.level, mm.season[0])
+	}
+}
+
+func TestHoltWintersFitRecoversSeason(t *testing.T) {
+	// A clean additive season with noise: the fitted model forecasts the
+	// season, beating the naive forecast by far.
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := 24
+	y := make([]float64, 10*p)
+	for i := range y {
+		y[i] = 100 + 30*math.Sin(2*math.Pi*float64(i)/float64(p)) + rng.NormFloat64()
+	}
+	m, _ := newModel(ModelHWAddDamped, p, 1)
+	if err := m.fit(y[:9*p]); err != nil {
+		t.Fatal(err)
+	}
+	var e, en float64
+	out := make([]float64, 1)
+	for i := 9 * p; i < len(y); i++ {
+		m.predict(out)
+		e += math.Abs(y[i] - out[0])
+		en += math.Abs(y[i] - y[i-1])
+		m.update(y[i])
+	}
+	if e > 0.5*en {
+		t.Fatalf("Holt–Winters MAE sum %.1f, naive %.1f: want at most half", e, en)
+	}
+}
+
+func TestErrWindowMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := newErrWindow(50)
+	var all []float64
+	for i := range 400 {
+		v := math.Round(rng.NormFloat64() * 5) // ties on purpose
+		w.push(v)
+		all = append(all, v)
+		last := all[max(0, len(all)-50):]
+		s := append([]float64(nil), last...)
+		sort.Float64s(s)
+		for j := range s {
+			if w.sorted[j] != s[j] {
+				t.Fatalf("push %d: sorted window %v, want %v", i, w.sorted, s)
+			}
+		}
+	}
+	if q := w.quantile(0.5); q != (w.sorted[24]+w.sorted[25])/2 {
+		t.Fatalf("median %g", q)
+	}
+	var ss float64
+	for _, v := range w.ring {
+		ss += v * v
+	}
+	if got, want := w.rms(), math.Sqrt(ss/50); !near(got, want, 1e-9) {
+		t.Fatalf("rms %g, want %g", got, want)
+	}
+}
+
+func TestMedianBySelection(t *testing.T) {
+	for _, c := range []struct {
+		x    []float64
+		want float64
+	}{
+		{[]float64{3}, 3}, {[]float64{2, 1}, 1.5}, {[]float64{5, 1, 4, 2, 3}, 3},
+		{[]float64{1, 1, 1, 2}, 1}, {[]float64{9, 8, 7, 6, 5, 4}, 6.5},
+	} {
+		if got := median(append([]float64(nil), c.x...)); got != c.want {
+			t.Errorf("median(%v) = %g, want %g", c.x, got, c.want)
+		}
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Error("median of nothing is not NaN")
+	}
+}
+
+func TestUnknownModel(t *testing.T) {
+	_, err := New(Options{Step: time.Minute, Model: "arima"})
+	if err == nil || !strings.Contains(err.Error(), `unknown forecasting model "arima"`) || !strings.Contains(err.Error(), "hw_additive") {
+		t.Fatalf("error %v, want one naming the model and the choices", err)
+	}
+	for _, o := range []Options{{}, {Step: time.Minute, Level: 1.5}, {Step: time.Minute, Horizon: -1}, {Step: 13 * time.Hour}} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package forecasting
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// tracker runs a model over a stream, keeping its forecasts from the last H
+// origins so that each new sample scores them: the errors at lead h feed the
+// calibration window of that lead.
+type tracker struct {
+	m      model
+	h      int
+	clip   bool
+	preds  []float64 // H rows of H leads; row o%H holds origin o
+	origin int
+	win    []*errWindow
+	record bool      // keep absH
+	absH   []float64 // absolute errors at lead H, in order
+}
+
+func newTracker(m model, h, calib int, clip bool) *tracker {
+	k := &tracker{m: m, h: h, clip: clip, preds: make([]float64, h*h), win: make([]*errWindow, h)}
+	for i := range k.win {
+		k.win[i] = newErrWindow(calib)
+	}
+	k.predictRow()
+	return k
+}
+
+func (k *tracker) row(o int) []float64 {
+	r := o % k.h
+	return k.preds[r*k.h : (r+1)*k.h]
+}
+
+func (k *tracker) predictRow() {
+	p := k.row(k.origin)
+	k.m.predict(p)
+	for i, v := range p {
+		if k.clip {
+			v = clip0(v)
+		}
+		if !isFinite(v) {
+			// A model that diverged forecasts the last value instead.
+			v = k.row(k.origin)[0]
+			if !isFinite(v) {
+				v = 0
+			}
+		}
+		p[i] = v
+	}
+}
+
+// current returns the forecasts from the latest origin.
+func (k *tracker) current() []float64 { return k.row(k.origin) }
+
+// observe scores the earlier forecasts against y, then feeds y to the model
+// and forecasts from it. A NaN y is a gap: the model gets its own one-step
+// forecast and nothing is scored.
+func (k *tracker) observe(y float64) {
+	if math.IsNaN(y) {
+		y = k.row(k.origin)[0]
+	} else {
+		for l := 1; l <= k.h && l <= k.origin+1; l++ {
+			if k.origin+1-l < 0 {
+				break
+			}
+			e := y - k.row(k.origin + 1 - l)[l-1]
+			k.win[l-1].push(e)
+			if l == k.h && k.record {
+				k.absH = append(k.absH, math.Abs(e))
+			}
+		}
+	}
+	k.origin++
+	k.m.update(y)
+	k.predictRow()
+}
+
+// candidates lists the models auto chooses among, primary ones (seasonal)
+// first; positive tells whether every value seen is positive.
+func candidates(positive bool) (primary, guards []string) {
+	primary = []string{ModelHWAddDamped, ModelHWLog, ModelRobust, ModelSeasonalNaive}
+	if positive {
+		primary = append(primary, ModelHWMulDamped)
+	}
+	return primary, []string{ModelNaive, ModelSES}
+}
+
+// refit fits the model (or, for auto, each candidate) on all but the last
+// V samples of the history and replays those V samples to collect
+// out-of-sample errors; auto keeps the candidate with the lowest mean
+// absolute error at the horizon over the origins they share. The winner's
+// state and errors carry on.
+func (f *Forecaster) refit() error {
+	raw := f.hist
+	n, p, h := len(raw), f.opts.Period, f.opts.Horizon
+	vmin := max(minValidationPoints, 2*h)
+	positive := true
+	for _, v := range raw {
+		if isFinite(v) && v <= 0 {
+			positive = false
+			break
+		}
+	}
+	var names []string
+	auto := f.opts.Model == ModelAuto
+	if auto {
+		primary, guards := candidates(positive)
+		for _, name := range primary {
+			m, _ := newModel(name, p, h)
+			if n-m.need() >= vmin {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			names = append(names, guards...)
+		}
+	} else {
+		m, _ := newModel(f.opts.Model, p, h)
+		if n >= m.need() {
+			names = []string{f.opts.Model}
+		}
+	}
+	f.fallback, f.need = "", 0
+	if len(names) == 0 {
+		need := 0
+		if auto {
+			need = p + vmin // the robust model's, the first to become possible
+		} else {
+			m, _ := newModel(f.opts.Model, p, h)
+			need = m.need()
+		}
+		// Without a season: the last value, exponential smoothing or the
+		// mean of what there is, chosen on the recent origins when there
+		// are enough of them.
+		names = []string{ModelNaive}
+		if n-3 >= 2*h {
+			names = []string{ModelNaive, ModelSES, ModelMean}
+		}
+		f.need = need
+		f.fallback = fmt.Sprintf("%s needs %d points of history (%v at %v steps), have %d: using ",
+			f.opts.Model, need, time.Duration(need)*f.opts.Step, f.opts.Step, n)
+	}
+
+	type run struct {
+		tr *tracker
+		v  int
+	}
+	runs := make([]run, 0, len(names))
+	common := n
+	var firstErr error
+	for _, name := range names {
+		m, _ := newModel(name, p, h)
+		v := min(f.opts.CalibrationSize, n-m.need())
+		if len(names) == 1 && v < vmin || f.fallback != "" && v < 2*h {
+			v = 0 // nothing to compare; fit on everything
+		}
+		if err := m.fit(fillGaps(raw[:n-v], p)); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		tr := newTracker(m, h, f.opts.CalibrationSize, !f.opts.AllowNegative)
+		tr.record = true
+		for _, y := range raw[n-v:] {
+			tr.observe(y)
+		}
+		tr.record = false
+		runs = append(runs, run{tr, v})
+		common = min(common, len(tr.absH))
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("fitting forecaster: %w", firstErr)
+	}
+	best, bestMAE := 0, math.Inf(1)
+	for i, r := range runs {
+		mae := meanOf(r.tr.absH[len(r.tr.absH)-common:])
+		if common == 0 {
+			mae = 0
+		}
+		if mae < bestMAE {
+			best, bestMAE = i, mae
+		}
+	}
+	f.tr = runs[best].tr
+	f.tr.absH = nil
+	if f.fallback != "" {
+		f.fallback += f.tr.m.name()
+	}
+	f.sigma0 = diffRMS(raw)
+	f.sinceFit = 0
+	f.fitted = true
+	return nil
+}
+
+// fillGaps returns x with each NaN replaced by the value one period back
+// when that is finite, else by the last finite value (x[0] is finite).
+func fillGaps(x []float64, period int) []float64 {
+	out := make([]float64, len(x))
+	last := 0.0
+	for i, v := range x {
+		if !isFinite(v) {
+			v = last
+			if i >= period && isFinite(out[i-period]) {
+				v = out[i-period]
+			}
+		}
+		out[i] = v
+		last = v
+	}
+	return out
+}
+
+// diffRMS is the root mean square of the first differences of the finite
+// neighbours in x, a scale for one-step errors before any are measured; 1
+// when there are none.
+func diffRMS(x []float64) float64 {
+	var s float64
+	var n int
+	for i := 1; i < len(x); i++ {
+		if isFinite(x[i]) && isFinite(x[i-1]) {
+			d := x[i] - x[i-1]
+			s += d * d
+			n++
+		}
+	}
+	if n == 0 || s == 0 {
+		return 1
+	}
+	return math.Sqrt(s / float64(n))
+}

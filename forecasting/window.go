@@ -1,0 +1,85 @@
+package forecasting
+
+import (
+	"math"
+	"sort"
+)
+
+// errWindow keeps the last n values in arrival order and in sorted order,
+// so that a quantile is O(1) and a push moves only the values between the
+// old and the new value's ranks.
+type errWindow struct {
+	ring   []float64
+	sorted []float64
+	pos    int
+	n      int
+	sumSq  float64 // running sum of squares, recomputed once per n pushes
+	pushes int
+}
+
+func newErrWindow(n int) *errWindow {
+	return &errWindow{ring: make([]float64, 0, n), sorted: make([]float64, 0, n), n: n}
+}
+
+func (w *errWindow) len() int { return len(w.sorted) }
+
+func (w *errWindow) push(x float64) {
+	if w.pushes++; w.pushes >= w.n {
+		// A running sum drifts by rounding: start it afresh.
+		w.pushes, w.sumSq = 0, 0
+		for _, v := range w.ring {
+			w.sumSq += v * v
+		}
+	}
+	w.sumSq += x * x
+	if len(w.ring) < w.n {
+		w.ring = append(w.ring, x)
+		j := sort.SearchFloat64s(w.sorted, x)
+		w.sorted = append(w.sorted, 0)
+		copy(w.sorted[j+1:], w.sorted[j:])
+		w.sorted[j] = x
+		return
+	}
+	old := w.ring[w.pos]
+	w.sumSq -= old * old
+	w.ring[w.pos] = x
+	if w.pos++; w.pos == w.n {
+		w.pos = 0
+	}
+	s := w.sorted
+	i := sort.SearchFloat64s(s, old) // s[i] == old
+	j := sort.SearchFloat64s(s, x)
+	switch {
+	case j > i:
+		// x goes after old: shift (i, j) one left.
+		copy(s[i:j-1], s[i+1:j])
+		s[j-1] = x
+	default:
+		// x goes at or before old: shift [j, i) one right.
+		copy(s[j+1:i+1], s[j:i])
+		s[j] = x
+	}
+}
+
+// quantile returns the q-quantile by linear interpolation between order
+// statistics (type 7); NaN when empty.
+func (w *errWindow) quantile(q float64) float64 {
+	n := len(w.sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := q * float64(n-1)
+	i := int(h)
+	if i >= n-1 {
+		return w.sorted[n-1]
+	}
+	return w.sorted[i] + (h-float64(i))*(w.sorted[i+1]-w.sorted[i])
+}
+
+// rms returns the root mean square of the values; NaN when empty.
+func (w *errWindow) rms() float64 {
+	if len(w.ring) == 0 {
+		return math.NaN()
+	}
+	return math.Sqrt(max(w.sumSq, 0) / float64(len(w.ring)))
+}
