@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // AppendImportJSONL appends s to dst as one line of the VictoriaMetrics
@@ -19,9 +20,9 @@ func AppendImportJSONL(dst []byte, s Series) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = strconv.AppendQuote(dst, l.Name)
+		dst = appendJSONString(dst, l.Name)
 		dst = append(dst, ':')
-		dst = strconv.AppendQuote(dst, l.Value)
+		dst = appendJSONString(dst, l.Value)
 	}
 	dst = append(dst, `},"values":[`...)
 	for i, v := range s.Values {
@@ -55,4 +56,41 @@ func WriteImportJSONL(w io.Writer, series ...Series) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// appendJSONString appends s as a JSON string. Control characters, quotes
+// and backslashes are escaped; valid UTF-8 is kept as is and invalid bytes
+// become U+FFFD, as encoding/json does.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
 }

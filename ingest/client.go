@@ -1,0 +1,449 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// ClientOptions configure a Client. Zero fields take the documented defaults.
+type ClientOptions struct {
+	// URL is the API base, e.g. http://127.0.0.1:8428 or
+	// http://vmselect:8481/select/0/prometheus. Userinfo is sent as basic
+	// auth and redacted in errors; query parameters are sent with every
+	// request.
+	URL string
+	// HTTPClient is built by the caller, typically from
+	// prometheus/common/config.HTTPClientConfig. nil: a default client.
+	HTTPClient *http.Client
+	// Timeout bounds each attempt. Default 30s.
+	Timeout time.Duration
+	// UsePOST sends the parameters as a POST form instead of a GET query.
+	UsePOST bool
+	// MaxRetries is how many times a request is retried after a 5xx, a 429
+	// or a connection error. 0 means the default, 3; negative means none.
+	MaxRetries int
+	// MinBackoff and MaxBackoff bound the capped exponential backoff with
+	// full jitter between attempts. Defaults 250ms and 5s. A Retry-After
+	// header is honoured up to MaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxPointsPerSeries is the most points one query_range request may
+	// return per series; longer ranges are split into consecutive requests
+	// and joined. Default 11000 (the Prometheus limit).
+	MaxPointsPerSeries int
+	// Metrics receives the client's self-metrics. nil: unregistered.
+	Metrics *metrics.Set
+	// Logger receives retry notices. nil: discarded.
+	Logger *slog.Logger
+}
+
+// Client queries a Prometheus-compatible HTTP API (Prometheus,
+// VictoriaMetrics single node, vmselect). It is safe for concurrent use.
+type Client struct {
+	o    ClientOptions
+	base *url.URL
+	hc   *http.Client
+	log  *slog.Logger
+	ms   *metrics.Set
+
+	retries *metrics.Counter
+
+	mu       sync.Mutex
+	requests map[string]*metrics.Counter // by path and code
+}
+
+const (
+	pathQueryRange = "/api/v1/query_range"
+	pathQuery      = "/api/v1/query"
+)
+
+// NewClient checks o, fills its defaults and returns a Client.
+func NewClient(o ClientOptions) (*Client, error) {
+	if o.URL == "" {
+		return nil, errors.New("ingest client: URL is empty; want e.g. http://127.0.0.1:8428")
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("ingest client: parsing URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("ingest client: URL %s: scheme must be http or https", redact(u))
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("ingest client: URL %s has no host", redact(u))
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	u.Fragment = ""
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = 3
+	} else if o.MaxRetries < 0 {
+		o.MaxRetries = 0
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 250 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Second
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = o.MinBackoff
+	}
+	if o.MaxPointsPerSeries <= 0 {
+		o.MaxPointsPerSeries = 11000
+	}
+	c := &Client{o: o, base: u, hc: o.HTTPClient, log: o.Logger, ms: o.Metrics}
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.ms == nil {
+		c.ms = metrics.NewSet()
+	}
+	c.retries = c.ms.GetOrCreateCounter("inferwatch_source_request_retries_total")
+	c.requests = make(map[string]*metrics.Counter)
+	return c, nil
+}
+
+// QueryRange evaluates query at each step from start to end inclusive.
+// Ranges longer than MaxPointsPerSeries points are fetched in consecutive
+// requests and joined by labels, in time order, each timestamp once.
+func (c *Client) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]Series, error) {
+	if step <= 0 {
+		return nil, fmt.Errorf("query_range %s (query %q): step %v must be positive", c.redacted(pathQueryRange), query, step)
+	}
+	if end.Before(start) {
+		return nil, fmt.Errorf("query_range %s (query %q): end %s is before start %s",
+			c.redacted(pathQueryRange), query, end.UTC().Format(time.RFC3339), start.UTC().Format(time.RFC3339))
+	}
+	startMs, endMs := start.UnixMilli(), end.UnixMilli()
+	stepMs := step.Milliseconds()
+	if stepMs <= 0 {
+		return nil, fmt.Errorf("query_range %s (query %q): step %v is below one millisecond", c.redacted(pathQueryRange), query, step)
+	}
+	chunk := int64(c.o.MaxPointsPerSeries-1) * stepMs // span of one request
+	var (
+		out   []Series
+		index map[string]int
+	)
+	for from := startMs; from <= endMs; from += chunk + stepMs {
+		to := min(from+chunk, endMs)
+		params := url.Values{
+			"query": {query},
+			"start": {formatSeconds(from)},
+			"end":   {formatSeconds(to)},
+			"step":  {strconv.FormatFloat(float64(stepMs)/1000, 'f', -1, 64)},
+		}
+		ss, err := c.do(ctx, "query_range", pathQueryRange, query, params)
+		if err != nil {
+			return nil, err
+		}
+		if from == startMs && to == endMs {
+			return ss, nil // one request: nothing to join
+		}
+		if index == nil {
+			index = make(map[string]int, len(ss))
+		}
+		out = joinSeries(out, index, ss)
+	}
+	return out, nil
+}
+
+// joinSeries appends the points of next to the series of acc with the same
+// labels, dropping points not after the last one already held.
+func joinSeries(acc []Series, index map[string]int, next []Series) []Series {
+	var key []byte
+	for _, s := range next {
+		key = appendJoinKey(key[:0], s.Labels)
+		i, ok := index[string(key)]
+		if !ok {
+			index[string(key)] = len(acc)
+			acc = append(acc, s)
+			continue
+		}
+		a := &acc[i]
+		k := 0
+		if n := len(a.Timestamps); n > 0 {
+			last := a.Timestamps[n-1]
+			for k < len(s.Timestamps) && s.Timestamps[k] <= last {
+				k++
+			}
+		}
+		a.Timestamps = append(a.Timestamps, s.Timestamps[k:]...)
+		a.Values = append(a.Values, s.Values[k:]...)
+	}
+	return acc
+}
+
+// appendJoinKey writes an unambiguous key for sorted labels.
+func appendJoinKey(dst []byte, ls Labels) []byte {
+	for _, l := range ls {
+		dst = strconv.AppendQuote(dst, l.Name)
+		dst = strconv.AppendQuote(dst, l.Value)
+	}
+	return dst
+}
+
+// Query evaluates query at the instant ts. A vector yields one point per
+// series; a scalar yields one series without labels.
+func (c *Client) Query(ctx context.Context, query string, ts time.Time) ([]Series, error) {
+	params := url.Values{"query": {query}, "time": {formatSeconds(ts.UnixMilli())}}
+	return c.do(ctx, "query", pathQuery, query, params)
+}
+
+// formatSeconds writes unix milliseconds as seconds with three decimals.
+func formatSeconds(ms int64) string {
+	sign := ""
+	if ms < 0 {
+		sign, ms = "-", -ms
+	}
+	return fmt.Sprintf("%s%d.%03d", sign, ms/1000, ms%1000)
+}
+
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// do sends one API request with retries and decodes the answer.
+func (c *Client) do(ctx context.Context, op, path, query string, params url.Values) ([]Series, error) {
+	u := *c.base
+	u.Path += path
+	if c.base.RawQuery != "" {
+		extra := c.base.Query()
+		for k, vs := range extra {
+			if _, ok := params[k]; !ok {
+				params[k] = vs
+			}
+		}
+	}
+	form := params.Encode()
+	rerr := &RequestError{Op: op, URL: c.redacted(path), Query: query}
+
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<20 {
+			bodyPool.Put(buf)
+		}
+	}()
+
+	for attempt := 0; ; attempt++ {
+		rerr.Attempts = attempt + 1
+		buf.Reset()
+		res := c.attempt(ctx, &u, path, form, buf)
+		if res.err == nil && res.code/100 == 2 {
+			ss, err := DecodeQueryResponse(buf.Bytes())
+			if err == nil {
+				return ss, nil
+			}
+			rerr.StatusCode, rerr.Status, rerr.Err, rerr.Body = res.code, res.status, err, ""
+			return nil, rerr // a bad body is not retried
+		}
+		rerr.StatusCode, rerr.Status, rerr.Err, rerr.Body = res.code, res.status, res.err, ""
+		if res.code != 0 {
+			// A Prometheus error body is JSON with status "error".
+			if _, err := DecodeQueryResponse(buf.Bytes()); err != nil {
+				var ae *APIError
+				if errors.As(err, &ae) {
+					rerr.Err = ae
+				} else {
+					rerr.Body = headOf(buf.Bytes())
+				}
+			}
+		}
+		if !res.retry || attempt >= c.o.MaxRetries || ctx.Err() != nil {
+			if ctx.Err() != nil && rerr.Err == nil {
+				rerr.Err = ctx.Err()
+			}
+			return nil, rerr
+		}
+		wait := c.backoff(attempt, res.retryAfter)
+		c.retries.Inc()
+		c.log.Warn("retrying source request", "op", op, "url", rerr.URL, "attempt", attempt+1,
+			"status", res.code, "err", res.err, "wait", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if rerr.Err != nil {
+				rerr.Err = fmt.Errorf("%w; stopped before retrying: %w", rerr.Err, ctx.Err())
+			} else {
+				rerr.Err = fmt.Errorf("stopped before retrying: %w", ctx.Err())
+			}
+			return nil, rerr
+		case <-t.C:
+		}
+	}
+}
+
+type attemptResult struct {
+	code       int
+	status     string
+	err        error
+	retry      bool
+	retryAfter time.Duration // from a Retry-After header, or -1
+}
+
+// attempt sends one request, reading the body into buf.
+func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, buf *bytes.Buffer) attemptResult {
+	actx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	var req *http.Request
+	var err error
+	if c.o.UsePOST {
+		req, err = http.NewRequestWithContext(actx, http.MethodPost, u.String(), strings.NewReader(form))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+	} else {
+		q := *u
+		q.RawQuery = form
+		req, err = http.NewRequestWithContext(actx, http.MethodGet, q.String(), nil)
+	}
+	if err != nil {
+		return attemptResult{err: fmt.Errorf("building request: %w", err), retryAfter: -1}
+	}
+	req.Header.Set("Accept", "application/json")
+
+	began := time.Now()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.observe(path, "error", began)
+		r := attemptResult{err: transportError(err), retryAfter: -1}
+		switch {
+		case ctx.Err() != nil:
+			r.err = ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil:
+			r.err = fmt.Errorf("no response within the per-attempt timeout of %v", c.o.Timeout)
+		default:
+			r.retry = isConnError(err)
+		}
+		return r
+	}
+	defer resp.Body.Close()
+	_, rerr := buf.ReadFrom(resp.Body)
+	code := strconv.Itoa(resp.StatusCode)
+	c.observe(path, code, began)
+	r := attemptResult{code: resp.StatusCode, status: resp.Status, retryAfter: -1}
+	if rerr != nil {
+		switch {
+		case ctx.Err() != nil:
+			r.err = fmt.Errorf("reading body: %w", ctx.Err())
+		case actx.Err() != nil:
+			r.err = fmt.Errorf("reading body: not complete within the per-attempt timeout of %v", c.o.Timeout)
+		default:
+			r.err = fmt.Errorf("reading body after %d bytes: %w", buf.Len(), rerr)
+		}
+		return r // a broken body is not retried
+	}
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		r.retry = true
+		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return r
+}
+
+// observe counts a finished attempt and its duration.
+func (c *Client) observe(path, code string, began time.Time) {
+	c.mu.Lock()
+	key := path + " " + code
+	ctr, ok := c.requests[key]
+	if !ok {
+		ctr = c.ms.GetOrCreateCounter(fmt.Sprintf(`inferwatch_source_requests_total{path=%q,code=%q}`, path, code))
+		c.requests[key] = ctr
+	}
+	c.mu.Unlock()
+	ctr.Inc()
+	c.ms.GetOrCreateHistogram(fmt.Sprintf(`inferwatch_source_request_duration_seconds{path=%q}`, path)).UpdateDuration(began)
+}
+
+// backoff is the wait before retry number attempt+1: the server's
+// Retry-After when given, else full jitter over a capped exponential; both
+// capped at MaxBackoff.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter >= 0 {
+		return min(retryAfter, c.o.MaxBackoff)
+	}
+	ceil := c.o.MinBackoff
+	for i := 0; i < attempt && ceil < c.o.MaxBackoff; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, c.o.MaxBackoff)
+	return rand.N(ceil + 1)
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or bad.
+func parseRetryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return -1
+	}
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n < 0 {
+			return -1
+		}
+		if n > 1<<20 {
+			n = 1 << 20
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return -1
+}
+
+// isConnError reports whether err means the request never got an answer
+// from a server that may answer next time: refused, reset, or the
+// connection closed before the response headers.
+func isConnError(err error) bool {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && (op.Op == "dial" || op.Op == "read")
+}
+
+// transportError drops the *url.Error wrapper, whose message repeats the
+// full request URL with every parameter.
+func transportError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// redacted is the base URL plus path with the password masked and no
+// query parameters, for messages.
+func (c *Client) redacted(path string) string {
+	u := *c.base
+	u.Path += path
+	return redact(&u)
+}
+
+func redact(u *url.URL) string {
+	v := *u
+	v.RawQuery = ""
+	v.ForceQuery = false
+	v.Fragment = ""
+	return v.Redacted()
+}

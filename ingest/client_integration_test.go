@@ -1,0 +1,172 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
+)
+
+// TestClientAgainstVictoriaMetrics imports series into a real
+// VictoriaMetrics and reads them back through the client.
+func TestClientAgainstVictoriaMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics")
+	}
+	vm := localvm.Run(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// Historic, step-aligned timestamps: VictoriaMetrics hides the last 30s
+	// and aligns query_range start and end to the step.
+	const step = 15 * time.Second
+	t0 := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	grid := func(n int, f func(i int) float64) ([]int64, []float64) {
+		ts, vs := make([]int64, n), make([]float64, n)
+		for i := range n {
+			ts[i] = t0.Add(time.Duration(i) * step).UnixMilli()
+			vs[i] = f(i)
+		}
+		return ts, vs
+	}
+	long := ingest.Series{Labels: ingest.Labels{
+		{Name: "__name__", Value: "vllm:num_requests_running"}, {Name: "model_name", Value: "llama-8b"}, {Name: "pod", Value: "p0"},
+	}}
+	long.Timestamps, long.Values = grid(30000, func(i int) float64 { return float64(i%97) + 0.25 })
+	short := ingest.Series{Labels: ingest.Labels{
+		{Name: "__name__", Value: "vllm:num_requests_running"}, {Name: "model_name", Value: "llama-8b"}, {Name: "pod", Value: "p1"},
+	}}
+	short.Timestamps, short.Values = grid(100, func(i int) float64 { return -float64(i) / 8 })
+	short.Values[10] = math.NaN() // written as null: not stored
+	weird := ingest.Series{Labels: ingest.Labels{
+		{Name: "__name__", Value: "DCGM_FI_DEV_GPU_UTIL"}, {Name: "modelName", Value: "NVIDIA H100 \"80GB\"\n\\ é 😀 \x01"},
+	}}
+	weird.Timestamps, weird.Values = grid(3, func(i int) float64 { return 1e-3 * float64(i+1) })
+	var body bytes.Buffer
+	if err := ingest.WriteImportJSONL(&body, long, short, weird); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Import(ctx, &body); err != nil {
+		t.Fatal(err)
+	}
+
+	set := metrics.NewSet()
+	get, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Metrics: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL() + "/", UsePOST: true, MaxPointsPerSeries: 7000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, got []ingest.Series, want ...ingest.Series) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d series, want %d: %v", what, len(got), len(want), got)
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.Labels.String() != w.Labels.String() {
+				t.Fatalf("%s: series %d is %s, want %s", what, i, g.Labels, w.Labels)
+			}
+			if len(g.Timestamps) != len(w.Timestamps) || len(g.Values) != len(w.Values) {
+				t.Fatalf("%s: %s has %d points, want %d", what, w.Labels, len(g.Timestamps), len(w.Timestamps))
+			}
+			for j := range w.Timestamps {
+				if g.Timestamps[j] != w.Timestamps[j] || g.Values[j] != w.Values[j] {
+					t.Fatalf("%s: %s point %d = (%d, %v), want (%d, %v)", what, w.Labels, j,
+						g.Timestamps[j], g.Values[j], w.Timestamps[j], w.Values[j])
+				}
+			}
+		}
+	}
+	end := t0.Add(29999 * step)
+
+	got, err := get.QueryRange(ctx, `vllm:num_requests_running{pod="p0"}`, t0, end, step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("30000 points by GET", got, long)
+	if n := requests(t, set); n != 3 {
+		t.Fatalf("30000 points took %v requests, want 3", n)
+	}
+	got, err = post.QueryRange(ctx, `vllm:num_requests_running{pod="p0"}`, t0, end, step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("30000 points by POST in 5 requests", got, long)
+
+	// The short series without its null sample.
+	shortStored := ingest.Series{Labels: short.Labels}
+	for i := range short.Values {
+		if i != 10 {
+			shortStored.Timestamps = append(shortStored.Timestamps, short.Timestamps[i])
+			shortStored.Values = append(shortStored.Values, short.Values[i])
+		}
+	}
+	// A range selector in an instant query answers a matrix of the raw
+	// samples in (t-25m, t]: all of them but the null one.
+	got, err = get.Query(ctx, `vllm:num_requests_running{pod="p1"}[25m]`, t0.Add(99*step))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("raw samples", got, shortStored)
+
+	got, err = get.Query(ctx, `vllm:num_requests_running{pod="p1"}`, t0.Add(50*step))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("instant vector", got, ingest.Series{Labels: short.Labels,
+		Timestamps: []int64{t0.Add(50 * step).UnixMilli()}, Values: []float64{short.Values[50]}})
+
+	got, err = get.Query(ctx, `count(vllm:num_requests_running) by (model_name)`, t0.Add(50*step))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("aggregation", got, ingest.Series{Labels: ingest.Labels{{Name: "model_name", Value: "llama-8b"}},
+		Timestamps: []int64{t0.Add(50 * step).UnixMilli()}, Values: []float64{2}})
+
+	got, err = get.Query(ctx, `2.5 * 4`, t0.Add(1500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("scalar", got, ingest.Series{Labels: ingest.Labels{}, Timestamps: []int64{t0.Add(1500 * time.Millisecond).UnixMilli()}, Values: []float64{10}})
+
+	got, err = get.QueryRange(ctx, `{__name__="DCGM_FI_DEV_GPU_UTIL"}`, t0, t0.Add(2*step), step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("escaped labels", got, weird)
+
+	_, err = get.Query(ctx, `sum(`, t0)
+	var ae *ingest.APIError
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), vm.URL()+"/api/v1/query (query \"sum(\"): HTTP 4") {
+		t.Fatalf("bad query: want an APIError naming the URL, got %v", err)
+	}
+}
+
+// requests reads how many query_range requests answered 200.
+func requests(t *testing.T, set *metrics.Set) float64 {
+	t.Helper()
+	var b bytes.Buffer
+	set.WritePrometheus(&b)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, `inferwatch_source_requests_total{path="/api/v1/query_range",code="200"} `); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	return 0
+}

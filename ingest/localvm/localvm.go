@@ -1,0 +1,362 @@
+// Package localvm runs a real single-node VictoriaMetrics on 127.0.0.1 for
+// tests, the demo and CI. The binary is the module's go tool
+// (`go tool victoria-metrics`), so no download is needed.
+package localvm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Options configure Start.
+type Options struct {
+	// DataDir holds the storage. "": a temporary directory removed by Stop.
+	DataDir string
+	// Logger receives start and stop notices. nil: discarded.
+	Logger *slog.Logger
+	// Stdout and Stderr receive the process output. nil: discarded (the
+	// tail of both is still kept for error messages).
+	Stdout, Stderr io.Writer
+	// ExtraFlags are appended to the command line.
+	ExtraFlags []string
+}
+
+// ErrNoTool means the VictoriaMetrics binary cannot be had: there is no go
+// command, no go.mod above the working directory, or the module does not
+// declare the victoria-metrics tool.
+var ErrNoTool = errors.New("the victoria-metrics go tool is unavailable")
+
+// EnvBinary names an environment variable holding the path of a
+// victoria-metrics binary to use instead of the go tool.
+const EnvBinary = "INFERWATCH_VM_BIN"
+
+// Bounds of the lifecycle.
+const (
+	healthTimeout = 60 * time.Second
+	stopTimeout   = 10 * time.Second
+)
+
+// VM is a running VictoriaMetrics process.
+type VM struct {
+	url     string
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	waitErr error
+	dataDir string
+	tempDir bool
+	log     *slog.Logger
+	hc      *http.Client
+	stderr  *tailBuffer
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start finds the binary, starts VictoriaMetrics on a free 127.0.0.1 port
+// and waits until /health answers. ctx bounds the start only.
+func Start(ctx context.Context, o Options) (*VM, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	bin, err := findBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dataDir, temp := o.DataDir, false
+	if dataDir == "" {
+		if dataDir, err = os.MkdirTemp("", "inferwatch-vm-"); err != nil {
+			return nil, fmt.Errorf("localvm: creating a data directory: %w", err)
+		}
+		temp = true
+	}
+	var vm *VM
+	for try := 0; try < 2; try++ {
+		vm, err = start(ctx, bin, dataDir, o, log)
+		if err == nil || !errors.Is(err, errPortClash) {
+			break
+		}
+		log.Warn("localvm: port taken before VictoriaMetrics bound it; retrying", "err", err)
+	}
+	if err != nil {
+		if temp {
+			os.RemoveAll(dataDir)
+		}
+		return nil, err
+	}
+	vm.tempDir = temp
+	log.Info("localvm: VictoriaMetrics is up", "url", vm.url, "data_dir", dataDir, "pid", vm.cmd.Process.Pid)
+	return vm, nil
+}
+
+var errPortClash = errors.New("address already in use")
+
+func start(ctx context.Context, bin, dataDir string, o Options, log *slog.Logger) (*VM, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	args := append([]string{
+		"-httpListenAddr=" + addr,
+		"-storageDataPath=" + dataDir,
+		"-retentionPeriod=100y",
+		"-loggerLevel=ERROR",
+	}, o.ExtraFlags...)
+	tail := &tailBuffer{max: 4096}
+	cmd := exec.Command(bin, args...)
+	// VictoriaMetrics logs to stderr but prints flag errors to stdout: keep
+	// the tail of both for error messages.
+	cmd.Stdout, cmd.Stderr = tail, tail
+	if o.Stdout != nil {
+		cmd.Stdout = io.MultiWriter(tail, o.Stdout)
+	}
+	if o.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(tail, o.Stderr)
+	}
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("localvm: starting %s: %w", bin, err)
+	}
+	vm := &VM{
+		url:     "http://" + addr,
+		cmd:     cmd,
+		exited:  make(chan struct{}),
+		dataDir: dataDir,
+		log:     log,
+		hc:      &http.Client{Timeout: 30 * time.Second},
+		stderr:  tail,
+	}
+	go func() {
+		vm.waitErr = cmd.Wait()
+		close(vm.exited)
+	}()
+	if err := vm.waitHealthy(ctx); err != nil {
+		vm.kill()
+		msg := fmt.Sprintf("localvm: VictoriaMetrics %s on %s: %v", bin, addr, err)
+		if s := strings.TrimSpace(tail.String()); s != "" {
+			msg += "; output: " + s
+		}
+		if strings.Contains(tail.String(), "address already in use") {
+			return nil, fmt.Errorf("%s: %w", msg, errPortClash)
+		}
+		return nil, errors.New(msg)
+	}
+	return vm, nil
+}
+
+// waitHealthy polls /health until it answers 200, the process exits, ctx
+// ends or healthTimeout passes.
+func (vm *VM) waitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, vm.url+"/health", nil)
+		if resp, err := vm.hc.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-vm.exited:
+			return fmt.Errorf("exited before becoming healthy: %v", vm.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy within %v: %w", healthTimeout, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// URL is the base URL, e.g. http://127.0.0.1:40123.
+func (vm *VM) URL() string { return vm.url }
+
+// Import sends JSON lines in the /api/v1/import format (see
+// ingest.WriteImportJSONL), then flushes and resets the rollup cache so the
+// data can be queried at once.
+func (vm *VM) Import(ctx context.Context, r io.Reader) error {
+	if err := vm.call(ctx, http.MethodPost, "/api/v1/import", r); err != nil {
+		return err
+	}
+	if err := vm.call(ctx, http.MethodGet, "/internal/force_flush", nil); err != nil {
+		return err
+	}
+	return vm.call(ctx, http.MethodGet, "/internal/resetRollupResultCache", nil)
+}
+
+func (vm *VM) call(ctx context.Context, method, path string, body io.Reader) error {
+	req, err := http.NewRequestWithContext(ctx, method, vm.url+path, body)
+	if err != nil {
+		return fmt.Errorf("localvm: %s %s: %w", method, path, err)
+	}
+	resp, err := vm.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("localvm: %s %s%s: %w", method, vm.url, path, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("localvm: %s %s%s: HTTP %s: %q", method, vm.url, path, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// Stop interrupts the process, waits up to 10s before killing it, and
+// removes a temporary data directory. It may be called more than once.
+func (vm *VM) Stop() error {
+	vm.stopOnce.Do(func() {
+		if err := vm.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			vm.log.Warn("localvm: interrupt failed", "err", err)
+		}
+		t := time.NewTimer(stopTimeout)
+		defer t.Stop()
+		select {
+		case <-vm.exited:
+		case <-t.C:
+			vm.log.Warn("localvm: VictoriaMetrics ignored SIGINT; killing it", "pid", vm.cmd.Process.Pid)
+			vm.kill()
+			vm.stopErr = fmt.Errorf("localvm: VictoriaMetrics did not stop within %v of SIGINT; killed", stopTimeout)
+		}
+		if vm.tempDir {
+			if err := os.RemoveAll(vm.dataDir); err != nil && vm.stopErr == nil {
+				vm.stopErr = fmt.Errorf("localvm: removing %s: %w", vm.dataDir, err)
+			}
+		}
+	})
+	return vm.stopErr
+}
+
+func (vm *VM) kill() {
+	vm.cmd.Process.Kill()
+	<-vm.exited
+}
+
+// Run starts VictoriaMetrics for a test and stops it in t.Cleanup. The test
+// is skipped only when the go tool itself is unavailable.
+func Run(t testing.TB) *VM {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*healthTimeout)
+	defer cancel()
+	var out io.Writer
+	if testing.Verbose() {
+		out = os.Stderr
+	}
+	vm, err := Start(ctx, Options{Stdout: out, Stderr: out})
+	if errors.Is(err, ErrNoTool) {
+		t.Skipf("skipping: no VictoriaMetrics binary: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := vm.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return vm
+}
+
+// findBinary returns $INFERWATCH_VM_BIN or the path `go tool -n
+// victoria-metrics` prints in the module root (building it if needed).
+func findBinary(ctx context.Context) (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("localvm: %s=%s: %w", EnvBinary, p, err)
+		}
+		return p, nil
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("localvm: %w: no go command in PATH (or set %s)", ErrNoTool, EnvBinary)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, goBin, "tool", "-n", "victoria-metrics")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "no such tool") {
+			return "", fmt.Errorf("localvm: %w: go tool -n victoria-metrics in %s: %s", ErrNoTool, root, msg)
+		}
+		return "", fmt.Errorf("localvm: go tool -n victoria-metrics in %s: %v: %s", root, err, msg)
+	}
+	p := strings.TrimSpace(string(out))
+	if p == "" {
+		return "", fmt.Errorf("localvm: go tool -n victoria-metrics in %s printed nothing", root)
+	}
+	return p, nil
+}
+
+// moduleRoot walks up from the working directory to the directory with go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("localvm: %w", err)
+	}
+	for d := dir; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("localvm: %w: no go.mod in %s or above (or set %s)", ErrNoTool, dir, EnvBinary)
+		}
+		d = parent
+	}
+}
+
+// freePort asks the kernel for a free 127.0.0.1 port. Another process may
+// take it before VictoriaMetrics binds it; Start retries once.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("localvm: finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
