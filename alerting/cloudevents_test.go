@@ -1,0 +1,229 @@
+package alerting
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testFinding() Finding {
+	end := time.Date(2025, 3, 4, 5, 6, 7, 891_000_000, time.UTC)
+	return Finding{
+		Kind:        "anomaly",
+		Group:       "vllm",
+		Rule:        "queue-depth",
+		Detector:    "sigma",
+		Labels:      map[string]string{"__name__": "vllm:num_requests_waiting", "model": "m1", "pod": "p0"},
+		Series:      `vllm:num_requests_waiting{model="m1",pod="p0"}`,
+		WindowStart: end.Add(-2 * time.Minute),
+		WindowEnd:   end,
+		Value:       42,
+		ValueTime:   end.Add(-time.Minute),
+		Expected:    3,
+		Lower:       1,
+		Upper:       5,
+		Score:       7.5,
+		Severity:    "warning",
+	}
+}
+
+func TestFindingID(t *testing.T) {
+	base := testFinding()
+	id := FindingID(base)
+	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		t.Fatalf("FindingID = %q, want 32 lower-case hex digits", id)
+	}
+	with := func(change func(f *Finding)) Finding {
+		f := base
+		f.Labels = make(map[string]string, len(base.Labels))
+		for k, v := range base.Labels {
+			f.Labels[k] = v
+		}
+		change(&f)
+		return f
+	}
+	tests := []struct {
+		name string
+		f    Finding
+		same bool
+	}{
+		{"identical copy", with(func(*Finding) {}), true},
+		{"labels built in another order", with(func(f *Finding) {
+			f.Labels = map[string]string{}
+			for _, k := range []string{"pod", "model", "__name__"} {
+				f.Labels[k] = base.Labels[k]
+			}
+		}), true},
+		{"other score, value, band, severity, detector, start", with(func(f *Finding) {
+			f.Score, f.Value, f.Lower, f.Upper, f.Expected = 99, -1, math.Inf(-1), math.NaN(), 0
+			f.Severity, f.Detector, f.WindowStart = "critical", "mad", f.WindowStart.Add(time.Hour)
+		}), true},
+		{"window end in another zone", with(func(f *Finding) {
+			f.WindowEnd = f.WindowEnd.In(time.FixedZone("UTC+9", 9*3600))
+		}), true},
+		{"window end sub-millisecond change", with(func(f *Finding) {
+			f.WindowEnd = f.WindowEnd.Add(500 * time.Microsecond)
+		}), true},
+		{"other rule", with(func(f *Finding) { f.Rule = "queue-depth-2" }), false},
+		{"other group", with(func(f *Finding) { f.Group = "dcgm" }), false},
+		{"other label value", with(func(f *Finding) { f.Labels["pod"] = "p1" }), false},
+		{"extra label", with(func(f *Finding) { f.Labels["zone"] = "a" }), false},
+		{"missing label", with(func(f *Finding) { delete(f.Labels, "pod") }), false},
+		{"empty label value instead of missing", with(func(f *Finding) { f.Labels["zone"] = "" }), false},
+		{"window end one millisecond later", with(func(f *Finding) { f.WindowEnd = f.WindowEnd.Add(time.Millisecond) }), false},
+		{"group/rule boundary moved", with(func(f *Finding) { f.Group, f.Rule = "vllmq", "ueue-depth" }), false},
+		{"label name/value boundary moved", with(func(f *Finding) {
+			delete(f.Labels, "pod")
+			f.Labels["podp"] = "0"
+		}), false},
+		{"value moved between labels", with(func(f *Finding) {
+			f.Labels["model"], f.Labels["pod"] = "m1p", "0"
+		}), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := FindingID(tc.f)
+			if (got == id) != tc.same {
+				t.Errorf("FindingID = %s, base %s: same = %v, want %v", got, id, got == id, tc.same)
+			}
+		})
+	}
+}
+
+func TestNewFindingEvent(t *testing.T) {
+	f := testFinding()
+	f.Lower = math.Inf(-1)
+	f.Expected = math.NaN()
+	f.WindowEnd = f.WindowEnd.In(time.FixedZone("UTC-5", -5*3600))
+	ev, err := NewFindingEvent(f, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.SpecVersion != "1.0" || ev.Source != "/inferwatch" || ev.Type != "io.inferwatch.finding.anomaly" ||
+		ev.Subject != f.Series || ev.DataContentType != "application/json" || ev.ID != FindingID(f) {
+		t.Errorf("event attributes = %+v", ev)
+	}
+	if !ev.Time.Equal(f.WindowEnd) || ev.Time.Location() != time.UTC {
+		t.Errorf("time = %v, want %v in UTC", ev.Time, f.WindowEnd)
+	}
+	if err := ev.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		t.Fatalf("data %s: %v", ev.Data, err)
+	}
+	want := map[string]any{
+		"kind": "anomaly", "group": "vllm", "rule": "queue-depth", "detector": "sigma",
+		"series": f.Series, "value": 42.0, "expected": nil, "lower": nil, "upper": 5.0,
+		"score": 7.5, "severity": "warning",
+		"window_start": "2025-03-04T05:04:07.891Z", "window_end": "2025-03-04T00:06:07.891-05:00",
+		"value_time": "2025-03-04T05:05:07.891Z",
+	}
+	for k, v := range want {
+		if data[k] != v {
+			t.Errorf("data[%q] = %#v, want %#v", k, data[k], v)
+		}
+	}
+	if labels, _ := data["labels"].(map[string]any); len(labels) != 3 || labels["pod"] != "p0" {
+		t.Errorf("data labels = %v", data["labels"])
+	}
+	if len(data) != len(want)+1 {
+		t.Errorf("data has %d fields, want %d: %s", len(data), len(want)+1, ev.Data)
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"time":"2025-03-04T05:06:07.891Z"`) {
+		t.Errorf("event JSON lacks RFC 3339 UTC time: %s", raw)
+	}
+
+	ev, err = NewFindingEvent(f, "https://inferwatch.example/cluster-a")
+	if err != nil || ev.Source != "https://inferwatch.example/cluster-a" {
+		t.Errorf("explicit source: %v, %q", err, ev.Source)
+	}
+}
+
+func TestNewFindingEventRejects(t *testing.T) {
+	f := func(kind, source, wantErr string) {
+		t.Helper()
+		fd := testFinding()
+		fd.Kind = kind
+		_, err := NewFindingEvent(fd, source)
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("kind %q source %q: err = %v, want it to contain %q", kind, source, err, wantErr)
+		}
+	}
+	f("", "", `kind "" is not a single NATS subject token`)
+	f("anomaly.high", "", `kind "anomaly.high"`)
+	f("*", "", `kind "*"`)
+	f(">", "", `kind ">"`)
+	f("an omaly", "", `kind "an omaly"`)
+	f("anomaly", "http://[::1", `source "http://[::1" is not a URI-reference`)
+}
+
+func TestValidSubjectToken(t *testing.T) {
+	for tok, want := range map[string]bool{
+		"anomaly": true, "forecast_breach": true, "scale-up": true, "ü": true,
+		"": false, "a.b": false, "a*": false, ">": false, "a b": false, "a\tb": false, "a\nb": false,
+	} {
+		if got := ValidSubjectToken(tok); got != want {
+			t.Errorf("ValidSubjectToken(%q) = %v, want %v", tok, got, want)
+		}
+	}
+}
+
+func TestEventValidate(t *testing.T) {
+	ok, err := NewFindingEvent(testFinding(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		change  func(*Event)
+		wantErr string
+	}{
+		"spec version": {func(e *Event) { e.SpecVersion = "0.3" }, `specversion is "0.3"`},
+		"id":           {func(e *Event) { e.ID = "" }, "id is empty"},
+		"source":       {func(e *Event) { e.Source = "" }, "source is empty"},
+		"type":         {func(e *Event) { e.Type = "" }, "type is empty"},
+		"data":         {func(e *Event) { e.Data = json.RawMessage(`{"a":`) }, "data is not valid JSON"},
+	} {
+		ev := ok
+		tc.change(&ev)
+		if err := ev.Validate(); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: Validate() = %v, want %q", name, err, tc.wantErr)
+		}
+	}
+}
+
+func ExampleFindingID() {
+	end := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	a := Finding{Group: "vllm", Rule: "queue", WindowEnd: end,
+		Labels: map[string]string{"model": "m1", "pod": "p0"}, Score: 3}
+	b := Finding{Group: "vllm", Rule: "queue", WindowEnd: end.In(time.FixedZone("CET", 3600)),
+		Labels: map[string]string{"pod": "p0", "model": "m1"}, Score: 9}
+	c := a
+	c.WindowEnd = end.Add(time.Minute)
+	fmt.Println(FindingID(a) == FindingID(b), FindingID(a) == FindingID(c))
+	// Output: true false
+}
+
+func BenchmarkFindingID(b *testing.B) {
+	f := testFinding()
+	for b.Loop() {
+		FindingID(f)
+	}
+}
+
+func BenchmarkNewFindingEvent(b *testing.B) {
+	f := testFinding()
+	for b.Loop() {
+		if _, err := NewFindingEvent(f, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,373 @@
+package alerting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
+)
+
+// memStore serves query_range from in-memory series, whatever the query,
+// and records the ranges asked for. It stands in for a store in unit tests
+// of the engine's bookkeeping; the integration tests use a real one.
+type memStore struct {
+	mu     sync.Mutex
+	series []ingest.Series
+	calls  [][2]time.Time
+	err    error
+}
+
+func (m *memStore) QueryRange(_ context.Context, _ string, start, end time.Time, _ time.Duration) ([]ingest.Series, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, [2]time.Time{start, end})
+	if m.err != nil {
+		return nil, m.err
+	}
+	var out []ingest.Series
+	for _, s := range m.series {
+		c := ingest.Series{Labels: s.Labels}
+		for i, t := range s.Timestamps {
+			if t >= start.UnixMilli() && t <= end.UnixMilli() {
+				c.Timestamps = append(c.Timestamps, t)
+				c.Values = append(c.Values, s.Values[i])
+			}
+		}
+		if len(c.Timestamps) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+type recorder struct {
+	mu       sync.Mutex
+	got      []Finding
+	failNext int // reject the next n calls
+}
+
+func (r *recorder) Publish(_ context.Context, fs []Finding) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failNext > 0 {
+		r.failNext--
+		// Accept the first one, then fail: the engine must keep the rest.
+		if len(fs) == 0 {
+			return 0, nil
+		}
+		r.got = append(r.got, fs[0])
+		return 1, errors.New("broker unavailable")
+	}
+	r.got = append(r.got, fs...)
+	return len(fs), nil
+}
+
+var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// minuteSeries returns n one-minute samples from t0 with a small
+// alternating ripple, and the given spikes (index → value).
+func minuteSeries(name string, n int, spikes map[int]float64) ingest.Series {
+	s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: name}, {Name: "pod", Value: "p0"}}}
+	for i := range n {
+		v := 10.0 + float64(i%3)*0.1
+		if sv, ok := spikes[i]; ok {
+			v = sv
+		}
+		s.Timestamps = append(s.Timestamps, t0.Add(time.Duration(i)*time.Minute).UnixMilli())
+		s.Values = append(s.Values, v)
+	}
+	return s
+}
+
+func testGroups(forDur time.Duration) []rules.Group {
+	return []rules.Group{{
+		Name:     "latency",
+		Interval: time.Minute,
+		Rules: []rules.Rule{{
+			Name:     "ttft",
+			Expr:     "ttft",
+			Lookback: 30 * time.Minute,
+			Step:     time.Minute,
+			For:      forDur,
+			Detector: rules.Detector{Name: "sigma", Params: map[string]string{"k": "3", "min_points": "10"}},
+			Labels:   map[string]string{"team": "serving"},
+		}},
+	}}
+}
+
+func TestEngineFiresOncePerEpisodeAfterFor(t *testing.T) {
+	// Spike at minutes 100..102: with for=1m it fires at 101, once.
+	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{100: 50, 101: 60, 102: 55})}}
+	out := &recorder{}
+	now := t0.Add(199 * time.Minute)
+	e, err := NewEngine(EngineOptions{
+		Groups: testGroups(time.Minute), Querier: store, Output: out,
+		Backfill: 3 * time.Hour, Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.got) != 1 {
+		t.Fatalf("got %d findings, want 1: %+v", len(out.got), out.got)
+	}
+	f := out.got[0]
+	if want := t0.Add(100 * time.Minute); !f.WindowStart.Equal(want) {
+		t.Errorf("window start %v, want %v", f.WindowStart, want)
+	}
+	if want := t0.Add(101 * time.Minute); !f.WindowEnd.Equal(want) {
+		t.Errorf("window end %v, want %v", f.WindowEnd, want)
+	}
+	// The strangest sample is the first: at minute 101 the window already
+	// holds the 50 of minute 100 and is far wider.
+	if f.Value != 50 || !f.ValueTime.Equal(t0.Add(100*time.Minute)) {
+		t.Errorf("peak value %v at %v, want 50 at minute 100", f.Value, f.ValueTime)
+	}
+	if f.Score < 100 || f.Upper > 10.5 || f.Lower < 9.7 || f.Expected < 10 || f.Expected > 10.2 {
+		t.Errorf("score/band implausible: %+v", f)
+	}
+	if f.Labels["team"] != "serving" || f.Labels["pod"] != "p0" || f.Series != `ttft{pod="p0"}` {
+		t.Errorf("labels %v series %q", f.Labels, f.Series)
+	}
+	if f.Kind != "anomaly" || f.Rule != "ttft" || f.Group != "latency" || f.Detector != "sigma" || f.Severity != "critical" {
+		t.Errorf("identity fields: %+v", f)
+	}
+}
+
+func TestEngineForSuppressesSinglePointBlips(t *testing.T) {
+	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{100: 50})}}
+	out := &recorder{}
+	e, err := NewEngine(EngineOptions{
+		Groups: testGroups(time.Minute), Querier: store, Output: out,
+		Backfill: 3 * time.Hour, Now: func() time.Time { return t0.Add(199 * time.Minute) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.got) != 0 {
+		t.Fatalf("a one-point blip fired with for=1m: %+v", out.got)
+	}
+}
+
+func TestEngineFetchesOnlyNewPoints(t *testing.T) {
+	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 300, map[int]float64{250: 80, 251: 90})}}
+	out := &recorder{}
+	now := t0.Add(200 * time.Minute)
+	e, err := NewEngine(EngineOptions{
+		Groups: testGroups(0), Querier: store, Output: out,
+		EvaluationDelay: 30 * time.Second,
+		Now:             func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// First evaluation: end is now−delay truncated to the step (minute 199),
+	// and the range starts a lookback before the reported interval.
+	first := store.calls[0]
+	if want := t0.Add(199 * time.Minute); !first[1].Equal(want) {
+		t.Fatalf("first end %v, want %v", first[1], want)
+	}
+	if want := t0.Add((199 - 1 - 30) * time.Minute); !first[0].Equal(want) {
+		t.Fatalf("first start %v, want %v", first[0], want)
+	}
+	for i := 1; i <= 60; i++ {
+		now = t0.Add(time.Duration(200+i) * time.Minute)
+		if err := e.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c := store.calls[i]
+		if want := t0.Add(time.Duration(199+i) * time.Minute); !c[0].Equal(want) || !c[1].Equal(want) {
+			t.Fatalf("cycle %d fetched %v..%v, want only the new point %v", i, c[0], c[1], want)
+		}
+	}
+	if len(out.got) != 1 || !out.got[0].WindowEnd.Equal(t0.Add(250*time.Minute)) {
+		t.Fatalf("want one finding at minute 250, got %+v", out.got)
+	}
+}
+
+func TestEngineKeepsFindingsTheOutputRejected(t *testing.T) {
+	a := minuteSeries("ttft", 200, map[int]float64{100: 50, 150: 70})
+	b := minuteSeries("ttft", 200, map[int]float64{120: 40})
+	b.Labels = ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p1"}}
+	store := &memStore{series: []ingest.Series{a, b}}
+	out := &recorder{failNext: 1}
+	now := t0.Add(199 * time.Minute)
+	e, err := NewEngine(EngineOptions{
+		Groups: testGroups(0), Querier: store, Output: out,
+		Backfill: 3 * time.Hour, Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.RunOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "2 kept for the next cycle") {
+		t.Fatalf("want an error saying 2 findings were kept, got %v", err)
+	}
+	now = now.Add(time.Minute)
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.got) != 3 {
+		t.Fatalf("want all 3 findings delivered in the end, got %d", len(out.got))
+	}
+	seen := map[string]bool{}
+	for _, f := range out.got {
+		id := FindingID(f)
+		if seen[id] {
+			t.Fatalf("finding %s delivered twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestEngineStoreFailureIsReportedAndCounted(t *testing.T) {
+	store := &memStore{err: errors.New(`query_range http://127.0.0.1:1/api/v1/query_range: connection refused`)}
+	e, err := NewEngine(EngineOptions{
+		Groups: testGroups(0), Querier: store, Output: &recorder{},
+		Now: func() time.Time { return t0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.RunOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `group "latency" rule "ttft"`) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("want an error naming the group, rule and URL, got %v", err)
+	}
+	var b strings.Builder
+	e.o.Metrics.WritePrometheus(&b)
+	for _, want := range []string{
+		`inferwatch_rule_evaluation_failures_total{group="latency",rule="ttft"} 1`,
+		`inferwatch_group_evaluation_failures_total{group="latency"} 1`,
+		`inferwatch_group_evaluations_total{group="latency"} 1`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestNewEngineRejectsUnknownDetectorWithPosition(t *testing.T) {
+	g := testGroups(0)
+	g[0].Rules[0].Detector = rules.Detector{Name: "nosuch"}
+	g[0].Rules[0].DetectorPos = rules.Pos{File: "x.yml", Line: 9, Column: 7}
+	_, err := NewEngine(EngineOptions{Groups: g, Querier: &memStore{}, Output: &recorder{}})
+	if err == nil || !strings.Contains(err.Error(), "x.yml:9:7") || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("want an error at x.yml:9:7 naming the detector, got %v", err)
+	}
+}
+
+func TestNextTickIsAlignedAndStable(t *testing.T) {
+	iv := time.Minute
+	off := groupOffset("latency", iv)
+	if off != groupOffset("latency", iv) || off < 0 || off >= iv {
+		t.Fatalf("offset %v not stable or out of range", off)
+	}
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC).Add(off)
+	if got := nextTick(at, iv, off); !got.Equal(at.Add(iv)) {
+		t.Fatalf("from a tick the next is one interval later: got %v", got)
+	}
+	if got := nextTick(at.Add(-time.Nanosecond), iv, off); !got.Equal(at) {
+		t.Fatalf("just before a tick the next is that tick: got %v", got)
+	}
+	if groupOffset("a", iv) == groupOffset("b", iv) && groupOffset("c", iv) == groupOffset("d", iv) {
+		t.Fatalf("offsets do not spread groups")
+	}
+}
+
+func TestRunSkipsAndCountsMissedTicks(t *testing.T) {
+	// A store that takes 2.5 intervals per evaluation: the ticks in between
+	// are skipped and counted, not queued.
+	iv := 40 * time.Millisecond
+	g := testGroups(0)
+	g[0].Interval = iv
+	g[0].Rules[0].Step = 10 * time.Millisecond
+	g[0].Rules[0].Lookback = time.Second
+	store := &slowStore{delay: 100 * time.Millisecond}
+	e, err := NewEngine(EngineOptions{Groups: g, Querier: store, Output: &recorder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 450*time.Millisecond)
+	defer cancel()
+	e.Run(ctx)
+	var b strings.Builder
+	e.o.Metrics.WritePrometheus(&b)
+	if !strings.Contains(b.String(), `inferwatch_group_missed_iterations_total{group="latency"}`) ||
+		strings.Contains(b.String(), `inferwatch_group_missed_iterations_total{group="latency"} 0`) {
+		t.Fatalf("no missed ticks counted:\n%s", b.String())
+	}
+	if n := store.n(); n > 6 {
+		t.Fatalf("%d evaluations in 450ms with 100ms each: ticks were queued", n)
+	}
+}
+
+type slowStore struct {
+	mu    sync.Mutex
+	delay time.Duration
+	count int
+}
+
+func (s *slowStore) QueryRange(ctx context.Context, _ string, _, _ time.Time, _ time.Duration) ([]ingest.Series, error) {
+	s.mu.Lock()
+	s.count++
+	s.mu.Unlock()
+	time.Sleep(s.delay)
+	return nil, nil
+}
+
+func (s *slowStore) n() int { s.mu.Lock(); defer s.mu.Unlock(); return s.count }
+
+// rejecter refuses, for good, any finding on pod p1.
+type rejecter struct{ got []Finding }
+
+func (r *rejecter) Publish(_ context.Context, fs []Finding) (int, error) {
+	for i, f := range fs {
+		if f.Labels["pod"] == "p1" {
+			return i, fmt.Errorf("publishing finding %d: %w: bad subject", i+1, ErrRejected)
+		}
+		r.got = append(r.got, f)
+	}
+	return len(fs), nil
+}
+
+func TestEngineSkipsAFindingTheOutputCanNeverTake(t *testing.T) {
+	a := minuteSeries("ttft", 200, map[int]float64{150: 70})
+	b := minuteSeries("ttft", 200, map[int]float64{120: 40})
+	b.Labels = ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p1"}}
+	c := minuteSeries("ttft", 200, map[int]float64{130: 40})
+	c.Labels = ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p2"}}
+	out := &rejecter{}
+	e, err := NewEngine(EngineOptions{
+		Groups: testGroups(0), Querier: &memStore{series: []ingest.Series{a, b, c}}, Output: out,
+		Backfill: 3 * time.Hour, Now: func() time.Time { return t0.Add(199 * time.Minute) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.got) != 2 {
+		t.Fatalf("want the 2 findings behind the rejected one delivered, got %d", len(out.got))
+	}
+	var b2 strings.Builder
+	e.o.Metrics.WritePrometheus(&b2)
+	if !strings.Contains(b2.String(), "inferwatch_findings_dropped_total 1") {
+		t.Fatalf("the rejected finding was not counted:\n%s", b2.String())
+	}
+}
