@@ -160,7 +160,10 @@ func ConnectJetStream(ctx context.Context, o JetStreamOptions) (*JetStream, erro
 		nats.Name(o.Name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(min(2*time.Second, o.ConnectBackoffMax)),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if nc.IsDraining() || nc.IsClosed() {
+				return // Close asked for it.
+			}
 			j.disconns.Inc()
 			log.Warn("NATS disconnected; reconnecting until it is back", "err", err)
 		}),

@@ -1,0 +1,39 @@
+# inferwatch: build, test, demo. Needs only Go (1.26); VictoriaMetrics and
+# NATS come from the Go module proxy at the versions go.mod holds.
+GO ?= go
+
+.PHONY: all build test test-short vet bench demo victoria-metrics clean
+
+all: build
+
+build:
+	$(GO) build -o bin/inferwatch ./cmd/inferwatch
+
+# Build VictoriaMetrics single-node once (the `tool` line of go.mod) so the
+# integration tests do not race to compile it.
+victoria-metrics:
+	$(GO) tool -n victoria-metrics >/dev/null
+
+# Every test, the integration tests against a real VictoriaMetrics and a
+# real NATS server included.
+test: victoria-metrics
+	$(GO) test -count=1 -timeout 12m ./...
+
+# Unit tests only (no VictoriaMetrics, no NATS server).
+test-short:
+	$(GO) test -short -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./ingest/ ./analysis/
+
+# Start VictoriaMetrics and an embedded NATS, backfill a generated 7-day
+# fleet with injected incidents, run the daemon over it and print what a
+# subscriber receives.
+demo: victoria-metrics build
+	$(GO) run ./examples/demo --inferwatch bin/inferwatch
+
+clean:
+	rm -rf bin

@@ -1,0 +1,59 @@
+// Command inferwatch watches the metrics of LLM-serving fleets in a
+// Prometheus-compatible store, finds what a person would miss, and publishes
+// findings on NATS JetStream.
+//
+//	inferwatch check --config FILE
+//	inferwatch run --config FILE [--once] [--backfill DURATION]
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `inferwatch watches LLM-serving metrics and publishes findings on NATS.
+
+Usage:
+  inferwatch check --config FILE       check a configuration file
+  inferwatch run --config FILE [flags] evaluate the rule groups on their schedule
+  inferwatch version                   print the version
+
+Run "inferwatch COMMAND --help" for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runMain runs one command and returns the process exit code: 0 on success,
+// 1 when the command failed, 2 on a usage error.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "inferwatch", version)
+		return 0
+	case "help", "--help", "-help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "inferwatch: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

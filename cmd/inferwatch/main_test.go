@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/examples/fleet"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
+)
+
+const exampleConfig = "../../examples/inferwatch.yml"
+
+func runCmd(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = runMain(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCheckAcceptsTheExampleConfig(t *testing.T) {
+	code, out, errOut := runCmd(t, context.Background(), "check", "--config", exampleConfig)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "valid: 2 groups, 4 rules") {
+		t.Fatalf("stdout %q", out)
+	}
+}
+
+func TestCheckRejectsEachBadConfigWithALineNumber(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/config/*.bad.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no bad configs found: %v", err)
+	}
+	for _, f := range files {
+		code, _, errOut := runCmd(t, context.Background(), "check", "--config", f)
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1", f, code)
+		}
+		if !strings.Contains(errOut, filepath.Base(f)+":") {
+			t.Errorf("%s: the error does not name the file and line:\n%s", f, errOut)
+		}
+	}
+}
+
+func TestCheckReportsDetectorErrorsAtTheDetector(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "x.yml")
+	cfg := `source:
+  url: http://127.0.0.1:8428
+groups:
+  - name: g
+    rules:
+      - name: a
+        expr: up
+        detector: {name: sigma, k: abc}
+      - name: b
+        expr: up
+        detector: nosuch
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, context.Background(), "check", "--config", file)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"x.yml:8:", `rule "a"`, "abc", "x.yml:11:", `rule "b"`, "nosuch"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{}, {"nosuch"}, {"check"}, {"run"}, {"run", "--config", exampleConfig, "--backfill", "soon"}} {
+		if code, _, _ := runCmd(t, context.Background(), args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestRunOnceFailsOnAnUnreachableStoreAndNamesIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS server")
+	}
+	srv := natstest.Start(t)
+	code, _, errOut := runCmd(t, context.Background(), "run", "--config", exampleConfig, "--once",
+		"--source.url", "http://127.0.0.1:1", "--nats.url", srv.ClientURL(), "--web.listen-address", "")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{"127.0.0.1:1", "rule=ttft_mean", "rule=gpu_util", "connection refused"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestRunGivesUpOnNATSAfterTheConnectTimeoutAndSaysSo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for connection retries")
+	}
+	code, _, errOut := runCmd(t, context.Background(), "run", "--config", exampleConfig, "--once",
+		"--nats.url", "nats://127.0.0.1:1", "--nats.connect-timeout", "2s", "--web.listen-address", "")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if !strings.Contains(errOut, "127.0.0.1:1") || !strings.Contains(strings.ToLower(errOut), "retry") {
+		t.Fatalf("stderr does not say it retried NATS:\n%s", errOut)
+	}
+}
+
+// TestEndToEnd backfills a generated week of a fleet into a real
+// VictoriaMetrics, runs the daemon once over it with a real NATS server,
+// and checks what a subscriber receives against the injected incidents.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics and NATS")
+	}
+	ctx := context.Background()
+	vm := localvm.Run(t)
+	f, err := fleet.New(fleet.Options{Seed: 1, End: time.Now().Add(-2 * time.Minute), Duration: 7 * 24 * time.Hour, Step: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := f.WriteImportJSONL(pw)
+		pw.CloseWithError(err)
+	}()
+	if err := vm.Import(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := natstest.Start(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var (
+		mu   sync.Mutex
+		got  []alerting.Finding
+		evts []map[string]any
+	)
+	sub, err := nc.Subscribe("inferwatch.findings.>", func(m *nats.Msg) {
+		var ev map[string]any
+		var body struct {
+			Data alerting.Finding `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Errorf("undecodable event: %v", err)
+			return
+		}
+		if err := json.Unmarshal(m.Data, &body); err != nil {
+			t.Errorf("undecodable finding: %v", err)
+			return
+		}
+		if m.Header.Get("Nats-Msg-Id") != ev["id"] {
+			t.Errorf("Nats-Msg-Id %q differs from the event id %v", m.Header.Get("Nats-Msg-Id"), ev["id"])
+		}
+		mu.Lock()
+		got = append(got, body.Data)
+		evts = append(evts, ev)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	args := []string{"run", "--config", exampleConfig, "--once", "--backfill", "7d",
+		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""}
+	if code, _, errOut := runCmd(t, ctx, args...); code != 0 {
+		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+
+	mu.Lock()
+	findings := append([]alerting.Finding(nil), got...)
+	events := append([]map[string]any(nil), evts...)
+	mu.Unlock()
+	if len(findings) == 0 {
+		t.Fatal("no finding received")
+	}
+	for _, ev := range events {
+		for _, k := range []string{"specversion", "id", "source", "type", "time", "datacontenttype", "data"} {
+			if _, ok := ev[k]; !ok {
+				t.Fatalf("event lacks %q: %v", k, ev)
+			}
+		}
+	}
+
+	var quiet []string
+	for _, m := range f.Models {
+		if m.Quiet {
+			quiet = append(quiet, m.Name)
+		}
+	}
+	if len(quiet) == 0 {
+		t.Fatal("the fleet has no quiet model to check against")
+	}
+	for _, fd := range findings {
+		for _, q := range quiet {
+			if fd.Labels["model"] == q {
+				t.Errorf("finding on the quiet model %s: %s %s at %v (score %.2f)", q, fd.Rule, fd.Series, fd.WindowEnd, fd.Score)
+			}
+		}
+	}
+	spikes := 0
+	for _, inc := range f.Incidents {
+		if inc.Kind != "latency_spike" {
+			continue
+		}
+		spikes++
+		found := false
+		for _, fd := range findings {
+			if fd.Rule != "ttft_mean" && fd.Rule != "e2e_latency_mean" {
+				continue
+			}
+			if fd.Labels["model"] != inc.Model || fd.Labels["pod"] != inc.Pod {
+				continue
+			}
+			if !fd.WindowStart.Before(inc.Start) && !fd.WindowEnd.After(inc.End.Add(3*time.Minute)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("latency spike on %s/%s %v–%v produced no latency finding on that pod in that time", inc.Model, inc.Pod, inc.Start, inc.End)
+		}
+	}
+	if spikes < 2 {
+		t.Fatalf("the fleet injected %d latency spikes, want at least 2", spikes)
+	}
+
+	// Running again over the same data re-publishes the same findings;
+	// JetStream drops them by their message id, so the stream keeps one of each.
+	if code, _, errOut := runCmd(t, ctx, args...); code != 0 {
+		t.Fatalf("second run exited %d:\n%s", code, errOut)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "INFERWATCH")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(info.State.Msgs) != len(findings) {
+		t.Fatalf("stream holds %d messages after two runs, want the %d distinct findings", info.State.Msgs, len(findings))
+	}
+	t.Logf("%d findings for %d incidents; stream holds %d after a second run", len(findings), len(f.Incidents), info.State.Msgs)
+}

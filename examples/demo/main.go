@@ -1,0 +1,225 @@
+// Command demo runs inferwatch end to end on one machine: it starts a
+// VictoriaMetrics single-node and an embedded NATS server, backfills a
+// generated week of an LLM-serving fleet with injected incidents, runs
+// `inferwatch run --once` over it, and prints what a subscriber receives.
+//
+//	go run ./examples/demo --inferwatch bin/inferwatch
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/examples/fleet"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	bin := flag.String("inferwatch", "bin/inferwatch", "the inferwatch binary to run")
+	config := flag.String("config", "examples/inferwatch.yml", "the configuration the daemon runs")
+	days := flag.Int("days", 7, "days of fleet history to generate")
+	seed := flag.Int64("seed", 1, "seed of the fleet generator")
+	flag.Parse()
+
+	if _, err := os.Stat(*bin); err != nil {
+		return fmt.Errorf("the inferwatch binary %s is missing (run `make build` first): %w", *bin, err)
+	}
+
+	step("Starting VictoriaMetrics single-node on 127.0.0.1 with a temporary data dir")
+	vm, err := localvm.Start(ctx, localvm.Options{})
+	if err != nil {
+		return err
+	}
+	defer vm.Stop()
+	fmt.Printf("   %s\n", vm.URL())
+
+	step(fmt.Sprintf("Generating %d days of a vLLM + DCGM fleet (seed %d) and importing it", *days, *seed))
+	started := time.Now()
+	f, err := fleet.New(fleet.Options{
+		Seed:     *seed,
+		End:      time.Now().Add(-2 * time.Minute),
+		Duration: time.Duration(*days) * 24 * time.Hour,
+		Step:     30 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	var samples int
+	go func() {
+		n, err := f.WriteImportJSONL(pw)
+		samples = n
+		pw.CloseWithError(err)
+	}()
+	if err := vm.Import(ctx, pr); err != nil {
+		return fmt.Errorf("importing the fleet: %w", err)
+	}
+	fmt.Printf("   %d models, %d samples imported in %.1fs\n", len(f.Models), samples, time.Since(started).Seconds())
+	for _, m := range f.Models {
+		quiet := ""
+		if m.Quiet {
+			quiet = " (quiet: no incident)"
+		}
+		fmt.Printf("   %-26s pods %s%s\n", m.Name, strings.Join(m.Pods, ", "), quiet)
+	}
+	fmt.Println("   injected incidents:")
+	for _, inc := range f.Incidents {
+		fmt.Printf("   - %-22s %-26s %-20s %s → %s\n", inc.Kind, inc.Model, orAll(inc.Pod),
+			inc.Start.UTC().Format("Mon 15:04"), inc.End.UTC().Format("15:04 MST"))
+	}
+
+	step("Starting an embedded NATS server with JetStream and subscribing to inferwatch.findings.>")
+	srv, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.ClientURL(), nats.Name("inferwatch-demo-subscriber"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	var (
+		mu       sync.Mutex
+		received []alerting.Finding
+		first    *nats.Msg
+	)
+	sub, err := nc.Subscribe("inferwatch.findings.>", func(m *nats.Msg) {
+		var ev struct {
+			ID   string           `json:"id"`
+			Type string           `json:"type"`
+			Data alerting.Finding `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			fmt.Printf("   !! undecodable message on %s: %v\n", m.Subject, err)
+			return
+		}
+		mu.Lock()
+		received = append(received, ev.Data)
+		if first == nil {
+			first = m
+		}
+		mu.Unlock()
+		fmt.Println("   " + describe(m.Subject, ev.Data))
+	})
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+
+	step(fmt.Sprintf("Running: %s run --config %s --once --backfill %dd", *bin, *config, *days))
+	cmd := exec.CommandContext(ctx, *bin, "run", "--config", *config, "--once",
+		"--backfill", fmt.Sprintf("%dd", *days),
+		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(),
+		"--web.listen-address", "127.0.0.1:0", "--log.level", "warn")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("inferwatch run: %w", err)
+	}
+	// Let the subscriber take the last messages in flight (bounded).
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		return err
+	}
+	time.Sleep(200 * time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	step(fmt.Sprintf("Summary: %d findings received", len(received)))
+	summarize(f, received)
+	if first != nil {
+		step("The first event as a subscriber received it")
+		fmt.Printf("   subject: %s\n   Nats-Msg-Id: %s\n", first.Subject, first.Header.Get("Nats-Msg-Id"))
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, first.Data, "   ", "  "); err == nil {
+			fmt.Printf("   %s\n", pretty.String())
+		}
+	}
+	return nil
+}
+
+func step(s string) { fmt.Printf("\n== %s\n", s) }
+
+func orAll(pod string) string {
+	if pod == "" {
+		return "(all pods)"
+	}
+	return pod
+}
+
+// describe renders one finding for a person.
+func describe(subject string, f alerting.Finding) string {
+	where := f.Labels["model"]
+	if p := f.Labels["pod"]; p != "" {
+		where += " / " + p
+	}
+	return fmt.Sprintf("%s  %-8s %-18s %-45s value %.4g (expected %.4g, band %.4g…%.4g) score %.1f  [%s]",
+		f.WindowEnd.UTC().Format("Mon 15:04"), f.Severity, f.Group+"/"+f.Rule, where,
+		f.Value, f.Expected, f.Lower, f.Upper, f.Score, subject)
+}
+
+// summarize matches findings to the injected incidents: a finding matches
+// when it is on the incident's model (and pod, when the incident has one)
+// and its window overlaps the incident, give or take ten minutes.
+func summarize(f *fleet.Fleet, got []alerting.Finding) {
+	matched := make([]bool, len(got))
+	for _, inc := range f.Incidents {
+		var rulesHit []string
+		seen := map[string]bool{}
+		for i, fd := range got {
+			if fd.Labels["model"] != inc.Model || (inc.Pod != "" && fd.Labels["pod"] != "" && fd.Labels["pod"] != inc.Pod) {
+				continue
+			}
+			if fd.WindowEnd.Before(inc.Start) || fd.WindowStart.After(inc.End.Add(10*time.Minute)) {
+				continue
+			}
+			matched[i] = true
+			if !seen[fd.Rule] {
+				seen[fd.Rule] = true
+				rulesHit = append(rulesHit, fd.Rule)
+			}
+		}
+		sort.Strings(rulesHit)
+		verdict := "FOUND by " + strings.Join(rulesHit, ", ")
+		if len(rulesHit) == 0 {
+			verdict = "not found by the rules of this configuration"
+		}
+		fmt.Printf("   %-22s %-26s %-20s %s\n", inc.Kind, inc.Model, orAll(inc.Pod), verdict)
+	}
+	other := 0
+	for i, fd := range got {
+		if !matched[i] {
+			other++
+			if other == 1 {
+				fmt.Println("   findings outside any injected incident:")
+			}
+			fmt.Println("   - " + describe("", fd))
+		}
+	}
+	if other == 0 {
+		fmt.Println("   no finding outside the injected incidents")
+	}
+}
