@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -458,7 +459,7 @@ func (e *Engine) evalRule(ctx context.Context, r *rule, at time.Time) ([]Finding
 // finding when the episode has lasted the rule's For.
 func (e *Engine) track(r *rule, st *seriesState, t int64, v float64, res analysis.Result, emit bool) (Finding, bool) {
 	ep := &st.ep
-	if !res.Anomalous() {
+	if !anomalous(res, v, r.cfg.MinDev) {
 		*ep = episode{}
 		return Finding{}, false
 	}
@@ -476,6 +477,19 @@ func (e *Engine) track(r *rule, st *seriesState, t int64, v float64, res analysi
 		return Finding{}, false
 	}
 	return e.finding(r, st, t), true
+}
+
+// anomalous reports whether a scored sample counts against its series: the
+// detector says so and, when the rule sets min_dev and the detector gives an
+// expected value, the sample is at least min_dev away from it.
+func anomalous(res analysis.Result, v, minDev float64) bool {
+	if !res.Anomalous() {
+		return false
+	}
+	if minDev > 0 && !math.IsNaN(res.Expected) && math.Abs(v-res.Expected) < minDev {
+		return false
+	}
+	return true
 }
 
 func (e *Engine) finding(r *rule, st *seriesState, t int64) Finding {

@@ -371,3 +371,38 @@ func TestEngineSkipsAFindingTheOutputCanNeverTake(t *testing.T) {
 		t.Fatalf("the rejected finding was not counted:\n%s", b2.String())
 	}
 }
+
+func TestEngineMinDevIgnoresTinyDeviationsOnFlatSeries(t *testing.T) {
+	// A near-flat series (ripple 0.1) with a step of +0.5 at minute 100:
+	// far outside 3σ, but below a min_dev of 1 — and a real jump of +5 at
+	// minute 150 that is above it.
+	s := minuteSeries("ttft", 200, map[int]float64{100: 10.6, 150: 15})
+	for _, tc := range []struct {
+		minDev float64
+		want   []time.Time
+	}{
+		{0, []time.Time{t0.Add(100 * time.Minute), t0.Add(150 * time.Minute)}},
+		{1, []time.Time{t0.Add(150 * time.Minute)}},
+	} {
+		g := testGroups(0)
+		g[0].Rules[0].MinDev = tc.minDev
+		out := &recorder{}
+		e, err := NewEngine(EngineOptions{
+			Groups: g, Querier: &memStore{series: []ingest.Series{s}}, Output: out,
+			Backfill: 3 * time.Hour, Now: func() time.Time { return t0.Add(199 * time.Minute) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var got []time.Time
+		for _, f := range out.got {
+			got = append(got, f.WindowEnd)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("min_dev %v: findings at %v, want %v", tc.minDev, got, tc.want)
+		}
+	}
+}

@@ -89,6 +89,11 @@ type Rule struct {
 	// the first anomalous point).
 	For time.Duration `yaml:"-"`
 
+	// MinDev is the smallest absolute deviation |value − expected| that
+	// counts as anomalous (default 0), so tiny changes on flat series do
+	// not page anyone.
+	MinDev float64 `yaml:"min_dev"`
+
 	// Pos is where the rule starts in the file; DetectorPos where its
 	// detector block starts (or the rule's position when it has none).
 	Pos         Pos `yaml:"-"`

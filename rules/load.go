@@ -759,7 +759,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	return g, true
 }
 
-var ruleKeys = []string{"name", "expr", "lookback", "step", "for", "labels", "detector"}
+var ruleKeys = []string{"name", "expr", "lookback", "step", "for", "min_dev", "labels", "detector"}
 
 func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, names map[string]int) (Rule, bool) {
 	p.rule = ""
@@ -823,6 +823,18 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	}
 	e, ok = f["for"]
 	r.For, _ = p.positive(e, ok, "for", 0, true)
+	if e, ok := f["min_dev"]; ok {
+		v := resolve(e.v)
+		x, err := strconv.ParseFloat(strings.TrimSpace(v.Value), 64)
+		switch {
+		case v.Kind != yaml.ScalarNode || err != nil:
+			p.errorf(v, "min_dev must be a number (the smallest absolute deviation from the expected value worth a finding), got %q", v.Value)
+		case math.IsNaN(x) || math.IsInf(x, 0) || x < 0:
+			p.errorf(v, "min_dev must be a finite number ≥ 0, got %s", v.Value)
+		default:
+			r.MinDev = x
+		}
+	}
 	if e, ok := f["labels"]; ok {
 		r.Labels = p.labels(resolve(e.v))
 	}

@@ -53,6 +53,10 @@ func TestLoadGood(t *testing.T) {
 // fragment of each line, starting with its position). The number of lines
 // must match too, so that no error goes unreported or is reported twice.
 var badFiles = map[string][]string{
+	"min-dev.bad.yaml": {
+		`min-dev.bad.yaml:9:19: group "g": rule "a": min_dev must be a finite number ≥ 0, got -1`,
+		`min-dev.bad.yaml:12:19: group "g": rule "b": min_dev must be a number`,
+	},
 	"syntax.bad.yaml": {"syntax.bad.yaml:5: YAML syntax error: did not find expected '-' indicator"},
 	"unknown-top.bad.yaml": {
 		"unknown-top.bad.yaml:1:1: groups is required",
@@ -239,7 +243,7 @@ func TestFullValues(t *testing.T) {
 	}
 	r := cfg.Groups[0].Rules[0]
 	if r.Lookback != 6*time.Hour || r.Step != time.Minute || r.For != 5*time.Minute ||
-		r.Labels["team"] != "llm-serving" || r.Labels["severity"] != "page" || len(r.Labels) != 2 {
+		r.Labels["team"] != "llm-serving" || r.Labels["severity"] != "page" || len(r.Labels) != 2 || r.MinDev != 0.05 {
 		t.Errorf("rule = %+v", r)
 	}
 	if r.Detector.Name != "sigma" || len(r.Detector.Params) != 2 || r.Detector.Params["k"] != "3" ||
