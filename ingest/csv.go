@@ -32,6 +32,11 @@ type CSVOptions struct {
 	// Name is the series' __name__ label. Default: the file's base name
 	// without its extension.
 	Name string
+	// AllowDuplicates keeps a row whose timestamp equals the previous row's
+	// (a few NAB files have such rows), instead of rejecting the file.
+	// Series.Timestamps then repeats that timestamp; rows out of order are
+	// still rejected.
+	AllowDuplicates bool
 }
 
 // csvTimestampFormats lists the accepted timestamp formats for error messages.
@@ -57,7 +62,7 @@ const csvTimestampFormats = `unix seconds (1700000000 or 1700000000.25), ` +
 //     fractional seconds and a zone as above.
 //
 // Fractions finer than a millisecond are truncated. Rows must be sorted by
-// time without duplicates. Values are parsed with strconv.ParseFloat; NaN,
+// time without duplicates (CSVOptions.AllowDuplicates admits duplicates). Values are parsed with strconv.ParseFloat; NaN,
 // nan and an empty field give NaN and ±Inf are kept, so offline tools can
 // pass such rows through (Series.Clean drops them). Extra columns are
 // allowed and ignored; blank lines are skipped; \r\n line ends and a UTF-8
@@ -176,7 +181,7 @@ func (p *csvParser) parse() (*CSV, error) {
 		if !ok {
 			return nil, p.errorf(lineNo, "timestamp %q is not in an accepted format: %s", raw, csvTimestampFormats)
 		}
-		if k := len(out.Lines); k > 0 && ms <= prevMS {
+		if k := len(out.Lines); k > 0 && (ms < prevMS || ms == prevMS && !p.opts.AllowDuplicates) {
 			return nil, p.errorf(lineNo, "timestamp %s is not after line %d's %s (rows must be sorted by time, without duplicates)",
 				raw, out.Lines[k-1], out.RawTimestamps[k-1])
 		}

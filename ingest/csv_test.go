@@ -503,3 +503,31 @@ func equalFloatBits(a, b []float64) bool {
 	}
 	return true
 }
+
+// TestReadCSVAllowDuplicates keeps rows that repeat the previous timestamp
+// when asked, and still rejects rows that go back in time.
+func TestReadCSVAllowDuplicates(t *testing.T) {
+	o := CSVOptions{AllowDuplicates: true}
+	in := "timestamp,value\n2014-04-01 00:00:00,1\n2014-04-01 00:05:00,2\n2014-04-01 00:05:00,3\n2014-04-01 00:10:00,4\n"
+	c, err := ReadCSV(strings.NewReader(in), "x.csv", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(c.Series.Values), "[1 2 3 4]"; got != want {
+		t.Errorf("values %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(c.Lines), "[2 3 4 5]"; got != want {
+		t.Errorf("lines %s, want %s", got, want)
+	}
+	if c.Series.Timestamps[1] != c.Series.Timestamps[2] || c.RawTimestamps[2] != "2014-04-01 00:05:00" {
+		t.Errorf("the duplicate row was not kept as written: %v %q", c.Series.Timestamps, c.RawTimestamps)
+	}
+	_, err = ReadCSV(strings.NewReader("1700000000,1\n1700000000,2\n1699999999,3\n"), "x.csv", o)
+	if err == nil || !strings.Contains(err.Error(), "x.csv:3: timestamp 1699999999 is not after line 2's 1700000000") {
+		t.Errorf("an out-of-order row with AllowDuplicates: got %v", err)
+	}
+	// Without the option the same input fails at the duplicate.
+	if _, err := ReadCSV(strings.NewReader(in), "x.csv", CSVOptions{}); err == nil || !strings.Contains(err.Error(), "x.csv:4:") {
+		t.Errorf("a duplicate without AllowDuplicates: got %v", err)
+	}
+}

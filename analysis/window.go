@@ -1,0 +1,258 @@
+package analysis
+
+import (
+	"math"
+)
+
+// maxSortedWindow is the most samples a sortedWindow holds: its value order
+// is kept as 16-bit slot numbers. A time window that would hold more keeps
+// its newest maxSortedWindow samples (45 days at a 1-minute step).
+const maxSortedWindow = 1 << 16
+
+// sortedWindow is a sliding window of samples over time, kept both in
+// arrival order (a ring of values and a compact queue of timestamps) and in
+// value order (the ring slots sorted by value, ties by age). Adding and
+// evicting a sample cost a binary search and a move of 2-byte slot numbers;
+// any order statistic is then read in O(1), and the median absolute
+// deviation in O(log n).
+//
+// A regular series costs about 11 bytes per sample: 8 for the value, 2 for
+// its slot in the value order and about 1 for its timestamp.
+type sortedWindow struct {
+	window int64 // span in ms: a sample at t keeps those at or after t−window
+
+	vals []float64 // ring of values, oldest at head
+	head int
+	n    int
+	idx  []uint16 // ring slots in value order (ties: oldest first)
+	ts   tsQueue
+}
+
+// len returns the number of samples held.
+func (w *sortedWindow) len() int { return w.n }
+
+// at returns the i-th smallest value held.
+func (w *sortedWindow) at(i int) float64 { return w.vals[w.idx[i]] }
+
+// evictBefore drops the samples older than t − window.
+func (w *sortedWindow) evictBefore(t int64) {
+	lim := uint64(w.window)
+	for w.n > 0 && uint64(t)-uint64(w.ts.oldest()) > lim {
+		w.popOldest()
+	}
+}
+
+// popOldest drops the oldest sample.
+func (w *sortedWindow) popOldest() {
+	v := w.vals[w.head]
+	// The oldest of equal values sorts first: the lower bound of v.
+	i := w.lowerBound(v)
+	copy(w.idx[i:], w.idx[i+1:w.n])
+	w.head++
+	if w.head == len(w.vals) {
+		w.head = 0
+	}
+	w.n--
+	w.ts.pop()
+	if w.n == 0 {
+		w.head = 0
+	}
+}
+
+// push adds (t, v); t must be after every timestamp held and v finite.
+func (w *sortedWindow) push(t int64, v float64) {
+	if w.n == maxSortedWindow {
+		w.popOldest()
+	}
+	if w.n == len(w.vals) {
+		w.grow(t)
+	}
+	slot := w.head + w.n
+	if slot >= len(w.vals) {
+		slot -= len(w.vals)
+	}
+	w.vals[slot] = v
+	// The newest of equal values sorts last: the upper bound of v.
+	i := w.upperBound(v)
+	copy(w.idx[i+1:w.n+1], w.idx[i:w.n])
+	w.idx[i] = uint16(slot)
+	w.n++
+	w.ts.push(t)
+}
+
+// lowerBound returns the first position whose value is ≥ v.
+func (w *sortedWindow) lowerBound(v float64) int {
+	lo, hi := 0, w.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if w.vals[w.idx[m]] < v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// upperBound returns the first position whose value is > v.
+func (w *sortedWindow) upperBound(v float64) int {
+	lo, hi := 0, w.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if w.vals[w.idx[m]] <= v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// grow enlarges the full ring before t is added, the way Sigma's does:
+// doubling, but not beyond what the window is predicted to need from the
+// density of the samples it holds. Slots are renumbered as the ring is
+// unwrapped.
+func (w *sortedWindow) grow(t int64) {
+	n := len(w.vals)
+	c := 8
+	if n > 0 {
+		span := float64(uint64(t) - uint64(w.ts.oldest()))
+		need := math.Floor(float64(n)*float64(w.window)/span) + 1
+		c = n + n/16 + 1
+		if need > float64(c) {
+			c = int(min(need, float64(2*n)))
+		}
+	}
+	c = min(c, maxSortedWindow)
+	nv := make([]float64, c)
+	k := copy(nv, w.vals[w.head:])
+	copy(nv[k:], w.vals[:w.head])
+	ni := make([]uint16, c)
+	for i, s := range w.idx[:w.n] {
+		a := int(s) - w.head
+		if a < 0 {
+			a += n
+		}
+		ni[i] = uint16(a)
+	}
+	w.vals, w.idx, w.head = nv, ni, 0
+}
+
+// median returns the median of the values held; the window must not be
+// empty.
+func (w *sortedWindow) median() float64 {
+	n := w.n
+	if n&1 == 1 {
+		return w.at(n / 2)
+	}
+	a, b := w.at(n/2-1), w.at(n/2)
+	return a/2 + b/2
+}
+
+// quantile returns the q-quantile (0 ≤ q ≤ 1) of the values held, by
+// linear interpolation between order statistics (type 7, as R and numpy);
+// the window must not be empty.
+func (w *sortedWindow) quantile(q float64) float64 {
+	h := q * float64(w.n-1)
+	i := int(h)
+	if i >= w.n-1 {
+		return w.at(w.n - 1)
+	}
+	f := h - float64(i)
+	a, b := w.at(i), w.at(i+1)
+	return a + f*(b-a)
+}
+
+// mad returns the median of |x − med| over the values held, for med their
+// median. The distances below and above med form two sorted sequences; the
+// middle order statistics of their union are found by binary search, in
+// O(log n).
+func (w *sortedWindow) mad(med float64) float64 {
+	n := w.n
+	p := w.lowerBound(med)
+	if n&1 == 1 {
+		return w.kthDistance(med, p, n/2)
+	}
+	a, b := w.kthDistance(med, p, n/2-1), w.kthDistance(med, p, n/2)
+	return a/2 + b/2
+}
+
+// kthDistance returns the k-th smallest (from 0) of |x − med|, where the
+// values below position p are < med and the others ≥ med.
+func (w *sortedWindow) kthDistance(med float64, p, k int) float64 {
+	la, lb := p, w.n-p
+	a := func(i int) float64 { return med - w.at(p-1-i) } // increasing in i
+	b := func(j int) float64 { return w.at(p+j) - med }   // increasing in j
+	// Take i of the k+1 smallest from a and k+1−i from b: the smallest i
+	// for which b's last taken is not above a's first left out.
+	lo, hi := max(0, k+1-lb), min(k+1, la)
+	for lo < hi {
+		i := int(uint(lo+hi) >> 1)
+		j := k + 1 - i
+		if j > 0 && b(j-1) > a(i) {
+			lo = i + 1
+		} else {
+			hi = i
+		}
+	}
+	i, j := lo, k+1-lo
+	d := math.Inf(-1)
+	if i > 0 {
+		d = a(i - 1)
+	}
+	if j > 0 {
+		d = max(d, b(j-1))
+	}
+	return d
+}
+
+// stepWindow makes a detector whose window is given in samples rather than
+// in time: it holds back the first samples until it has seen stepProbe
+// intervals, takes the smallest as the series' step, builds the detector
+// with a window of points × step, replays the held samples into it and
+// from then on passes every sample through. The held samples are not
+// scored (their results are not Ready).
+type stepWindow struct {
+	points int
+	build  func(window int64) Detector
+	d      Detector
+	held   []point
+}
+
+// stepProbe is how many intervals a stepWindow measures before it decides
+// the step.
+const stepProbe = 4
+
+func (s *stepWindow) Observe(t int64, v float64) Result {
+	if s.d != nil {
+		return s.d.Observe(t, v)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || (len(s.held) > 0 && t <= s.held[len(s.held)-1].t) {
+		return notReady()
+	}
+	s.held = append(s.held, point{t, v})
+	if len(s.held) <= stepProbe {
+		return notReady()
+	}
+	step := uint64(math.MaxInt64)
+	for i := 1; i < len(s.held); i++ {
+		step = min(step, uint64(s.held[i].t)-uint64(s.held[i-1].t))
+	}
+	win := uint64(s.points) * step
+	if step != 0 && win/step != uint64(s.points) || win > math.MaxInt64 {
+		win = math.MaxInt64
+	}
+	s.d = s.build(int64(win))
+	var r Result
+	for _, p := range s.held {
+		r = s.d.Observe(p.t, p.v)
+	}
+	s.held = nil
+	return r
+}
+
+// point is one sample of a series.
+type point struct {
+	t int64
+	v float64
+}
