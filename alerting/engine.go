@@ -99,6 +99,7 @@ type rule struct {
 	factory  analysis.Factory
 	series   map[string]*seriesState
 	next     time.Time // start of the next query range; zero before the first
+	windows  []*window // the queries of a window rule (correlate, decay)
 	failures *metrics.Counter
 	findings *metrics.Counter
 }
@@ -119,6 +120,7 @@ type episode struct {
 	peak          analysis.Result
 	peakV         float64
 	peakT         int64
+	peakDetails   map[string]any
 }
 
 // Compile checks what only the analysis package can check in a
@@ -135,6 +137,9 @@ func compile(groups []rules.Group) ([][]analysis.Factory, rules.Errors) {
 	for gi, g := range groups {
 		out[gi] = make([]analysis.Factory, len(g.Rules))
 		for ri, r := range g.Rules {
+			if r.Kind() != "anomaly" {
+				continue // a window rule: no detector
+			}
 			f, err := analysis.Build(analysis.Spec{
 				Name:   r.Detector.Name,
 				Window: r.Lookback.Milliseconds(),
@@ -207,7 +212,18 @@ func NewEngine(o EngineOptions) (*Engine, error) {
 			duration: set.NewSummary(fmt.Sprintf(`inferwatch_group_evaluation_duration_seconds{group=%q}`, gc.Name)),
 		}
 		for ri, rc := range gc.Rules {
+			var windows []*window
+			if rc.Kind() != "anomaly" {
+				exprs, err := windowExprs(rc)
+				if err != nil {
+					return nil, err
+				}
+				for _, x := range exprs {
+					windows = append(windows, newWindow(x))
+				}
+			}
 			g.rules = append(g.rules, &rule{
+				windows:  windows,
 				cfg:      rc,
 				group:    gc.Name,
 				interval: gc.Interval,
@@ -321,7 +337,13 @@ func (e *Engine) evalGroup(ctx context.Context, g *group, at time.Time) error {
 	var found []Finding
 	tracked := 0
 	for _, r := range g.rules {
-		fs, err := e.evalRule(ctx, r, at)
+		var fs []Finding
+		var err error
+		if r.windows != nil {
+			fs, err = e.evalWindowRule(ctx, r, at)
+		} else {
+			fs, err = e.evalRule(ctx, r, at)
+		}
 		if err != nil {
 			r.failures.Inc()
 			e.log.Error("rule evaluation failed", "group", g.cfg.Name, "rule", r.cfg.Name, "err", err)
@@ -434,7 +456,7 @@ func (e *Engine) evalRule(ctx context.Context, r *rule, at time.Time) ([]Finding
 			res := st.det.Observe(t, v)
 			st.lastT = t
 			scored++
-			if f, ok := e.track(r, st, t, v, res, t >= emitFromMs); ok {
+			if f, ok := e.track(r, st, t, v, res, nil, t >= emitFromMs); ok {
 				found = append(found, f)
 			}
 		}
@@ -457,7 +479,7 @@ func (e *Engine) evalRule(ctx context.Context, r *rule, at time.Time) ([]Finding
 
 // track advances the episode of st with one scored sample and returns a
 // finding when the episode has lasted the rule's For.
-func (e *Engine) track(r *rule, st *seriesState, t int64, v float64, res analysis.Result, emit bool) (Finding, bool) {
+func (e *Engine) track(r *rule, st *seriesState, t int64, v float64, res analysis.Result, details map[string]any, emit bool) (Finding, bool) {
 	ep := &st.ep
 	if !anomalous(res, v, r.cfg.MinDev) {
 		*ep = episode{}
@@ -467,7 +489,7 @@ func (e *Engine) track(r *rule, st *seriesState, t int64, v float64, res analysi
 		*ep = episode{active: true, start: t}
 	}
 	if res.Score > ep.peak.Score {
-		ep.peak, ep.peakV, ep.peakT = res, v, t
+		ep.peak, ep.peakV, ep.peakT, ep.peakDetails = res, v, t, details
 	}
 	if ep.fired || time.Duration(t-ep.start)*time.Millisecond < r.cfg.For {
 		return Finding{}, false
@@ -505,11 +527,19 @@ func (e *Engine) finding(r *rule, st *seriesState, t int64) Finding {
 			severity = "critical"
 		}
 	}
+	detector := r.cfg.Detector.Name
+	switch {
+	case r.cfg.Correlate != nil:
+		detector = "correlate"
+	case r.cfg.Decay != nil:
+		detector = "decay"
+	}
 	return Finding{
-		Kind:        "anomaly",
+		Kind:        r.cfg.Kind(),
 		Group:       r.group,
 		Rule:        r.cfg.Name,
-		Detector:    r.cfg.Detector.Name,
+		Detector:    detector,
+		Details:     ep.peakDetails,
 		Labels:      labels,
 		Series:      st.key,
 		WindowStart: time.UnixMilli(ep.start).UTC(),

@@ -34,4 +34,8 @@ type Finding struct {
 	// Score is the highest score in the window (≥ 1).
 	Score    float64 `json:"score"`
 	Severity string  `json:"severity"`
+	// Details holds what the rule kind measured beyond the value and band:
+	// for a correlation, the coefficients, p-value, n and best lag; for a
+	// decay, the peak, η and its trend with its interval.
+	Details map[string]any `json:"details,omitempty"`
 }

@@ -94,6 +94,14 @@ type Rule struct {
 	// not page anyone.
 	MinDev float64 `yaml:"min_dev"`
 
+	// Correlate, when set, makes the rule a correlation rule: instead of
+	// scoring Expr with a detector it correlates two queries per series
+	// pair over the lookback window. Expr is then empty.
+	Correlate *Correlate `yaml:"-"`
+	// Decay, when set, makes the rule a throughput-decay rule over Expr
+	// (a throughput series) and the lookback window.
+	Decay *Decay `yaml:"-"`
+
 	// Pos is where the rule starts in the file; DetectorPos where its
 	// detector block starts (or the rule's position when it has none).
 	Pos         Pos `yaml:"-"`
@@ -111,4 +119,54 @@ type Detector struct {
 type Pos struct {
 	File         string
 	Line, Column int
+}
+
+// Kind is what a rule computes: "anomaly" (a detector over Expr),
+// "correlation" or "decay". It is also the kind of the rule's findings.
+func (r *Rule) Kind() string {
+	switch {
+	case r.Correlate != nil:
+		return "correlation"
+	case r.Decay != nil:
+		return "decay"
+	}
+	return "anomaly"
+}
+
+// Correlate configures a correlation rule: the series of X and Y are
+// matched by the On labels, Y optionally turned into its jitter (rolling
+// standard deviation over YJitter), aligned on the rule's step, and judged
+// over the rule's lookback window.
+type Correlate struct {
+	X, Y string
+	// YJitter, when > 0, correlates X with the rolling standard deviation
+	// of Y over this window instead of Y itself.
+	YJitter time.Duration
+	// On lists the labels that match an X series with a Y series (default:
+	// every label the two have in common).
+	On []string
+	// MaxLag is the largest lag, either way, of the lagged
+	// cross-correlation (default 0: no lag search).
+	MaxLag time.Duration
+	// MinAbsR, MaxP and MinPoints are the coupling thresholds: a pair is
+	// coupled when n ≥ MinPoints, |Pearson r| ≥ MinAbsR and p < MaxP
+	// (defaults 0.5, 0.01, 30).
+	MinAbsR, MaxP float64
+	MinPoints     int
+	// XAbove, when > 0, also asks that X reached this value in the window
+	// (e.g. 90 for a saturated GPU), so that the finding says "Y got noisy
+	// while X saturated" rather than "the two move together".
+	XAbove float64
+}
+
+// Decay configures a throughput-decay rule: η = 1 − T/T_peak over the
+// lookback window and its Theil–Sen trend.
+type Decay struct {
+	// Peak is T_peak; 0 estimates it as the PeakQuantile of the window.
+	Peak, PeakQuantile float64
+	// MinSlope is the least trend of η per day that counts (default 0.1:
+	// ten points of the peak per day); MinEta the least current η
+	// (default 0.15); Confidence the level of the trend's interval
+	// (default 0.95).
+	MinSlope, MinEta, Confidence float64
 }

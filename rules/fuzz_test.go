@@ -55,7 +55,10 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("bad group accepted: %+v", g)
 			}
 			for _, r := range g.Rules {
-				if r.Name == "" || r.Expr == "" || r.Lookback <= 0 || r.Step <= 0 || r.Step > r.Lookback ||
+				if r.Correlate != nil && (r.Correlate.X == "" || r.Correlate.Y == "" || r.Expr != "") {
+					t.Fatalf("bad correlate rule accepted: %+v", r.Correlate)
+				}
+				if r.Name == "" || (r.Expr == "" && r.Correlate == nil) || r.Lookback <= 0 || r.Step <= 0 || r.Step > r.Lookback ||
 					r.For < 0 || r.Detector.Name == "" || r.Lookback/r.Step > MaxPointsPerQuery {
 					t.Fatalf("bad rule accepted: %+v", r)
 				}

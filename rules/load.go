@@ -759,7 +759,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	return g, true
 }
 
-var ruleKeys = []string{"name", "expr", "lookback", "step", "for", "min_dev", "labels", "detector"}
+var ruleKeys = []string{"name", "expr", "lookback", "step", "for", "min_dev", "labels", "detector", "correlate", "decay"}
 
 func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, names map[string]int) (Rule, bool) {
 	p.rule = ""
@@ -790,14 +790,34 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	if r.Name == "" {
 		p.errorf(n, "a rule needs a name")
 	}
+	cor, hasCorrelate := f["correlate"]
+	dec, hasDecay := f["decay"]
+	det, hasDetector := f["detector"]
+	switch {
+	case hasCorrelate && hasDecay:
+		p.errorf(resolve(dec.k), "a rule is either a correlate rule or a decay rule, not both")
+	case hasCorrelate && hasDetector:
+		p.errorf(resolve(det.k), "a correlate rule has no detector: remove detector or correlate")
+	case hasDecay && hasDetector:
+		p.errorf(resolve(det.k), "a decay rule has no detector: remove detector or decay")
+	}
+	if hasCorrelate {
+		r.Correlate = p.correlate(resolve(cor.v))
+	}
+	if hasDecay {
+		r.Decay = p.decay(resolve(dec.v))
+	}
 	if e, ok := f["expr"]; ok {
+		if hasCorrelate {
+			p.errorf(resolve(e.k), "a correlate rule takes its queries from correlate.x and correlate.y, not expr")
+		}
 		r.Expr, _ = p.str(e.v, "expr")
 		if strings.TrimSpace(r.Expr) == "" {
 			p.errorf(resolve(e.v), "expr must not be empty")
 		} else if _, err := metricsql.Parse(r.Expr); err != nil {
 			p.errorf(resolve(e.v), "expr %q is not valid MetricsQL: %v", r.Expr, err)
 		}
-	} else {
+	} else if !hasCorrelate {
 		p.errorf(n, "a rule needs an expr (a MetricsQL or PromQL query)")
 	}
 	e, ok := f["lookback"]
@@ -838,8 +858,11 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	if e, ok := f["labels"]; ok {
 		r.Labels = p.labels(resolve(e.v))
 	}
-	if e, ok := f["detector"]; ok {
-		r.Detector, r.DetectorPos = p.detector(resolve(e.v))
+	if hasDetector {
+		r.Detector, r.DetectorPos = p.detector(resolve(det.v))
+	}
+	if r.Correlate != nil && r.Correlate.YJitter >= r.Lookback && lookbackOK {
+		p.errorf(resolve(cor.v), "correlate.y_jitter %s must be shorter than lookback %s", fmtDuration(r.Correlate.YJitter), fmtDuration(r.Lookback))
 	}
 	return r, true
 }

@@ -53,6 +53,18 @@ func TestLoadGood(t *testing.T) {
 // fragment of each line, starting with its position). The number of lines
 // must match too, so that no error goes unreported or is reported twice.
 var badFiles = map[string][]string{
+	"analyses.bad.yaml": {
+		`analyses.bad.yaml:9:9: group "g": rule "both": a decay rule has no detector`,
+		`analyses.bad.yaml:11:9: group "g": rule "cor_expr": a correlate rule takes its queries from correlate.x and correlate.y, not expr`,
+		`analyses.bad.yaml:12:31: group "g": rule "cor_expr": correlate.y "rate(x[5m]" is not valid MetricsQL`,
+		`analyses.bad.yaml:15:11: group "g": rule "cor_bad": correlate needs y (a query)`,
+		`analyses.bad.yaml:16:15: group "g": rule "cor_bad": correlate.on must be a list of label names`,
+		`analyses.bad.yaml:17:22: group "g": rule "cor_bad": correlate.min_abs_r must be in (0, 1], got 1.5`,
+		`analyses.bad.yaml:18:11: group "g": rule "cor_bad": unknown field "bogus" in correlate`,
+		`analyses.bad.yaml:21:20: group "g": rule "jitter_long": correlate.y_jitter 2h must be shorter than lookback 1h`,
+		`analyses.bad.yaml:25:26: group "g": rule "decay_bad": decay.min_eta must be in [0, 1], got -1`,
+		`analyses.bad.yaml:25:42: group "g": rule "decay_bad": decay.confidence must be below 1`,
+	},
 	"min-dev.bad.yaml": {
 		`min-dev.bad.yaml:9:19: group "g": rule "a": min_dev must be a finite number ≥ 0, got -1`,
 		`min-dev.bad.yaml:12:19: group "g": rule "b": min_dev must be a number`,
@@ -488,5 +500,29 @@ func BenchmarkParseFull(b *testing.B) {
 		if _, err := Parse(data, "full.good.yaml"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestAnalysisRulesAndTheirDefaults(t *testing.T) {
+	cfg, err := Load("../testdata/config/analyses.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := cfg.Groups[0].Rules
+	c := rs[0].Correlate
+	if rs[0].Kind() != "correlation" || c == nil || c.X == "" || c.Y == "" || c.YJitter != 15*time.Minute ||
+		len(c.On) != 1 || c.On[0] != "pod" || c.MaxLag != 5*time.Minute || c.MinAbsR != 0.6 ||
+		c.MaxP != 0.001 || c.MinPoints != 40 || c.XAbove != 95 || rs[0].Expr != "" {
+		t.Errorf("correlate = %+v (kind %s)", c, rs[0].Kind())
+	}
+	d := rs[1].Decay
+	if rs[1].Kind() != "decay" || d == nil || d.Peak != 2400 || d.MinEta != 0.2 || d.MinSlope != 0.05 ||
+		d.Confidence != 0.9 || d.PeakQuantile != 0.95 {
+		t.Errorf("decay = %+v", d)
+	}
+	want := Decay{PeakQuantile: DefaultDecayPeakQuantile, MinSlope: DefaultDecayMinSlope,
+		MinEta: DefaultDecayMinEta, Confidence: DefaultDecayConfidence}
+	if d := rs[2].Decay; d == nil || *d != want {
+		t.Errorf("decay defaults = %+v, want %+v", d, want)
 	}
 }

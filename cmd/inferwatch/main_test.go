@@ -35,7 +35,7 @@ func TestCheckAcceptsTheExampleConfig(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	if !strings.Contains(out, "valid: 2 groups, 4 rules") {
+	if !strings.Contains(out, "valid: 3 groups, 6 rules") {
 		t.Fatalf("stdout %q", out)
 	}
 }
@@ -244,6 +244,35 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("latency spike on %s/%s %v–%v produced no latency finding on that pod in that time", inc.Model, inc.Pod, inc.Start, inc.End)
+		}
+	}
+	// The GPU saturation is found by the correlation rule on its pod, the
+	// throughput decay by the decay rule on its model.
+	for _, inc := range f.Incidents {
+		var rule string
+		var after time.Duration
+		switch inc.Kind {
+		case "gpu_saturation_jitter":
+			rule, after = "gpu_saturation_latency_jitter", time.Hour
+		case "throughput_decay":
+			rule, after = "decode_throughput_decay", 24*time.Hour
+		default:
+			continue
+		}
+		found := false
+		for _, fd := range findings {
+			if fd.Rule != rule || fd.Labels["model"] != inc.Model || (inc.Pod != "" && fd.Labels["pod"] != inc.Pod) {
+				continue
+			}
+			if fd.WindowEnd.After(inc.Start) && fd.WindowEnd.Before(inc.End.Add(after)) {
+				found = true
+				if fd.Details == nil {
+					t.Errorf("%s finding without details", rule)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s on %s %s %v–%v: no %s finding", inc.Kind, inc.Model, inc.Pod, inc.Start, inc.End, rule)
 		}
 	}
 	if spikes < 2 {
