@@ -46,11 +46,10 @@ func TestBuild(t *testing.T) {
 	f(Spec{Name: "sigma", Window: 1, Params: p("k", " 4 ", "min_points", "2")}, "", 4, 2)
 	f(Spec{Name: "sigma", Window: w, Params: p("k", "1e-3")}, "", 1e-3, 10)
 
-	f(Spec{Name: "foo", Window: w}, `unknown detector "foo" (known: sigma)`, 0, 0)
-	f(Spec{Name: "", Window: w}, `unknown detector "" (known: sigma)`, 0, 0)
-	f(Spec{Name: "Sigma", Window: w}, `unknown detector "Sigma" (known: sigma)`, 0, 0)
-	f(Spec{Name: "sigma"}, `detector sigma needs a window (the rule's lookback) > 0, got 0ms`, 0, 0)
-	f(Spec{Name: "sigma", Window: -5}, `detector sigma needs a window (the rule's lookback) > 0, got -5ms`, 0, 0)
+	f(Spec{Name: "foo", Window: w}, `unknown detector "foo" (known: auto, ewma, levelshift, robust, seasonal, sigma)`, 0, 0)
+	f(Spec{Name: "", Window: w}, `unknown detector "" (known: auto, ewma, levelshift, robust, seasonal, sigma)`, 0, 0)
+	f(Spec{Name: "Sigma", Window: w}, `unknown detector "Sigma" (known: auto, ewma, levelshift, robust, seasonal, sigma)`, 0, 0)
+	f(Spec{Name: "sigma", Window: -5}, `detector sigma needs a window (the rule's lookback) ≥ 0, got -5ms`, 0, 0)
 	f(Spec{Name: "sigma", Window: w, Params: p("x", "1")}, `unknown parameter "x" for detector sigma (known: k, min_points)`, 0, 0)
 	f(Spec{Name: "sigma", Window: w, Params: p("k", "2", "window", "1h", "b", "1")}, `unknown parameter "b" for detector sigma (known: k, min_points)`, 0, 0)
 	f(Spec{Name: "sigma", Window: w, Params: p("k", "abc")}, `parameter k of detector sigma: "abc" is not a number`, 0, 0)
@@ -67,16 +66,18 @@ func TestBuild(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	names := Names()
-	if !slices.Equal(names, []string{"sigma"}) {
+	if !slices.Equal(names, []string{"auto", "ewma", "levelshift", "robust", "seasonal", "sigma"}) {
 		t.Fatalf("Names() = %q", names)
 	}
 	names[0] = "changed"
-	if Names()[0] != "sigma" {
+	if Names()[0] != "auto" {
 		t.Fatal("Names returns the table itself, not a copy")
 	}
 	for _, n := range Names() {
-		if _, err := Build(Spec{Name: n, Window: 1000}); err != nil {
-			t.Errorf("Build(%q) with default parameters: %v", n, err)
+		for _, w := range []int64{0, 30 * 86_400_000} {
+			if _, err := Build(Spec{Name: n, Window: w}); err != nil {
+				t.Errorf("Build(%q) with window %dms and default parameters: %v", n, w, err)
+			}
 		}
 	}
 }

@@ -59,6 +59,12 @@ func (w *sortedWindow) popOldest() {
 	}
 }
 
+// clear drops every sample.
+func (w *sortedWindow) clear() {
+	w.head, w.n = 0, 0
+	w.ts = tsQueue{buf: w.ts.buf}
+}
+
 // push adds (t, v); t must be after every timestamp held and v finite.
 func (w *sortedWindow) push(t int64, v float64) {
 	if w.n == maxSortedWindow {
@@ -136,6 +142,14 @@ func (w *sortedWindow) grow(t int64) {
 		ni[i] = uint16(a)
 	}
 	w.vals, w.idx, w.head = nv, ni, 0
+	// Size the timestamp ring alike (a byte a sample on a regular step,
+	// plus room for irregular ones) rather than let it double.
+	if q := &w.ts; len(q.buf) < c+16 {
+		nb := make([]byte, c+16)
+		k := copy(nb, q.buf[q.head:])
+		copy(nb[k:], q.buf[:q.head])
+		q.buf, q.head = nb, 0
+	}
 }
 
 // median returns the median of the values held; the window must not be

@@ -1,0 +1,120 @@
+package analysis_test
+
+import (
+	"fmt"
+
+	"github.com/inferwatch/inferwatch/analysis"
+)
+
+// The window holds 10, 12, 11, 13, 9:
+//
+//	median m = 11, |x − m| = 1, 1, 0, 2, 2, MAD = 1
+//	s = 1.4826·1 = 1.4826, band 11 ∓ 3·1.4826 = [6.5522, 15.4478]
+//
+// 20 scores 9/4.4478 = 2.0235. It then enters the window, which becomes
+// 9 10 11 12 13 20: m = 11.5, |x − m| = .5 .5 1.5 1.5 2.5 8.5, MAD = 1.5,
+// s = 2.2239, and 11 scores 0.5/(3·2.2239) = 0.0749: the spike did not
+// widen the band much, as it would widen σ.
+func ExampleRobust() {
+	r := analysis.NewRobust(analysis.RobustConfig{Window: 60_000, K: 3, MinPoints: 5})
+	for i, x := range []float64{10, 12, 11, 13, 9, 20, 11} {
+		t := int64(i+1) * 1000
+		show(t, x, r.Observe(t, x))
+	}
+	// Output:
+	// t=1000 x=10 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
+	// t=2000 x=12 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
+	// t=3000 x=11 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
+	// t=4000 x=13 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
+	// t=5000 x=9 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
+	// t=6000 x=20 ready=true score=2.0235 expected=11.0000 band=[6.5522, 15.4478] anomalous=true
+	// t=7000 x=11 ready=true score=0.0749 expected=11.5000 band=[4.8283, 18.1717] anomalous=false
+}
+
+// With alpha = 0.5:
+//
+//	x=10: μ = 10, σ² = 0
+//	x=12: d = 2, μ = 11, σ² = 0.5·(0 + 0.5·4) = 1            (1 sample seen: not ready)
+//	x=14: score |14 − 11|/(3·1) = 1, band [8, 14]; d = 3, μ = 12.5, σ² = 0.5·(1 + 0.5·9) = 2.75
+//	x=12.5: score 0, band 12.5 ∓ 3·√2.75 = [7.5251, 17.4749]
+func ExampleEWMA() {
+	e := analysis.NewEWMA(analysis.EWMAConfig{Alpha: 0.5, K: 3, MinPoints: 2})
+	for i, x := range []float64{10, 12, 14, 12.5} {
+		t := int64(i+1) * 1000
+		show(t, x, e.Observe(t, x))
+	}
+	// Output:
+	// t=1000 x=10 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
+	// t=2000 x=12 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
+	// t=3000 x=14 ready=true score=1.0000 expected=11.0000 band=[8.0000, 14.0000] anomalous=true
+	// t=4000 x=12.5 ready=true score=0.0000 expected=12.5000 band=[7.5251, 17.4749] anomalous=false
+}
+
+// With Drift 0.5 and H 4 (so z is clipped at 2), after a baseline of
+// 10 12 10 12 11 (median 11, MAD 1, s = 1.4826) the level jumps to 20:
+//
+//	20: z = 9/1.4826 → 2, up = 0 + 2 − 0.5 = 1.5, score 1.5/4 = 0.375
+//	20: baseline + 20: m = 11.5, MAD 1, z → 2, up = 3.0, score 0.75
+//	20: baseline + 20 20: m = 12, MAD 2, z = 8/2.9652 = 2.7 → 2,
+//	    up = 4.5, score 1.125: a level shift
+//
+// (the variance sum grows by 3/8·4 − ln 2 = 0.8069 a sample and stays
+// below H). The detector then learns the new level from scratch.
+func ExampleLevelShift() {
+	l := analysis.NewLevelShift(analysis.LevelShiftConfig{Window: 60_000, Drift: 0.5, H: 4, MinPoints: 5})
+	for i, x := range []float64{10, 12, 10, 12, 11, 20, 20, 20, 20} {
+		r := l.Observe(int64(i+1)*1000, x)
+		fmt.Printf("x=%g ready=%t score=%.4f anomalous=%t\n", x, r.Ready, r.Score, r.Anomalous())
+	}
+	// Output:
+	// x=10 ready=false score=0.0000 anomalous=false
+	// x=12 ready=false score=0.0000 anomalous=false
+	// x=10 ready=false score=0.0000 anomalous=false
+	// x=12 ready=false score=0.0000 anomalous=false
+	// x=11 ready=false score=0.0000 anomalous=false
+	// x=20 ready=true score=0.3750 anomalous=false
+	// x=20 ready=true score=0.7500 anomalous=false
+	// x=20 ready=true score=1.1250 anomalous=true
+	// x=20 ready=false score=0.0000 anomalous=false
+}
+
+// A period of four samples, 0 10 20 10, repeated six times. At the next
+// phase-1 sample the same phase of the three previous periods held 10,
+// 10, 10: the expected value is their median, 10, their MAD and that of
+// the residuals are 0, so the spread is the floor 0.001·10 = 0.01, and 13
+// scores 3/(3·0.01) = 100 with the band [9.97, 10.03].
+func ExampleSeasonal() {
+	s := analysis.NewSeasonal(analysis.SeasonalConfig{Period: 4000, Window: 12_000, K: 3, MinPeriods: 2})
+	shape := []float64{0, 10, 20, 10}
+	for i := range 24 {
+		s.Observe(int64(i+1)*1000, shape[i%4])
+	}
+	show(25_000, 0, s.Observe(25_000, 0))
+	show(26_000, 13, s.Observe(26_000, 13))
+	// Output:
+	// t=25000 x=0 ready=true score=0.0000 expected=0.0000 band=[-0.0000, 0.0000] anomalous=false
+	// t=26000 x=13 ready=true score=100.0000 expected=10.0000 band=[9.9700, 10.0300] anomalous=true
+}
+
+// The window holds 1 … 9: m = 5, MAD = 2, s = 2.9652; with P = 0.25 the
+// quartiles are 3 and 7, and each side's spread is (5 − 3)/Φ⁻¹(0.75) =
+// 2/0.6745 = 2.9652 too. The band is 5 ∓ 3·2.9652 = [−3.8956, 13.8956]
+// and 20 scores 15/8.8956 = 1.6862. For the next two samples (Refractory
+// 2) the score is capped at 0.99 and the band is not given. The fourth
+// 20 is judged again, against 1 … 9 20 20 20: m = 6.5, Q(0.75) = 11.75,
+// s_hi = 5.25/0.6745 = 7.7837, score 13.5/(3·7.7837) = 0.5781; the
+// spikes already seen widen the upper side only.
+func ExampleAuto() {
+	a := analysis.NewAuto(analysis.AutoConfig{Window: 60_000, K: 3, P: 0.25, Refractory: 2, MinPoints: 9})
+	for i, x := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 20, 20, 20, 20} {
+		r := a.Observe(int64(i+1)*1000, x)
+		if i >= 9 {
+			show(int64(i+1)*1000, x, r)
+		}
+	}
+	// Output:
+	// t=10000 x=20 ready=true score=1.6862 expected=5.0000 band=[-3.8956, 13.8956] anomalous=true
+	// t=11000 x=20 ready=true score=0.9900 expected=5.5000 band=[NaN, NaN] anomalous=false
+	// t=12000 x=20 ready=true score=0.9900 expected=6.0000 band=[NaN, NaN] anomalous=false
+	// t=13000 x=20 ready=true score=0.5781 expected=6.5000 band=[-6.8434, 29.8510] anomalous=false
+}
