@@ -1,0 +1,155 @@
+// Package localprom runs a real Prometheus server on 127.0.0.1 for tests,
+// loaded with historical samples through promtool's OpenMetrics backfill:
+// the second store, beside VictoriaMetrics, that inferwatch is checked
+// against. It needs the prometheus and promtool binaries (Debian package
+// prometheus).
+package localprom
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferwatch/inferwatch/ingest"
+)
+
+// Prometheus is a running Prometheus server.
+type Prometheus struct {
+	URL string
+}
+
+// Run backfills series into a fresh TSDB, starts Prometheus on it on a free
+// 127.0.0.1 port, waits until it is ready, and stops it in t.Cleanup.
+// Without the binaries the test is skipped — or fails when the CI
+// environment variable is set, since CI installs them.
+func Run(t testing.TB, series []ingest.Series) *Prometheus {
+	t.Helper()
+	for _, bin := range []string{"prometheus", "promtool"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("localprom: %s not found; .ci/run installs the Debian package prometheus", bin)
+			}
+			t.Skipf("localprom: %s not found (apt-get install prometheus)", bin)
+		}
+	}
+	dir := t.TempDir()
+	om := filepath.Join(dir, "backfill.om")
+	if err := writeOpenMetrics(om, series); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "promtool", "tsdb", "create-blocks-from", "openmetrics", om, data).CombinedOutput(); err != nil {
+		t.Fatalf("localprom: promtool backfill: %v\n%s", err, tail(out))
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1h\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var out strings.Builder
+	cmd := exec.Command("prometheus", "--config.file="+cfg, "--storage.tsdb.path="+data,
+		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("localprom: starting prometheus: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	p := &Prometheus{URL: "http://" + addr}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(p.URL + "/-/ready")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("localprom: prometheus exited before it was ready: %v\n%s", err, out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("localprom: prometheus on %s not ready within 60s\n%s", addr, out.String())
+		}
+	}
+}
+
+// writeOpenMetrics writes series as OpenMetrics text, the format promtool
+// backfills from. Non-finite samples are left out.
+func writeOpenMetrics(path string, series []ingest.Series) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, s := range series {
+		name := s.Labels.Get("__name__")
+		var sel strings.Builder
+		sel.WriteString(name)
+		sel.WriteByte('{')
+		first := true
+		for _, l := range s.Labels {
+			if l.Name == "__name__" {
+				continue
+			}
+			if !first {
+				sel.WriteByte(',')
+			}
+			first = false
+			fmt.Fprintf(&sel, "%s=%s", l.Name, strconv.Quote(l.Value))
+		}
+		sel.WriteByte('}')
+		prefix := sel.String()
+		for i, t := range s.Timestamps {
+			v := s.Values[i]
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			fmt.Fprintf(w, "%s %s %s\n", prefix, strconv.FormatFloat(v, 'g', -1, 64),
+				strconv.FormatFloat(float64(t)/1000, 'f', 3, 64))
+		}
+	}
+	fmt.Fprintln(w, "# EOF")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func tail(b []byte) string {
+	if len(b) > 2048 {
+		b = b[len(b)-2048:]
+	}
+	return string(b)
+}
