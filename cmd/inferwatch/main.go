@@ -23,6 +23,11 @@ const usage = `inferwatch watches LLM-serving metrics and publishes findings on 
 Usage:
   inferwatch check --config FILE       check a configuration file
   inferwatch run --config FILE [flags] evaluate the rule groups on their schedule
+  inferwatch detect --input FILE       score every row of a file, write CSV with the scores
+  inferwatch backtest nab --data DIR --windows FILE  score a detector on the NAB corpus
+  inferwatch correlate --x FILE --y FILE  correlate two series, find the lag (JSON)
+  inferwatch decay --input FILE        throughput decay η and its trend (JSON)
+  inferwatch knee --input FILE         knee of a concurrency,qps curve (JSON)
   inferwatch version                   print the version
 
 Run "inferwatch COMMAND --help" for the flags of a command.
@@ -46,6 +51,16 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdCheck(args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "detect":
+		return cmdDetect(args[1:], stdout, stderr)
+	case "backtest":
+		return cmdBacktest(ctx, args[1:], stdout, stderr)
+	case "correlate":
+		return cmdCorrelate(args[1:], stdout, stderr)
+	case "decay":
+		return cmdDecay(args[1:], stdout, stderr)
+	case "knee":
+		return cmdKnee(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "inferwatch", version)
 		return 0

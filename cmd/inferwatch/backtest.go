@@ -1,0 +1,427 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/inferwatch/inferwatch/analysis"
+	"github.com/inferwatch/inferwatch/analysis/nab"
+	"github.com/inferwatch/inferwatch/ingest"
+)
+
+const backtestUsage = `Usage: inferwatch backtest nab --data DIR --windows FILE [flags]
+
+Runs a detector over every file of a Numenta Anomaly Benchmark corpus
+(DIR/CATEGORY/FILE.csv) and scores it as NAB does (probation, sigmoid
+scoring, profiles, normalisation between the null and the perfect
+detector): at the detector's own decisions (score ≥ 1) and at the threshold
+on its scores that maximises the total, per category and overall.
+
+`
+
+func cmdBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "nab" {
+		fmt.Fprint(stderr, "inferwatch backtest: name the benchmark: nab\n\n"+backtestUsage)
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+			return 0
+		}
+		return 2
+	}
+	return cmdBacktestNAB(ctx, args[1:], stdout, stderr)
+}
+
+// nabRun is one file of the corpus after the detector ran over it.
+type nabRun struct {
+	key       string // CATEGORY/FILE.csv, as in the windows file
+	category  string
+	file      *nab.File
+	scores    []float64
+	anomalous []bool
+}
+
+func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("inferwatch backtest nab", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, backtestUsage); fs.PrintDefaults() }
+	dataDir := fs.String("data", "", "the corpus: DIR/CATEGORY/FILE.csv")
+	windowsFile := fs.String("windows", "", "NAB's labelled windows (labels/combined_windows.json)")
+	profile := fs.String("profile", "all", "standard, reward_low_FP, reward_low_FN, or all")
+	asJSON := fs.Bool("json", false, "write the result as JSON")
+	forceProgress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	var det detectorFlags
+	det.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *dataDir == "" || *windowsFile == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "inferwatch backtest nab: --data DIR and --windows FILE are required, and nothing else may follow the flags")
+		return 2
+	}
+	profiles := nab.Profiles()
+	if *profile != "all" {
+		p, err := nab.ProfileByName(*profile)
+		if err != nil {
+			fmt.Fprintln(stderr, "inferwatch backtest nab: --profile:", err)
+			return 2
+		}
+		profiles = []nab.Profile{p}
+	}
+	// Check the detector and its parameters before reading anything.
+	window, err := det.windowMS()
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
+		return 2
+	}
+	newDetector, err := det.factory(window)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
+		return 2
+	}
+
+	start := time.Now()
+	windows, err := readNABWindows(*windowsFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
+		return 1
+	}
+	keys, err := listNABFiles(*dataDir, windows, *windowsFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
+		return 1
+	}
+	bar := newProgress(stderr, isTerminal(stderr), *forceProgress || isTerminal(stderr), len(keys), "files")
+	runs, err := runNAB(ctx, *dataDir, keys, windows, newDetector, bar)
+	bar.finish()
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
+		return 1
+	}
+
+	rep := nabReport{Detector: det.name, Params: det.params, Window: det.window, Files: len(runs)}
+	if rep.Window == "" {
+		rep.Window = "default"
+	}
+	for _, r := range runs {
+		rep.Rows += r.file.Rows()
+		rep.Windows += r.file.ScoredWindows()
+	}
+	for _, p := range profiles {
+		pr, err := scoreNABProfile(p, runs)
+		if err != nil {
+			fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
+			return 1
+		}
+		rep.Profiles = append(rep.Profiles, pr)
+	}
+	rep.Seconds = time.Since(start).Seconds()
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(stderr, "inferwatch backtest nab: writing the result:", err)
+			return 1
+		}
+		return 0
+	}
+	writeNABText(stdout, &det, rep)
+	return 0
+}
+
+// readNABWindows reads NAB's combined_windows.json: for each
+// CATEGORY/FILE.csv, its windows as [start, end] times
+// ("2014-04-10 07:15:00.000000", UTC), in unix ms.
+func readNABWindows(path string) (map[string][][2]int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the windows: %w", err)
+	}
+	var raw map[string][][]string
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: not NAB's windows file (want {\"category/file.csv\": [[\"start\", \"end\"], ...]}): %w", path, err)
+	}
+	out := make(map[string][][2]int64, len(raw))
+	for key, ws := range raw {
+		out[key] = make([][2]int64, 0, len(ws))
+		for k, w := range ws {
+			if len(w) != 2 {
+				return nil, fmt.Errorf("%s: %s: window %d has %d times, want [start, end]", path, key, k+1, len(w))
+			}
+			var l [2]int64
+			for i, s := range w {
+				tm, err := time.Parse("2006-01-02 15:04:05.999999", s)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s: window %d: time %q is not YYYY-MM-DD hh:mm:ss[.ffffff]", path, key, k+1, s)
+				}
+				l[i] = tm.UnixMilli()
+			}
+			if l[1] < l[0] {
+				return nil, fmt.Errorf("%s: %s: window %d ends (%s) before it starts (%s)", path, key, k+1, w[1], w[0])
+			}
+			out[key] = append(out[key], l)
+		}
+		slices.SortFunc(out[key], func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	}
+	return out, nil
+}
+
+// listNABFiles lists DIR/CATEGORY/*.csv as CATEGORY/FILE.csv keys, sorted;
+// each must have an entry in the windows file (entries without a file are
+// fine: the corpus may be a subset).
+func listNABFiles(dir string, windows map[string][][2]int64, windowsFile string) ([]string, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*", "*.csv"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("--data: %w", err)
+		}
+		return nil, fmt.Errorf("--data %s: no CATEGORY/FILE.csv files in it", dir)
+	}
+	keys := make([]string, 0, len(paths))
+	var missing []string
+	for _, p := range paths {
+		key := filepath.Base(filepath.Dir(p)) + "/" + filepath.Base(p)
+		if _, ok := windows[key]; !ok {
+			missing = append(missing, key)
+		}
+		keys = append(keys, key)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s has no entry for these files of %s: %s (a file without labels cannot be scored; an entry with [] says it has no anomaly)",
+			windowsFile, dir, strings.Join(missing, ", "))
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// runNAB runs the detector over every file, on as many workers as there
+// are CPUs, and returns the runs in the order of keys.
+func runNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, newDetector analysis.Factory, bar *progress) ([]nabRun, error) {
+	runs := make([]nabRun, len(keys))
+	errs := make([]error, len(keys))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(keys)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				runs[i], errs[i] = runNABFile(dir, keys[i], windows[keys[i]], newDetector)
+				bar.add(1)
+			}
+		}()
+	}
+feed:
+	for i := range keys {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("interrupted: %w", err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// runNABFile reads one file, keeping rows with duplicate timestamps as NAB
+// does (each takes the score of the row before it), and runs a fresh
+// detector over it.
+func runNABFile(dir, key string, limits [][2]int64, newDetector analysis.Factory) (nabRun, error) {
+	path := filepath.Join(dir, filepath.FromSlash(key))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nabRun{}, err
+	}
+	c, err := ingest.ReadCSV(bytes.NewReader(data), path, ingest.CSVOptions{AllowDuplicates: true})
+	if err != nil {
+		return nabRun{}, err
+	}
+	ts := c.Series.Timestamps
+	ws, err := nab.WindowRows(ts, limits)
+	if err != nil {
+		return nabRun{}, fmt.Errorf("%s: %w", path, err)
+	}
+	f, err := nab.NewFile(key, len(ts), ws)
+	if err != nil {
+		return nabRun{}, err
+	}
+	scores, anomalous := scoreRows(newDetector, ts, c.Series.Values)
+	category, _, _ := strings.Cut(key, "/")
+	return nabRun{key: key, category: category, file: f, scores: scores, anomalous: anomalous}, nil
+}
+
+// nabReport is the result of a backtest, as --json writes it.
+type nabReport struct {
+	Detector string            `json:"detector"`
+	Params   map[string]string `json:"params"`
+	Window   string            `json:"window"`
+	Files    int               `json:"files"`
+	Rows     int               `json:"rows"`
+	Windows  int               `json:"windows"`
+	Seconds  float64           `json:"seconds"`
+	Profiles []nabProfile      `json:"profiles"`
+}
+
+type nabProfile struct {
+	Name    string     `json:"name"`
+	Weights nabWeights `json:"weights"`
+	// Own is the score at the detector's own decisions.
+	Own nabScores `json:"own"`
+	// Best is the score at the threshold on the anomaly scores that
+	// maximises the overall raw score (null: detecting nothing is best;
+	// the string "+Inf" when only infinite scores should count).
+	BestThreshold any       `json:"best_threshold"`
+	Best          nabScores `json:"best"`
+}
+
+type nabWeights struct {
+	TP float64 `json:"tp"`
+	FP float64 `json:"fp"`
+	FN float64 `json:"fn"`
+}
+
+type nabScores struct {
+	Categories []nabLine `json:"categories"`
+	Overall    nabLine   `json:"overall"`
+}
+
+// nabLine is the score of a set of files. Score is NAB's normalised score
+// (null when the files have no window); Raw the sum of the files' scores.
+type nabLine struct {
+	Category string   `json:"category,omitempty"`
+	Files    int      `json:"files"`
+	Windows  int      `json:"windows"`
+	Score    *float64 `json:"score"`
+	Raw      float64  `json:"raw"`
+	TP       int      `json:"tp"`
+	FP       int      `json:"fp"`
+	FN       int      `json:"fn"`
+}
+
+func scoreNABProfile(p nab.Profile, runs []nabRun) (nabProfile, error) {
+	out := nabProfile{Name: p.Name, Weights: nabWeights{p.TP, p.FP, p.FN}}
+	own, err := scoreNABLines(p, runs, func(r nabRun) []bool { return r.anomalous })
+	if err != nil {
+		return out, err
+	}
+	out.Own = own
+	sweep := make([]nab.Scores, len(runs))
+	for i, r := range runs {
+		sweep[i] = nab.Scores{File: r.file, Scores: r.scores}
+	}
+	best, err := nab.Sweep(p, sweep)
+	if err != nil {
+		return out, err
+	}
+	switch th := best.Threshold; {
+	case math.IsInf(th, 1):
+		out.BestThreshold = "+Inf"
+	case !math.IsNaN(th):
+		out.BestThreshold = th
+	}
+	out.Best, err = scoreNABLines(p, runs, func(r nabRun) []bool {
+		det := make([]bool, len(r.scores))
+		for i, v := range r.scores {
+			det[i] = v >= best.Threshold
+		}
+		return det
+	})
+	if err != nil {
+		return out, err
+	}
+	if math.Abs(out.Best.Overall.Raw-best.Score) > 1e-6 {
+		return out, fmt.Errorf("internal error: the sweep scored %v at threshold %v, rescoring gives %v", best.Score, best.Threshold, out.Best.Overall.Raw)
+	}
+	return out, nil
+}
+
+// scoreNABLines scores each run's detections and sums them per category
+// and overall.
+func scoreNABLines(p nab.Profile, runs []nabRun, detections func(nabRun) []bool) (nabScores, error) {
+	var out nabScores
+	var all nab.Result
+	var cur nab.Result
+	files := 0
+	flush := func(category string) {
+		out.Categories = append(out.Categories, makeNABLine(p, category, files, cur))
+		all.Add(cur)
+		cur, files = nab.Result{}, 0
+	}
+	for i, r := range runs {
+		res, err := r.file.Score(p, detections(r))
+		if err != nil {
+			return out, err
+		}
+		cur.Add(res)
+		files++
+		if i == len(runs)-1 || runs[i+1].category != r.category {
+			flush(r.category)
+		}
+	}
+	out.Overall = makeNABLine(p, "", len(runs), all)
+	return out, nil
+}
+
+func makeNABLine(p nab.Profile, category string, files int, r nab.Result) nabLine {
+	l := nabLine{Category: category, Files: files, Windows: r.Windows, Raw: r.Score, TP: r.TP, FP: r.FP, FN: r.FN}
+	if s := r.Normalized(p); !math.IsNaN(s) {
+		l.Score = &s
+	}
+	return l
+}
+
+func writeNABText(w io.Writer, det *detectorFlags, rep nabReport) {
+	fmt.Fprintf(w, "NAB backtest: detector %s; %d files, %d rows, %d windows; %.2fs\n",
+		det.describe(), rep.Files, rep.Rows, rep.Windows, rep.Seconds)
+	for _, p := range rep.Profiles {
+		th := "none (detecting nothing scores best)"
+		if p.BestThreshold != nil {
+			th = fmt.Sprintf("score ≥ %.6g", p.BestThreshold)
+		}
+		fmt.Fprintf(w, "\nprofile %s (A_TP %g, A_FP %g, A_FN %g); best threshold: %s\n", p.Name, p.Weights.TP, p.Weights.FP, p.Weights.FN, th)
+		fmt.Fprintf(w, "%-22s %5s %7s | %-33s | %-33s\n", "", "", "", "own decisions", "best threshold")
+		fmt.Fprintf(w, "%-22s %5s %7s | %7s %8s %5s %5s %5s | %7s %8s %5s %5s %5s\n",
+			"category", "files", "windows", "score", "raw", "TP", "FP", "FN", "score", "raw", "TP", "FP", "FN")
+		for i := range p.Own.Categories {
+			writeNABLine(w, p.Own.Categories[i].Category, p.Own.Categories[i], p.Best.Categories[i])
+		}
+		writeNABLine(w, "overall", p.Own.Overall, p.Best.Overall)
+	}
+}
+
+func writeNABLine(w io.Writer, name string, own, best nabLine) {
+	score := func(s *float64) string {
+		if s == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", *s)
+	}
+	fmt.Fprintf(w, "%-22s %5d %7d | %7s %8.2f %5d %5d %5d | %7s %8.2f %5d %5d %5d\n", name, own.Files, own.Windows,
+		score(own.Score), own.Raw, own.TP, own.FP, own.FN, score(best.Score), best.Raw, best.TP, best.FP, best.FN)
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferwatch/inferwatch/analysis/nab"
+)
+
+// nabLayout writes a two-file corpus in NAB's layout: withAnomaly/a.csv has
+// a window around a spike at row 100, noAnomaly/b.csv no window and a
+// smaller spike at row 150 (a false positive). Both have 200 rows at a
+// 5-minute step, so 30 rows of probation.
+func nabLayout(t *testing.T) (dataDir, windowsFile string) {
+	t.Helper()
+	root := t.TempDir()
+	for _, f := range []struct {
+		path    string
+		spikeAt int
+		spike   float64
+	}{
+		{"withAnomaly/a.csv", 100, 95},
+		{"noAnomaly/b.csv", 150, 30},
+	} {
+		p := filepath.Join(root, "data", filepath.FromSlash(f.path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(rampCSV(200, f.spikeAt, f.spike)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Rows 95..114 of a.csv: 07:55 to 09:30.
+	t0 := time.Date(2014, 4, 1, 0, 0, 0, 0, time.UTC)
+	at := func(row int) string {
+		return t0.Add(time.Duration(row) * 5 * time.Minute).Format("2006-01-02 15:04:05.000000")
+	}
+	windows := `{"withAnomaly/a.csv": [["` + at(95) + `", "` + at(114) + `"]], "noAnomaly/b.csv": [], "elsewhere/c.csv": []}`
+	windowsFile = filepath.Join(root, "windows.json")
+	if err := os.WriteFile(windowsFile, []byte(windows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "data"), windowsFile
+}
+
+func TestBacktestNABOnATinyCorpus(t *testing.T) {
+	dataDir, windowsFile := nabLayout(t)
+	code, out, errOut := runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if errOut != "" {
+		t.Errorf("stderr without --progress and not a terminal: %q", errOut)
+	}
+	var rep nabReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Files != 2 || rep.Rows != 400 || rep.Windows != 1 || rep.Detector != "sigma" || len(rep.Profiles) != 3 {
+		t.Fatalf("report %+v", rep)
+	}
+	// By hand: the spike at row 100 is detected 15 rows before the end of
+	// the 20-row window: σ(−15/20)/σ(−1) = 0.966989; the spike of b.csv is
+	// a false positive with no window before it: −A_FP.
+	tp := nab.ScaledSigmoid(-0.75) / nab.ScaledSigmoid(-1)
+	for _, p := range rep.Profiles {
+		prof, err := nab.ProfileByName(p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := p.Own.Overall
+		if wantRaw := tp - prof.FP; math.Abs(o.Raw-wantRaw) > 1e-9 || o.TP != 1 || o.FP != 1 || o.FN != 0 {
+			t.Errorf("%s own: %+v, want raw %.6f TP 1 FP 1", p.Name, o, wantRaw)
+		}
+		if want := nab.Normalize(prof, tp-prof.FP, 1); o.Score == nil || math.Abs(*o.Score-want) > 1e-9 {
+			t.Errorf("%s own: normalised %v, want %v", p.Name, o.Score, want)
+		}
+		// Categories in name order; the one without windows has no
+		// normalised score.
+		if len(p.Own.Categories) != 2 || p.Own.Categories[0].Category != "noAnomaly" || p.Own.Categories[0].Score != nil ||
+			p.Own.Categories[0].FP != 1 || p.Own.Categories[1].Category != "withAnomaly" || p.Own.Categories[1].TP != 1 {
+			t.Errorf("%s own categories: %+v", p.Name, p.Own.Categories)
+		}
+		// The best threshold keeps the big spike and drops the small one.
+		b := p.Best.Overall
+		if p.BestThreshold == nil || math.Abs(b.Raw-tp) > 1e-9 || b.TP != 1 || b.FP != 0 {
+			t.Errorf("%s best: threshold %v, %+v; want raw %.6f, TP 1, FP 0", p.Name, p.BestThreshold, b, tp)
+		}
+	}
+
+	// The text report, one profile.
+	code, out, errOut = runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--profile", "reward_low_FN")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"2 files, 400 rows, 1 windows", "profile reward_low_FN_rate (A_TP 1, A_FP 0.11, A_FN 2)", "noAnomaly", "withAnomaly", "overall"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "profile standard") {
+		t.Errorf("--profile reward_low_FN printed other profiles:\n%s", out)
+	}
+}
+
+func TestBacktestNABErrors(t *testing.T) {
+	dataDir, windowsFile := nabLayout(t)
+	f := func(wantCode int, want string, args ...string) {
+		t.Helper()
+		code, _, errOut := runCmd(t, context.Background(), append([]string{"backtest"}, args...)...)
+		if code != wantCode || !strings.Contains(errOut, want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", args, code, errOut, wantCode, want)
+		}
+	}
+	f(2, "name the benchmark: nab")
+	f(2, "name the benchmark: nab", "yahoo")
+	f(2, "--data DIR and --windows FILE are required", "nab", "--data", dataDir)
+	f(2, `unknown NAB profile "best"`, "nab", "--data", dataDir, "--windows", windowsFile, "--profile", "best")
+	f(2, `unknown detector "nope"`, "nab", "--data", dataDir, "--windows", windowsFile, "--detector", "nope")
+	f(1, "no CATEGORY/FILE.csv files", "nab", "--data", t.TempDir(), "--windows", windowsFile)
+
+	partial := filepath.Join(t.TempDir(), "w.json")
+	os.WriteFile(partial, []byte(`{"noAnomaly/b.csv": []}`), 0o644)
+	f(1, "has no entry for these files of "+dataDir+": withAnomaly/a.csv", "nab", "--data", dataDir, "--windows", partial)
+	bad := filepath.Join(t.TempDir(), "w.json")
+	os.WriteFile(bad, []byte(`{"withAnomaly/a.csv": [["2014-04-01", "2014-04-02 00:00:00"]]}`), 0o644)
+	f(1, `window 1: time "2014-04-01" is not YYYY-MM-DD hh:mm:ss`, "nab", "--data", dataDir, "--windows", bad)
+	outside := filepath.Join(t.TempDir(), "w.json")
+	os.WriteFile(outside, []byte(`{"withAnomaly/a.csv": [["2015-01-01 00:00:00", "2015-01-02 00:00:00"]], "noAnomaly/b.csv": []}`), 0o644)
+	f(1, "a.csv: window 1", "nab", "--data", dataDir, "--windows", outside)
+}
+
+func TestBacktestNABProgress(t *testing.T) {
+	dataDir, windowsFile := nabLayout(t)
+	code, _, errOut := runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--progress")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// Not a terminal: plain lines, from 0/2 to 2/2.
+	if !strings.HasPrefix(errOut, "progress: 0/2 files (0%)\n") || !strings.HasSuffix(errOut, "progress: 2/2 files (100%)\n") || strings.Contains(errOut, "\r") {
+		t.Errorf("progress on a log: %q", errOut)
+	}
+}
+
+// TestBacktestNABCorpus runs the backtest over the shared NAB subset.
+func TestBacktestNABCorpus(t *testing.T) {
+	dataDir := filepath.Join(nabData, "data")
+	if _, err := os.Stat(dataDir); err != nil {
+		t.Skip(nabData + " is absent; the NAB corpus is read from there when present")
+	}
+	code, out, errOut := runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir,
+		"--windows", filepath.Join(nabData, "labels/combined_windows.json"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep nabReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Files != 35 || rep.Windows != 50 || len(rep.Profiles) != 3 {
+		t.Fatalf("files %d windows %d profiles %d; the subset has 35 files and 50 windows", rep.Files, rep.Windows, len(rep.Profiles))
+	}
+	for _, p := range rep.Profiles {
+		if len(p.Own.Categories) != 4 {
+			t.Errorf("%s: %d categories, want 4", p.Name, len(p.Own.Categories))
+		}
+		o, b := p.Own.Overall, p.Best.Overall
+		if o.TP+o.FN != 50 || b.TP+b.FN != 50 {
+			t.Errorf("%s: windows own %d+%d, best %d+%d; want 50", p.Name, o.TP, o.FN, b.TP, b.FN)
+		}
+		if b.Raw < o.Raw-1e-9 {
+			t.Errorf("%s: the best threshold scores %v, below the own decisions' %v", p.Name, b.Raw, o.Raw)
+		}
+		t.Logf("%s: own %.2f, best %.2f at %v", p.Name, *o.Score, *b.Score, p.BestThreshold)
+	}
+}
+
+func BenchmarkBacktestNAB(b *testing.B) {
+	dataDir := filepath.Join(nabData, "data")
+	if _, err := os.Stat(dataDir); err != nil {
+		b.Skip(nabData + " is absent")
+	}
+	args := []string{"backtest", "nab", "--data", dataDir, "--windows", filepath.Join(nabData, "labels/combined_windows.json"), "--json"}
+	for b.Loop() {
+		var out, errOut strings.Builder
+		if code := runMain(context.Background(), args, &out, &errOut); code != 0 {
+			b.Fatal(errOut.String())
+		}
+	}
+}

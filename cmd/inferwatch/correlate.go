@@ -1,0 +1,454 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metricsql"
+
+	"github.com/inferwatch/inferwatch/analysis"
+	"github.com/inferwatch/inferwatch/ingest"
+)
+
+const correlateHelp = `Usage: inferwatch correlate --x FILE --y FILE [flags]
+
+Correlates two time series read from files: how strongly y moves with x, and
+at which lag the relation is strongest (for example GPU duty cycle against
+request latency, or against the jitter of the latency with --y-jitter).
+
+Each FILE is a CSV of timestamp,value rows, a saved Prometheus query or
+query_range response (.json) or VictoriaMetrics export JSON lines (.jsonl).
+A file holding several series needs --x-series or --y-series to pick one.
+NaN, ±Inf and staleness markers are dropped. Both series are averaged into
+buckets of --align-step (default: the coarser of the two series' median
+sampling steps) and compared bucket by bucket.
+
+Output, one JSON object (null where a value is undefined, e.g. a constant
+series):
+  n                     buckets where both series have a value
+  pearson               Pearson's r at lag 0, in [-1, 1]
+  p_value               two-sided p-value of pearson against "no correlation"
+                        (Student's t with n-2 degrees of freedom)
+  spearman              Spearman's rank correlation at lag 0 (monotone, not
+                        only linear relations; robust to outliers)
+  spearman_p_value      its p-value, same approximation
+  best_lag_seconds      the lag within ±max-lag where |r| is largest
+  best_lag_steps        the same in buckets of align_step_seconds
+  best_lag_correlation  Pearson's r at that lag; best_lag_p_value and
+                        best_lag_n are its p-value and number of pairs
+  align_step_seconds    the bucket width used
+  max_lag_seconds       the largest lag tried
+  x, y                  file, series, finite samples used, samples dropped
+                        and median sampling step of each input
+
+Lag sign convention: at lag L, x at time t is paired with y at time t+L.
+A positive best_lag_seconds means y follows x (x leads: a change in x shows
+in y L seconds later); a negative one means x follows y. Only lags with at
+least --min-pairs pairs compete; best_lag_* are null when none has.
+
+Exit status: 0 ok, 1 bad input (the message names the file and line),
+2 usage error.
+
+Flags:
+`
+
+type correlateOptions struct {
+	xFile, yFile       string
+	xSeries, ySeries   string
+	yJitter, alignStep time.Duration
+	maxLag             time.Duration
+	maxLagSet          bool
+	minPairs           int
+}
+
+// defaultMaxLagSteps is how many grid steps either way correlate tries
+// when --max-lag is not given.
+const defaultMaxLagSteps = 10
+
+// jitterMinPoints is the least number of samples in a --y-jitter window
+// for its standard deviation to count.
+const jitterMinPoints = 3
+
+func cmdCorrelate(args []string, stdout, stderr io.Writer) int {
+	var o correlateOptions
+	var yJitter, alignStep, maxLag durationFlag
+	fs := newOfflineFlagSet("inferwatch correlate", correlateHelp)
+	fs.StringVar(&o.xFile, "x", "", "`FILE` holding the x series (the candidate cause, e.g. GPU duty cycle)")
+	fs.StringVar(&o.yFile, "y", "", "`FILE` holding the y series (the candidate effect, e.g. latency)")
+	fs.StringVar(&o.xSeries, "x-series", "", "series `SELECTOR` picking one series of the x file, e.g. 'DCGM_FI_DEV_GPU_UTIL{pod=\"p0\"}'")
+	fs.StringVar(&o.ySeries, "y-series", "", "series `SELECTOR` picking one series of the y file")
+	fs.Var(&yJitter, "y-jitter", "correlate with the jitter of y instead of y: its standard deviation over the trailing `WINDOW` (e.g. 5m) at each sample, needing at least 3 samples in the window")
+	fs.Var(&maxLag, "max-lag", "largest lag to try either way, a `DURATION` (e.g. 10m; default 10 align steps; 0: lag 0 only)")
+	fs.Var(&alignStep, "align-step", "bucket width of the common grid, a `DURATION` (default: the coarser of the two series' median steps)")
+	fs.IntVar(&o.minPairs, "min-pairs", analysis.DefaultCouplingMinN, "least number of pairs a lag needs to compete for best_lag (at least 3)")
+	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
+		return code
+	}
+	if o.xFile == "" || o.yFile == "" {
+		return usageError(stderr, fs, "--x FILE and --y FILE are required")
+	}
+	if o.minPairs < 3 {
+		return usageError(stderr, fs, fmt.Sprintf("--min-pairs must be at least 3, got %d", o.minPairs))
+	}
+	fs.Visit(func(f *flag.Flag) { o.maxLagSet = o.maxLagSet || f.Name == "max-lag" })
+	o.yJitter, o.alignStep, o.maxLag = yJitter.d, alignStep.d, maxLag.d
+	res, err := correlate(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch correlate:", err)
+		return 1
+	}
+	return writeJSON(stdout, stderr, res)
+}
+
+type correlateResult struct {
+	N                  int       `json:"n"`
+	Pearson            jsonFloat `json:"pearson"`
+	PValue             jsonFloat `json:"p_value"`
+	Spearman           jsonFloat `json:"spearman"`
+	SpearmanPValue     jsonFloat `json:"spearman_p_value"`
+	BestLagSeconds     jsonFloat `json:"best_lag_seconds"`
+	BestLagSteps       *int      `json:"best_lag_steps"`
+	BestLagCorrelation jsonFloat `json:"best_lag_correlation"`
+	BestLagPValue      jsonFloat `json:"best_lag_p_value"`
+	BestLagN           int       `json:"best_lag_n"`
+	AlignStepSeconds   float64   `json:"align_step_seconds"`
+	MaxLagSeconds      float64   `json:"max_lag_seconds"`
+	YJitterSeconds     float64   `json:"y_jitter_seconds,omitempty"`
+	X                  inputInfo `json:"x"`
+	Y                  inputInfo `json:"y"`
+}
+
+// inputInfo describes one input series of an offline command.
+type inputInfo struct {
+	File              string  `json:"file"`
+	Series            string  `json:"series"`
+	Samples           int     `json:"samples"`
+	Dropped           int     `json:"dropped"`
+	MedianStepSeconds float64 `json:"median_step_seconds"`
+
+	medianStep int64 // milliseconds
+}
+
+func correlate(o correlateOptions) (correlateResult, error) {
+	xs, xi, err := readOneSeries(o.xFile, o.xSeries, "--x-series")
+	if err != nil {
+		return correlateResult{}, err
+	}
+	ys, yi, err := readOneSeries(o.yFile, o.ySeries, "--y-series")
+	if err != nil {
+		return correlateResult{}, err
+	}
+	res := correlateResult{X: xi, Y: yi}
+	if o.yJitter > 0 {
+		w := o.yJitter.Milliseconds()
+		jit := analysis.RollingStd(ys.Timestamps, ys.Values, w, jitterMinPoints)
+		ys.Values = jit
+		ys.Clean()
+		if len(ys.Values) < minSeriesPoints {
+			return res, fmt.Errorf("%s: the jitter of %s over %s is defined at %d sample%s, need at least %d: widen --y-jitter (every window needs %d samples) or give a longer series",
+				o.yFile, yi.Series, o.yJitter, len(ys.Values), pluralS(len(ys.Values)), minSeriesPoints, jitterMinPoints)
+		}
+		res.YJitterSeconds = o.yJitter.Seconds()
+	}
+
+	step := o.alignStep.Milliseconds()
+	if step <= 0 {
+		step = max(xi.medianStep, yi.medianStep)
+	}
+	res.AlignStepSeconds = float64(step) / 1000
+
+	_, x, y := analysis.Align(xs.Timestamps, xs.Values, ys.Timestamps, ys.Values, step)
+	if len(x) < minSeriesPoints {
+		return res, fmt.Errorf("%s and %s share %d bucket%s of %s, need at least %d: x covers %s, y covers %s (do they overlap in time? is --align-step too coarse?)",
+			o.xFile, o.yFile, len(x), pluralS(len(x)), time.Duration(step)*time.Millisecond, minSeriesPoints,
+			timeRange(xs.Timestamps), timeRange(ys.Timestamps))
+	}
+	p, s := analysis.Pearson(x, y), analysis.Spearman(x, y)
+	res.N = p.N
+	res.Pearson, res.PValue = jsonFloat(p.R), jsonFloat(p.P)
+	res.Spearman, res.SpearmanPValue = jsonFloat(s.R), jsonFloat(s.P)
+
+	// The lag search pairs the two resampled series by timestamp, so
+	// buckets one series lacks do not shift the other.
+	xt, xv := analysis.Resample(xs.Timestamps, xs.Values, step)
+	yt, yv := analysis.Resample(ys.Timestamps, ys.Values, step)
+	maxLag := defaultMaxLagSteps
+	if o.maxLagSet {
+		maxLag = int(o.maxLag.Milliseconds() / step)
+	}
+	// A lag longer than both series together pairs nothing: bound the work.
+	span := (max(xt[len(xt)-1], yt[len(yt)-1]) - min(xt[0], yt[0])) / step
+	maxLag = int(min(int64(maxLag), span))
+	res.MaxLagSeconds = float64(int64(maxLag)*step) / 1000
+	lc := analysis.CrossCorrelation(xt, xv, yt, yv, step, maxLag, o.minPairs)
+	res.BestLagSeconds, res.BestLagCorrelation, res.BestLagPValue = jsonFloat(math.NaN()), jsonFloat(lc.R), jsonFloat(lc.P)
+	if !math.IsNaN(lc.R) {
+		lag := lc.Lag
+		res.BestLagSteps = &lag
+		res.BestLagSeconds = jsonFloat(float64(int64(lag)*step) / 1000)
+		res.BestLagN = lc.N
+	}
+	return res, nil
+}
+
+// The helpers below are shared by the offline commands (correlate, decay,
+// knee).
+
+// minSeriesPoints is the least number of finite samples an offline
+// command works with: below it a correlation has no p-value and a trend no
+// interval.
+const minSeriesPoints = 3
+
+// newOfflineFlagSet returns a flag set whose usage prints help, then the
+// flags.
+func newOfflineFlagSet(name, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseOfflineFlags parses args. done is true when the command must stop
+// with code: 0 after --help (the help goes to stdout), 2 on a usage error
+// (the error and the help go to stderr).
+func parseOfflineFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		stdout.Write(buf.Bytes())
+		return 0, true
+	case err != nil:
+		stderr.Write(buf.Bytes())
+		return 2, true
+	case fs.NArg() > 0:
+		return usageError(stderr, fs, fmt.Sprintf("unexpected argument %q (every input is given with a flag)", fs.Arg(0))), true
+	}
+	return 0, false
+}
+
+// usageError reports a usage error and returns exit code 2.
+func usageError(stderr io.Writer, fs *flag.FlagSet, msg string) int {
+	fmt.Fprintf(stderr, "%s: %s\nRun \"%s --help\" for the flags.\n", fs.Name(), msg, fs.Name())
+	return 2
+}
+
+// writeJSON prints v as indented JSON on stdout.
+func writeJSON(stdout, stderr io.Writer, v any) int {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch: encoding the result:", err)
+		return 1
+	}
+	b = append(b, '\n')
+	if _, err := stdout.Write(b); err != nil {
+		fmt.Fprintln(stderr, "inferwatch: writing the result:", err)
+		return 1
+	}
+	return 0
+}
+
+// jsonFloat is a float64 that encodes NaN and ±Inf as null: an undefined
+// statistic.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if x := float64(f); math.IsNaN(x) || math.IsInf(x, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+// readOneSeries reads the file with ingest.ReadFile and returns the one
+// series it holds, or the one the selector picks, with its non-finite
+// samples dropped and in time order. flagName names the selector flag in
+// messages. Every error names the file.
+func readOneSeries(file, selector, flagName string) (ingest.Series, inputInfo, error) {
+	info := inputInfo{File: file}
+	var sel *seriesSelector
+	if selector != "" {
+		var err error
+		if sel, err = parseSelector(selector); err != nil {
+			return ingest.Series{}, info, fmt.Errorf("%s %s", flagName, err)
+		}
+	}
+	all, err := ingest.ReadFile(file)
+	if err != nil {
+		return ingest.Series{}, info, err
+	}
+	ss := all
+	if sel != nil {
+		ss = nil
+		for _, s := range all {
+			if sel.matches(s.Labels) {
+				ss = append(ss, s)
+			}
+		}
+	}
+	switch {
+	case len(all) == 0:
+		return ingest.Series{}, info, fmt.Errorf("%s: holds no series", file)
+	case len(ss) == 0:
+		return ingest.Series{}, info, fmt.Errorf("%s: no series matches %s %s; the file holds %d series: %s",
+			file, flagName, selector, len(all), seriesList(all))
+	case len(ss) > 1 && sel != nil:
+		return ingest.Series{}, info, fmt.Errorf("%s: %d series match %s %s, need exactly one: %s; narrow the selector",
+			file, len(ss), flagName, selector, seriesList(ss))
+	case len(ss) > 1:
+		return ingest.Series{}, info, fmt.Errorf("%s: holds %d series, need exactly one: %s; pick one with %s SELECTOR, e.g. %s '%s'",
+			file, len(ss), seriesList(ss), flagName, flagName, ss[0].Labels)
+	}
+	s := ss[0]
+	info.Series = s.Labels.String()
+	info.Dropped = s.Clean().Total()
+	sortSeries(&s)
+	info.Samples = len(s.Values)
+	if len(s.Values) < minSeriesPoints {
+		return s, info, fmt.Errorf("%s: series %s has %d finite sample%s (%d dropped as NaN, Inf or stale), need at least %d",
+			file, info.Series, len(s.Values), pluralS(len(s.Values)), info.Dropped, minSeriesPoints)
+	}
+	info.medianStep = medianSpacing(s.Timestamps)
+	info.MedianStepSeconds = float64(info.medianStep) / 1000
+	if info.medianStep == 0 {
+		return s, info, fmt.Errorf("%s: series %s has all of its %d samples at one timestamp", file, info.Series, len(s.Values))
+	}
+	return s, info, nil
+}
+
+// sortSeries puts the samples in time order when they are not already.
+func sortSeries(s *ingest.Series) {
+	if slices.IsSorted(s.Timestamps) {
+		return
+	}
+	idx := make([]int, len(s.Timestamps))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(s.Timestamps[a], s.Timestamps[b]) })
+	ts := make([]int64, len(idx))
+	vs := make([]float64, len(idx))
+	for k, i := range idx {
+		ts[k], vs[k] = s.Timestamps[i], s.Values[i]
+	}
+	s.Timestamps, s.Values = ts, vs
+}
+
+// medianSpacing is the median of the positive differences between successive
+// ascending timestamps, 0 when there is none.
+func medianSpacing(ts []int64) int64 {
+	d := make([]int64, 0, len(ts))
+	for i := 1; i < len(ts); i++ {
+		if dt := ts[i] - ts[i-1]; dt > 0 {
+			d = append(d, dt)
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[(len(d)-1)/2]
+}
+
+// seriesList formats up to five series identities for a message.
+func seriesList(ss []ingest.Series) string {
+	const show = 5
+	parts := make([]string, 0, show+1)
+	for i, s := range ss {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ss)-show))
+			break
+		}
+		parts = append(parts, s.Labels.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func timeRange(ts []int64) string {
+	f := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+	return f(ts[0]) + " .. " + f(ts[len(ts)-1])
+}
+
+func pluralS(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// seriesSelector is a Prometheus series selector such as
+// vllm:num_requests_running{model="llama",pod=~"p[01]"}: a series matches
+// when every matcher of one of its or-groups does. Regular expressions are
+// anchored, as in Prometheus; a missing label has the value "".
+type seriesSelector struct {
+	groups [][]labelMatcher
+}
+
+type labelMatcher struct {
+	name, value string
+	re          *regexp.Regexp // nil for = and !=
+	negative    bool
+}
+
+func parseSelector(s string) (*seriesSelector, error) {
+	e, err := metricsql.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a series selector: %w", s, err)
+	}
+	me, ok := e.(*metricsql.MetricExpr)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a series selector: want a metric name and/or label matchers, e.g. vllm:num_requests_running{pod=\"p0\"}", s)
+	}
+	sel := &seriesSelector{}
+	for _, lfs := range me.LabelFilterss {
+		var g []labelMatcher
+		for _, lf := range lfs {
+			m := labelMatcher{name: lf.Label, value: lf.Value, negative: lf.IsNegative}
+			if m.name == "" {
+				m.name = "__name__"
+			}
+			if lf.IsRegexp {
+				if m.re, err = regexp.Compile("^(?:" + lf.Value + ")$"); err != nil {
+					return nil, fmt.Errorf("%q: label %s: bad regular expression: %w", s, m.name, err)
+				}
+			}
+			g = append(g, m)
+		}
+		sel.groups = append(sel.groups, g)
+	}
+	return sel, nil
+}
+
+func (sel *seriesSelector) matches(ls ingest.Labels) bool {
+	for _, g := range sel.groups {
+		ok := true
+		for _, m := range g {
+			v := ls.Get(m.name)
+			eq := v == m.value
+			if m.re != nil {
+				eq = m.re.MatchString(v)
+			}
+			if eq == m.negative {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metricsql"
+
+	"github.com/inferwatch/inferwatch/analysis"
+	"github.com/inferwatch/inferwatch/ingest"
+)
+
+// detectorFlags are the flags that choose and tune the detector, shared by
+// detect and backtest.
+type detectorFlags struct {
+	name   string
+	window string
+	params paramFlag
+}
+
+func (d *detectorFlags) register(fs *flag.FlagSet) {
+	d.params = paramFlag{}
+	fs.StringVar(&d.name, "detector", "sigma", "detector: "+strings.Join(analysis.Names(), ", "))
+	fs.StringVar(&d.window, "window", "", "the history each point is scored against, a MetricsQL duration (5m, 1d); default: the detector's own, measured in steps of the series")
+	fs.Var(d.params, "param", "a detector parameter key=value (repeatable), e.g. --param k=3")
+}
+
+// windowMS returns the --window flag in ms, or 0 (the detector's own
+// default window, in steps of the series) when it is not set.
+func (d *detectorFlags) windowMS() (int64, error) {
+	if d.window == "" {
+		return 0, nil
+	}
+	ms, err := metricsql.DurationValue(d.window, 0)
+	if err != nil || ms <= 0 || strings.ContainsAny(d.window, "iI") {
+		return 0, fmt.Errorf("--window %q: want a duration > 0 such as 5m, 1h30m or 1d", d.window)
+	}
+	return ms, nil
+}
+
+// factory builds the detector for a window.
+func (d *detectorFlags) factory(window int64) (analysis.Factory, error) {
+	f, err := analysis.Build(analysis.Spec{Name: d.name, Window: window, Params: d.params})
+	if err != nil {
+		return nil, fmt.Errorf("--detector %s: %w", d.name, err)
+	}
+	return f, nil
+}
+
+// describe is the detector and its settings, for reports.
+func (d *detectorFlags) describe() string {
+	var b strings.Builder
+	b.WriteString(d.name)
+	keys := make([]string, 0, len(d.params))
+	for k := range d.params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%s", k, d.params[k])
+	}
+	if d.window != "" {
+		b.WriteString(" window=" + d.window)
+	} else {
+		b.WriteString(" window=default")
+	}
+	return b.String()
+}
+
+// paramFlag collects repeated --param key=value flags.
+type paramFlag map[string]string
+
+func (p paramFlag) String() string { return "" }
+
+func (p paramFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, e.g. k=3, got %q", s)
+	}
+	if _, dup := p[k]; dup {
+		return fmt.Errorf("parameter %q given twice", k)
+	}
+	p[k] = strings.TrimSpace(v)
+	return nil
+}
+
+// scoreRows runs a fresh detector over a series row by row. A row whose
+// timestamp is not after the previous row's (a duplicate, kept with
+// --allow-duplicates or by backtest) takes the previous row's score and
+// decision: the detector has already judged that instant. A NaN or
+// infinite value scores 0 and is not anomalous.
+func scoreRows(newDetector analysis.Factory, ts []int64, vs []float64) (scores []float64, anomalous []bool) {
+	d := newDetector()
+	scores = make([]float64, len(ts))
+	anomalous = make([]bool, len(ts))
+	for i, t := range ts {
+		if i > 0 && t <= ts[i-1] {
+			scores[i], anomalous[i] = scores[i-1], anomalous[i-1]
+			continue
+		}
+		r := d.Observe(t, vs[i])
+		scores[i], anomalous[i] = r.Score, r.Anomalous()
+	}
+	return scores, anomalous
+}
+
+// detectInput is a file read for detect: the series and each row's
+// timestamp as written.
+type detectInput struct {
+	ts    []int64
+	vs    []float64
+	raw   []string // timestamp text per row
+	lines []int    // line per row; nil when the format has no lines
+}
+
+// readDetectInput reads a CSV file keeping its timestamp text, or any other
+// file format ingest reads, which must hold exactly one series.
+func readDetectInput(path string, allowDuplicates bool) (*detectInput, error) {
+	if strings.EqualFold(filepath.Ext(path), ".csv") || ingest.SniffFormat(peek(path)) == ingest.FormatCSV {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		c, err := ingest.ReadCSV(bytes.NewReader(data), path, ingest.CSVOptions{AllowDuplicates: true})
+		if err != nil {
+			return nil, err
+		}
+		ts := c.Series.Timestamps
+		if !allowDuplicates {
+			for i := 1; i < len(ts); i++ {
+				if ts[i] == ts[i-1] {
+					return nil, fmt.Errorf("%s:%d: timestamp %s repeats line %d's %s; pass --allow-duplicates to keep such rows (each is given the score and decision of the row before it)",
+						path, c.Lines[i], c.RawTimestamps[i], c.Lines[i-1], c.RawTimestamps[i-1])
+				}
+			}
+		}
+		return &detectInput{ts: ts, vs: c.Series.Values, raw: c.RawTimestamps, lines: c.Lines}, nil
+	}
+	ss, err := ingest.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(ss) != 1 {
+		return nil, fmt.Errorf("%s: holds %d series; detect scores one series per file", path, len(ss))
+	}
+	s := ss[0]
+	if len(s.Timestamps) == 0 {
+		return nil, fmt.Errorf("%s: the series %s has no samples", path, s.Labels)
+	}
+	in := &detectInput{ts: s.Timestamps, vs: s.Values, raw: make([]string, len(s.Timestamps))}
+	for i, t := range s.Timestamps {
+		if i > 0 && t < s.Timestamps[i-1] || i > 0 && t == s.Timestamps[i-1] && !allowDuplicates {
+			return nil, fmt.Errorf("%s: sample %d (%s) is not after sample %d (%s) (samples must be sorted by time; --allow-duplicates keeps repeated times)",
+				path, i+1, time.UnixMilli(t).UTC().Format(time.RFC3339Nano), i, time.UnixMilli(s.Timestamps[i-1]).UTC().Format(time.RFC3339Nano))
+		}
+		in.raw[i] = formatUnixMillis(t)
+	}
+	return in, nil
+}
+
+// peek returns the first bytes of a file, for sniffing its format (nil on
+// error: reading it properly reports the error).
+func peek(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, 4096)
+	n, _ := io.ReadFull(f, b)
+	return b[:n]
+}
+
+// formatUnixMillis writes unix milliseconds as unix seconds, with a
+// fraction only when needed (1700000000, 1700000000.25).
+func formatUnixMillis(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
+}
+
+func cmdDetect(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("inferwatch detect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: inferwatch detect --input FILE [--detector NAME] [--window DURATION] [--param key=value ...]
+
+Scores every row of a timestamp,value CSV file (or a query_range JSON or
+export JSON lines file holding one series) and writes CSV to stdout:
+timestamp,value,anomaly_score,is_anomaly, the timestamp as written in the input.
+is_anomaly is 1 when the detector's own threshold is crossed (score ≥ 1).
+
+`)
+		fs.PrintDefaults()
+	}
+	input := fs.String("input", "", "the file to score")
+	allowDup := fs.Bool("allow-duplicates", false, "keep rows that repeat the previous row's timestamp; each takes the previous row's score and decision")
+	var det detectorFlags
+	det.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *input == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "inferwatch detect: --input FILE is required, and nothing else may follow the flags")
+		return 2
+	}
+	window, err := det.windowMS()
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch detect:", err)
+		return 2
+	}
+	newDetector, err := det.factory(window)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch detect:", err)
+		return 2
+	}
+	in, err := readDetectInput(*input, *allowDup)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch detect:", err)
+		return 1
+	}
+	scores, anomalous := scoreRows(newDetector, in.ts, in.vs)
+
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	w.WriteString("timestamp,value,anomaly_score,is_anomaly\n")
+	var buf []byte
+	for i := range in.ts {
+		buf = append(buf[:0], in.raw[i]...)
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, in.vs[i], 'g', -1, 64)
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, scores[i], 'g', -1, 64)
+		if anomalous[i] {
+			buf = append(buf, ",1\n"...)
+		} else {
+			buf = append(buf, ",0\n"...)
+		}
+		w.Write(buf)
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(stderr, "inferwatch detect: writing the output:", err)
+		return 1
+	}
+	return 0
+}
