@@ -51,7 +51,7 @@ func nabLayout(t *testing.T) (dataDir, windowsFile string) {
 
 func TestBacktestNABOnATinyCorpus(t *testing.T) {
 	dataDir, windowsFile := nabLayout(t)
-	code, out, errOut := runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--json")
+	code, out, errOut := runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--detector", "sigma", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -95,7 +95,7 @@ func TestBacktestNABOnATinyCorpus(t *testing.T) {
 	}
 
 	// The text report, one profile.
-	code, out, errOut = runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--profile", "reward_low_FN")
+	code, out, errOut = runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--detector", "sigma", "--profile", "reward_low_FN")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -138,7 +138,7 @@ func TestBacktestNABErrors(t *testing.T) {
 
 func TestBacktestNABProgress(t *testing.T) {
 	dataDir, windowsFile := nabLayout(t)
-	code, _, errOut := runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--progress")
+	code, _, errOut := runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir, "--windows", windowsFile, "--detector", "sigma", "--progress")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

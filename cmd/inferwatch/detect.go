@@ -30,7 +30,7 @@ type detectorFlags struct {
 
 func (d *detectorFlags) register(fs *flag.FlagSet) {
 	d.params = paramFlag{}
-	fs.StringVar(&d.name, "detector", "sigma", "detector: "+strings.Join(analysis.Names(), ", "))
+	fs.StringVar(&d.name, "detector", analysis.DefaultDetector, "detector: "+strings.Join(analysis.Names(), ", "))
 	fs.StringVar(&d.window, "window", "", "the history each point is scored against, a MetricsQL duration (5m, 1d); default: the detector's own, measured in steps of the series")
 	fs.Var(d.params, "param", "a detector parameter key=value (repeatable), e.g. --param k=3")
 }
