@@ -46,6 +46,12 @@ type EngineOptions struct {
 	// MaxPending bounds the findings kept while the output fails
 	// (default 100,000); past it the oldest are dropped, logged and counted.
 	MaxPending int
+	// Events receives the forecasts and scale signals of forecast and
+	// scale rules; required when there are such rules. EventPrefix is
+	// the first part of their subjects (default "inferwatch"):
+	// <prefix>.forecasts.<rule> and <prefix>.scale.<rule>.
+	Events      EventOutput
+	EventPrefix string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (nil: discard) and Metrics (nil: unregistered) are for the
@@ -100,6 +106,8 @@ type rule struct {
 	series   map[string]*seriesState
 	next     time.Time // start of the next query range; zero before the first
 	windows  []*window // the queries of a window rule (correlate, decay)
+	fc       *forecastRule
+	sc       *scaleRule
 	failures *metrics.Counter
 	findings *metrics.Counter
 }
@@ -137,8 +145,14 @@ func compile(groups []rules.Group) ([][]analysis.Factory, rules.Errors) {
 	for gi, g := range groups {
 		out[gi] = make([]analysis.Factory, len(g.Rules))
 		for ri, r := range g.Rules {
+			if r.Kind() == "forecast" {
+				if _, err := newForecastRule(r); err != nil {
+					errs.Add(r.Pos, g.Name, r.Name, "%v", err)
+				}
+				continue
+			}
 			if r.Kind() != "anomaly" {
-				continue // a window rule: no detector
+				continue // a window, forecast or scale rule: no detector
 			}
 			f, err := analysis.Build(analysis.Spec{
 				Name:   r.Detector.Name,
@@ -176,6 +190,18 @@ func NewEngine(o EngineOptions) (*Engine, error) {
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
+	if o.EventPrefix == "" {
+		o.EventPrefix = DefaultSubjectPrefix
+	}
+	if o.Events == nil {
+		for _, g := range o.Groups {
+			for _, r := range g.Rules {
+				if k := r.Kind(); k == "forecast" || k == "scale" {
+					return nil, fmt.Errorf("alerting: group %q rule %q is a %s rule: EngineOptions needs Events to publish it", g.Name, r.Name, k)
+				}
+			}
+		}
+	}
 	e := &Engine{o: o, log: o.Logger}
 	set := o.Metrics
 	e.m = engineMetrics{
@@ -211,9 +237,11 @@ func NewEngine(o EngineOptions) (*Engine, error) {
 			missed:   set.NewCounter(fmt.Sprintf(`inferwatch_group_missed_iterations_total{group=%q}`, gc.Name)),
 			duration: set.NewSummary(fmt.Sprintf(`inferwatch_group_evaluation_duration_seconds{group=%q}`, gc.Name)),
 		}
+		var scales []*rule
+		byName := map[string]*rule{}
 		for ri, rc := range gc.Rules {
 			var windows []*window
-			if rc.Kind() != "anomaly" {
+			if isWindowKind(rc.Kind()) {
 				exprs, err := windowExprs(rc)
 				if err != nil {
 					return nil, err
@@ -222,7 +250,7 @@ func NewEngine(o EngineOptions) (*Engine, error) {
 					windows = append(windows, newWindow(x))
 				}
 			}
-			g.rules = append(g.rules, &rule{
+			nr := &rule{
 				windows:  windows,
 				cfg:      rc,
 				group:    gc.Name,
@@ -231,7 +259,31 @@ func NewEngine(o EngineOptions) (*Engine, error) {
 				series:   map[string]*seriesState{},
 				failures: set.NewCounter(fmt.Sprintf(`inferwatch_rule_evaluation_failures_total{group=%q,rule=%q}`, gc.Name, rc.Name)),
 				findings: set.NewCounter(fmt.Sprintf(`inferwatch_findings_total{group=%q,rule=%q}`, gc.Name, rc.Name)),
-			})
+			}
+			byName[rc.Name] = nr
+			switch rc.Kind() {
+			case "forecast":
+				fr, err := newForecastRule(rc)
+				if err != nil {
+					return nil, fmt.Errorf("group %q rule %q: %w", gc.Name, rc.Name, err)
+				}
+				nr.fc = fr
+			case "scale":
+				nr.sc = newScaleRule(rc, gc.Interval)
+				scales = append(scales, nr)
+				continue
+			}
+			g.rules = append(g.rules, nr)
+		}
+		// Scale rules read their forecast rule's newest outlook: they are
+		// evaluated after the group's other rules.
+		for _, sr := range scales {
+			fr := byName[sr.cfg.Scale.Forecast]
+			if fr == nil || fr.fc == nil {
+				return nil, fmt.Errorf("group %q rule %q: scale.forecast %q is not a forecast rule of the group", gc.Name, sr.cfg.Name, sr.cfg.Scale.Forecast)
+			}
+			sr.sc.fr = fr
+			g.rules = append(g.rules, sr)
 		}
 		e.groups = append(e.groups, g)
 	}
@@ -339,9 +391,14 @@ func (e *Engine) evalGroup(ctx context.Context, g *group, at time.Time) error {
 	for _, r := range g.rules {
 		var fs []Finding
 		var err error
-		if r.windows != nil {
+		switch {
+		case r.fc != nil:
+			err = e.evalForecastRule(ctx, r, at)
+		case r.sc != nil:
+			err = e.evalScaleRule(ctx, r, at)
+		case r.windows != nil:
 			fs, err = e.evalWindowRule(ctx, r, at)
-		} else {
+		default:
 			fs, err = e.evalRule(ctx, r, at)
 		}
 		if err != nil {
@@ -352,6 +409,9 @@ func (e *Engine) evalGroup(ctx context.Context, g *group, at time.Time) error {
 		r.findings.Add(len(fs))
 		found = append(found, fs...)
 		tracked += len(r.series)
+		if r.fc != nil {
+			tracked += len(r.fc.series)
+		}
 	}
 	e.m.trackedMu.Lock()
 	e.m.trackedPerGroups[g.cfg.Name] = tracked
@@ -520,7 +580,12 @@ func (e *Engine) finding(r *rule, st *seriesState, t int64) Finding {
 	for k, v := range r.cfg.Labels {
 		labels[k] = v
 	}
+	// The rule's label wins, then what the analysis judged (spikiness
+	// levels, imbalance levels), then the score.
 	severity := labels["severity"]
+	if s, ok := ep.peakDetails["severity"].(string); ok && severity == "" {
+		severity = s
+	}
 	if severity == "" {
 		severity = "warning"
 		if ep.peak.Score >= 2 {
@@ -533,6 +598,12 @@ func (e *Engine) finding(r *rule, st *seriesState, t int64) Finding {
 		detector = "correlate"
 	case r.cfg.Decay != nil:
 		detector = "decay"
+	case r.cfg.Knee != nil:
+		detector = "knee"
+	case r.cfg.Spikiness != nil:
+		detector = "spikiness"
+	case r.cfg.Imbalance != nil:
+		detector = "imbalance"
 	}
 	return Finding{
 		Kind:        r.cfg.Kind(),

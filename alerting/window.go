@@ -147,6 +147,12 @@ func (e *Engine) evalWindowRule(ctx context.Context, r *rule, at time.Time) ([]F
 			vs = correlateAt(r.cfg.Correlate, r.windows[0], r.windows[1], τ.UnixMilli(), lookback, step)
 		case r.cfg.Decay != nil:
 			vs = decayAt(r.cfg.Decay, r.windows[0], τ.UnixMilli(), lookback)
+		case r.cfg.Knee != nil:
+			vs = kneeAt(r.cfg.Knee, r.windows[0], r.windows[1], τ.UnixMilli(), lookback, step)
+		case r.cfg.Spikiness != nil:
+			vs = spikinessAt(r.cfg.Spikiness, r.windows[0], τ.UnixMilli(), lookback)
+		case r.cfg.Imbalance != nil:
+			vs = imbalanceAt(r.cfg.Imbalance, r.windows, τ.UnixMilli(), lookback)
 		}
 		for _, v := range vs {
 			key := v.labels.String()
@@ -334,12 +340,28 @@ func num(x float64) any {
 	return x
 }
 
+// isWindowKind reports whether rules of this kind judge a whole window.
+func isWindowKind(kind string) bool {
+	switch kind {
+	case "correlation", "decay", "knee", "spikiness", "imbalance":
+		return true
+	}
+	return false
+}
+
 func windowExprs(r rules.Rule) ([]string, error) {
 	switch {
 	case r.Correlate != nil:
 		return []string{r.Correlate.X, r.Correlate.Y}, nil
-	case r.Decay != nil:
+	case r.Decay != nil, r.Spikiness != nil:
 		return []string{r.Expr}, nil
+	case r.Knee != nil:
+		return []string{r.Knee.Concurrency, r.Knee.QPS}, nil
+	case r.Imbalance != nil:
+		if r.Imbalance.Across != "" {
+			return []string{r.Expr}, nil
+		}
+		return []string{r.Imbalance.A, r.Imbalance.B}, nil
 	}
 	return nil, fmt.Errorf("rule %q is not a window rule", r.Name)
 }

@@ -8,13 +8,16 @@ import (
 
 // The window holds 10, 12, 11, 13, 9:
 //
-//	median m = 11, |x − m| = 1, 1, 0, 2, 2, MAD = 1
-//	s = 1.4826·1 = 1.4826, band 11 ∓ 3·1.4826 = [6.5522, 15.4478]
+//	median m = 11, |x − m| = 1, 1, 0, 2, 2, MAD = 1, s = 1.4826·1 = 1.4826
+//	central 90%: Q(0.05) = 9.2, Q(0.95) = 12.8, s₉₀ = 3.6/3.2897 = 1.0943
+//	resolution (smallest change between neighbours): 1
+//	s_eff = 1.4826, band 11 ∓ 3·1.4826 = [6.5522, 15.4478]
 //
 // 20 scores 9/4.4478 = 2.0235. It then enters the window, which becomes
-// 9 10 11 12 13 20: m = 11.5, |x − m| = .5 .5 1.5 1.5 2.5 8.5, MAD = 1.5,
-// s = 2.2239, and 11 scores 0.5/(3·2.2239) = 0.0749: the spike did not
-// widen the band much, as it would widen σ.
+// 9 10 11 12 13 20: m = 11.5, MAD = 1.5, s = 2.2239; Q(0.05) = 9.25,
+// Q(0.95) = 18.25, s₉₀ = 9/3.2897 = 2.7358; the band is 11.5 ∓ 8.2074 and
+// 11 scores 0.5/8.2074 = 0.0609: the spike did not widen the band as much
+// as it would widen σ.
 func ExampleRobust() {
 	r := analysis.NewRobust(analysis.RobustConfig{Window: 60_000, K: 3, MinPoints: 5})
 	for i, x := range []float64{10, 12, 11, 13, 9, 20, 11} {
@@ -28,7 +31,7 @@ func ExampleRobust() {
 	// t=4000 x=13 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
 	// t=5000 x=9 ready=false score=0.0000 expected=NaN band=[NaN, NaN] anomalous=false
 	// t=6000 x=20 ready=true score=2.0235 expected=11.0000 band=[6.5522, 15.4478] anomalous=true
-	// t=7000 x=11 ready=true score=0.0749 expected=11.5000 band=[4.8283, 18.1717] anomalous=false
+	// t=7000 x=11 ready=true score=0.0609 expected=11.5000 band=[3.2926, 19.7074] anomalous=false
 }
 
 // With alpha = 0.5:
@@ -80,9 +83,9 @@ func ExampleLevelShift() {
 
 // A period of four samples, 0 10 20 10, repeated six times. At the next
 // phase-1 sample the same phase of the three previous periods held 10,
-// 10, 10: the expected value is their median, 10, their MAD and that of
-// the residuals are 0, so the spread is the floor 0.001·10 = 0.01, and 13
-// scores 3/(3·0.01) = 100 with the band [9.97, 10.03].
+// 10, 10: the expected value is their median, 10, their MAD and the
+// residuals are 0, but the series moves in steps of 10 (its resolution),
+// so the spread is 10 and the band 10 ∓ 30: 50 scores 40/30 = 1.3333.
 func ExampleSeasonal() {
 	s := analysis.NewSeasonal(analysis.SeasonalConfig{Period: 4000, Window: 12_000, K: 3, MinPeriods: 2})
 	shape := []float64{0, 10, 20, 10}
@@ -90,10 +93,10 @@ func ExampleSeasonal() {
 		s.Observe(int64(i+1)*1000, shape[i%4])
 	}
 	show(25_000, 0, s.Observe(25_000, 0))
-	show(26_000, 13, s.Observe(26_000, 13))
+	show(26_000, 50, s.Observe(26_000, 50))
 	// Output:
-	// t=25000 x=0 ready=true score=0.0000 expected=0.0000 band=[-0.0000, 0.0000] anomalous=false
-	// t=26000 x=13 ready=true score=100.0000 expected=10.0000 band=[9.9700, 10.0300] anomalous=true
+	// t=25000 x=0 ready=true score=0.0000 expected=0.0000 band=[-30.0000, 30.0000] anomalous=false
+	// t=26000 x=50 ready=true score=1.3333 expected=10.0000 band=[-20.0000, 40.0000] anomalous=true
 }
 
 // The window holds 1 … 9: m = 5, MAD = 2, s = 2.9652; with P = 0.25 the

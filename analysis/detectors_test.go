@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/inferwatch/inferwatch/analysis/nab"
 )
 
 // allSpecs are a default and a windowed spec of every detector.
@@ -204,13 +206,14 @@ func TestSortedWindow(t *testing.T) {
 }
 
 // TestAutoNAB scores the default auto detector on the shared NAB subset at
-// its own threshold: it must keep at least 60 on the standard profile.
+// its own threshold: it must keep at least 64 on the standard profile
+// (65.2 when written; Numenta HTM scores 75.1 on this subset).
 func TestAutoNAB(t *testing.T) {
 	files := loadNAB(t)
-	r := scoreNAB(files, runNAB(files, newDefaultAuto))
+	r := runNAB(files, newDefault("auto")).score(t, files, nil, nab.Standard)
 	t.Logf("auto: %s", r)
-	if got := r.total["standard"]; got < 60 {
-		t.Errorf("auto scores %.1f on NAB's standard profile, want ≥ 60", got)
+	if got := r.own.Normalized(nab.Standard); got < 64 {
+		t.Errorf("auto scores %.1f on NAB's standard profile, want ≥ 64", got)
 	}
 }
 
@@ -263,4 +266,95 @@ func FuzzLevelShift(f *testing.F) {
 func FuzzAuto(f *testing.F) { fuzzDetector(f, "auto", map[string]string{"min_points": "2"}) }
 func FuzzSeasonal(f *testing.F) {
 	fuzzDetector(f, "seasonal", map[string]string{"period": "1s", "min_periods": "1"})
+}
+
+// TestRearm checks the debounce: after an alarm, scores are capped until
+// quiet scores in a row have been below 1.
+func TestRearm(t *testing.T) {
+	f := func(quiet int, in, want []float64) {
+		t.Helper()
+		g := newRearm(quiet)
+		for i, s := range in {
+			if got := g.pass(s); got != want[i] {
+				t.Errorf("quiet=%d score %d (%g): passed %g, want %g", quiet, i, s, got, want[i])
+			}
+		}
+	}
+	f(0, []float64{2, 2, 0.5, 3}, []float64{2, 2, 0.5, 3})
+	f(2, []float64{2, 2, 0.5, 3, 0.1, 0.2, 4}, []float64{2, 0.99, 0.5, 0.99, 0.1, 0.2, 4})
+	f(1, []float64{0.5, 1, 1, 0, 1.5}, []float64{0.5, 1, 0.99, 0, 1.5})
+}
+
+// TestResolution checks the smallest non-zero change between neighbours.
+func TestResolution(t *testing.T) {
+	f := func(in []float64, want float64) {
+		t.Helper()
+		var r resolution
+		for _, v := range in {
+			r.add(v)
+		}
+		if got := r.step(); got != want {
+			t.Errorf("%v: resolution %g, want %g", in, got, want)
+		}
+	}
+	f(nil, 0)
+	f([]float64{5, 5, 5}, 0)
+	f([]float64{60, 62, 62, 61, 65}, 1)
+	lo, hi := 0.066, 0.068
+	f([]float64{lo, hi, lo}, hi-lo)
+	f([]float64{1e308, -1e308, 0}, 1e308)
+}
+
+// TestQuantisedSeriesQuiet checks the floors on series that move by one
+// step of their resolution, or mostly sit on one level: robust, seasonal,
+// ewma and auto must not alarm on them beyond a stray alarm while the
+// window fills. (LevelShift is left out: a fair coin between two levels
+// one step apart is, to a CUSUM, a series of small shifts.)
+func TestQuantisedSeriesQuiet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	series := map[string]func(i int) float64{
+		"one step":   func(i int) float64 { return 0.066 + 0.002*float64(rng.IntN(2)) },
+		"idle level": func(i int) float64 { return []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 7}[rng.IntN(10)] },
+	}
+	for _, name := range []string{"robust", "seasonal", "ewma", "auto"} {
+		f, err := Build(Spec{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sn, gen := range series {
+			d := f()
+			alarms := 0
+			for i := range 5000 {
+				if d.Observe(int64(i)*300_000, gen(i)).Anomalous() {
+					alarms++
+				}
+			}
+			if alarms > 2 {
+				t.Errorf("%s on %s: %d alarms in 5000 samples, want at most 2", name, sn, alarms)
+			}
+		}
+	}
+}
+
+// TestAutoSeenBefore checks that a spike repeated at the same time of day
+// alarms on its first day only, and a spike at a new time still alarms.
+func TestAutoSeenBefore(t *testing.T) {
+	const step = 300_000 // 5 minutes: 288 samples a day
+	a := NewAuto(AutoConfig{Window: 2000 * step})
+	var alarms []int
+	for i := range 6 * 288 {
+		v := 10 + float64(i%7)
+		if i%288 == 100 && i >= 288 { // a daily job from the second day on
+			v = 60 - float64(i/288)
+		}
+		if i == 5*288+200 { // something new on the sixth day
+			v = 80
+		}
+		if a.Observe(int64(i)*step, v).Anomalous() && i > 50 {
+			alarms = append(alarms, i)
+		}
+	}
+	if want := []int{288 + 100, 5*288 + 200}; !slices.Equal(alarms, want) {
+		t.Errorf("alarms at samples %v, want %v (the daily job's first run and the new spike)", alarms, want)
+	}
 }

@@ -33,6 +33,9 @@ type EWMAConfig struct {
 	// MinPoints is how many samples must have been seen before the
 	// detector judges (default 10, at least 2).
 	MinPoints int
+	// Quiet is how many samples in a row must score below 1 after an
+	// alarm before the next alarm (default DefaultQuiet; negative: none).
+	Quiet int
 }
 
 // EWMA is the streaming exponentially weighted k-sigma detector of one
@@ -41,7 +44,7 @@ type EWMAConfig struct {
 // With μ and σ² the exponentially weighted mean and variance of the
 // samples before x:
 //
-//	Score    = |x − μ| / (K·max(σ, 1e-9·max(1, |μ|)))
+//	Score    = |x − μ| / (K·max(σ, δ, 1e-9·max(1, |μ|)))
 //	Expected = μ, Lower = μ − K·σ, Upper = μ + K·σ
 //
 // then, with α the sample's weight (Alpha, or 1 − 2^(−Δt/HalfLife) for a
@@ -50,6 +53,10 @@ type EWMAConfig struct {
 //	d  = x − μ
 //	μ ← μ + α·d
 //	σ² ← (1 − α)·(σ² + α·d²)
+//
+// with δ the series' resolution (see Robust), so a quantised series does
+// not alarm on one step. As in Robust, after an alarm the scores are
+// capped at 0.99 until Quiet samples in a row have scored below 1.
 //
 // The first sample sets μ = x, σ² = 0. The stream rules of Sigma apply;
 // a sample so far from μ that d or σ² overflows restarts the state from it.
@@ -64,6 +71,8 @@ type EWMA struct {
 	mean, vari float64
 	n          int
 	last       int64
+	res        resolution
+	gate       rearm
 }
 
 var _ Detector = (*EWMA)(nil)
@@ -77,6 +86,9 @@ func NewEWMA(c EWMAConfig) *EWMA {
 	if c.MinPoints == 0 {
 		c.MinPoints = DefaultEWMAMinPoints
 	}
+	if c.Quiet == 0 {
+		c.Quiet = DefaultQuiet
+	}
 	switch {
 	case c.Alpha != 0 && !(c.Alpha > 0 && c.Alpha <= 1):
 		panic(fmt.Sprintf("analysis.NewEWMA: Alpha must be in (0, 1], got %v", c.Alpha))
@@ -87,7 +99,7 @@ func NewEWMA(c EWMAConfig) *EWMA {
 	case c.MinPoints < 2:
 		panic(fmt.Sprintf("analysis.NewEWMA: MinPoints must be ≥ 2, got %d", c.MinPoints))
 	}
-	e := &EWMA{k: c.K, alpha: c.Alpha, minPoints: c.MinPoints}
+	e := &EWMA{k: c.K, alpha: c.Alpha, minPoints: c.MinPoints, gate: newRearm(c.Quiet)}
 	switch {
 	case c.Alpha > 0:
 	case c.HalfLife > 0:
@@ -114,10 +126,12 @@ func (e *EWMA) Observe(t int64, v float64) Result {
 	res := notReady()
 	if e.n >= e.minPoints {
 		sd := math.Sqrt(e.vari)
-		eff := max(sd, sigmaFloor*max(1, math.Abs(e.mean)))
+		eff := max(sd, e.res.step(), sigmaFloor*max(1, math.Abs(e.mean)))
 		res = bandScore(v, e.mean, e.k, eff)
 		res.Lower, res.Upper = clampInf(e.mean-e.k*sd), clampInf(e.mean+e.k*sd)
+		res.Score = e.gate.pass(res.Score)
 	}
+	e.res.add(v)
 	a := e.alpha
 	if a == 0 {
 		a = -math.Expm1(-e.rate * dt)

@@ -30,6 +30,9 @@ type LevelShiftConfig struct {
 	// Floor is the smallest spread relative to the baseline median's
 	// magnitude (default 0.001), as in RobustConfig.
 	Floor float64
+	// Quiet is how many samples in a row must score below 1 after an
+	// alarm before the next alarm (default DefaultQuiet; negative: none).
+	Quiet int
 }
 
 // LevelShift is the streaming CUSUM detector of a sustained change of level
@@ -52,16 +55,25 @@ type LevelShiftConfig struct {
 // When the score reaches 1 the detector has found a change point: it
 // reports it, then forgets the baseline and the sums and learns the new
 // regime from scratch (not Ready until MinPoints samples), so one shift
-// raises one alarm.
+// raises one alarm. The spread s_eff is Robust's, with its floors (the
+// central 90% of the baseline and the series' resolution), so a baseline
+// relearnt from a few samples of a near-constant series does not make
+// every later wiggle a shift. As in Robust, the next alarm needs Quiet
+// samples in a row below 1 first: until then scores are capped at 0.99,
+// and a capped score is no change point (the sums keep running on the
+// same baseline).
 //
 // Expected is m; [Lower, Upper] is the band of values that keep the score
-// below 1 given the sums so far. The stream rules of Sigma apply.
+// below 1 given the sums so far, NaN while the sums already hold H. The
+// stream rules of Sigma apply.
 //
 // A LevelShift is not safe for concurrent use.
 type LevelShift struct {
 	floor     float64
 	minPoints int
 	w         sortedWindow
+	res       resolution
+	gate      rearm
 	c         cusum
 	last      int64
 	hasLast   bool
@@ -84,6 +96,9 @@ func NewLevelShift(c LevelShiftConfig) *LevelShift {
 	if c.Floor == 0 {
 		c.Floor = DefaultRobustFloor
 	}
+	if c.Quiet == 0 {
+		c.Quiet = DefaultQuiet
+	}
 	switch {
 	case c.Window <= 0:
 		panic(fmt.Sprintf("analysis.NewLevelShift: Window must be > 0 ms, got %d", c.Window))
@@ -96,7 +111,7 @@ func NewLevelShift(c LevelShiftConfig) *LevelShift {
 	case !(c.Floor >= 0) || math.IsInf(c.Floor, 0):
 		panic(fmt.Sprintf("analysis.NewLevelShift: Floor must be a finite number ≥ 0, got %v", c.Floor))
 	}
-	return &LevelShift{floor: c.Floor, minPoints: c.MinPoints, w: sortedWindow{window: c.Window}, c: newCusum(c.Drift, c.H)}
+	return &LevelShift{floor: c.Floor, minPoints: c.MinPoints, w: sortedWindow{window: c.Window}, c: newCusum(c.Drift, c.H), gate: newRearm(c.Quiet)}
 }
 
 // Observe scores (t, v) and then adds it to the baseline.
@@ -105,6 +120,7 @@ func (l *LevelShift) Observe(t int64, v float64) Result {
 		return notReady()
 	}
 	l.last, l.hasLast = t, true
+	l.res.add(v)
 	l.w.evictBefore(t)
 	if l.w.len() < l.minPoints {
 		l.c.reset()
@@ -112,10 +128,13 @@ func (l *LevelShift) Observe(t int64, v float64) Result {
 		return notReady()
 	}
 	m := l.w.median()
-	s := robustSpread(madScale*l.w.mad(m), m, l.floor)
+	s := robustSpread(max(windowSpread(&l.w, m), l.res.step()), m, l.floor)
 	zlo, zhi := l.c.band()
 	res := Result{Expected: m, Lower: clampInf(m - zlo*s), Upper: clampInf(m + zhi*s), Ready: true}
-	res.Score = l.c.step((v - m) / s)
+	if zlo < 0 || zhi < 0 { // the sums already hold H: a quiet period
+		res.Lower, res.Upper = math.NaN(), math.NaN()
+	}
+	res.Score = l.gate.pass(l.c.step((v - m) / s))
 	if res.Score >= 1 {
 		// A change point: learn the new regime from this sample on.
 		l.c.reset()

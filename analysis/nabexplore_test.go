@@ -2,9 +2,12 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/inferwatch/inferwatch/analysis/nab"
 )
 
 // TestNABLeaveOneCategoryOut tunes Auto on three NAB categories and scores
@@ -21,17 +24,23 @@ func TestNABLeaveOneCategoryOut(t *testing.T) {
 	}
 	var grid []cfg
 	for _, pts := range []int{1000, 2000, 3000} {
-		for _, k := range []float64{2.5, 3, 3.5, 4} {
-			for _, p := range []float64{0.003, 0.005, 0.01} {
-				for _, ref := range []int{30, 100} {
-					grid = append(grid, cfg{pts, AutoConfig{K: k, P: p, Refractory: ref}})
+		for _, k := range []float64{2.5, 3, 3.5} {
+			for _, p := range []float64{0.003, 0.01} {
+				for _, div := range []int64{0, 96, 48, 24, 12} {
+					c := AutoConfig{K: k, P: p, Refractory: 30, Period: DefaultSeasonalPeriod}
+					if div == 0 {
+						c.Period = -1
+					} else {
+						c.Tolerance = DefaultSeasonalPeriod / div
+					}
+					grid = append(grid, cfg{pts, c})
 				}
 			}
 		}
 	}
-	dets := make([][][]bool, len(grid))
+	runs := make([]nabRun, len(grid))
 	for i, g := range grid {
-		dets[i] = runNAB(files, func() Detector {
+		runs[i] = runNAB(files, func() Detector {
 			return &stepWindow{points: g.points, build: func(w int64) Detector {
 				c := g.c
 				c.Window = w
@@ -39,9 +48,10 @@ func TestNABLeaveOneCategoryOut(t *testing.T) {
 			}}
 		})
 	}
+	def := runNAB(files, newDefault("auto"))
 	var cats []string
 	for _, f := range files {
-		if len(f.windows) > 0 && !slices.Contains(cats, f.category) {
+		if len(f.file.Windows()) > 0 && !slices.Contains(cats, f.category) {
 			cats = append(cats, f.category)
 		}
 	}
@@ -54,33 +64,47 @@ func TestNABLeaveOneCategoryOut(t *testing.T) {
 				in = append(in, i)
 			}
 		}
-		pick := func(idx []int, det [][]bool) nabResult {
-			fs := make([]nabFile, len(idx))
-			ds := make([][]bool, len(idx))
-			for j, i := range idx {
-				fs[j], ds[j] = files[i], det[i]
-			}
-			return scoreNAB(fs, ds)
-		}
-		best, bestScore := 0, -1e9
+		best, bestScore := 0, math.Inf(-1)
 		for gi := range grid {
-			if s := pick(in, dets[gi]).total["standard"]; s > bestScore {
+			if s := runs[gi].score(t, files, in, nab.Standard).own.Normalized(nab.Standard); s > bestScore {
 				best, bestScore = gi, s
 			}
 		}
 		g := grid[best]
-		fmt.Printf("left out %-22s tuned: points=%d K=%g P=%g refractory=%d (%.1f on the rest) → %.1f on %s; defaults → %.1f\n",
-			out, g.points, g.c.K, g.c.P, g.c.Refractory, bestScore, pick(held, dets[best]).total["standard"], out,
-			pick(held, runNAB(files, newDefaultAuto)).total["standard"])
+		fmt.Printf("left out %-22s tuned: points=%d K=%g P=%g tolerance=%dmin (%.1f on the rest) → %.1f on %s; defaults → %.1f\n",
+			out, g.points, g.c.K, g.c.P, g.c.Tolerance/60_000, bestScore,
+			runs[best].score(t, files, held, nab.Standard).own.Normalized(nab.Standard), out,
+			def.score(t, files, held, nab.Standard).own.Normalized(nab.Standard))
 	}
 }
 
-// newDefaultAuto is what a rule naming auto without a window or parameters
-// gets.
-func newDefaultAuto() Detector {
-	f, err := Build(Spec{Name: "auto"})
+// newDefault returns what a rule naming the detector without a window or
+// parameters gets.
+func newDefault(name string) func() Detector {
+	f, err := Build(Spec{Name: name})
 	if err != nil {
 		panic(err)
 	}
-	return f()
+	return f
+}
+
+// TestNABDetectors scores every detector's default on NAB, under every
+// profile, at its own decisions and at the best threshold. Its own
+// decisions must be sane: a positive standard score and no more than a
+// thousand false positives over the subset's 127,756 rows.
+func TestNABDetectors(t *testing.T) {
+	files := loadNAB(t)
+	for _, n := range Names() {
+		run := runNAB(files, newDefault(n))
+		for _, p := range nab.Profiles() {
+			r := run.score(t, files, nil, p)
+			t.Logf("%-10s %s", n, r)
+			if n == "sigma" || p != nab.Standard {
+				continue // sigma is the plain k-sigma test, without floors
+			}
+			if got := r.own.Normalized(p); got <= 0 || r.own.FP > 1000 {
+				t.Errorf("%s at its own decisions: %.1f on the standard profile with %d false positives, want > 0 and ≤ 1000", n, got, r.own.FP)
+			}
+		}
+	}
 }

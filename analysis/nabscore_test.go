@@ -12,30 +12,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/analysis/nab"
 )
 
-// This file is a small NAB scorer for the detector tests (Lavin & Ahmad
-// 2015), reading the shared subset at ../../shared/data/nab.
+// The detector tests score against the shared NAB subset at
+// ../../shared/data/nab with the analysis/nab scorer.
 
 const nabDir = "../../shared/data/nab"
 
+// nabFile is one data file of the subset with its labelled windows.
 type nabFile struct {
 	name     string // category/file.csv
 	category string
 	ts       []int64
 	vs       []float64
-	windows  [][2]int // row ranges [L, R], inclusive
-}
-
-type nabProfile struct {
-	name       string
-	tp, fp, fn float64
-}
-
-var nabProfiles = []nabProfile{
-	{"standard", 1, 0.11, 1},
-	{"reward_low_FP_rate", 1, 0.22, 1},
-	{"reward_low_FN_rate", 1, 0.11, 2},
+	file     *nab.File
 }
 
 // loadNAB reads every file of the subset, or skips the test when the
@@ -59,8 +51,7 @@ func loadNAB(tb testing.TB) []nabFile {
 	}
 	slices.Sort(names)
 	parse := func(s string) int64 {
-		s = strings.TrimSuffix(s, ".000000")
-		tm, err := time.Parse("2006-01-02 15:04:05", s)
+		tm, err := time.Parse("2006-01-02 15:04:05.999999", s)
 		if err != nil {
 			tb.Fatalf("NAB timestamp %q: %v", s, err)
 		}
@@ -91,170 +82,127 @@ func loadNAB(tb testing.TB) []nabFile {
 			nf.vs = append(nf.vs, v)
 		}
 		f.Close()
-		for _, w := range labels[n] {
-			l, r := parse(w[0]), parse(w[1])
-			li, _ := slices.BinarySearch(nf.ts, l)
-			ri, found := slices.BinarySearch(nf.ts, r)
-			if !found {
-				ri--
-			}
-			nf.windows = append(nf.windows, [2]int{li, ri})
+		limits := make([][2]int64, len(labels[n]))
+		for k, w := range labels[n] {
+			limits[k] = [2]int64{parse(w[0]), parse(w[1])}
+		}
+		ws, err := nab.WindowRows(nf.ts, limits)
+		if err != nil {
+			tb.Fatalf("%s: %v", n, err)
+		}
+		if nf.file, err = nab.NewFile(n, len(nf.ts), ws); err != nil {
+			tb.Fatal(err)
 		}
 		files = append(files, nf)
 	}
 	return files
 }
 
-// nabRaw returns the raw score of one file's detections under profile p,
-// and the number of windows.
-func nabRaw(f nabFile, det []bool, p nabProfile) (float64, int) {
-	n := len(f.ts)
-	probation := min(int(math.Floor(0.15*float64(n))), 750)
-	sig := func(y float64) float64 {
-		if y > 3 {
-			return -1
-		}
-		return 2/(1+math.Exp(5*y)) - 1
-	}
-	best := make([]float64, len(f.windows))
-	hit := make([]bool, len(f.windows))
-	var s float64
-	for i := probation; i < n; i++ {
-		if !det[i] {
-			continue
-		}
-		in, prev := -1, -1
-		for wi, w := range f.windows {
-			if i >= w[0] && i <= w[1] {
-				in = wi
-			}
-			if w[1] < i {
-				prev = wi
-			}
-		}
-		if in >= 0 {
-			w := f.windows[in]
-			width := float64(w[1] - w[0] + 1)
-			sc := p.tp * sig(-float64(w[1]-i+1)/width) / sig(-1)
-			if !hit[in] || sc > best[in] {
-				best[in], hit[in] = sc, true
-			}
-			continue
-		}
-		if prev < 0 {
-			s -= p.fp
-			continue
-		}
-		w := f.windows[prev]
-		s += p.fp * sig(float64(i-w[1])/float64(w[1]-w[0]))
-	}
-	for wi := range f.windows {
-		if hit[wi] {
-			s += best[wi]
-		} else {
-			s -= p.fn
-		}
-	}
-	return s, len(f.windows)
+// nabRun is what a detector made of the files: each row's score and
+// decision.
+type nabRun struct {
+	scores [][]float64
+	det    [][]bool
 }
 
-// nabResult is the normalised score of a set of files, overall and per
-// category, for every profile.
-type nabResult struct {
-	total map[string]float64            // profile → score
-	cat   map[string]map[string]float64 // category → profile → score
-	fp    int                           // detections outside every window, after probation
-}
-
-func (r nabResult) String() string {
-	var b strings.Builder
-	for _, p := range nabProfiles {
-		fmt.Fprintf(&b, "%s=%.1f ", p.name, r.total[p.name])
-	}
-	fmt.Fprintf(&b, "fp=%d\n", r.fp)
-	cats := make([]string, 0, len(r.cat))
-	for c := range r.cat {
-		cats = append(cats, c)
-	}
-	slices.Sort(cats)
-	for _, c := range cats {
-		fmt.Fprintf(&b, "  %-22s", c)
-		for _, p := range nabProfiles {
-			fmt.Fprintf(&b, " %s=%.1f", p.name, r.cat[c][p.name])
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// scoreNAB normalises the raw scores of the detections det[i] of files[i].
-func scoreNAB(files []nabFile, det [][]bool) nabResult {
-	res := nabResult{total: map[string]float64{}, cat: map[string]map[string]float64{}}
-	type acc struct{ s, w float64 }
-	for _, p := range nabProfiles {
-		all := acc{}
-		cats := map[string]*acc{}
-		for i, f := range files {
-			s, w := nabRaw(f, det[i], p)
-			all.s += s
-			all.w += float64(w)
-			if cats[f.category] == nil {
-				cats[f.category] = &acc{}
-			}
-			cats[f.category].s += s
-			cats[f.category].w += float64(w)
-		}
-		norm := func(a acc) float64 {
-			perfect, null := p.tp*a.w, -p.fn*a.w
-			return 100 * (a.s - null) / (perfect - null)
-		}
-		res.total[p.name] = norm(all)
-		for c, a := range cats {
-			if res.cat[c] == nil {
-				res.cat[c] = map[string]float64{}
-			}
-			res.cat[c][p.name] = norm(*a)
-		}
-	}
+// runNAB runs a fresh detector from newDet over every file.
+func runNAB(files []nabFile, newDet func() Detector) nabRun {
+	run := nabRun{scores: make([][]float64, len(files)), det: make([][]bool, len(files))}
 	for i, f := range files {
-		probation := min(int(math.Floor(0.15*float64(len(f.ts)))), 750)
-		for j := probation; j < len(f.ts); j++ {
-			if !det[i][j] {
-				continue
-			}
-			in := false
-			for _, w := range f.windows {
-				in = in || (j >= w[0] && j <= w[1])
-			}
-			if !in {
-				res.fp++
-			}
+		d := newDet()
+		run.scores[i] = make([]float64, len(f.ts))
+		run.det[i] = make([]bool, len(f.ts))
+		for j := range f.ts {
+			r := d.Observe(f.ts[j], f.vs[j])
+			run.scores[i][j], run.det[i][j] = r.Score, r.Anomalous()
 		}
+	}
+	return run
+}
+
+// nabResult is the outcome of a run under one profile: at the detector's
+// own decisions and at the best threshold on its scores, overall and per
+// category.
+type nabResult struct {
+	profile   nab.Profile
+	own       nab.Result
+	ownCat    map[string]nab.Result
+	threshold float64
+	best      nab.Result
+	bestCat   map[string]nab.Result
+}
+
+// score scores the run of the files idx (all when nil) under p.
+func (run nabRun) score(tb testing.TB, files []nabFile, idx []int, p nab.Profile) nabResult {
+	tb.Helper()
+	if idx == nil {
+		idx = make([]int, len(files))
+		for i := range idx {
+			idx[i] = i
+		}
+	}
+	res := nabResult{profile: p, ownCat: map[string]nab.Result{}, bestCat: map[string]nab.Result{}}
+	sweep := make([]nab.Scores, len(idx))
+	for k, i := range idx {
+		sweep[k] = nab.Scores{File: files[i].file, Scores: run.scores[i]}
+	}
+	th, err := nab.Sweep(p, sweep)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res.threshold = th.Threshold
+	for _, i := range idx {
+		f := files[i]
+		own, err := f.file.Score(p, run.det[i])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		best := make([]bool, len(f.ts))
+		for j, s := range run.scores[i] {
+			best[j] = s >= th.Threshold
+		}
+		at, err := f.file.Score(p, best)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		res.own.Add(own)
+		res.best.Add(at)
+		c := res.ownCat[f.category]
+		c.Add(own)
+		res.ownCat[f.category] = c
+		c = res.bestCat[f.category]
+		c.Add(at)
+		res.bestCat[f.category] = c
 	}
 	return res
 }
 
-// runNAB runs a fresh detector from newDet over every file and returns the
-// anomalous rows.
-func runNAB(files []nabFile, newDet func() Detector) [][]bool {
-	det := make([][]bool, len(files))
-	for i, f := range files {
-		d := newDet()
-		det[i] = make([]bool, len(f.ts))
-		for j := range f.ts {
-			det[i][j] = d.Observe(f.ts[j], f.vs[j]).Anomalous()
-		}
+func (r nabResult) String() string {
+	var b strings.Builder
+	p := r.profile
+	fmt.Fprintf(&b, "%s: own %.2f (TP %d FP %d FN %d), best %.2f at score ≥ %.4g (TP %d FP %d FN %d)\n",
+		p.Name, r.own.Normalized(p), r.own.TP, r.own.FP, r.own.FN,
+		r.best.Normalized(p), r.threshold, r.best.TP, r.best.FP, r.best.FN)
+	cats := make([]string, 0, len(r.ownCat))
+	for c := range r.ownCat {
+		cats = append(cats, c)
 	}
-	return det
+	slices.Sort(cats)
+	for _, c := range cats {
+		o, bt := r.ownCat[c], r.bestCat[c]
+		fmt.Fprintf(&b, "  %-22s own %7.2f (TP %2d FP %4d FN %2d)  best %7.2f (FP %4d)\n",
+			c, o.Normalized(p), o.TP, o.FP, o.FN, bt.Normalized(p), bt.FP)
+	}
+	return b.String()
 }
 
-// TestNABScorer checks the scorer against NAB's published per-row output of
-// the windowed-Gaussian detector: its detections (anomaly_score ≥ 1, its
-// threshold for the standard profile) must score the published 37.1 on
-// this subset.
+// TestNABScorer checks the scoring of these tests against NAB's published
+// per-row output of the windowed-Gaussian detector: its detections
+// (anomaly_score ≥ 1, its threshold for the standard profile) must score
+// the published 37.1 on this subset.
 func TestNABScorer(t *testing.T) {
 	files := loadNAB(t)
-	det := make([][]bool, len(files))
+	run := nabRun{scores: make([][]float64, len(files)), det: make([][]bool, len(files))}
 	for i, f := range files {
 		dir, base := filepath.Split(f.name)
 		raw, err := os.ReadFile(filepath.Join(nabDir, "results", "windowedGaussian", dir, "windowedGaussian_"+base))
@@ -265,19 +213,20 @@ func TestNABScorer(t *testing.T) {
 		if len(lines) != len(f.ts) {
 			t.Fatalf("%s: %d result rows for %d data rows", f.name, len(lines), len(f.ts))
 		}
-		det[i] = make([]bool, len(lines))
+		run.scores[i] = make([]float64, len(lines))
+		run.det[i] = make([]bool, len(lines))
 		for j, l := range lines {
 			cols := strings.Split(l, ",")
 			sc, err := strconv.ParseFloat(cols[2], 64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			det[i][j] = sc >= 1
+			run.scores[i][j], run.det[i][j] = sc, sc >= 1
 		}
 	}
-	r := scoreNAB(files, det)
+	r := run.score(t, files, nil, nab.Standard)
 	t.Logf("windowedGaussian: %s", r)
-	if got := r.total["standard"]; math.Abs(got-37.1) > 0.1 {
+	if got := r.own.Normalized(nab.Standard); math.Abs(got-37.1) > 0.1 {
 		t.Errorf("windowed Gaussian scores %.2f on the standard profile, want the published 37.1", got)
 	}
 }

@@ -10,7 +10,15 @@ const (
 	DefaultRobustK         = 3.0
 	DefaultRobustMinPoints = 10
 	DefaultRobustFloor     = 0.001
+	// DefaultQuiet is how many samples in a row must score below 1 before
+	// robust, seasonal, levelshift and ewma alarm again after an alarm.
+	DefaultQuiet = 30
 )
+
+// tailP is the tail probability of the central spread: the central 90% of
+// a window, read as a normal standard deviation, is a floor under
+// 1.4826·MAD (see Robust).
+const tailP = 0.05
 
 // madScale turns a median absolute deviation into a standard deviation for
 // normally distributed data: 1/Φ⁻¹(3/4).
@@ -31,20 +39,36 @@ type RobustConfig struct {
 	// that a sample is scored against (default 0.001): a series that
 	// barely moves does not alarm on its last digit.
 	Floor float64
+	// Quiet is how many samples in a row must score below 1 after an
+	// alarm before the next alarm (default DefaultQuiet; negative: none).
+	Quiet int
 }
 
 // Robust is the streaming median/MAD detector of one series.
 //
 // A sample (t, x) is scored against the samples with timestamps in
-// [t−Window, t). With m their median and MAD the median of |xᵢ − m|:
+// [t−Window, t). With m their median, MAD the median of |xᵢ − m|, Q(q)
+// their q-quantiles and δ the series' resolution (the smallest non-zero
+// change between consecutive samples seen so far):
 //
 //	s        = 1.4826·MAD                        (σ for normal data)
-//	s_eff    = max(s, Floor·|m|, 1e-9·max(1, |m|))
+//	s₉₀      = (Q(0.95) − Q(0.05))/(2·1.6449)    (σ for normal data too)
+//	s_eff    = max(s, s₉₀, δ, Floor·|m|, 1e-9·max(1, |m|))
 //	Score    = |x − m| / (K·s_eff)
 //	Expected = m,  Lower = m − K·s_eff,  Upper = m + K·s_eff
 //
 // Unlike the mean and σ, the median and MAD ignore up to half the window
-// being spikes, so a burst does not widen the band that judges it.
+// being spikes, so a burst does not widen the band that judges it. The
+// floors keep a near-constant series from alarming on noise: when more
+// than half of the window sits on one level (an idle CPU, a daily on/off
+// load) the MAD collapses to 0 while the series still moves, and s₉₀ — as
+// robust, to 5% of spikes — measures that movement; δ keeps a quantised
+// series (integers, a metric rounded to 0.002) from alarming on one step.
+//
+// One incident raises one alarm: after a score ≥ 1 the scores are capped
+// at 0.99 until Quiet samples in a row have scored below 1 (the band is
+// still reported).
+//
 // The same stream rules as Sigma apply: not Ready below MinPoints samples,
 // non-finite and out-of-order samples neither scored nor added, scores
 // saturate at math.MaxFloat64. A window holds at most 65,536 samples (the
@@ -59,6 +83,8 @@ type Robust struct {
 	k, floor  float64
 	minPoints int
 	w         sortedWindow
+	res       resolution
+	gate      rearm
 	last      int64
 	hasLast   bool
 }
@@ -77,6 +103,9 @@ func NewRobust(c RobustConfig) *Robust {
 	if c.Floor == 0 {
 		c.Floor = DefaultRobustFloor
 	}
+	if c.Quiet == 0 {
+		c.Quiet = DefaultQuiet
+	}
 	switch {
 	case c.Window <= 0:
 		panic(fmt.Sprintf("analysis.NewRobust: Window must be > 0 ms, got %d", c.Window))
@@ -87,7 +116,7 @@ func NewRobust(c RobustConfig) *Robust {
 	case !(c.Floor >= 0) || math.IsInf(c.Floor, 0):
 		panic(fmt.Sprintf("analysis.NewRobust: Floor must be a finite number ≥ 0, got %v", c.Floor))
 	}
-	return &Robust{k: c.K, floor: c.Floor, minPoints: c.MinPoints, w: sortedWindow{window: c.Window}}
+	return &Robust{k: c.K, floor: c.Floor, minPoints: c.MinPoints, w: sortedWindow{window: c.Window}, gate: newRearm(c.Quiet)}
 }
 
 // Len returns the number of samples held.
@@ -102,14 +131,72 @@ func (r *Robust) Observe(t int64, v float64) Result {
 	var res Result
 	if r.w.len() >= r.minPoints {
 		m := r.w.median()
-		s := madScale * r.w.mad(m)
+		s := max(windowSpread(&r.w, m), r.res.step())
 		res = bandScore(v, m, r.k, robustSpread(s, m, r.floor))
+		res.Score = r.gate.pass(res.Score)
 	} else {
 		res = notReady()
 	}
+	r.res.add(v)
 	r.w.push(t, v)
 	r.last, r.hasLast = t, true
 	return res
+}
+
+// windowSpread returns the larger of two normal-consistent spreads of the
+// window w with median m: 1.4826·MAD and that of its central 90%.
+func windowSpread(w *sortedWindow, m float64) float64 {
+	s := madScale * w.mad(m)
+	if w.len() >= 2 {
+		s = max(s, (w.quantile(1-tailP)-w.quantile(tailP))/(-2*normQuantile(tailP)))
+	}
+	if math.IsInf(s, 0) || math.IsNaN(s) { // opposite extremes
+		s = math.MaxFloat64
+	}
+	return s
+}
+
+// resolution tracks δ, the smallest non-zero change between consecutive
+// samples seen so far: the step of a quantised series.
+type resolution struct {
+	prev, min float64
+	has       bool
+}
+
+// add notes the finite sample v.
+func (r *resolution) add(v float64) {
+	if r.has {
+		if d := math.Abs(v - r.prev); d > 0 && !math.IsInf(d, 0) && (r.min == 0 || d < r.min) {
+			r.min = d
+		}
+	}
+	r.prev, r.has = v, true
+}
+
+// step returns δ, or 0 before two different samples.
+func (r *resolution) step() float64 { return r.min }
+
+// rearm is the alarm debounce of the detectors: after a score ≥ 1, scores
+// are capped at refractoryCap until quiet samples in a row have scored
+// below 1. A quiet of 0 lets every score through.
+type rearm struct {
+	quiet, below int
+}
+
+func newRearm(quiet int) rearm { return rearm{quiet: max(0, quiet), below: max(0, quiet)} }
+
+// pass returns the score to report for a raw score.
+func (g *rearm) pass(score float64) float64 {
+	if score < 1 {
+		g.below = min(g.below+1, g.quiet)
+		return score
+	}
+	armed := g.below >= g.quiet
+	g.below = 0
+	if !armed {
+		return min(score, refractoryCap)
+	}
+	return score
 }
 
 // robustSpread applies the relative floor and the absolute one that keeps a

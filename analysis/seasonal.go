@@ -32,6 +32,9 @@ type SeasonalConfig struct {
 	// Floor is the smallest spread relative to the expected value's
 	// magnitude (default 0.001), as in RobustConfig.
 	Floor float64
+	// Quiet is how many samples in a row must score below 1 after an
+	// alarm before the next alarm (default DefaultQuiet; negative: none).
+	Quiet int
 }
 
 // Seasonal is the streaming detector of a series with a daily or weekly
@@ -44,10 +47,17 @@ type SeasonalConfig struct {
 // and rᵢ = xᵢ − eᵢ the residuals of the earlier samples of the window:
 //
 //	s_phase = 1.4826·median|yⱼ − e|        (spread at this phase)
-//	s_resid = 1.4826·median|rᵢ|            (spread of the residuals)
-//	s_eff   = max(s_phase, s_resid, Floor·|e|, 1e-9·max(1, |e|))
+//	s_resid = max(1.4826·median|rᵢ|, Q₀.₉|rᵢ|/1.6449)
+//	                                       (spread of the residuals)
+//	s_eff   = max(s_phase, s_resid, δ, Floor·|e|, 1e-9·max(1, |e|))
 //	Score   = |x − e| / (K·s_eff)
 //	Expected = e, Lower = e − K·s_eff, Upper = e + K·s_eff
+//
+// with Q₀.₉|rᵢ| the 0.9-quantile of the absolute residuals (the central
+// 90%, read as a normal σ: a floor for when most residuals are 0, as on
+// an idle series that repeats exactly) and δ the series' resolution, as
+// in Robust. As in Robust, after an alarm the scores are capped at 0.99
+// until Quiet samples in a row have scored below 1.
 //
 // The result is Ready once at least MinPeriods of the y's exist and the
 // residual window holds 10 samples. The stream rules of Sigma apply.
@@ -66,6 +76,8 @@ type Seasonal struct {
 	n    int
 
 	resid   sortedWindow // |residuals| over the window
+	res     resolution
+	gate    rearm
 	minStep int64
 	ys      []float64 // scratch
 	last    int64
@@ -92,6 +104,9 @@ func NewSeasonal(c SeasonalConfig) *Seasonal {
 	if c.Floor == 0 {
 		c.Floor = DefaultRobustFloor
 	}
+	if c.Quiet == 0 {
+		c.Quiet = DefaultQuiet
+	}
 	switch {
 	case c.Period <= 0:
 		panic(fmt.Sprintf("analysis.NewSeasonal: Period must be > 0 ms, got %d", c.Period))
@@ -106,7 +121,7 @@ func NewSeasonal(c SeasonalConfig) *Seasonal {
 	}
 	return &Seasonal{
 		period: c.Period, periods: int(min(c.Window/c.Period, 1<<16)), k: c.K, floor: c.Floor,
-		minPeriods: c.MinPeriods, resid: sortedWindow{window: c.Window}, minStep: math.MaxInt64,
+		minPeriods: c.MinPeriods, resid: sortedWindow{window: c.Window}, minStep: math.MaxInt64, gate: newRearm(c.Quiet),
 	}
 }
 
@@ -144,13 +159,15 @@ func (s *Seasonal) Observe(t int64, v float64) Result {
 		sp := madScale * sortedMedian(s.ys)
 		r := math.Abs(v - e)
 		if s.resid.len() >= 10 {
-			sr := madScale * s.resid.median()
-			res = bandScore(v, e, s.k, robustSpread(max(sp, sr), e, s.floor))
+			sr := max(madScale*s.resid.median(), s.resid.quantile(1-2*tailP)/-normQuantile(tailP))
+			res = bandScore(v, e, s.k, robustSpread(max(sp, sr, s.res.step()), e, s.floor))
+			res.Score = s.gate.pass(res.Score)
 		}
 		if !math.IsInf(r, 0) {
 			s.resid.push(t, r)
 		}
 	}
+	s.res.add(v)
 	s.add(t, v)
 	return res
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
 	"gopkg.in/yaml.v3"
@@ -141,4 +142,172 @@ func (p *parser) decay(n *yaml.Node) *Decay {
 		}
 	}
 	return d
+}
+
+// Defaults of the knee, spikiness and imbalance rules.
+const (
+	DefaultKneeMargin        = 1.0
+	DefaultSpikinessRecent   = 5 * time.Minute
+	DefaultSpikinessFactor   = 1.2
+	DefaultImbalanceWarn     = 0.2
+	DefaultImbalanceCritical = 0.5
+)
+
+// Knee configures a knee rule: the knee of the QPS-vs-concurrency curve over
+// the lookback window, per series pair matched by On, and a finding when the
+// current concurrency runs past Margin × the knee.
+type Knee struct {
+	Concurrency, QPS string
+	On               []string
+	// Method is "kneedle" (default) or "cubic".
+	Method string
+	// Margin multiplies the knee concurrency (default 1).
+	Margin float64
+	// Recent is the span whose median concurrency is "current" (default:
+	// five steps).
+	Recent time.Duration
+}
+
+// Spikiness configures a spikiness rule over Expr: the newest samples (the
+// last Recent) are compared with the P99 and P999 of the rest of the
+// lookback window; over P99 is a level-1 finding, over also Factor × P999 a
+// level-2 (critical) one.
+type Spikiness struct {
+	Recent time.Duration
+	Factor float64
+}
+
+// Imbalance configures a load-imbalance rule: LII = |μa − μb| / max(μa, μb)
+// over the lookback window, either between the series of two queries A and
+// B matched by On, or (Across set, with Expr) between the most and the least
+// loaded series that differ only in the label Across (e.g. the pods of one
+// model).
+type Imbalance struct {
+	A, B           string
+	On             []string
+	Across         string
+	Warn, Critical float64
+}
+
+func (p *parser) labelNames(kv pair, name string) []string {
+	v := resolve(kv.v)
+	if v.Kind != yaml.SequenceNode {
+		p.errorf(v, "%s must be a list of label names, got %s", name, kind(v))
+		return nil
+	}
+	var out []string
+	for _, item := range v.Content {
+		item = resolve(item)
+		if item.Kind != yaml.ScalarNode || !labelNameRE.MatchString(item.Value) {
+			p.errorf(item, "%s: %q is not a label name", name, item.Value)
+			continue
+		}
+		out = append(out, item.Value)
+	}
+	return out
+}
+
+var kneeKeys = []string{"concurrency", "qps", "on", "method", "margin", "recent"}
+
+func (p *parser) knee(n *yaml.Node) *Knee {
+	k := &Knee{Method: "kneedle", Margin: DefaultKneeMargin}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "knee must be a mapping with concurrency and qps queries, got %s", kind(n))
+		return k
+	}
+	f := p.fields(n, "knee", kneeKeys, nil)
+	for _, key := range []string{"concurrency", "qps"} {
+		kv, ok := f[key]
+		if !ok {
+			p.errorf(n, "knee needs %s (a query)", key)
+			continue
+		}
+		q := p.query(kv, "knee."+key)
+		if key == "concurrency" {
+			k.Concurrency = q
+		} else {
+			k.QPS = q
+		}
+	}
+	if kv, ok := f["on"]; ok {
+		k.On = p.labelNames(kv, "knee.on")
+	}
+	if kv, ok := f["method"]; ok {
+		m, _ := p.str(kv.v, "knee.method")
+		if m != "kneedle" && m != "cubic" {
+			p.errorf(resolve(kv.v), "knee.method must be kneedle or cubic, got %q", m)
+		} else {
+			k.Method = m
+		}
+	}
+	if kv, ok := f["margin"]; ok {
+		k.Margin = p.number(kv, "knee.margin", k.Margin, 0, 100, true)
+	}
+	if kv, ok := f["recent"]; ok {
+		k.Recent, _ = p.positive(kv, true, "knee.recent", 0, false)
+	}
+	return k
+}
+
+var spikinessKeys = []string{"recent", "factor"}
+
+func (p *parser) spikiness(n *yaml.Node) *Spikiness {
+	s := &Spikiness{Recent: DefaultSpikinessRecent, Factor: DefaultSpikinessFactor}
+	if isNull(n) {
+		return s
+	}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "spikiness must be a mapping (spikiness: {recent: 5m}) or empty, got %s", kind(n))
+		return s
+	}
+	f := p.fields(n, "spikiness", spikinessKeys, nil)
+	if kv, ok := f["recent"]; ok {
+		s.Recent, _ = p.positive(kv, true, "spikiness.recent", DefaultSpikinessRecent, false)
+	}
+	if kv, ok := f["factor"]; ok {
+		s.Factor = p.number(kv, "spikiness.factor", s.Factor, 1, 100, false)
+	}
+	return s
+}
+
+var imbalanceKeys = []string{"a", "b", "on", "across", "warn", "critical"}
+
+func (p *parser) imbalance(n *yaml.Node) *Imbalance {
+	m := &Imbalance{Warn: DefaultImbalanceWarn, Critical: DefaultImbalanceCritical}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "imbalance must be a mapping with a and b queries, or across: LABEL with the rule's expr, got %s", kind(n))
+		return m
+	}
+	f := p.fields(n, "imbalance", imbalanceKeys, nil)
+	if kv, ok := f["a"]; ok {
+		m.A = p.query(kv, "imbalance.a")
+	}
+	if kv, ok := f["b"]; ok {
+		m.B = p.query(kv, "imbalance.b")
+	}
+	if kv, ok := f["on"]; ok {
+		m.On = p.labelNames(kv, "imbalance.on")
+	}
+	if kv, ok := f["across"]; ok {
+		m.Across, _ = p.str(kv.v, "imbalance.across")
+		if !labelNameRE.MatchString(m.Across) {
+			p.errorf(resolve(kv.v), "imbalance.across must be a label name, got %q", m.Across)
+		}
+	}
+	switch {
+	case m.Across != "" && (m.A != "" || m.B != ""):
+		p.errorf(n, "imbalance takes either a and b, or across (with the rule's expr), not both")
+	case m.Across == "" && (m.A == "" || m.B == ""):
+		p.errorf(n, "imbalance needs a and b (two queries), or across: LABEL (with the rule's expr)")
+	}
+	if kv, ok := f["warn"]; ok {
+		m.Warn = p.number(kv, "imbalance.warn", m.Warn, 0, 1, true)
+	}
+	if kv, ok := f["critical"]; ok {
+		m.Critical = p.number(kv, "imbalance.critical", m.Critical, 0, 1, true)
+	}
+	if m.Critical < m.Warn {
+		p.errorf(n, "imbalance.critical %g must not be below imbalance.warn %g", m.Critical, m.Warn)
+	}
+	return m
 }

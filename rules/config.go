@@ -101,6 +101,19 @@ type Rule struct {
 	// Decay, when set, makes the rule a throughput-decay rule over Expr
 	// (a throughput series) and the lookback window.
 	Decay *Decay `yaml:"-"`
+	// Forecast, when set, makes the rule a forecast rule over
+	// Forecast.Expr (also in Expr); Step and Lookback are then the
+	// forecast's step and history.
+	Forecast *Forecast `yaml:"-"`
+	// Scale, when set, makes the rule a scale rule: it publishes the
+	// desired replicas of each target from a forecast rule of its group.
+	// Expr is then Scale.Replicas, the query whose series are the targets.
+	Scale *Scale `yaml:"-"`
+	// Knee, Spikiness and Imbalance make the rule one of those analyses
+	// over its lookback window (see rules/analyses.go).
+	Knee      *Knee      `yaml:"-"`
+	Spikiness *Spikiness `yaml:"-"`
+	Imbalance *Imbalance `yaml:"-"`
 
 	// Pos is where the rule starts in the file; DetectorPos where its
 	// detector block starts (or the rule's position when it has none).
@@ -108,7 +121,7 @@ type Rule struct {
 	DetectorPos Pos `yaml:"-"`
 }
 
-// Detector is a rule's detector: its name (default "sigma") and its
+// Detector is a rule's detector: its name (default "auto") and its
 // parameters as written, e.g. {"k": "3", "min_points": "20"}.
 type Detector struct {
 	Name   string
@@ -122,13 +135,25 @@ type Pos struct {
 }
 
 // Kind is what a rule computes: "anomaly" (a detector over Expr),
-// "correlation" or "decay". It is also the kind of the rule's findings.
+// "correlation" or "decay" — the kind of the rule's findings — or
+// "forecast" or "scale", which publish forecasts and scale signals
+// instead of findings.
 func (r *Rule) Kind() string {
 	switch {
+	case r.Forecast != nil:
+		return "forecast"
+	case r.Scale != nil:
+		return "scale"
 	case r.Correlate != nil:
 		return "correlation"
 	case r.Decay != nil:
 		return "decay"
+	case r.Knee != nil:
+		return "knee"
+	case r.Spikiness != nil:
+		return "spikiness"
+	case r.Imbalance != nil:
+		return "imbalance"
 	}
 	return "anomaly"
 }

@@ -58,7 +58,8 @@ func FuzzParse(f *testing.F) {
 				if r.Correlate != nil && (r.Correlate.X == "" || r.Correlate.Y == "" || r.Expr != "") {
 					t.Fatalf("bad correlate rule accepted: %+v", r.Correlate)
 				}
-				if r.Name == "" || (r.Expr == "" && r.Correlate == nil) || r.Lookback <= 0 || r.Step <= 0 || r.Step > r.Lookback ||
+				ownQueries := r.Correlate != nil || r.Knee != nil || (r.Imbalance != nil && r.Imbalance.Across == "") || r.Scale != nil || r.Forecast != nil
+				if r.Name == "" || (r.Expr == "" && !ownQueries) || r.Lookback <= 0 || r.Step <= 0 || r.Step > r.Lookback ||
 					r.For < 0 || r.Detector.Name == "" || r.Lookback/r.Step > MaxPointsPerQuery {
 					t.Fatalf("bad rule accepted: %+v", r)
 				}

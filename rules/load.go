@@ -31,7 +31,7 @@ const (
 	DefaultListen          = "127.0.0.1:4222"
 	DefaultInterval        = time.Minute
 	DefaultLookback        = time.Hour
-	DefaultDetector        = "sigma"
+	DefaultDetector        = "auto"
 	// MaxPointsPerQuery bounds lookback/step: a Prometheus-compatible
 	// store refuses range queries returning more points per series.
 	MaxPointsPerQuery = 11000
@@ -713,7 +713,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 		return g, false
 	}
 	p.group = peekName(n)
-	f := p.fields(n, "group", []string{"name", "interval", "rules"}, nil)
+	f := p.fields(n, "group", []string{"name", "interval", "rules", "preset", "selector", "by"}, nil)
 	if e, ok := f["name"]; ok {
 		g.Name, _ = p.str(e.v, "name")
 		if g.Name != "" {
@@ -730,9 +730,14 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	e, ok := f["interval"]
 	var intervalOK bool
 	g.Interval, intervalOK = p.positive(e, ok, "interval", DefaultInterval, false)
+	presetRules, hasPreset := p.presetKeys(f)
 	e, ok = f["rules"]
+	if hasPreset && (!ok || isNull(resolve(e.v)) || (resolve(e.v).Kind == yaml.SequenceNode && len(resolve(e.v).Content) == 0)) {
+		g.Rules = presetRules
+		return g, true
+	}
 	if !ok {
-		p.errorf(n, "a group needs rules: at least one rule")
+		p.errorf(n, "a group needs rules: at least one rule (or a preset)")
 		return g, true
 	}
 	rn := resolve(e.v)
@@ -755,11 +760,19 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 			g.Rules = append(g.Rules, r)
 		}
 	}
+	if hasPreset {
+		g.Rules = mergePresetRules(presetRules, g.Rules)
+	}
+	p.checkScaleRefs(g.Rules)
 	p.rule = ""
 	return g, true
 }
 
-var ruleKeys = []string{"name", "expr", "lookback", "step", "for", "min_dev", "labels", "detector", "correlate", "decay"}
+var ruleKeys = []string{"name", "expr", "lookback", "step", "for", "min_dev", "labels", "detector", "correlate", "decay", "forecast", "scale", "knee", "spikiness", "imbalance"}
+
+// kindKeys are the rule keys that say what a rule computes; a rule has at
+// most one (none: a detector rule with the default detector).
+var kindKeys = []string{"detector", "correlate", "decay", "forecast", "scale", "knee", "spikiness", "imbalance"}
 
 func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, names map[string]int) (Rule, bool) {
 	p.rule = ""
@@ -793,13 +806,14 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	cor, hasCorrelate := f["correlate"]
 	dec, hasDecay := f["decay"]
 	det, hasDetector := f["detector"]
-	switch {
-	case hasCorrelate && hasDecay:
-		p.errorf(resolve(dec.k), "a rule is either a correlate rule or a decay rule, not both")
-	case hasCorrelate && hasDetector:
-		p.errorf(resolve(det.k), "a correlate rule has no detector: remove detector or correlate")
-	case hasDecay && hasDetector:
-		p.errorf(resolve(det.k), "a decay rule has no detector: remove detector or decay")
+	var kinds []pair
+	for _, k := range kindKeys {
+		if kv, ok := f[k]; ok {
+			kinds = append(kinds, kv)
+		}
+	}
+	if len(kinds) > 1 {
+		p.errorf(resolve(kinds[1].k), "a rule computes one thing: it has %s and %s; split it into two rules", kinds[0].k.Value, kinds[1].k.Value)
 	}
 	if hasCorrelate {
 		r.Correlate = p.correlate(resolve(cor.v))
@@ -807,9 +821,28 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	if hasDecay {
 		r.Decay = p.decay(resolve(dec.v))
 	}
+	if kv, ok := f["knee"]; ok {
+		r.Knee = p.knee(resolve(kv.v))
+	}
+	if kv, ok := f["spikiness"]; ok {
+		r.Spikiness = p.spikiness(resolve(kv.v))
+	}
+	if kv, ok := f["imbalance"]; ok {
+		r.Imbalance = p.imbalance(resolve(kv.v))
+	}
+	// Rules whose queries are all in their block take no expr.
+	ownQueries := ""
+	switch {
+	case hasCorrelate:
+		ownQueries = "a correlate rule takes its queries from correlate.x and correlate.y, not expr"
+	case r.Knee != nil:
+		ownQueries = "a knee rule takes its queries from knee.concurrency and knee.qps, not expr"
+	case r.Imbalance != nil && r.Imbalance.Across == "":
+		ownQueries = "an imbalance rule with a and b takes no expr (or use across: LABEL with expr)"
+	}
 	if e, ok := f["expr"]; ok {
-		if hasCorrelate {
-			p.errorf(resolve(e.k), "a correlate rule takes its queries from correlate.x and correlate.y, not expr")
+		if ownQueries != "" {
+			p.errorf(resolve(e.k), "%s", ownQueries)
 		}
 		r.Expr, _ = p.str(e.v, "expr")
 		if strings.TrimSpace(r.Expr) == "" {
@@ -817,7 +850,7 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		} else if _, err := metricsql.Parse(r.Expr); err != nil {
 			p.errorf(resolve(e.v), "expr %q is not valid MetricsQL: %v", r.Expr, err)
 		}
-	} else if !hasCorrelate {
+	} else if _, fc := f["forecast"]; ownQueries == "" && !fc && !hasKey(f, "scale") {
 		p.errorf(n, "a rule needs an expr (a MetricsQL or PromQL query)")
 	}
 	e, ok := f["lookback"]
@@ -863,6 +896,15 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	}
 	if r.Correlate != nil && r.Correlate.YJitter >= r.Lookback && lookbackOK {
 		p.errorf(resolve(cor.v), "correlate.y_jitter %s must be shorter than lookback %s", fmtDuration(r.Correlate.YJitter), fmtDuration(r.Lookback))
+	}
+	if e, ok := f["forecast"]; ok {
+		r.Forecast = p.forecast(resolve(e.v), r.Step)
+	}
+	if e, ok := f["scale"]; ok {
+		r.Scale = p.scale(resolve(e.v))
+	}
+	if r.Forecast != nil || r.Scale != nil {
+		p.forecastRule(&r, n, f)
 	}
 	return r, true
 }

@@ -54,7 +54,7 @@ func TestLoadGood(t *testing.T) {
 // must match too, so that no error goes unreported or is reported twice.
 var badFiles = map[string][]string{
 	"analyses.bad.yaml": {
-		`analyses.bad.yaml:9:9: group "g": rule "both": a decay rule has no detector`,
+		`analyses.bad.yaml:8:9: group "g": rule "both": a rule computes one thing: it has detector and decay; split it into two rules`,
 		`analyses.bad.yaml:11:9: group "g": rule "cor_expr": a correlate rule takes its queries from correlate.x and correlate.y, not expr`,
 		`analyses.bad.yaml:12:31: group "g": rule "cor_expr": correlate.y "rate(x[5m]" is not valid MetricsQL`,
 		`analyses.bad.yaml:15:11: group "g": rule "cor_bad": correlate needs y (a query)`,
@@ -64,6 +64,12 @@ var badFiles = map[string][]string{
 		`analyses.bad.yaml:21:20: group "g": rule "jitter_long": correlate.y_jitter 2h must be shorter than lookback 1h`,
 		`analyses.bad.yaml:25:26: group "g": rule "decay_bad": decay.min_eta must be in [0, 1], got -1`,
 		`analyses.bad.yaml:25:42: group "g": rule "decay_bad": decay.confidence must be below 1`,
+		`analyses.bad.yaml:27:9: group "g": rule "knee_bad": a knee rule takes its queries from knee.concurrency and knee.qps, not expr`,
+		`analyses.bad.yaml:28:15: group "g": rule "knee_bad": knee needs qps (a query)`,
+		`analyses.bad.yaml:28:41: group "g": rule "knee_bad": knee.method must be kneedle or cubic, got "elbow"`,
+		`analyses.bad.yaml:31:20: group "g": rule "imb_both": imbalance takes either a and b, or across`,
+		`analyses.bad.yaml:31:20: group "g": rule "imb_both": imbalance.critical 0.3 must not be below imbalance.warn 0.6`,
+		`analyses.bad.yaml:34:29: group "g": rule "spiky": spikiness.factor must be in [1, 100], got 0.5`,
 	},
 	"min-dev.bad.yaml": {
 		`min-dev.bad.yaml:9:19: group "g": rule "a": min_dev must be a finite number ≥ 0, got -1`,
@@ -195,7 +201,7 @@ groups:
 	}
 	r := g.Rules[0]
 	want := Rule{Name: "r", Expr: "up", Lookback: time.Hour, Step: time.Minute, For: 0,
-		Detector: Detector{Name: "sigma"}, Pos: Pos{Line: 6, Column: 9}, DetectorPos: Pos{Line: 6, Column: 9}}
+		Detector: Detector{Name: "auto"}, Pos: Pos{Line: 6, Column: 9}, DetectorPos: Pos{Line: 6, Column: 9}}
 	if r.Name != want.Name || r.Expr != want.Expr || r.Lookback != want.Lookback || r.Step != want.Step ||
 		r.For != want.For || r.Detector.Name != want.Detector.Name || len(r.Detector.Params) != 0 ||
 		len(r.Labels) != 0 || r.Pos != want.Pos || r.DetectorPos != want.DetectorPos {
@@ -393,9 +399,9 @@ groups:
 		params map[string]string
 		pos    Pos
 	}{
-		{rs[0], "sigma", nil, Pos{"d.yaml", 5, 9}},
+		{rs[0], "auto", nil, Pos{"d.yaml", 5, 9}},
 		{rs[1], "mad", nil, Pos{"d.yaml", 6, 39}},
-		{rs[2], "sigma", map[string]string{"k": "2.5"}, Pos{"d.yaml", 10, 11}},
+		{rs[2], "auto", map[string]string{"k": "2.5"}, Pos{"d.yaml", 10, 11}},
 		{rs[3], "ewma", map[string]string{"alpha": "0.3", "warmup": "10"}, Pos{"d.yaml", 13, 19}},
 	}
 	for _, tt := range tests {
@@ -519,6 +525,18 @@ func TestAnalysisRulesAndTheirDefaults(t *testing.T) {
 	if rs[1].Kind() != "decay" || d == nil || d.Peak != 2400 || d.MinEta != 0.2 || d.MinSlope != 0.05 ||
 		d.Confidence != 0.9 || d.PeakQuantile != 0.95 {
 		t.Errorf("decay = %+v", d)
+	}
+	if k := rs[3].Knee; rs[3].Kind() != "knee" || k == nil || k.Method != "cubic" || k.Margin != 0.9 || k.Recent != 10*time.Minute || len(k.On) != 1 || k.QPS == "" || rs[3].Expr != "" {
+		t.Errorf("knee = %+v", k)
+	}
+	if sp := rs[4].Spikiness; rs[4].Kind() != "spikiness" || sp == nil || sp.Recent != 10*time.Minute || sp.Factor != 1.5 {
+		t.Errorf("spikiness = %+v", sp)
+	}
+	if m := rs[5].Imbalance; rs[5].Kind() != "imbalance" || m == nil || m.Across != "pod" || m.Warn != 0.3 || m.Critical != 0.6 || rs[5].Expr == "" {
+		t.Errorf("imbalance across = %+v", m)
+	}
+	if m := rs[6].Imbalance; m == nil || m.A == "" || m.B == "" || len(m.On) != 1 || m.Warn != DefaultImbalanceWarn || m.Critical != DefaultImbalanceCritical {
+		t.Errorf("imbalance a/b = %+v", m)
 	}
 	want := Decay{PeakQuantile: DefaultDecayPeakQuantile, MinSlope: DefaultDecayMinSlope,
 		MinEta: DefaultDecayMinEta, Confidence: DefaultDecayConfidence}

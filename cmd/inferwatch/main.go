@@ -28,6 +28,7 @@ Usage:
   inferwatch correlate --x FILE --y FILE  correlate two series, find the lag (JSON)
   inferwatch decay --input FILE        throughput decay η and its trend (JSON)
   inferwatch knee --input FILE         knee of a concurrency,qps curve (JSON)
+  inferwatch forecast --input FILE [--backtest]  forecast a series, or backtest the forecaster on it (CSV)
   inferwatch version                   print the version
 
 Run "inferwatch COMMAND --help" for the flags of a command.
@@ -61,6 +62,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdDecay(args[1:], stdout, stderr)
 	case "knee":
 		return cmdKnee(args[1:], stdout, stderr)
+	case "forecast":
+		return cmdForecast(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "inferwatch", version)
 		return 0

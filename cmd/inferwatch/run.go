@@ -172,6 +172,8 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Groups:          cfg.Groups,
 		Querier:         client,
 		Output:          js,
+		Events:          js,
+		EventPrefix:     cfg.NATS.SubjectPrefix,
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
 		Logger:          logger,

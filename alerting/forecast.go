@@ -1,0 +1,635 @@
+package alerting
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferwatch/inferwatch/analysis"
+	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
+)
+
+// Forecast rules keep a forecasting.Forecaster per series over the window
+// machinery of window.go: the first evaluation fits it on the history,
+// later ones feed it only the new points (refitting when it says a refit is
+// due), and each evaluation publishes the outlook from the newest point on
+// <prefix>.forecasts.<rule>. Scale rules read the outlook of a forecast
+// rule of their group and publish a desired number of replicas per target
+// on <prefix>.scale.<rule>.
+
+// EventOutput publishes one CloudEvent on a subject. *JetStream implements
+// it. Forecasts and scale signals go through it: one that fails is logged
+// and counted, not kept, since the next cycle's supersedes it.
+type EventOutput interface {
+	PublishEvent(ctx context.Context, subject string, ev Event) error
+}
+
+// CloudEvents types of forecasts and scale signals.
+const (
+	ForecastEventType = "io.inferwatch.forecast"
+	ScaleEventType    = "io.inferwatch.scale"
+)
+
+// accuracyWindow is how many recent forecasts the accuracy of a series is
+// measured over.
+const accuracyWindow = 1000
+
+// ForecastPoint is the forecast at one lead.
+type ForecastPoint struct {
+	Time  time.Time `json:"time"`
+	Mean  jsonFloat `json:"mean"`
+	Lower jsonFloat `json:"lower"`
+	Upper jsonFloat `json:"upper"`
+}
+
+// Accuracy measures a series' own recent forecasts at the horizon against
+// what came: MAE, the share of actuals inside the interval, and the MAE of
+// the naive forecast (the value at the origin) on the same origins.
+type Accuracy struct {
+	LeadSeconds float64   `json:"lead_seconds"`
+	N           int       `json:"n"`
+	MAE         jsonFloat `json:"mae"`
+	Coverage    jsonFloat `json:"coverage"`
+	NaiveMAE    jsonFloat `json:"naive_mae"`
+}
+
+// ForecastData is the data of a forecast event.
+type ForecastData struct {
+	Group          string            `json:"group"`
+	Rule           string            `json:"rule"`
+	Labels         map[string]string `json:"labels"`
+	Series         string            `json:"series"`
+	Origin         time.Time         `json:"origin"`
+	LastValue      jsonFloat         `json:"last_value"`
+	StepSeconds    float64           `json:"step_seconds"`
+	HorizonSeconds float64           `json:"horizon_seconds"`
+	Model          string            `json:"model"`
+	Fallback       string            `json:"fallback,omitempty"`
+	Level          float64           `json:"level"`
+	Points         []ForecastPoint   `json:"points"`
+	Peak           jsonFloat         `json:"peak"`
+	PeakTime       time.Time         `json:"peak_time"`
+	UpperPeak      jsonFloat         `json:"upper_peak"`
+	GapsFilled     int               `json:"gaps_filled"`
+	Accuracy       Accuracy          `json:"accuracy"`
+}
+
+// ScaleData is the data of a scale signal.
+type ScaleData struct {
+	Group              string            `json:"group"`
+	Rule               string            `json:"rule"`
+	Target             string            `json:"target"`
+	Labels             map[string]string `json:"labels"`
+	Time               time.Time         `json:"time"`
+	DesiredReplicas    int               `json:"desired_replicas"`
+	CurrentReplicas    int               `json:"current_replicas"`
+	CurrentKnown       bool              `json:"current_known"`
+	PredictedLoad      jsonFloat         `json:"predicted_load"`
+	PredictedUpper     jsonFloat         `json:"predicted_upper"`
+	CapacityPerReplica jsonFloat         `json:"capacity_per_replica"`
+	Tier               int               `json:"tier"`
+	Reason             string            `json:"reason"`
+	ValidUntil         time.Time         `json:"valid_until"`
+	ForecastModel      string            `json:"forecast_model,omitempty"`
+}
+
+// eventID is a stable id over a tag, the group, the rule, the labels and
+// a time, each string length-prefixed (as FindingID).
+func eventID(tag, group, rule string, labels map[string]string, ms int64) string {
+	h := sha256.New()
+	var buf [binary.MaxVarintLen64]byte
+	w := func(s string) {
+		n := binary.PutUvarint(buf[:], uint64(len(s)))
+		h.Write(buf[:n])
+		h.Write([]byte(s))
+	}
+	w(tag)
+	w(group)
+	w(rule)
+	names := make([]string, 0, len(labels))
+	for k := range labels {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		w(k)
+		w(labels[k])
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(ms))
+	h.Write(b[:])
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func newEvent(typ, id, subject string, t time.Time, data any) (Event, error) {
+	body, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{SpecVersion: CloudEventsSpecVersion, ID: id, Source: DefaultEventSource, Type: typ,
+		Subject: subject, Time: t.UTC(), DataContentType: "application/json", Data: body}, nil
+}
+
+// forecastOptions maps a forecast rule to the forecaster's options.
+func forecastOptions(fc *rules.Forecast) forecasting.Options {
+	h := int((fc.Horizon + fc.Step - 1) / fc.Step)
+	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: max(h, 1), Level: fc.Level,
+		Period: int(fc.Period / fc.Step)}
+}
+
+type forecastRule struct {
+	opts   forecasting.Options
+	w      *window
+	series map[string]*fcSeries
+	// times are the evaluation times of the last evaluation (the backfill's
+	// and the newest), and snaps each series' outlook at them.
+	times []time.Time
+	snaps map[string][]fcSnap
+}
+
+type fcSnap struct {
+	ok                bool
+	origin            int64
+	peak, upper, last float64
+	peakTime          int64
+	model, fallback   string
+}
+
+type fcSeries struct {
+	labels   ingest.Labels
+	f        *forecasting.Forecaster
+	lastT    int64
+	lastV    float64
+	fc       forecasting.Forecast
+	pending  map[int64][3]float64 // target time → mean, upper − lower packed as mean, lower, upper
+	naiveAt  map[int64]float64    // target time → value at its origin
+	acc      accRing
+	lastPub  int64
+	lastSeen time.Time
+}
+
+// accRing keeps the last accuracyWindow scored forecasts.
+type accRing struct {
+	ae, nae []float64
+	in      []bool
+	pos     int
+}
+
+func (a *accRing) push(ae, nae float64, in bool) {
+	if len(a.ae) < accuracyWindow {
+		a.ae, a.nae, a.in = append(a.ae, ae), append(a.nae, nae), append(a.in, in)
+		return
+	}
+	a.ae[a.pos], a.nae[a.pos], a.in[a.pos] = ae, nae, in
+	a.pos = (a.pos + 1) % accuracyWindow
+}
+
+func (a *accRing) summary(lead time.Duration) Accuracy {
+	out := Accuracy{LeadSeconds: lead.Seconds(), N: len(a.ae), MAE: jsonFloat(math.NaN()), Coverage: jsonFloat(math.NaN()), NaiveMAE: jsonFloat(math.NaN())}
+	if len(a.ae) == 0 {
+		return out
+	}
+	var s, sn, c float64
+	for i := range a.ae {
+		s += a.ae[i]
+		sn += a.nae[i]
+		if a.in[i] {
+			c++
+		}
+	}
+	n := float64(len(a.ae))
+	out.MAE, out.NaiveMAE, out.Coverage = jsonFloat(s/n), jsonFloat(sn/n), jsonFloat(c/n)
+	return out
+}
+
+func newForecastRule(rc rules.Rule) (*forecastRule, error) {
+	opts := forecastOptions(rc.Forecast)
+	if _, err := forecasting.New(opts); err != nil {
+		return nil, err
+	}
+	return &forecastRule{opts: opts, w: newWindow(rc.Expr), series: map[string]*fcSeries{}, snaps: map[string][]fcSnap{}}, nil
+}
+
+// evalForecastRule fetches the new points of the rule's series, feeds them
+// to each series' forecaster and publishes the outlook from the newest
+// point. On the first evaluation with a backfill it fits on the history
+// before the backfill and replays it, keeping the outlook at each
+// evaluation time for the scale rules; it publishes only the newest.
+func (e *Engine) evalForecastRule(ctx context.Context, r *rule, at time.Time) error {
+	fr := r.fc
+	step := r.cfg.Step
+	stepMs := step.Milliseconds()
+	end := at.Add(-e.o.EvaluationDelay).Truncate(step)
+	replay := time.Duration(0)
+	if fr.w.next.IsZero() && e.o.Backfill > 0 {
+		replay = e.o.Backfill
+	}
+	first := end.Add(-replay - r.cfg.Lookback)
+	dropped, err := e.fetch(ctx, fr.w, step, first, end, at)
+	if err != nil {
+		return err
+	}
+	e.m.droppedNaN.Add(dropped.NaN)
+	e.m.droppedInf.Add(dropped.Inf)
+	e.m.droppedStale.Add(dropped.Stale)
+
+	stride := max(r.interval, step)
+	fr.times = fr.times[:0]
+	for τ := end.Add(-replay).Truncate(stride); replay > 0 && τ.Before(end); τ = τ.Add(stride) {
+		fr.times = append(fr.times, τ)
+	}
+	fr.times = append(fr.times, end)
+	clear(fr.snaps)
+
+	var errs []error
+	for key, b := range fr.w.series {
+		s := fr.series[key]
+		if s == nil {
+			s = &fcSeries{labels: b.labels, lastT: math.MinInt64, pending: map[int64][3]float64{}, naiveAt: map[int64]float64{}}
+			fr.series[key] = s
+		}
+		s.lastSeen = at
+		snaps := make([]fcSnap, len(fr.times))
+		k := 0
+		snapTo := func(t int64) { // record the outlook at every evaluation time before t
+			for ; k < len(fr.times) && fr.times[k].UnixMilli() < t; k++ {
+				if s.f != nil && s.lastT <= fr.times[k].UnixMilli() {
+					snaps[k] = s.snap(stepMs)
+				}
+			}
+		}
+		if s.f == nil {
+			// Fit on what lies at or before the first evaluation time (at
+			// least the first sample).
+			// The last part of it (up to a period) is held back and fed
+			// point by point, so the first outlook already comes with its
+			// accuracy on forecasts it did not see the answers to.
+			cut := fr.times[0].UnixMilli()
+			n := sort.Search(len(b.t), func(i int) bool { return b.t[i] > cut })
+			n = max(n-min(n/4, fr.opts.Period), 1)
+			if err := s.fit(fr.opts, b.t[:n], b.v[:n], stepMs); err != nil {
+				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
+				continue
+			}
+		}
+		for i, t := range b.t {
+			if t <= s.lastT {
+				continue
+			}
+			snapTo(t)
+			if err := s.update(fr.opts, b.t[:i+1], b.v[:i+1], stepMs); err != nil {
+				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
+				break
+			}
+		}
+		snapTo(math.MaxInt64)
+		fr.snaps[key] = snaps
+		if s.lastT == s.lastPub || s.lastT < end.Add(-r.cfg.Lookback).UnixMilli() {
+			continue // nothing new, or nothing recent
+		}
+		ev, subject, err := e.forecastEvent(r, s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if e.publishEvent(ctx, r, "forecast", subject, ev) {
+			s.lastPub = s.lastT
+		}
+	}
+	forget := max(r.cfg.Lookback, 10*r.interval)
+	fr.w.trim(end.Add(-r.cfg.Lookback).UnixMilli(), at, forget)
+	for k, s := range fr.series {
+		if at.Sub(s.lastSeen) > forget {
+			delete(fr.series, k)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fit fits a new forecaster on samples t, v (sorted), on the step grid of
+// the first sample; missing steps are gaps the forecaster fills.
+func (s *fcSeries) fit(opts forecasting.Options, t []int64, v []float64, stepMs int64) error {
+	f, err := forecasting.New(opts)
+	if err != nil {
+		return err
+	}
+	t0, y := grid(t, v, stepMs)
+	if err := f.Fit(t0, y); err != nil {
+		return err
+	}
+	s.f = f
+	s.lastT = t0 + int64(len(y)-1)*stepMs
+	s.lastV = y[len(y)-1]
+	s.f.ForecastInto(&s.fc)
+	s.track(stepMs)
+	return nil
+}
+
+// update feeds the last sample of t, v; a gap longer than the forecaster
+// fills makes it fit again on the samples held.
+func (s *fcSeries) update(opts forecasting.Options, t []int64, v []float64, stepMs int64) error {
+	tn, vn := t[len(t)-1], v[len(v)-1]
+	if p, ok := s.pending[tn]; ok && known(vn) {
+		lo, hi := p[1], p[2]
+		s.acc.push(math.Abs(vn-p[0]), math.Abs(vn-s.naiveAt[tn]), vn >= lo && vn <= hi)
+	}
+	for k := range s.pending {
+		if k <= tn {
+			delete(s.pending, k)
+			delete(s.naiveAt, k)
+		}
+	}
+	err := s.f.Update(tn, vn)
+	switch {
+	case errors.Is(err, forecasting.ErrGap):
+		from := max(0, len(t)-s.f.Options().MaxHistory)
+		return s.fit(opts, t[from:], v[from:], stepMs)
+	case err != nil:
+		return err
+	}
+	if s.f.RefitDue() {
+		if err := s.f.Refit(); err != nil {
+			return err
+		}
+	}
+	s.lastT, s.lastV = tn, vn
+	s.f.ForecastInto(&s.fc)
+	s.track(stepMs)
+	return nil
+}
+
+// track remembers the forecast at the horizon for scoring when its
+// target arrives.
+func (s *fcSeries) track(stepMs int64) {
+	h := len(s.fc.Mean)
+	if h == 0 {
+		return
+	}
+	target := s.fc.Origin + int64(h)*stepMs
+	s.pending[target] = [3]float64{s.fc.Mean[h-1], s.fc.Lower[h-1], s.fc.Upper[h-1]}
+	s.naiveAt[target] = s.lastV
+}
+
+func (s *fcSeries) snap(stepMs int64) fcSnap {
+	return fcSnap{ok: true, origin: s.fc.Origin, peak: s.fc.Peak, upper: s.fc.UpperPeak, last: s.lastV,
+		peakTime: s.fc.Origin + int64(s.fc.PeakLead)*stepMs, model: s.fc.Model, fallback: s.fc.Fallback}
+}
+
+// grid lays samples on the step grid of the first one, NaN where missing.
+func grid(t []int64, v []float64, stepMs int64) (int64, []float64) {
+	t0 := t[0]
+	n := int((t[len(t)-1]-t0+stepMs/2)/stepMs) + 1
+	y := make([]float64, n)
+	for i := range y {
+		y[i] = math.NaN()
+	}
+	for i, ti := range t {
+		y[int((ti-t0+stepMs/2)/stepMs)] = v[i]
+	}
+	return t0, y
+}
+
+func (e *Engine) forecastEvent(r *rule, s *fcSeries) (Event, string, error) {
+	fc := &s.fc
+	step := fc.Step
+	labels := s.labels.Map()
+	delete(labels, "__name__")
+	for k, v := range r.cfg.Labels {
+		labels[k] = v
+	}
+	d := ForecastData{
+		Group: r.group, Rule: r.cfg.Name, Labels: labels, Series: s.labels.String(),
+		Origin: time.UnixMilli(fc.Origin).UTC(), LastValue: jsonFloat(s.lastV),
+		StepSeconds: step.Seconds(), HorizonSeconds: (time.Duration(len(fc.Mean)) * step).Seconds(),
+		Model: fc.Model, Fallback: fc.Fallback, Level: fc.Level,
+		Peak: jsonFloat(fc.Peak), PeakTime: time.UnixMilli(fc.Origin + int64(fc.PeakLead)*step.Milliseconds()).UTC(),
+		UpperPeak: jsonFloat(fc.UpperPeak), GapsFilled: fc.Gaps,
+		Accuracy: s.acc.summary(time.Duration(len(fc.Mean)) * step),
+	}
+	for i := range fc.Mean {
+		d.Points = append(d.Points, ForecastPoint{Time: time.UnixMilli(fc.Origin + int64(i+1)*step.Milliseconds()).UTC(),
+			Mean: jsonFloat(fc.Mean[i]), Lower: jsonFloat(fc.Lower[i]), Upper: jsonFloat(fc.Upper[i])})
+	}
+	id := eventID("inferwatch.forecast.v1", r.group, r.cfg.Name, labels, fc.Origin)
+	ev, err := newEvent(ForecastEventType, id, d.Series, d.Origin, d)
+	if err != nil {
+		return Event{}, "", fmt.Errorf("encoding the forecast of %s: %w", d.Series, err)
+	}
+	return ev, e.o.EventPrefix + ".forecasts." + r.cfg.Name, nil
+}
+
+// publishEvent publishes one forecast or scale signal, logging and
+// counting a failure; the next cycle's event supersedes a lost one.
+func (e *Engine) publishEvent(ctx context.Context, r *rule, kind, subject string, ev Event) bool {
+	if err := e.o.Events.PublishEvent(ctx, subject, ev); err != nil {
+		metricsCounter(e.m.set, fmt.Sprintf(`inferwatch_event_publish_failures_total{kind=%q}`, kind)).Inc()
+		e.log.Error("publishing failed; the next evaluation's supersedes it", "group", r.group, "rule", r.cfg.Name,
+			"kind", kind, "subject", subject, "id", ev.ID, "err", err)
+		return false
+	}
+	metricsCounter(e.m.set, fmt.Sprintf(`inferwatch_events_published_total{kind=%q}`, kind)).Inc()
+	return true
+}
+
+func metricsCounter(set *metrics.Set, name string) *metrics.Counter {
+	return set.GetOrCreateCounter(name)
+}
+
+// scaleRule is the state of a scale rule.
+type scaleRule struct {
+	cfg                     *rules.Scale
+	fr                      *rule // the forecast rule
+	replicas                *window
+	gpu, waiting, p99, conc *window
+	states                  map[string]*ScaleState
+	policy                  ScalePolicy
+}
+
+func newScaleRule(rc rules.Rule, interval time.Duration) *scaleRule {
+	s := rc.Scale
+	sr := &scaleRule{cfg: s, replicas: newWindow(s.Replicas), states: map[string]*ScaleState{}}
+	opt := func(expr string) *window {
+		if expr == "" {
+			return nil
+		}
+		return newWindow(expr)
+	}
+	sr.gpu, sr.waiting, sr.p99 = opt(s.GPUMemory), opt(s.Waiting), opt(s.P99)
+	if s.SLO != nil {
+		sr.conc = opt(s.SLO.Concurrency)
+	}
+	sr.policy = ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
+		Cooldown: s.Cooldown, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
+	if s.SLO != nil {
+		sr.policy.SLOP99 = s.SLO.P99.Seconds()
+	}
+	return sr
+}
+
+func (sr *scaleRule) windows() []*window {
+	var out []*window
+	for _, w := range []*window{sr.replicas, sr.gpu, sr.waiting, sr.p99, sr.conc} {
+		if w != nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// evalScaleRule decides, for each target (series of the replicas query),
+// the desired replicas at each evaluation time of its forecast rule's last
+// evaluation, and publishes the newest decision and, through a backfill,
+// every decision that changed the desired replicas.
+func (e *Engine) evalScaleRule(ctx context.Context, r *rule, at time.Time) error {
+	sr := r.sc
+	fr := sr.fr.fc
+	step := r.cfg.Step
+	end := at.Add(-e.o.EvaluationDelay).Truncate(step)
+	times := fr.times
+	if len(times) == 0 {
+		times = []time.Time{end}
+	}
+	look := max(5*step, 2*r.interval)
+	first := times[0].Add(-look)
+	last := end
+	if tl := times[len(times)-1]; tl.After(last) {
+		last = tl
+	}
+	for _, w := range sr.windows() {
+		if _, err := e.fetch(ctx, w, step, first, last, at); err != nil {
+			return err
+		}
+	}
+	validFor := max(time.Duration(fr.opts.Horizon)*sr.fr.cfg.Step, r.interval)
+	sr.policy.ValidFor = validFor
+	var errs []error
+	for _, b := range sr.replicas.series {
+		on := sr.cfg.On
+		if len(on) == 0 {
+			for _, l := range b.labels {
+				if l.Name != "__name__" {
+					on = append(on, l.Name)
+				}
+			}
+		}
+		key := matchKey(b.labels, on)
+		keyS := key.String()
+		var snaps []fcSnap
+		for fk, fs := range fr.series {
+			if matchKey(fs.labels, on).String() == keyS {
+				snaps = fr.snaps[fk]
+				break
+			}
+		}
+		st := sr.states[keyS]
+		if st == nil {
+			st = &ScaleState{}
+			sr.states[keyS] = st
+		}
+		for k, τ := range times {
+			ms := τ.UnixMilli()
+			from := ms - look.Milliseconds()
+			in := ScaleInputs{
+				Current:   lastIn(b, from, ms),
+				GPUMemory: matched(sr.gpu, keyS, on, from, ms),
+				Waiting:   matched(sr.waiting, keyS, on, from, ms),
+				P99:       matched(sr.p99, keyS, on, from, ms),
+			}
+			in.CapacityPerReplica = sr.cfg.CapacityPerReplica
+			if in.CapacityPerReplica == 0 {
+				in.CapacityPerReplica = sloCapacity(matched(sr.conc, keyS, on, from, ms), sr.cfg.SLO)
+			}
+			var model string
+			if k < len(snaps) && snaps[k].ok {
+				sn := snaps[k]
+				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, sn.peak, sn.upper
+				in.PeakTime, in.Fallback, model = time.UnixMilli(sn.peakTime), sn.fallback, sn.model
+			}
+			prev := st.Desired
+			sig, next := Decide(*st, in, sr.policy, τ)
+			*st = next
+			if k != len(times)-1 && sig.Desired == prev {
+				continue
+			}
+			labels := key.Map()
+			for lk, lv := range r.cfg.Labels {
+				labels[lk] = lv
+			}
+			d := ScaleData{Group: r.group, Rule: r.cfg.Name, Target: r.cfg.Name, Labels: labels, Time: τ.UTC(),
+				DesiredReplicas: sig.Desired, CurrentReplicas: sig.Current, CurrentKnown: sig.CurrentKnown,
+				PredictedLoad: jsonFloat(sig.PredictedLoad), PredictedUpper: jsonFloat(sig.PredictedUpper),
+				CapacityPerReplica: jsonFloat(sig.CapacityPerReplica), Tier: sig.Tier, Reason: sig.Reason,
+				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model}
+			ev, err := newEvent(ScaleEventType, eventID("inferwatch.scale.v1", r.group, r.cfg.Name, labels, ms), keyS, τ, d)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			e.publishEvent(ctx, r, "scale", e.o.EventPrefix+".scale."+r.cfg.Name, ev)
+		}
+	}
+	forget := max(look, 10*r.interval)
+	for _, w := range sr.windows() {
+		w.trim(end.Add(-look).UnixMilli(), at, forget)
+	}
+	return errors.Join(errs...)
+}
+
+// sloCapacity is the per-replica capacity by Little's law from the
+// concurrency a replica holds within the SLO and the SLO's latency; NaN
+// when either is unknown.
+func sloCapacity(conc float64, slo *rules.SLO) float64 {
+	if slo == nil || !known(conc) || conc <= 0 {
+		return math.NaN()
+	}
+	c, err := analysis.SLOCapacity(analysis.CapacityInput{Concurrency: conc, Latency: slo.P99.Seconds()})
+	if err != nil {
+		return math.NaN()
+	}
+	return c.PerReplica
+}
+
+// lastIn is the newest finite value of b in (from, to]; NaN when none.
+func lastIn(b *buffered, from, to int64) float64 {
+	if b == nil {
+		return math.NaN()
+	}
+	_, v := b.span(from, to)
+	for i := len(v) - 1; i >= 0; i-- {
+		if known(v[i]) {
+			return v[i]
+		}
+	}
+	return math.NaN()
+}
+
+// matched is the newest value in (from, to] of w's series matching key on
+// the labels on, or of a series without any of them (a constant); NaN
+// when there is none.
+func matched(w *window, key string, on []string, from, to int64) float64 {
+	if w == nil {
+		return math.NaN()
+	}
+	var global *buffered
+	for _, b := range w.series {
+		mk := matchKey(b.labels, on)
+		if mk.String() == key {
+			return lastIn(b, from, to)
+		}
+		if len(mk) == 0 {
+			global = b
+		}
+	}
+	return lastIn(global, from, to)
+}

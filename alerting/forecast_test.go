@@ -1,0 +1,295 @@
+package alerting
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
+)
+
+type eventRecorder struct {
+	mu       sync.Mutex
+	subjects []string
+	events   []Event
+	fail     bool
+}
+
+func (r *eventRecorder) PublishEvent(_ context.Context, subject string, ev Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail {
+		return context.DeadlineExceeded
+	}
+	if err := ev.Validate(); err != nil {
+		return err
+	}
+	r.subjects = append(r.subjects, subject)
+	r.events = append(r.events, ev)
+	return nil
+}
+
+func (r *eventRecorder) take() ([]string, []Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, e := r.subjects, r.events
+	r.subjects, r.events = nil, nil
+	return s, e
+}
+
+// hourly is a per-minute request rate with an hourly cycle between 20 and
+// 40 req/s for model m, from t0 for n minutes, times surge in [from, to).
+func hourly(m string, n int, surge float64, from, to int) ingest.Series {
+	s := ingest.Series{Labels: ingest.Labels{{Name: "model", Value: m}}}
+	for i := range n {
+		v := 30 + 10*math.Sin(2*math.Pi*float64(i)/60)
+		if i >= from && i < to {
+			v *= surge
+		}
+		s.Timestamps = append(s.Timestamps, t0.Add(time.Duration(i)*time.Minute).UnixMilli())
+		s.Values = append(s.Values, v)
+	}
+	return s
+}
+
+func constant(labels ingest.Labels, n int, v float64) ingest.Series {
+	s := ingest.Series{Labels: labels}
+	for i := range n {
+		s.Timestamps = append(s.Timestamps, t0.Add(time.Duration(i)*time.Minute).UnixMilli())
+		s.Values = append(s.Values, v)
+	}
+	return s
+}
+
+func forecastGroups() []rules.Group {
+	return []rules.Group{{Name: "fc", Interval: time.Minute, Rules: []rules.Rule{
+		{Name: "rate", Expr: "rate", Step: time.Minute, Lookback: 6 * time.Hour, Labels: map[string]string{"team": "serving"},
+			Forecast: &rules.Forecast{Expr: "rate", Step: time.Minute, History: 6 * time.Hour, Horizon: 10 * time.Minute,
+				Model: "auto", Level: 0.9, Period: time.Hour}},
+		{Name: "deploy", Expr: "replicas", Step: time.Minute, Lookback: time.Hour,
+			Scale: &rules.Scale{Forecast: "rate", On: []string{"model"}, Replicas: "replicas", Waiting: "waiting",
+				CapacityPerReplica: 10, MinReplicas: 1, MaxReplicas: 20, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute,
+				GPUMemoryHigh: 0.8, WaitingPerReplica: 5, P99Near: 0.9}},
+	}}}
+}
+
+func TestForecastRulePublishesTheOutlook(t *testing.T) {
+	n := 8 * 60
+	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {hourly("a", n, 1, 0, 0)}}}
+	events := &eventRecorder{}
+	now := t0.Add(time.Duration(n-2) * time.Minute)
+	e, err := NewEngine(EngineOptions{Groups: forecastGroups()[:1], Querier: store, Output: &recorder{}, Events: events,
+		EventPrefix: "iw", Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	subjects, evs := events.take()
+	if len(evs) != 1 || subjects[0] != "iw.forecasts.rate" || evs[0].Type != ForecastEventType {
+		t.Fatalf("subjects %v events %+v", subjects, evs)
+	}
+	var d ForecastData
+	if err := json.Unmarshal(evs[0].Data, &d); err != nil {
+		t.Fatal(err)
+	}
+	origin := now.Truncate(time.Minute)
+	if !d.Origin.Equal(origin) || len(d.Points) != 10 || d.Labels["model"] != "a" || d.Labels["team"] != "serving" ||
+		d.StepSeconds != 60 || d.HorizonSeconds != 600 || d.Level != 0.9 || d.Model == "" || d.Fallback != "" {
+		t.Fatalf("forecast %+v", d)
+	}
+	// The series is a clean hourly sine: the forecast follows it.
+	for i, p := range d.Points {
+		k := int(p.Time.Sub(t0) / time.Minute)
+		want := 30 + 10*math.Sin(2*math.Pi*float64(k)/60)
+		if math.Abs(float64(p.Mean)-want) > 1 || !(p.Lower <= p.Mean && p.Mean <= p.Upper) {
+			t.Errorf("lead %d at %v: %v [%v, %v], want about %.2f", i+1, p.Time, p.Mean, p.Lower, p.Upper, want)
+		}
+	}
+	if d.Peak < d.Points[0].Mean || d.UpperPeak < d.Peak || d.PeakTime.Before(d.Points[0].Time) {
+		t.Errorf("peak %v at %v, upper %v", d.Peak, d.PeakTime, d.UpperPeak)
+	}
+	if d.Accuracy.N < 40 || float64(d.Accuracy.MAE) > 1 || float64(d.Accuracy.NaiveMAE) < 2 {
+		t.Errorf("accuracy %+v: want ≥ 40 scored forecasts, MAE below 1 and the naive MAE well above", d.Accuracy)
+	}
+
+	// The same evaluation time again: nothing new, nothing published.
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, evs := events.take(); len(evs) != 0 {
+		t.Fatalf("re-published %d forecasts without new points", len(evs))
+	}
+	// A minute later: one forecast from the new origin, with a new id.
+	now = now.Add(time.Minute)
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, evs2 := events.take()
+	var d2 ForecastData
+	if len(evs2) != 1 || json.Unmarshal(evs2[0].Data, &d2) != nil || !d2.Origin.Equal(origin.Add(time.Minute)) || evs2[0].ID == evs[0].ID {
+		t.Fatalf("second forecast %+v", evs2)
+	}
+	if d2.Accuracy.N != d.Accuracy.N+1 {
+		t.Errorf("accuracy counted %d forecasts, then %d; want one more", d.Accuracy.N, d2.Accuracy.N)
+	}
+}
+
+func TestForecastRuleWithTooLittleHistorySaysSo(t *testing.T) {
+	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {hourly("a", 30, 1, 0, 0)}}}
+	events := &eventRecorder{}
+	now := t0.Add(29 * time.Minute)
+	e, err := NewEngine(EngineOptions{Groups: forecastGroups()[:1], Querier: store, Output: &recorder{}, Events: events, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, evs := events.take()
+	var d ForecastData
+	if len(evs) != 1 || json.Unmarshal(evs[0].Data, &d) != nil {
+		t.Fatalf("events %+v", evs)
+	}
+	if !strings.Contains(d.Fallback, "auto needs 90 points of history") {
+		t.Errorf("fallback %q does not say what is needed", d.Fallback)
+	}
+	for _, p := range d.Points {
+		if p.Lower < 0 || p.Mean < 0 {
+			t.Errorf("negative forecast of a rate: %+v", p)
+		}
+	}
+}
+
+func TestScaleRuleFollowsASurgeWithoutFlapping(t *testing.T) {
+	// Eight hours of an hourly cycle on two replicas of capacity 10; the
+	// load doubles from minute 400 to 430 and the queue grows meanwhile.
+	n := 8 * 60
+	rate := hourly("a", n, 2, 400, 430)
+	waiting := constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)
+	for i := 405; i < 430; i++ {
+		waiting.Values[i] = 40
+	}
+	store := &exprStore{byExpr: map[string][]ingest.Series{
+		"rate":     {rate, hourly("b", n, 1, 0, 0)},
+		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 4)},
+		"waiting":  {waiting},
+	}}
+	events := &eventRecorder{}
+	now := t0.Add(time.Duration(n-1) * time.Minute)
+	e, err := NewEngine(EngineOptions{Groups: forecastGroups(), Querier: store, Output: &recorder{}, Events: events,
+		Backfill: 4 * time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	subjects, evs := events.take()
+	var signals []ScaleData
+	forecasts := 0
+	for i, ev := range evs {
+		switch subjects[i] {
+		case "inferwatch.forecasts.rate":
+			forecasts++
+		case "inferwatch.scale.deploy":
+			var d ScaleData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			signals = append(signals, d)
+		default:
+			t.Fatalf("subject %q", subjects[i])
+		}
+	}
+	// One forecast per series (the newest), scale signals for model a only:
+	// the replicas query names the targets.
+	if forecasts != 2 || len(signals) < 3 {
+		t.Fatalf("%d forecasts, %d signals", forecasts, len(signals))
+	}
+	peak, peakTier := 0, 0
+	var ups, downs int
+	for i, s := range signals {
+		if s.Labels["model"] != "a" || s.Target != "deploy" || s.CapacityPerReplica != 10 || s.CurrentReplicas != 4 {
+			t.Fatalf("signal %+v", s)
+		}
+		if s.DesiredReplicas > peak {
+			peak, peakTier = s.DesiredReplicas, s.Tier
+		}
+		if i > 0 {
+			if s.DesiredReplicas > signals[i-1].DesiredReplicas {
+				ups++
+			} else if s.DesiredReplicas < signals[i-1].DesiredReplicas {
+				downs++
+				// A step down comes at least the cooldown after the last change.
+				if s.Time.Sub(signals[i-1].Time) < 5*time.Minute {
+					t.Errorf("down at %v only %v after the change at %v", s.Time, s.Time.Sub(signals[i-1].Time), signals[i-1].Time)
+				}
+			}
+		}
+		if !s.ValidUntil.Equal(s.Time.Add(10 * time.Minute)) {
+			t.Errorf("valid until %v for a signal at %v", s.ValidUntil, s.Time)
+		}
+	}
+	// 40 waiting requests / 5 per replica asks for 8 replicas (tier 1);
+	// a forecast of about 2×40 req/s at 10 per replica asks for more.
+	if peak < 8 || peakTier == 0 {
+		t.Errorf("peak desired %d (tier %d) during the surge, want at least 8", peak, peakTier)
+	}
+	last := signals[len(signals)-1]
+	if !last.Time.Equal(now.Truncate(time.Minute)) || last.Tier != 3 || last.DesiredReplicas < 3 || last.DesiredReplicas > 6 {
+		t.Errorf("newest signal %+v", last)
+	}
+	if ups > 40 || downs > 40 {
+		t.Errorf("%d rises and %d falls over 4 hours: flapping", ups, downs)
+	}
+	t.Logf("%d signals, %d up, %d down, peak %d (tier %d), newest %d: %s", len(signals), ups, downs, peak, peakTier, last.DesiredReplicas, last.Reason)
+}
+
+func TestEngineNeedsEventsForForecastRules(t *testing.T) {
+	_, err := NewEngine(EngineOptions{Groups: forecastGroups(), Querier: &memStore{}, Output: &recorder{}})
+	if err == nil || !strings.Contains(err.Error(), `rule "rate" is a forecast rule: EngineOptions needs Events`) {
+		t.Fatalf("err = %v", err)
+	}
+	g := forecastGroups()
+	g[0].Rules[0].Forecast.Model = "nosuch"
+	g[0].Rules[0].Pos = rules.Pos{File: "x.yaml", Line: 7, Column: 9}
+	err = Compile(&rules.Config{Groups: g})
+	if err == nil || !strings.Contains(err.Error(), "x.yaml:7:9") || !strings.Contains(err.Error(), `unknown forecasting model "nosuch"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFailedEventsAreCountedNotKept(t *testing.T) {
+	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {hourly("a", 120, 1, 0, 0)}}}
+	events := &eventRecorder{fail: true}
+	now := t0.Add(119 * time.Minute)
+	e, err := NewEngine(EngineOptions{Groups: forecastGroups()[:1], Querier: store, Output: &recorder{}, Events: events, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	e.m.set.WritePrometheus(&b)
+	if !strings.Contains(b.String(), `inferwatch_event_publish_failures_total{kind="forecast"} 1`) {
+		t.Fatalf("metrics:\n%s", b.String())
+	}
+	// The broker is back: the next evaluation publishes its own forecast.
+	events.fail = false
+	now = now.Add(time.Minute)
+	store.byExpr["rate"] = []ingest.Series{hourly("a", 121, 1, 0, 0)}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, evs := events.take(); len(evs) != 1 {
+		t.Fatalf("%d events after the broker came back, want 1", len(evs))
+	}
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metricsql"
+
+	"github.com/inferwatch/inferwatch/forecasting"
+)
+
+const forecastUsage = `Usage: inferwatch forecast --input FILE [--model NAME] [--horizon 10m] [--level 0.9] [--backtest]
+
+Forecasts a timestamp,value series (CSV, or a query_range JSON or export
+JSON lines file holding one series) whose samples are evenly spaced; the
+step is the most common spacing. Missing steps are gaps, filled by the
+model's own forecast and counted; forecasts are clipped at 0 (rates).
+
+Without --backtest: writes the forecast from the end of the file as CSV,
+origin,target,yhat,yhat_lower,yhat_upper (unix seconds), one row per lead.
+
+With --backtest: a rolling-origin backtest. At every origin after
+--min-history it forecasts from the data up to and including the origin
+only, writes one row per origin and lead time, and prints to stderr the MAE
+at the horizon of the model and of the naive and seasonal naive forecasts
+on the same origins, their ratio, sMAPE and the interval coverage.
+
+`
+
+func cmdForecast(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("inferwatch forecast", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, forecastUsage); fs.PrintDefaults() }
+	input := fs.String("input", "", "the series to forecast")
+	model := fs.String("model", forecasting.ModelAuto, "model: "+strings.Join(forecasting.Models(), ", "))
+	horizonS := fs.String("horizon", "10m", "how far ahead, a duration rounded up to whole steps")
+	level := fs.Float64("level", 0.9, "coverage of the prediction interval, in (0, 1)")
+	periodS := fs.String("period", "1d", "the seasonal period")
+	backtest := fs.Bool("backtest", false, "run a rolling-origin backtest instead of forecasting from the end")
+	minHistS := fs.String("min-history", "", "history before the first backtest origin (default: one period)")
+	forceProgress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *input == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "inferwatch forecast: --input FILE is required, and nothing else may follow the flags")
+		return 2
+	}
+	horizon, err1 := cliDuration("--horizon", *horizonS)
+	period, err2 := cliDuration("--period", *periodS)
+	var minHist time.Duration
+	var err3 error
+	if *minHistS != "" {
+		minHist, err3 = cliDuration("--min-history", *minHistS)
+	}
+	if err := errors.Join(err1, err2, err3); err != nil {
+		fmt.Fprintln(stderr, "inferwatch forecast:", err)
+		return 2
+	}
+	if _, err := forecasting.New(forecasting.Options{Step: time.Minute, Model: *model, Level: *level}); err != nil {
+		fmt.Fprintln(stderr, "inferwatch forecast: --model/--level:", err)
+		return 2
+	}
+
+	in, err := readDetectInput(*input, false)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch forecast:", err)
+		return 1
+	}
+	series, err := regularise(*input, in)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch forecast:", err)
+		return 1
+	}
+	step := series.step
+	h := int((horizon + step - 1) / step)
+	p := int(period / step)
+	if p < 2 {
+		fmt.Fprintf(stderr, "inferwatch forecast: --period %s is less than two steps of %s\n", *periodS, step)
+		return 2
+	}
+	opts := forecasting.Options{Step: step, Model: *model, Horizon: max(h, 1), Level: *level, Period: p}
+	if series.gaps > 0 {
+		fmt.Fprintf(stderr, "%s: %d of %d steps of %s are missing or not finite; the forecaster fills them with its own forecast and does not score them\n",
+			*input, series.gaps, len(series.y), step)
+	}
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	defer w.Flush()
+	w.WriteString("origin,target,yhat,yhat_lower,yhat_upper\n")
+	stepMs := step.Milliseconds()
+	row := func(buf []byte, origin, target int64, y, lo, hi float64) []byte {
+		buf = append(buf[:0], formatUnixMillis(origin)...)
+		buf = append(buf, ',')
+		buf = append(buf, formatUnixMillis(target)...)
+		for _, v := range []float64{y, lo, hi} {
+			buf = append(buf, ',')
+			buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
+		}
+		return append(buf, '\n')
+	}
+
+	if !*backtest {
+		f, err := forecasting.New(opts)
+		if err != nil {
+			fmt.Fprintln(stderr, "inferwatch forecast:", err)
+			return 2
+		}
+		if err := f.Fit(series.t0, series.y); err != nil {
+			fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", *input, err)
+			return 1
+		}
+		fc := f.Forecast()
+		var buf []byte
+		for i := range fc.Mean {
+			buf = row(buf, fc.Origin, fc.Origin+int64(i+1)*stepMs, fc.Mean[i], fc.Lower[i], fc.Upper[i])
+			w.Write(buf)
+		}
+		used := fc.Model
+		if fc.Fallback != "" {
+			fmt.Fprintf(stderr, "%s: too little history: %s needs %d points (%s); the file has %d: FALLBACK to %s\n",
+				*input, *model, fc.Need, time.Duration(fc.Need)*step, len(series.y), fc.Model)
+			used = fc.Model + " (fallback)"
+		}
+		fmt.Fprintf(stderr, "forecast from %s, step %s, horizon %d steps, model %s, peak %.6g at lead %d (upper %.6g), %d gaps filled\n",
+			time.UnixMilli(fc.Origin).UTC().Format(time.RFC3339), step, len(fc.Mean), used, fc.Peak, fc.PeakLead, fc.UpperPeak, fc.Gaps)
+		if err := w.Flush(); err != nil {
+			fmt.Fprintln(stderr, "inferwatch forecast: writing the output:", err)
+			return 1
+		}
+		return 0
+	}
+
+	mh := p
+	if *minHistS != "" {
+		mh = int(minHist / step)
+	}
+	if need := mh + 2; len(series.y) < need {
+		fmt.Fprintf(stderr, "inferwatch forecast: %s: too little history for a backtest: %d points of %s; need at least %d (min history %d steps = %s, plus an origin and a target); lower --min-history or use a longer file\n",
+			*input, len(series.y), step, need, mh, time.Duration(mh)*step)
+		return 1
+	}
+	total := len(series.y) - 1 - mh
+	bar := newProgress(stderr, isTerminal(stderr), (*forceProgress || isTerminal(stderr)) && total >= 1000, total, "origins")
+	last := 0
+	res, err := forecasting.BacktestWith(series.y, forecasting.BacktestOptions{Options: opts, MinHistory: mh,
+		Progress: func(done, _ int) { bar.add(done - last); last = done }})
+	bar.finish()
+	if err != nil {
+		fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", *input, err)
+		return 1
+	}
+	var buf []byte
+	for _, r := range res.Rows {
+		buf = row(buf, series.t0+int64(r.Origin)*stepMs, series.t0+int64(r.Target)*stepMs, r.Yhat, r.Lower, r.Upper)
+		w.Write(buf)
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(stderr, "inferwatch forecast: writing the output:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "backtest of %s on %s: %d origins scored at the horizon (%d steps = %s), step %s, period %d steps, min history %d steps\n",
+		res.Model, *input, res.Origins, res.Horizon, time.Duration(res.Horizon)*step, step, res.Period, res.MinHistory)
+	fmt.Fprintf(stderr, "  MAE %.4g   naive %.4g   seasonal naive %s   mean %.4g\n", res.MAE, res.NaiveMAE, fmtMaybe(res.SeasonalNaiveMAE), res.MeanMAE)
+	fmt.Fprintf(stderr, "  ratio %.4g (MAE / best baseline)   sMAPE %.2f%%   coverage %.3f at level %g (above upper %.3f)\n",
+		res.Ratio, res.SMAPE, res.Coverage, res.Level, res.AboveUpper)
+	fmt.Fprintf(stderr, "  models chosen %v\n", res.Chosen)
+	if res.FallbackOrigins > 0 {
+		fmt.Fprintf(stderr, "  FALLBACK: %d of %d origins had too little history for %s and used a simpler model (marked in the counts above)\n",
+			res.FallbackOrigins, res.Origins, res.Model)
+	}
+	if res.Gaps > 0 {
+		fmt.Fprintf(stderr, "  %d gaps filled (not scored)\n", res.Gaps)
+	}
+	return 0
+}
+
+func fmtMaybe(x float64) string {
+	if math.IsNaN(x) {
+		return "n/a (less than a period before some origin)"
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+func cliDuration(name, s string) (time.Duration, error) {
+	ms, err := metricsql.DurationValue(s, 0)
+	if err != nil || ms <= 0 || strings.ContainsAny(s, "iI") {
+		return 0, fmt.Errorf("%s %q: want a duration > 0 such as 10m, 1h or 1d", name, s)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// regular is a series on an even grid, NaN where a step is missing.
+type regular struct {
+	t0   int64
+	step time.Duration
+	y    []float64
+	gaps int
+}
+
+// regularise lays the samples on the grid of their most common spacing,
+// refusing samples off that grid (with their line in the file).
+func regularise(file string, in *detectInput) (*regular, error) {
+	if len(in.ts) < 2 {
+		return nil, fmt.Errorf("%s: %d sample; a forecast needs at least 2 to know the step", file, len(in.ts))
+	}
+	counts := map[int64]int{}
+	for i := 1; i < len(in.ts); i++ {
+		counts[in.ts[i]-in.ts[i-1]]++
+	}
+	var stepMs int64
+	for d, c := range counts {
+		if c > counts[stepMs] || (c == counts[stepMs] && d < stepMs) {
+			stepMs = d
+		}
+	}
+	if stepMs <= 0 {
+		return nil, fmt.Errorf("%s: the samples are not spaced in time", file)
+	}
+	where := func(i int) string {
+		if in.lines != nil {
+			return fmt.Sprintf("%s:%d", file, in.lines[i])
+		}
+		return fmt.Sprintf("%s: sample %d", file, i+1)
+	}
+	n := (in.ts[len(in.ts)-1]-in.ts[0])/stepMs + 1
+	if n > 10_000_000 {
+		return nil, fmt.Errorf("%s: %d steps of %s between the first and the last sample; too many", file, n, time.Duration(stepMs)*time.Millisecond)
+	}
+	r := &regular{t0: in.ts[0], step: time.Duration(stepMs) * time.Millisecond, y: make([]float64, n)}
+	for i := range r.y {
+		r.y[i] = math.NaN()
+	}
+	for i, t := range in.ts {
+		if (t-in.ts[0])%stepMs != 0 {
+			return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample; resample the file to an even step",
+				where(i), in.raw[i], r.step)
+		}
+		r.y[(t-in.ts[0])/stepMs] = in.vs[i]
+	}
+	for _, v := range r.y {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			r.gaps++
+		}
+	}
+	return r, nil
+}

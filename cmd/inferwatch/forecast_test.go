@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/examples/fleet"
+	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
+)
+
+// The backtest over a shared ServeGen file reproduces the forecasting
+// library's own backtest, row for row and in its summary.
+func TestForecastBacktestReproducesTheLibrary(t *testing.T) {
+	file := "../../../shared/data/servegen/aggregate_rate_language_m-large.csv"
+	if _, err := os.Stat(file); err != nil {
+		t.Skipf("shared data absent: %v", err)
+	}
+	code, out, errOut := runCmd(t, context.Background(), "forecast", "--input", file, "--backtest")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	c, err := ingest.ReadCSV(strings.NewReader(mustRead(t, file)), file, ingest.CSVOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := forecasting.Backtest(c.Series.Values, 10*time.Minute, forecasting.ModelAuto, 1, 0.9, 144)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rows[0], ",") != "origin,target,yhat,yhat_lower,yhat_upper" || len(rows)-1 != len(want.Rows) {
+		t.Fatalf("header %v, %d rows; want %d", rows[0], len(rows)-1, len(want.Rows))
+	}
+	for i, w := range want.Rows {
+		r := rows[i+1]
+		if r[0] != strconv.Itoa(w.Origin*600) || r[1] != strconv.Itoa(w.Target*600) || r[2] != strconv.FormatFloat(w.Yhat, 'g', -1, 64) ||
+			r[3] != strconv.FormatFloat(w.Lower, 'g', -1, 64) || r[4] != strconv.FormatFloat(w.Upper, 'g', -1, 64) {
+			t.Fatalf("row %d: %v, want %+v", i+1, r, w)
+		}
+	}
+	for _, s := range []string{
+		fmt.Sprintf("%d origins scored", want.Origins),
+		fmt.Sprintf("MAE %.4g   naive %.4g   seasonal naive %.4g", want.MAE, want.NaiveMAE, want.SeasonalNaiveMAE),
+		fmt.Sprintf("ratio %.4g", want.Ratio), fmt.Sprintf("sMAPE %.2f%%", want.SMAPE), fmt.Sprintf("coverage %.3f", want.Coverage),
+	} {
+		if !strings.Contains(errOut, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errOut)
+		}
+	}
+	t.Logf("%s", errOut)
+}
+
+func mustRead(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeSeries(t *testing.T, n int, step time.Duration, skip map[int]bool) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("timestamp,value\n")
+	for i := range n {
+		if skip[i] {
+			continue
+		}
+		fmt.Fprintf(&b, "%d,%g\n", 1_700_000_000+int64(i)*int64(step/time.Second), 50+20*math.Sin(2*math.Pi*float64(i)/60))
+	}
+	file := filepath.Join(t.TempDir(), "s.csv")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func TestForecastFromTheEnd(t *testing.T) {
+	file := writeSeries(t, 300, time.Minute, map[int]bool{100: true, 101: true})
+	code, out, errOut := runCmd(t, context.Background(), "forecast", "--input", file, "--period", "1h", "--horizon", "10m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 11 {
+		t.Fatalf("%d rows, err %v:\n%s", len(rows), err, out)
+	}
+	end := int64(1_700_000_000 + 299*60)
+	for i, r := range rows[1:] {
+		o, _ := strconv.ParseInt(r[0], 10, 64)
+		tg, _ := strconv.ParseInt(r[1], 10, 64)
+		y, _ := strconv.ParseFloat(r[2], 64)
+		want := 50 + 20*math.Sin(2*math.Pi*float64(300+i)/60)
+		if o != end || tg != end+int64(i+1)*60 || math.Abs(y-want) > 2 {
+			t.Errorf("row %v: want origin %d target %d yhat ≈ %.2f", r, end, end+int64(i+1)*60, want)
+		}
+	}
+	// The two missing minutes are filled, and said so.
+	if !strings.Contains(errOut, "2 of 300 steps of 1m0s are missing") || !strings.Contains(errOut, "2 gaps filled") {
+		t.Errorf("stderr does not report the gaps:\n%s", errOut)
+	}
+}
+
+func TestForecastBadInput(t *testing.T) {
+	short := writeSeries(t, 40, time.Minute, nil)
+	f := func(name string, wantCode int, wantOut, wantErr []string, args ...string) {
+		t.Helper()
+		code, out, errOut := runCmd(t, context.Background(), append([]string{"forecast"}, args...)...)
+		if code != wantCode {
+			t.Errorf("%s: exit %d, want %d; stderr:\n%s", name, code, wantCode, errOut)
+		}
+		for _, s := range wantOut {
+			if !strings.Contains(out, s) {
+				t.Errorf("%s: stdout lacks %q:\n%s", name, s, out)
+			}
+		}
+		for _, s := range wantErr {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("%s: stderr lacks %q:\n%s", name, s, errOut)
+			}
+		}
+	}
+	// Too little history for the model: the naive fallback, marked.
+	f("fallback", 0, []string{"origin,target"}, []string{"too little history: auto needs", "the file has 40: FALLBACK to", "(fallback)"},
+		"--input", short)
+	// Too little for a backtest's minimum history: how much is needed.
+	f("backtest too short", 1, nil, []string{"too little history for a backtest: 40 points of 1m0s; need at least 1442"},
+		"--input", short, "--backtest")
+	// A backtest whose early origins fall back says how many.
+	f("backtest fallback", 0, []string{"origin,target"}, []string{"FALLBACK: ", "origins had too little history"},
+		"--input", short, "--backtest", "--min-history", "10m", "--period", "1h")
+
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("timestamp,value\n1700000000,1\n1700000060,2\n1700000120,x\n"), 0o644)
+	f("bad value", 1, nil, []string{"bad.csv:4"}, "--input", bad)
+	off := filepath.Join(dir, "off.csv")
+	os.WriteFile(off, []byte("timestamp,value\n1700000000,1\n1700000060,2\n1700000120,2\n1700000150,3\n"), 0o644)
+	f("off the grid", 1, nil, []string{"off.csv:5: timestamp 1700000150 is off the grid of the file's step 1m0s"}, "--input", off)
+	f("no input", 2, nil, []string{"--input FILE is required"})
+	f("bad model", 2, nil, []string{"unknown forecasting model"}, "--input", short, "--model", "nosuch")
+	f("bad horizon", 2, nil, []string{`--horizon "soon"`}, "--input", short, "--horizon", "soon")
+}
+
+// TestForecastAndScaleEndToEnd runs forecast and scale rules over a
+// generated week of the fleet in a real VictoriaMetrics with a real NATS
+// server: the forecast of qwen's request rate is near what the fleet does
+// in the next ten minutes, and the traffic surge raised its desired replicas.
+func TestForecastAndScaleEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics and NATS")
+	}
+	ctx := context.Background()
+	vm := localvm.Run(t)
+	// The fleet runs twelve minutes past now, so the next ten minutes after
+	// the daemon's newest point are known.
+	f, err := fleet.New(fleet.Options{Seed: 1, End: time.Now().Add(12 * time.Minute), Duration: 7 * 24 * time.Hour, Step: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := f.WriteImportJSONL(pw)
+		pw.CloseWithError(err)
+	}()
+	if err := vm.Import(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var mu sync.Mutex
+	var forecasts []alerting.ForecastData
+	var signals []alerting.ScaleData
+	sub, err := nc.Subscribe("inferwatch.>", func(m *nats.Msg) {
+		var ev struct {
+			Type string          `json:"type"`
+			ID   string          `json:"id"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil || m.Header.Get("Nats-Msg-Id") != ev.ID {
+			t.Errorf("event %s: %v", m.Data, err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case m.Subject == "inferwatch.forecasts.request_rate" && ev.Type == alerting.ForecastEventType:
+			var d alerting.ForecastData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Error(err)
+			}
+			forecasts = append(forecasts, d)
+		case m.Subject == "inferwatch.scale.vllm-qwen-32b" && ev.Type == alerting.ScaleEventType:
+			var d alerting.ScaleData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Error(err)
+			}
+			signals = append(signals, d)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	args := []string{"run", "--config", "../../testdata/config/forecast.good.yaml", "--once", "--backfill", "5d",
+		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""}
+	if code, _, errOut := runCmd(t, ctx, args...); code != 0 {
+		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
+	}
+	nc.Flush()
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+
+	const qwen = "qwen2.5-32b-instruct"
+	var fq *alerting.ForecastData
+	for i := range forecasts {
+		if forecasts[i].Labels["model"] == qwen {
+			fq = &forecasts[i]
+		}
+	}
+	if len(forecasts) != 3 || fq == nil {
+		t.Fatalf("%d forecasts, want one per model", len(forecasts))
+	}
+	// What the fleet did: qwen's request rate over 2 minutes, summed over
+	// its pods, at each forecast point.
+	actual := func(at time.Time) float64 {
+		var sum float64
+		for _, s := range f.Series() {
+			if s.Labels.Get("__name__") != "vllm:request_success_total" || s.Labels.Get("model") != qwen {
+				continue
+			}
+			val := func(ms int64) float64 {
+				for i, ts := range s.Timestamps {
+					if ts > ms {
+						return s.Values[max(i-1, 0)]
+					}
+				}
+				return s.Values[len(s.Values)-1]
+			}
+			sum += (val(at.UnixMilli()) - val(at.Add(-2*time.Minute).UnixMilli())) / 120
+		}
+		return sum
+	}
+	var absErr, mean float64
+	inside := 0
+	for _, p := range fq.Points {
+		y := actual(p.Time)
+		absErr += math.Abs(float64(p.Mean) - y)
+		mean += y
+		if y >= float64(p.Lower) && y <= float64(p.Upper) {
+			inside++
+		}
+	}
+	n := float64(len(fq.Points))
+	t.Logf("qwen forecast from %v by %s: MAE %.3f req/s over the next %d minutes (mean rate %.3f), %d of %d inside the %g interval; recent accuracy %+v",
+		fq.Origin, fq.Model, absErr/n, len(fq.Points), mean/n, inside, len(fq.Points), fq.Level, fq.Accuracy)
+	if len(fq.Points) != 10 || absErr/n > 0.25*mean/n || inside < 7 || fq.Accuracy.N < 100 {
+		t.Errorf("qwen forecast off: MAE %.3f against a mean of %.3f, %d of 10 inside, accuracy %+v", absErr/n, mean/n, inside, fq.Accuracy)
+	}
+
+	var surge fleet.Incident
+	for _, inc := range f.Incidents {
+		if inc.Kind == fleet.TrafficSurge {
+			surge = inc
+		}
+	}
+	if surge.Model != qwen {
+		t.Fatalf("the surge hit %q; the test expects qwen", surge.Model)
+	}
+	before, during := 0, 0
+	for _, s := range signals {
+		switch {
+		case s.Time.Before(surge.Start) && s.Time.After(surge.Start.Add(-time.Hour)):
+			before = s.DesiredReplicas
+		case !s.Time.Before(surge.Start) && s.Time.Before(surge.End.Add(10*time.Minute)):
+			during = max(during, s.DesiredReplicas)
+		}
+	}
+	if len(signals) == 0 || before == 0 {
+		// A signal at each change: take the last one before the surge.
+		for _, s := range signals {
+			if s.Time.Before(surge.Start) {
+				before = s.DesiredReplicas
+			}
+		}
+	}
+	last := signals[len(signals)-1]
+	t.Logf("%d scale signals for qwen; desired %d before the surge at %v, up to %d during it; newest %d (tier %d): %s",
+		len(signals), before, surge.Start, during, last.DesiredReplicas, last.Tier, last.Reason)
+	if during <= before || before == 0 {
+		t.Errorf("the surge did not raise qwen's desired replicas: %d before, %d during", before, during)
+	}
+	if last.CurrentReplicas != 2 || !last.CurrentKnown || last.CapacityPerReplica != 7 || last.DesiredReplicas < 1 || last.DesiredReplicas > 4 {
+		t.Errorf("newest signal %+v", last)
+	}
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metricsql"
+	"github.com/nats-io/nats.go"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/examples/fleet"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
+	"github.com/inferwatch/inferwatch/rules"
+)
+
+func TestCheckAcceptsThePresetsExample(t *testing.T) {
+	code, out, errOut := runCmd(t, context.Background(), "check", "--config", "../../examples/presets.yml")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "valid: 1 groups, 11 rules") {
+		t.Fatalf("stdout %q", out)
+	}
+}
+
+// presetsConfig is a configuration made of presets only, for the fleet.
+const presetsConfig = `source:
+  url: http://127.0.0.1:8428
+groups:
+  - name: fleet
+    preset: [vllm, dcgm]
+    selector: '{namespace="inference"}'
+    by: [model, pod]
+`
+
+// metricNames returns the metric names a query selects.
+func metricNames(t *testing.T, q string) []string {
+	t.Helper()
+	e, err := metricsql.Parse(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	var names []string
+	metricsql.VisitAll(e, func(x metricsql.Expr) {
+		if me, ok := x.(*metricsql.MetricExpr); ok {
+			for _, lfs := range me.LabelFilterss {
+				for _, lf := range lfs {
+					if lf.Label == "__name__" && !slices.Contains(names, lf.Value) {
+						names = append(names, lf.Value)
+					}
+				}
+			}
+		}
+	})
+	return names
+}
+
+// TestPresetsOnTheFleet runs the vllm and dcgm presets over a generated
+// week of the fleet in a real VictoriaMetrics and checks that every preset
+// query finds the fleet's series, that the preset latency rules find the
+// injected latency spikes on their pods, and that nothing fires on the
+// quiet model.
+func TestPresetsOnTheFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics and NATS")
+	}
+	ctx := context.Background()
+	vm := localvm.Run(t)
+	f, err := fleet.New(fleet.Options{Seed: 1, End: time.Now().Add(-2 * time.Minute), Duration: 7 * 24 * time.Hour, Step: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := f.WriteImportJSONL(pw)
+		pw.CloseWithError(err)
+	}()
+	if err := vm.Import(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+
+	file := filepath.Join(t.TempDir(), "presets.yml")
+	if err := os.WriteFile(file, []byte(presetsConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rules.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Every preset query returns one series per pod, except the rules
+	// whose metrics the fleet does not generate: those are named here so
+	// that none matches nothing silently.
+	client, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := f.End()
+	inFleet := map[string]bool{}
+	names, err := client.Query(ctx, `count by (__name__) ({namespace="inference"})`, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range names {
+		inFleet[s.Labels.Get("__name__")] = true
+	}
+	if !inFleet["vllm:time_to_first_token_seconds_sum"] || !inFleet["DCGM_FI_DEV_GPU_UTIL"] {
+		t.Fatalf("the store lacks the fleet's metrics: %v", inFleet)
+	}
+	pods := 0
+	for _, m := range f.Models {
+		pods += len(m.Pods)
+	}
+	var absent []string
+	presetRules := map[string]bool{}
+	for _, r := range cfg.Groups[0].Rules {
+		presetRules[r.Name] = true
+		queries := []string{r.Expr}
+		if r.Correlate != nil {
+			queries = []string{r.Correlate.X, r.Correlate.Y}
+		}
+		for _, q := range queries {
+			found := false
+			for _, n := range metricNames(t, q) {
+				found = found || inFleet[n]
+			}
+			if !found {
+				absent = append(absent, r.Name)
+				continue
+			}
+			series, err := client.QueryRange(ctx, q, at.Add(-time.Hour), at, r.Step)
+			if err != nil {
+				t.Fatalf("rule %s: %v", r.Name, err)
+			}
+			if len(series) != pods {
+				t.Errorf("rule %s: %d series, want one per pod (%d): %s", r.Name, len(series), pods, q)
+			}
+		}
+	}
+	sort.Strings(absent)
+	if want := []string{"dcgm_sm_active", "vllm_itl_mean"}; !slices.Equal(absent, want) {
+		t.Errorf("rules whose metrics the fleet lacks: %v, want %v", absent, want)
+	}
+
+	srv := natstest.Start(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var (
+		mu  sync.Mutex
+		got []alerting.Finding
+	)
+	sub, err := nc.Subscribe("inferwatch.findings.>", func(m *nats.Msg) {
+		var body struct {
+			Data alerting.Finding `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &body); err != nil {
+			t.Errorf("undecodable finding: %v", err)
+			return
+		}
+		mu.Lock()
+		got = append(got, body.Data)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	args := []string{"run", "--config", file, "--once", "--backfill", "7d",
+		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""}
+	if code, _, errOut := runCmd(t, ctx, args...); code != 0 {
+		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	findings := append([]alerting.Finding(nil), got...)
+	mu.Unlock()
+	if len(findings) == 0 {
+		t.Fatal("no finding received")
+	}
+
+	byRule := map[string]int{}
+	for _, fd := range findings {
+		byRule[fd.Rule]++
+		if !presetRules[fd.Rule] {
+			t.Errorf("finding from %q, which is not a preset rule", fd.Rule)
+		}
+		if fd.Labels["preset"] == "" {
+			t.Errorf("finding of %s lacks the preset label: %v", fd.Rule, fd.Labels)
+		}
+		for _, m := range f.Models {
+			if m.Quiet && fd.Labels["model"] == m.Name {
+				t.Errorf("finding on the quiet model %s: %s %s at %v (score %.2f)", m.Name, fd.Rule, fd.Series, fd.WindowEnd, fd.Score)
+			}
+		}
+	}
+	t.Logf("%d findings by rule: %v", len(findings), byRule)
+
+	spikes := 0
+	for _, inc := range f.Incidents {
+		if inc.Kind != fleet.LatencySpike {
+			continue
+		}
+		spikes++
+		found := false
+		for _, fd := range findings {
+			if fd.Rule != "vllm_ttft_mean" && fd.Rule != "vllm_e2e_latency_mean" {
+				continue
+			}
+			if fd.Labels["model"] != inc.Model || fd.Labels["pod"] != inc.Pod {
+				continue
+			}
+			if !fd.WindowStart.Before(inc.Start) && !fd.WindowEnd.After(inc.End.Add(3*time.Minute)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("latency spike on %s/%s %v–%v produced no preset latency finding on that pod in that time", inc.Model, inc.Pod, inc.Start, inc.End)
+		}
+	}
+	if spikes < 2 {
+		t.Fatalf("the fleet injected %d latency spikes, want at least 2", spikes)
+	}
+}

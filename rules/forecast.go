@@ -1,0 +1,350 @@
+package rules
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults of forecast and scale rules.
+const (
+	DefaultForecastHistory          = 7 * 24 * time.Hour
+	DefaultForecastHorizon          = 10 * time.Minute
+	DefaultForecastModel            = "auto"
+	DefaultForecastLevel            = 0.9
+	DefaultForecastPeriod           = 24 * time.Hour
+	DefaultScaleDownStableIntervals = 3
+	DefaultScaleCooldown            = 5 * time.Minute
+	DefaultScaleGPUMemoryHigh       = 0.8
+	DefaultScaleWaitingPerReplica   = 5
+	DefaultScaleP99Near             = 0.9
+)
+
+// Forecast configures a forecast rule: the series of Expr are forecast
+// Horizon ahead from their History, and each evaluation publishes the
+// outlook from the newest point on <prefix>.forecasts.<rule name>.
+type Forecast struct {
+	// Expr is the query whose series are forecast (a rate or a count: the
+	// forecasts are clipped at zero).
+	Expr string
+	// Step is the spacing of the forecast points (default: the rule's step,
+	// i.e. the group interval). It is also Rule.Step.
+	Step time.Duration
+	// History is how much past a model is fitted on (default 7d, or
+	// 10,000 steps when that is shorter). It is also Rule.Lookback: a
+	// forecast rule has no separate lookback.
+	History time.Duration
+	// Horizon is how far ahead to forecast (default 10m); rounded up to
+	// whole steps.
+	Horizon time.Duration
+	// Model is a forecasting model name (default "auto"); checked by
+	// alerting.Compile.
+	Model string
+	// Level is the coverage of the prediction interval, in (0, 1)
+	// (default 0.9).
+	Level float64
+	// Period is the seasonal period (default 1d).
+	Period time.Duration
+}
+
+// Scale configures a scale rule: for each target (each series of the
+// Replicas query) it combines the forecast of the Forecast rule, the
+// per-replica capacity and the current state of the target into a desired
+// number of replicas, published on <prefix>.scale.<rule name>.
+type Scale struct {
+	// Forecast names the forecast rule of the same group whose outlook
+	// is the predicted load (requests per second).
+	Forecast string
+	// On lists the labels that match a target with the series of the
+	// forecast and of the other queries (default: every label of the
+	// Replicas series but __name__). A query series without any of these
+	// labels (a constant such as `4`) applies to every target.
+	On []string
+	// Replicas is the query of the current replicas per target, e.g.
+	// count by (model) (vllm:num_requests_running). Required: its series
+	// are the targets.
+	Replicas string
+	// GPUMemory (a fraction in [0, 1]), Waiting (requests waiting, summed
+	// over the target's replicas) and P99 (seconds) are optional queries
+	// for tiers 1 and 2.
+	GPUMemory, Waiting, P99 string
+	// CapacityPerReplica is the request rate one replica sustains within
+	// its SLO, in requests per second; or derive it from SLO.
+	CapacityPerReplica float64
+	// SLO, when set, gives the latency objective: tier 2 fires when P99
+	// nears it, and without CapacityPerReplica the capacity is derived
+	// from it with Little's law.
+	SLO *SLO
+	// MinReplicas and MaxReplicas clamp the desired replicas (default 1
+	// and no maximum, 0).
+	MinReplicas, MaxReplicas int
+	// ScaleDownStableIntervals is how many evaluations in a row must ask
+	// for fewer replicas before the signal goes down (default 3);
+	// Cooldown how long after a change it must wait (default 5m).
+	ScaleDownStableIntervals int
+	Cooldown                 time.Duration
+	// GPUMemoryHigh (default 0.8), WaitingPerReplica (default 5) and
+	// P99Near (default 0.9: 90 % of the SLO) are the thresholds of tiers
+	// 1 and 2.
+	GPUMemoryHigh, WaitingPerReplica, P99Near float64
+}
+
+// SLO is a latency objective.
+type SLO struct {
+	// P99 is the objective for the 99th percentile of request latency.
+	P99 time.Duration
+	// Concurrency is a query (or a number) of the requests one replica
+	// holds in flight while meeting the objective; with P99 it gives the
+	// capacity per replica by Little's law, λ = L / W.
+	Concurrency string
+}
+
+var forecastKeys = []string{"expr", "step", "history", "horizon", "model", "level", "period"}
+
+// forecast reads a forecast block. step is the rule's step (the default).
+func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
+	fc := &Forecast{Step: step, History: DefaultForecastHistory, Horizon: DefaultForecastHorizon,
+		Model: DefaultForecastModel, Level: DefaultForecastLevel, Period: DefaultForecastPeriod}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "forecast must be a mapping with at least expr (forecast: {expr: QUERY, horizon: 10m}), got %s", kind(n))
+		return fc
+	}
+	f := p.fields(n, "forecast", forecastKeys, nil)
+	if kv, ok := f["expr"]; ok {
+		fc.Expr = p.query(kv, "forecast.expr")
+	} else {
+		p.errorf(n, "forecast needs expr (the query whose series are forecast)")
+	}
+	ok := true
+	var good bool
+	kv, present := f["step"]
+	fc.Step, good = p.positive(kv, present, "forecast.step", step, false)
+	ok = ok && good
+	kv, present = f["history"]
+	def := DefaultForecastHistory
+	if fc.Step > 0 {
+		def = min(def, 10_000*fc.Step)
+	}
+	fc.History, good = p.positive(kv, present, "forecast.history", def, false)
+	ok = ok && good
+	kv, present = f["horizon"]
+	fc.Horizon, good = p.positive(kv, present, "forecast.horizon", DefaultForecastHorizon, false)
+	ok = ok && good
+	kv, present = f["period"]
+	fc.Period, good = p.positive(kv, present, "forecast.period", DefaultForecastPeriod, false)
+	ok = ok && good
+	if kv, present := f["model"]; present {
+		if s, _ := p.str(kv.v, "forecast.model"); strings.TrimSpace(s) != "" {
+			fc.Model = strings.TrimSpace(s)
+		}
+	}
+	if kv, present := f["level"]; present {
+		fc.Level = p.number(kv, "forecast.level", DefaultForecastLevel, 0, 1, true)
+		if fc.Level == 1 {
+			p.errorf(resolve(kv.v), "forecast.level must be below 1, got 1")
+			fc.Level = DefaultForecastLevel
+		}
+	}
+	if !ok || fc.Step <= 0 {
+		return fc
+	}
+	switch {
+	case fc.Horizon < fc.Step:
+		p.errorf(n, "forecast.horizon %s is shorter than the step %s; forecast at least one step ahead", fmtDuration(fc.Horizon), fmtDuration(fc.Step))
+	case fc.Horizon/fc.Step > 10_000:
+		p.errorf(n, "forecast.horizon %s is more than 10000 steps of %s; raise the step", fmtDuration(fc.Horizon), fmtDuration(fc.Step))
+	}
+	switch {
+	case fc.History < 2*fc.Step:
+		p.errorf(n, "forecast.history %s must hold at least two steps of %s", fmtDuration(fc.History), fmtDuration(fc.Step))
+	case fc.History/fc.Step > MaxPointsPerQuery || (fc.History/fc.Step == MaxPointsPerQuery && fc.History%fc.Step != 0):
+		p.errorf(n, "forecast.history %s / step %s gives more than %d points per series; raise the step or shorten the history",
+			fmtDuration(fc.History), fmtDuration(fc.Step), MaxPointsPerQuery)
+	}
+	if fc.Period < 2*fc.Step {
+		p.errorf(n, "forecast.period %s must hold at least two steps of %s", fmtDuration(fc.Period), fmtDuration(fc.Step))
+	}
+	return fc
+}
+
+var scaleKeys = []string{"forecast", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
+	"min_replicas", "max_replicas", "scale_down_stable_intervals", "cooldown", "gpu_memory_high", "waiting_per_replica", "p99_near"}
+
+func (p *parser) scale(n *yaml.Node) *Scale {
+	s := &Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown,
+		GPUMemoryHigh: DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "scale must be a mapping with at least forecast, replicas and capacity_per_replica or slo, got %s", kind(n))
+		return s
+	}
+	f := p.fields(n, "scale", scaleKeys, nil)
+	if kv, ok := f["forecast"]; ok {
+		s.Forecast, _ = p.str(kv.v, "scale.forecast")
+		if s.Forecast == "" {
+			p.errorf(resolve(kv.v), "scale.forecast must name a forecast rule of this group")
+		}
+	} else {
+		p.errorf(n, "scale needs forecast (the name of a forecast rule of this group)")
+	}
+	if kv, ok := f["replicas"]; ok {
+		s.Replicas = p.query(kv, "scale.replicas")
+	} else {
+		p.errorf(n, "scale needs replicas (a query of the current replicas per target, e.g. count by (model) (vllm:num_requests_running))")
+	}
+	for key, dst := range map[string]*string{"gpu_memory": &s.GPUMemory, "waiting": &s.Waiting, "p99": &s.P99} {
+		if kv, ok := f[key]; ok {
+			*dst = p.query(kv, "scale."+key)
+		}
+	}
+	if kv, ok := f["on"]; ok {
+		s.On = p.labelList(resolve(kv.v), "scale.on")
+	}
+	if kv, ok := f["capacity_per_replica"]; ok {
+		s.CapacityPerReplica = p.number(kv, "scale.capacity_per_replica", 0, 0, math.Inf(1), true)
+	}
+	if kv, ok := f["slo"]; ok {
+		s.SLO = p.slo(resolve(kv.v))
+	}
+	if s.CapacityPerReplica == 0 && (s.SLO == nil || s.SLO.Concurrency == "") {
+		if _, given := f["capacity_per_replica"]; !given {
+			p.errorf(n, "scale needs capacity_per_replica (requests/s one replica sustains) or slo with p99 and concurrency to derive it")
+		}
+	}
+	if kv, ok := f["min_replicas"]; ok {
+		s.MinReplicas = int(p.integer(kv, "scale.min_replicas", 1, 0, 1e6))
+	}
+	if kv, ok := f["max_replicas"]; ok {
+		s.MaxReplicas = int(p.integer(kv, "scale.max_replicas", 0, 1, 1e6))
+		if s.MaxReplicas > 0 && s.MaxReplicas < s.MinReplicas {
+			p.errorf(resolve(kv.v), "scale.max_replicas %d is below min_replicas %d", s.MaxReplicas, s.MinReplicas)
+		}
+	}
+	if kv, ok := f["scale_down_stable_intervals"]; ok {
+		s.ScaleDownStableIntervals = int(p.integer(kv, "scale.scale_down_stable_intervals", DefaultScaleDownStableIntervals, 1, 1e6))
+	}
+	kv, present := f["cooldown"]
+	s.Cooldown, _ = p.positive(kv, present, "scale.cooldown", DefaultScaleCooldown, true)
+	if kv, ok := f["gpu_memory_high"]; ok {
+		s.GPUMemoryHigh = p.number(kv, "scale.gpu_memory_high", DefaultScaleGPUMemoryHigh, 0, 1, true)
+	}
+	if kv, ok := f["waiting_per_replica"]; ok {
+		s.WaitingPerReplica = p.number(kv, "scale.waiting_per_replica", DefaultScaleWaitingPerReplica, 0, math.Inf(1), true)
+	}
+	if kv, ok := f["p99_near"]; ok {
+		s.P99Near = p.number(kv, "scale.p99_near", DefaultScaleP99Near, 0, 1, true)
+	}
+	return s
+}
+
+func (p *parser) slo(n *yaml.Node) *SLO {
+	s := &SLO{}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "scale.slo must be a mapping such as {p99: 2s, concurrency: 64}, got %s", kind(n))
+		return s
+	}
+	f := p.fields(n, "scale.slo", []string{"p99", "concurrency"}, nil)
+	if kv, ok := f["p99"]; ok {
+		s.P99, _ = p.positive(kv, true, "scale.slo.p99", 0, false)
+	} else {
+		p.errorf(n, "scale.slo needs p99 (the latency objective, e.g. 2s)")
+	}
+	if kv, ok := f["concurrency"]; ok {
+		s.Concurrency = p.query(kv, "scale.slo.concurrency")
+	}
+	return s
+}
+
+// integer reads a whole number in [lo, hi].
+func (p *parser) integer(kv pair, name string, def, lo, hi float64) float64 {
+	x := p.number(kv, name, def, lo, hi, false)
+	if x != math.Trunc(x) {
+		p.errorf(resolve(kv.v), "%s must be a whole number, got %g", name, x)
+		return def
+	}
+	return x
+}
+
+func (p *parser) labelList(v *yaml.Node, name string) []string {
+	if v.Kind != yaml.SequenceNode {
+		p.errorf(v, "%s must be a list of label names, got %s", name, kind(v))
+		return nil
+	}
+	var out []string
+	for _, item := range v.Content {
+		item = resolve(item)
+		if item.Kind != yaml.ScalarNode || !labelNameRE.MatchString(item.Value) {
+			p.errorf(item, "%s: %q is not a label name", name, item.Value)
+			continue
+		}
+		out = append(out, item.Value)
+	}
+	return out
+}
+
+// checkScaleRefs checks what needs the whole group: a scale rule names a
+// forecast rule of its group.
+func (p *parser) checkScaleRefs(rs []Rule) {
+	kinds := map[string]string{}
+	for _, r := range rs {
+		kinds[r.Name] = r.Kind()
+	}
+	for _, r := range rs {
+		if r.Scale == nil || r.Scale.Forecast == "" {
+			continue
+		}
+		p.rule = r.Name
+		switch k, ok := kinds[r.Scale.Forecast]; {
+		case !ok:
+			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q names no rule of this group; add a forecast rule of that name", r.Scale.Forecast)
+		case k != "forecast":
+			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q is an %s rule, not a forecast rule", r.Scale.Forecast, k)
+		}
+	}
+	p.rule = ""
+}
+
+// forecastRule finishes a forecast or scale rule: rule-level keys that
+// have no meaning for it are errors, and its name must be a single NATS
+// subject token since it ends the subject it is published on.
+func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
+	what := "a " + r.Kind() + " rule"
+	for _, key := range []string{"expr", "detector", "lookback", "for", "min_dev", "correlate", "decay"} {
+		if kv, ok := f[key]; ok {
+			msg := "has no " + key
+			switch key {
+			case "expr":
+				if r.Forecast != nil {
+					msg = "takes its query from forecast.expr, not expr"
+				} else {
+					msg = "takes its queries from the scale block, not expr"
+				}
+			case "lookback":
+				if r.Forecast != nil {
+					msg = "takes its lookback from forecast.history"
+				}
+			}
+			p.errorf(resolve(kv.k), "%s %s: remove %s", what, msg, key)
+		}
+	}
+	if r.Forecast != nil && r.Scale != nil {
+		p.errorf(n, "a rule is either a forecast rule or a scale rule, not both")
+	}
+	if strings.Contains(r.Name, ".") {
+		p.errorf(n, "%s's name %q ends a NATS subject and must not contain '.'; use '_', '-' or ':' instead", what, r.Name)
+	}
+	if r.Scale != nil {
+		r.Expr = r.Scale.Replicas
+	}
+	if r.Forecast != nil {
+		r.Expr = r.Forecast.Expr
+		r.Step = r.Forecast.Step
+		r.Lookback = r.Forecast.History
+	}
+}
+
+func hasKey(f map[string]pair, key string) bool {
+	_, ok := f[key]
+	return ok
+}

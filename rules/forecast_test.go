@@ -1,0 +1,86 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() {
+	badFiles["forecast.bad.yaml"] = []string{
+		`forecast.bad.yaml:6:9: group "g": rule "rate.fc": a forecast rule's name "rate.fc" ends a NATS subject and must not contain '.'`,
+		`forecast.bad.yaml:7:19: group "g": rule "rate.fc": forecast.horizon 30s is shorter than the step 1m`,
+		`forecast.bad.yaml:9:9: group "g": rule "fc_expr": a forecast rule takes its query from forecast.expr, not expr: remove expr`,
+		`forecast.bad.yaml:10:9: group "g": rule "fc_expr": a forecast rule takes its lookback from forecast.history: remove lookback`,
+		`forecast.bad.yaml:11:19: group "g": rule "fc_expr": forecast.history 1m must hold at least two steps of 1m`,
+		`forecast.bad.yaml:11:26: group "g": rule "fc_expr": forecast.expr "rate(x[5m]" is not valid MetricsQL`,
+		`forecast.bad.yaml:11:47: group "g": rule "fc_expr": forecast.level must be below 1, got 1`,
+		`forecast.bad.yaml:13:19: group "g": rule "no_expr": forecast needs expr`,
+		`forecast.bad.yaml:14:9: group "g": rule "sc": scale.forecast "nosuch" names no rule of this group`,
+		`forecast.bad.yaml:16:11: group "g": rule "sc": scale needs replicas`,
+		`forecast.bad.yaml:16:11: group "g": rule "sc": scale needs capacity_per_replica`,
+		`forecast.bad.yaml:18:25: group "g": rule "sc": scale.max_replicas 2 is below min_replicas 4`,
+		`forecast.bad.yaml:19:9: group "g": rule "sc_anomaly": scale.forecast "no_expr_anomaly" is an anomaly rule, not a forecast rule`,
+		`forecast.bad.yaml:20:81: group "g": rule "sc_anomaly": scale.capacity_per_replica must be in (0, +Inf], got 0`,
+		`forecast.bad.yaml:20:94: group "g": rule "sc_anomaly": scale.cooldown must be 0 or greater, got -1m`,
+	}
+}
+
+func TestForecastAndScaleRules(t *testing.T) {
+	cfg, err := Load(configDir + "/forecast.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, sr := cfg.Groups[0].Rules[0], cfg.Groups[0].Rules[1]
+	if fr.Kind() != "forecast" || sr.Kind() != "scale" {
+		t.Fatalf("kinds %q, %q", fr.Kind(), sr.Kind())
+	}
+	fc := fr.Forecast
+	if fc.Step != time.Minute || fc.History != 7*24*time.Hour || fc.Horizon != 10*time.Minute || fc.Model != "auto" || fc.Level != 0.9 || fc.Period != 24*time.Hour {
+		t.Errorf("forecast %+v", *fc)
+	}
+	// The forecast's query, step and history are the rule's.
+	if fr.Expr != fc.Expr || fr.Step != fc.Step || fr.Lookback != fc.History {
+		t.Errorf("rule expr %q step %v lookback %v; forecast %+v", fr.Expr, fr.Step, fr.Lookback, *fc)
+	}
+	sc := sr.Scale
+	if sc.Forecast != "request_rate" || len(sc.On) != 1 || sc.On[0] != "model" || sc.CapacityPerReplica != 7 ||
+		sc.SLO == nil || sc.SLO.P99 != 30*time.Second || sc.MinReplicas != 1 || sc.MaxReplicas != 8 ||
+		sc.ScaleDownStableIntervals != 3 || sc.Cooldown != 5*time.Minute || sc.GPUMemoryHigh != 0.8 ||
+		sc.WaitingPerReplica != 5 || sc.P99Near != 0.9 || !strings.Contains(sc.Waiting, "num_requests_waiting") {
+		t.Errorf("scale %+v", *sc)
+	}
+}
+
+func TestForecastDefaults(t *testing.T) {
+	f := func(rule string, check func(r Rule) bool) {
+		t.Helper()
+		cfg, err := Parse([]byte("source: {url: http://127.0.0.1:8428}\ngroups:\n  - name: g\n    interval: 30s\n    rules:\n"+rule), "x.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", rule, err)
+		}
+		if r := cfg.Groups[0].Rules[0]; !check(r) {
+			t.Errorf("%s: %+v", rule, r)
+		}
+	}
+	f("      - {name: fc, forecast: {expr: up}}\n", func(r Rule) bool {
+		fc := r.Forecast
+		return fc.Step == 30*time.Second && fc.History == 10_000*30*time.Second && fc.Horizon == DefaultForecastHorizon &&
+			fc.Model == "auto" && fc.Level == 0.9 && r.Step == 30*time.Second && r.Lookback == fc.History
+	})
+	f("      - {name: fc, step: 5m, forecast: {expr: up, history: 2d, model: robust}}\n", func(r Rule) bool {
+		return r.Forecast.Step == 5*time.Minute && r.Lookback == 48*time.Hour && r.Forecast.Model == "robust"
+	})
+	f("      - {name: fc, forecast: {expr: up}}\n      - {name: s, scale: {forecast: fc, replicas: up, slo: {p99: 2s, concurrency: '64'}}}\n", func(r Rule) bool {
+		return true
+	})
+	cfg, err := Parse([]byte("source: {url: http://127.0.0.1:8428}\ngroups:\n  - name: g\n    rules:\n      - {name: fc, forecast: {expr: up}}\n      - {name: s, scale: {forecast: fc, replicas: up, slo: {p99: 2s, concurrency: '64'}}}\n"), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Groups[0].Rules[1].Scale
+	if s.MinReplicas != 1 || s.MaxReplicas != 0 || s.ScaleDownStableIntervals != 3 || s.Cooldown != 5*time.Minute ||
+		s.CapacityPerReplica != 0 || s.SLO.Concurrency != "64" || s.SLO.P99 != 2*time.Second {
+		t.Errorf("scale defaults %+v slo %+v", *s, *s.SLO)
+	}
+}
