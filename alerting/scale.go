@@ -23,6 +23,12 @@ type ScalePolicy struct {
 	GPUMemoryHigh, WaitingPerReplica, P99Near float64
 	// SLOP99 is the latency objective in seconds (0: no tier 2).
 	SLOP99 float64
+	// ScaleDownMargin is the hysteresis band of the forecast tier: the
+	// signal steps down only to a number of replicas that would carry the
+	// predicted upper bound at (1 − ScaleDownMargin) of their capacity, so
+	// a load hovering at one replica's capacity does not make the signal
+	// go up and down (0: DefaultScaleDownMargin; negative: no band).
+	ScaleDownMargin float64
 	// ValidFor is how long a signal holds: its valid_until is now +
 	// ValidFor.
 	ValidFor time.Duration
@@ -99,6 +105,13 @@ type ScaleSignal struct {
 // MaxReplicas]. Without a forecast or a capacity only tiers 1 and 2 can
 // act, and the reason says so.
 func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (ScaleSignal, ScaleState) {
+	margin := p.ScaleDownMargin
+	switch {
+	case margin == 0:
+		margin = DefaultScaleDownMargin
+	case margin < 0 || margin >= 1:
+		margin = 0
+	}
 	minR := max(p.MinReplicas, 0)
 	clamp := func(n int) int {
 		n = max(n, minR)
@@ -129,6 +142,9 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 		why  string
 	}
 	var asks []ask
+	// hold is the number of replicas the forecast tier asks to keep when
+	// stepping down: the forecast's need with the hysteresis band.
+	hold := 0
 	// Tier 1: saturated now.
 	if known(in.GPUMemory) && p.GPUMemoryHigh > 0 && in.GPUMemory > p.GPUMemoryHigh {
 		n := max(ceil(float64(base)*in.GPUMemory/p.GPUMemoryHigh), cur+1)
@@ -165,6 +181,7 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 		}
 		if known(upper) {
 			n := ceil(upper / in.CapacityPerReplica)
+			hold = ceil(upper / (in.CapacityPerReplica * (1 - margin)))
 			why := fmt.Sprintf("forecast peak %.3g req/s (upper %.3g) at %.3g req/s per replica", in.PredictedLoad, upper, in.CapacityPerReplica)
 			if !in.PeakTime.IsZero() {
 				why += " by " + in.PeakTime.UTC().Format(time.RFC3339)
@@ -203,7 +220,12 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 		}
 	case want == ref:
 		next.Below, next.BelowMax = 0, 0
-	default: // want < ref
+	case clamp(max(want, hold)) >= ref:
+		// Fewer replicas would do, but not with the hysteresis band.
+		next.Below, next.BelowMax = 0, 0
+		reason = fmt.Sprintf("holding %d: %d would run above %.0f%% of capacity", ref, want, 100*(1-margin))
+	default: // want < ref, and the band allows it
+		want = clamp(max(want, hold))
 		next.Below++
 		next.BelowMax = max(next.BelowMax, want)
 		if prev.Below == 0 {
@@ -244,6 +266,9 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 }
 
 func known(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// DefaultScaleDownMargin is the default hysteresis band of ScalePolicy.
+const DefaultScaleDownMargin = 0.15
 
 // ceil is ⌈x⌉ as an int, tolerant of rounding just above a whole number.
 func ceil(x float64) int {

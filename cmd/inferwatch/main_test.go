@@ -35,7 +35,7 @@ func TestCheckAcceptsTheExampleConfig(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	if !strings.Contains(out, "valid: 3 groups, 6 rules") {
+	if !strings.Contains(out, "valid: 4 groups, 8 rules") {
 		t.Fatalf("stdout %q", out)
 	}
 }

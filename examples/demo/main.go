@@ -130,6 +130,42 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer sub.Unsubscribe()
+	var (
+		forecasts = map[string]alerting.ForecastData{}
+		scales    []alerting.ScaleData
+	)
+	fsub, err := nc.Subscribe("inferwatch.forecasts.>", func(m *nats.Msg) {
+		var ev struct {
+			Data alerting.ForecastData `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			fmt.Printf("   !! undecodable forecast on %s: %v\n", m.Subject, err)
+			return
+		}
+		mu.Lock()
+		forecasts[ev.Data.Rule+" "+ev.Data.Series] = ev.Data
+		mu.Unlock()
+	})
+	if err != nil {
+		return err
+	}
+	defer fsub.Unsubscribe()
+	ssub, err := nc.Subscribe("inferwatch.scale.>", func(m *nats.Msg) {
+		var ev struct {
+			Data alerting.ScaleData `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			fmt.Printf("   !! undecodable scale signal on %s: %v\n", m.Subject, err)
+			return
+		}
+		mu.Lock()
+		scales = append(scales, ev.Data)
+		mu.Unlock()
+	})
+	if err != nil {
+		return err
+	}
+	defer ssub.Unsubscribe()
 
 	step(fmt.Sprintf("Running: %s run --config %s --once --backfill %dd", *bin, *config, *days))
 	cmd := exec.CommandContext(ctx, *bin, "run", "--config", *config, "--once",
@@ -150,6 +186,8 @@ func run(ctx context.Context) error {
 	defer mu.Unlock()
 	step(fmt.Sprintf("Summary: %d findings received", len(received)))
 	summarize(f, received)
+	showForecasts(forecasts)
+	showScale(scales)
 	if first != nil {
 		step("The first event as a subscriber received it")
 		fmt.Printf("   subject: %s\n   Nats-Msg-Id: %s\n", first.Subject, first.Header.Get("Nats-Msg-Id"))
@@ -221,5 +259,41 @@ func summarize(f *fleet.Fleet, got []alerting.Finding) {
 	}
 	if other == 0 {
 		fmt.Println("   no finding outside the injected incidents")
+	}
+}
+
+// showForecasts prints the newest forecast of each series.
+func showForecasts(fc map[string]alerting.ForecastData) {
+	step(fmt.Sprintf("Forecasts (inferwatch.forecasts.*): the newest of %d series", len(fc)))
+	keys := make([]string, 0, len(fc))
+	for k := range fc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d := fc[k]
+		if len(d.Points) == 0 {
+			continue
+		}
+		last := d.Points[len(d.Points)-1]
+		fallback := ""
+		if d.Fallback != "" {
+			fallback = "  (fallback: " + d.Fallback + ")"
+		}
+		fmt.Printf("   %-26s now %.3g; in %s: %.3g (%.0f%%: %.3g…%.3g), peak %.3g  model %s, recent MAE %.3g vs naive %.3g, coverage %.0f%%%s\n",
+			d.Labels["model"], float64(d.LastValue), time.Duration(d.HorizonSeconds)*time.Second,
+			float64(last.Mean), 100*d.Level, float64(last.Lower), float64(last.Upper), float64(d.Peak),
+			d.Model, float64(d.Accuracy.MAE), float64(d.Accuracy.NaiveMAE), 100*float64(d.Accuracy.Coverage), fallback)
+	}
+}
+
+// showScale prints the scale signals: each change of desired replicas
+// over the backfill, then the newest.
+func showScale(ss []alerting.ScaleData) {
+	step(fmt.Sprintf("Scale signals (inferwatch.scale.*): %d", len(ss)))
+	sort.SliceStable(ss, func(i, j int) bool { return ss[i].Time.Before(ss[j].Time) })
+	for _, s := range ss {
+		fmt.Printf("   %s  %-14s desired %d (current %d)  tier %d: %s\n",
+			s.Time.UTC().Format("Mon 15:04"), s.Target, s.DesiredReplicas, s.CurrentReplicas, s.Tier, s.Reason)
 	}
 }
