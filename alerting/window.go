@@ -322,14 +322,7 @@ func recentMedian(xs []float64, n int) float64 {
 			tail = append(tail, xs[i])
 		}
 	}
-	if len(tail) == 0 {
-		return math.NaN()
-	}
-	sort.Float64s(tail)
-	if len(tail)%2 == 1 {
-		return tail[len(tail)/2]
-	}
-	return (tail[len(tail)/2-1] + tail[len(tail)/2]) / 2
+	return median(tail)
 }
 
 // num makes a float safe for JSON: nil for NaN and ±Inf.

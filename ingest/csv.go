@@ -328,7 +328,7 @@ func parseCSVValue(s string) (float64, error) {
 	if s == "" {
 		return math.NaN(), nil
 	}
-	if v, ok := csvDecimal(s); ok {
+	if v, ok := fastDecimal(s); ok {
 		return v, nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
@@ -340,48 +340,6 @@ func parseCSVValue(s string) (float64, error) {
 		return 0, err
 	}
 	return v, nil
-}
-
-var csvPow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
-
-// csvDecimal parses a plain decimal of at most 15 digits, [-]ddd[.ddd], the
-// common case, faster than strconv.ParseFloat and with the same result: the
-// mantissa and the power of ten are exact in float64, so one division
-// rounds correctly (Clinger's fast path). It reports false for anything
-// else, which strconv.ParseFloat then handles.
-func csvDecimal(s string) (float64, bool) {
-	i, neg := 0, false
-	if len(s) > 0 && s[0] == '-' {
-		i, neg = 1, true
-	}
-	var mant uint64
-	nd, frac := 0, -1
-	for ; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			mant = mant*10 + uint64(c-'0')
-			nd++
-			if frac >= 0 {
-				frac++
-			}
-		case c == '.' && frac < 0:
-			frac = 0
-		default:
-			return 0, false
-		}
-	}
-	if nd == 0 || nd > 15 || frac == 0 {
-		return 0, false
-	}
-	v := float64(mant)
-	if frac > 0 {
-		v /= csvPow10[frac]
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
 }
 
 // parseTimestamp parses one of the formats ReadCSV accepts into unix

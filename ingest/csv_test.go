@@ -305,7 +305,7 @@ func TestCSVDecimal(t *testing.T) {
 	check := func(s string) {
 		t.Helper()
 		want, werr := strconv.ParseFloat(s, 64)
-		got, ok := csvDecimal(s)
+		got, ok := fastDecimal(s)
 		if !ok {
 			return // strconv.ParseFloat handles it
 		}
@@ -318,7 +318,7 @@ func TestCSVDecimal(t *testing.T) {
 		check(s)
 	}
 	for _, s := range []string{"1.", "", "-", ".", "1e3", "+1", "1.2.3", "NaN", "1234567890123456", "0x1p3"} {
-		if v, ok := csvDecimal(s); ok {
+		if v, ok := fastDecimal(s); ok {
 			t.Errorf("%q: fast path took it as %v", s, v)
 		}
 	}

@@ -80,19 +80,7 @@ func (p *parser) correlate(n *yaml.Node) *Correlate {
 		c.MaxLag, _ = p.positive(kv, true, "correlate.max_lag", 0, true)
 	}
 	if kv, ok := f["on"]; ok {
-		v := resolve(kv.v)
-		if v.Kind != yaml.SequenceNode {
-			p.errorf(v, "correlate.on must be a list of label names, got %s", kind(v))
-		} else {
-			for _, item := range v.Content {
-				item = resolve(item)
-				if item.Kind != yaml.ScalarNode || !labelNameRE.MatchString(item.Value) {
-					p.errorf(item, "correlate.on: %q is not a label name", item.Value)
-					continue
-				}
-				c.On = append(c.On, item.Value)
-			}
-		}
+		c.On = p.labelList(resolve(kv.v), "correlate.on")
 	}
 	if kv, ok := f["min_abs_r"]; ok {
 		c.MinAbsR = p.number(kv, "correlate.min_abs_r", c.MinAbsR, 0, 1, true)
@@ -189,24 +177,6 @@ type Imbalance struct {
 	Warn, Critical float64
 }
 
-func (p *parser) labelNames(kv pair, name string) []string {
-	v := resolve(kv.v)
-	if v.Kind != yaml.SequenceNode {
-		p.errorf(v, "%s must be a list of label names, got %s", name, kind(v))
-		return nil
-	}
-	var out []string
-	for _, item := range v.Content {
-		item = resolve(item)
-		if item.Kind != yaml.ScalarNode || !labelNameRE.MatchString(item.Value) {
-			p.errorf(item, "%s: %q is not a label name", name, item.Value)
-			continue
-		}
-		out = append(out, item.Value)
-	}
-	return out
-}
-
 var kneeKeys = []string{"concurrency", "qps", "on", "method", "margin", "recent"}
 
 func (p *parser) knee(n *yaml.Node) *Knee {
@@ -230,7 +200,7 @@ func (p *parser) knee(n *yaml.Node) *Knee {
 		}
 	}
 	if kv, ok := f["on"]; ok {
-		k.On = p.labelNames(kv, "knee.on")
+		k.On = p.labelList(resolve(kv.v), "knee.on")
 	}
 	if kv, ok := f["method"]; ok {
 		m, _ := p.str(kv.v, "knee.method")
@@ -286,7 +256,7 @@ func (p *parser) imbalance(n *yaml.Node) *Imbalance {
 		m.B = p.query(kv, "imbalance.b")
 	}
 	if kv, ok := f["on"]; ok {
-		m.On = p.labelNames(kv, "imbalance.on")
+		m.On = p.labelList(resolve(kv.v), "imbalance.on")
 	}
 	if kv, ok := f["across"]; ok {
 		m.Across, _ = p.str(kv.v, "imbalance.across")
