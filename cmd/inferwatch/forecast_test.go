@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,7 +21,6 @@ import (
 	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
 // The backtest over a shared ServeGen file reproduces the forecasting
@@ -172,21 +170,9 @@ func TestForecastAndScaleEndToEnd(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	vm := localvm.Run(t)
 	// The fleet runs twelve minutes past now, so the next ten minutes after
 	// the daemon's newest point are known.
-	f, err := fleet.New(fleet.Options{Seed: 1, End: time.Now().Add(12 * time.Minute), Duration: 7 * 24 * time.Hour, Step: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := f.WriteImportJSONL(pw)
-		pw.CloseWithError(err)
-	}()
-	if err := vm.Import(ctx, pr); err != nil {
-		t.Fatal(err)
-	}
+	vm, f := backfillFleet(t, time.Now().Add(12*time.Minute))
 	srv := natstest.Start(t)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,7 +19,6 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 	"github.com/inferwatch/inferwatch/rules"
 )
 
@@ -76,19 +74,7 @@ func TestPresetsOnTheFleet(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	vm := localvm.Run(t)
-	f, err := fleet.New(fleet.Options{Seed: 1, End: time.Now().Add(-2 * time.Minute), Duration: 7 * 24 * time.Hour, Step: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := f.WriteImportJSONL(pw)
-		pw.CloseWithError(err)
-	}()
-	if err := vm.Import(ctx, pr); err != nil {
-		t.Fatal(err)
-	}
+	vm, f := backfillFleet(t, time.Now().Add(-2*time.Minute))
 
 	file := filepath.Join(t.TempDir(), "presets.yml")
 	if err := os.WriteFile(file, []byte(presetsConfig), 0o644); err != nil {
