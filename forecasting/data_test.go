@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/examples/fleet"
 )
 
 // sharedData is where the project's shared data sets are, seen from this
@@ -149,4 +151,39 @@ func poisson(rng *rand.Rand, lam float64) float64 {
 		}
 		k++
 	}
+}
+
+// fleetPerMinute returns, per model of the generated fleet (a week at
+// one-minute steps, seed 1), the per-minute increase of
+// vllm:request_success_total summed over the model's pods: the requests
+// each model served in each minute.
+func fleetPerMinute(t testing.TB) map[string][]float64 {
+	t.Helper()
+	f, err := fleet.New(fleet.Options{Seed: 1, End: time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC), Step: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	for _, s := range f.Series() {
+		if s.Labels.Get("__name__") != "vllm:request_success_total" {
+			continue
+		}
+		model := s.Labels.Get("model")
+		y := out[model]
+		if y == nil {
+			y = make([]float64, len(s.Values)-1)
+			out[model] = y
+		}
+		for i := 1; i < len(s.Values); i++ {
+			d := s.Values[i] - s.Values[i-1]
+			if d < 0 { // a counter reset: the new value is the increase
+				d = s.Values[i]
+			}
+			y[i-1] += d
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("the fleet has no vllm:request_success_total series")
+	}
+	return out
 }

@@ -17,7 +17,15 @@
 //     correction, for spiky or low-count traffic;
 //   - auto: picks per series, by rolling-origin validation on the most recent
 //     history, the candidate with the lowest mean absolute error at the
-//     horizon.
+//     horizon, or the equal-weight combination of the two or three best
+//     candidates (named like "combo(naive+ses)") when that validates better.
+//
+// The point forecast at a lead is the model's, moved by the median of its
+// recent errors at that lead when that median is more than three standard
+// errors from zero (the mean absolute error is smallest at the median).
+// A zero more than twice as far below the lead-1 forecast as its lower
+// bound starts an outage: while the samples stay zero the point forecast is
+// zero and the interval reaches up to the model's usual forecast.
 //
 // Every forecast carries, for each lead 1..H, a mean and an interval at the
 // requested level whose bounds are empirical quantiles of the model's own

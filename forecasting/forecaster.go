@@ -147,6 +147,9 @@ type Forecaster struct {
 	gaps     int
 	sinceFit int
 	fitted   bool
+	// outage is set while the last sample is a zero that the lead-1
+	// interval ruled out, or a zero following one: a series that stopped.
+	outage bool
 }
 
 // New returns a Forecaster for opts, with defaults filled in.
@@ -177,6 +180,9 @@ func (f *Forecaster) Fit(t0 int64, data []float64) error {
 		return fmt.Errorf("fitting forecaster: none of %d samples is finite; need at least 1", len(data))
 	}
 	f.gaps = first
+	if n := len(data); n == 0 || data[n-1] != 0 {
+		f.outage = false
+	}
 	data = data[first:]
 	cut := max(len(data)-f.opts.MaxHistory, 0)
 	f.hist = append(f.hist[:0], data[cut:]...)
@@ -249,6 +255,16 @@ func (f *Forecaster) push(y float64) {
 		y = math.NaN()
 		f.gaps++
 	}
+	if f.fitted {
+		// A zero more than twice as far below the forecast made for it
+		// as the lower bound of its interval starts an outage; the zeros
+		// after it continue it.
+		lo := f.tr.current()[0] - 2*f.z*f.sigma0
+		if w := f.tr.win[0]; w.len() >= f.opts.MinCalibration {
+			lo = f.tr.current()[0] + 2*w.quantile((1-f.opts.Level)/2)
+		}
+		f.outage = y == 0 && (f.outage || lo > 0)
+	}
 	f.tr.observe(y)
 	// Keep MaxHistory samples, compacting once the slice doubles, so a
 	// push is O(1) amortised.
@@ -307,10 +323,22 @@ func (f *Forecaster) ForecastInto(dst *Forecast) {
 		if w := f.tr.win[i]; w.len() >= f.opts.MinCalibration {
 			lo, hi = m+w.quantile(qlo), m+w.quantile(qhi)
 			dst.Empirical[i] = true
+			if med, se := w.quantile(0.5), 1.2533*w.rms()/math.Sqrt(float64(w.len())); math.Abs(med) > 3*se {
+				m += med
+				if !f.opts.AllowNegative {
+					m = clip0(m)
+				}
+				dst.Mean[i] = m
+			}
 		} else {
 			d := f.z * sigma1 * math.Sqrt(float64(i+1))
 			lo, hi = m-d, m+d
 			dst.Empirical[i] = false
+		}
+		if f.outage {
+			// An outage persists more often than not: forecast it going
+			// on, with the interval reaching the model's forecast.
+			dst.Mean[i], m, lo = 0, 0, 0
 		}
 		if !f.opts.AllowNegative {
 			lo, hi = clip0(lo), clip0(hi)

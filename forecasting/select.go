@@ -16,8 +16,8 @@ type tracker struct {
 	preds  []float64 // H rows of H leads; row o%H holds origin o
 	origin int
 	win    []*errWindow
-	record bool      // keep absH
-	absH   []float64 // absolute errors at lead H, in order
+	record bool        // keep a copy of every row predicted in rows
+	rows   [][]float64 // the forecasts from each origin, in order
 }
 
 func newTracker(m model, h, calib int, clip bool) *tracker {
@@ -50,6 +50,9 @@ func (k *tracker) predictRow() {
 		}
 		p[i] = v
 	}
+	if k.record {
+		k.rows = append(k.rows, append([]float64(nil), p...))
+	}
 }
 
 // current returns the forecasts from the latest origin.
@@ -66,11 +69,7 @@ func (k *tracker) observe(y float64) {
 			if k.origin+1-l < 0 {
 				break
 			}
-			e := y - k.row(k.origin + 1 - l)[l-1]
-			k.win[l-1].push(e)
-			if l == k.h && k.record {
-				k.absH = append(k.absH, math.Abs(e))
-			}
+			k.win[l-1].push(y - k.row(k.origin + 1 - l)[l-1])
 		}
 	}
 	k.origin++
@@ -144,12 +143,8 @@ func (f *Forecaster) refit() error {
 			f.opts.Model, need, time.Duration(need)*f.opts.Step, f.opts.Step, n)
 	}
 
-	type run struct {
-		tr *tracker
-		v  int
-	}
-	runs := make([]run, 0, len(names))
-	common := n
+	var vals []*validation
+	from := 0
 	var firstErr error
 	for _, name := range names {
 		m, _ := newModel(name, p, h)
@@ -165,28 +160,19 @@ func (f *Forecaster) refit() error {
 		}
 		tr := newTracker(m, h, f.opts.CalibrationSize, !f.opts.AllowNegative)
 		tr.record = true
+		tr.rows = [][]float64{append([]float64(nil), tr.current()...)}
 		for _, y := range raw[n-v:] {
 			tr.observe(y)
 		}
 		tr.record = false
-		runs = append(runs, run{tr, v})
-		common = min(common, len(tr.absH))
+		vals = append(vals, &validation{tr: tr, start: n - v - 1, rows: tr.rows})
+		tr.rows = nil
+		from = max(from, n-v-1)
 	}
-	if len(runs) == 0 {
+	if len(vals) == 0 {
 		return fmt.Errorf("fitting forecaster: %w", firstErr)
 	}
-	best, bestMAE := 0, math.Inf(1)
-	for i, r := range runs {
-		mae := meanOf(r.tr.absH[len(r.tr.absH)-common:])
-		if common == 0 {
-			mae = 0
-		}
-		if mae < bestMAE {
-			best, bestMAE = i, mae
-		}
-	}
-	f.tr = runs[best].tr
-	f.tr.absH = nil
+	f.tr = choose(vals, raw, from, h, f.opts.CalibrationSize, !f.opts.AllowNegative)
 	if f.fallback != "" {
 		f.fallback += f.tr.m.name()
 	}

@@ -1,0 +1,179 @@
+package forecasting
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+)
+
+// maxCombo is the most candidates auto averages.
+const maxCombo = 3
+
+// combo forecasts the equal-weight mean of its members' forecasts (each
+// clipped at zero first when clip is set, as their trackers clip them).
+// Auto builds one from the candidates that validated best: averaging
+// forecasts whose errors are not perfectly correlated cancels part of
+// them, the lesson of the M3 and M4 forecasting competitions.
+type combo struct {
+	members []model
+	clip    bool
+	buf     []float64
+}
+
+func (m *combo) name() string {
+	names := make([]string, len(m.members))
+	for i, c := range m.members {
+		names[i] = c.name()
+	}
+	return "combo(" + strings.Join(names, "+") + ")"
+}
+
+func (m *combo) need() int {
+	n := 0
+	for _, c := range m.members {
+		n = max(n, c.need())
+	}
+	return n
+}
+
+func (m *combo) fit(y []float64) error {
+	for _, c := range m.members {
+		if err := c.fit(y); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *combo) update(y float64) {
+	for _, c := range m.members {
+		c.update(y)
+	}
+}
+
+func (m *combo) predict(out []float64) {
+	m.buf = resize(m.buf, len(out))
+	clear(out)
+	for _, c := range m.members {
+		c.predict(m.buf)
+		for i, v := range m.buf {
+			if m.clip {
+				v = clip0(v)
+			}
+			out[i] += v / float64(len(m.members))
+		}
+	}
+}
+
+// validation is what one candidate's tracker recorded while replaying the
+// last samples of the history: the forecasts from each origin, the first
+// made at origin start (an index into the history).
+type validation struct {
+	tr    *tracker
+	start int
+	rows  [][]float64
+}
+
+// maeAt is the mean absolute error at lead h of the forecasts (row(o)
+// gives the forecasts from origin o) over the origins from..len(y)−1−h
+// whose target is finite; +Inf when there is none.
+func maeAt(y []float64, h, from int, row func(o int) []float64) float64 {
+	var sum float64
+	var n int
+	for o := from; o+h < len(y); o++ {
+		if v := y[o+h]; isFinite(v) {
+			sum += math.Abs(v - row(o)[h-1])
+			n++
+		}
+	}
+	if n == 0 {
+		return math.Inf(1)
+	}
+	return sum / float64(n)
+}
+
+// combineTrackers returns a tracker for the combination of the members'
+// models, in the state the members' trackers reached at the end of y, its
+// calibration windows filled with the errors the combination would have
+// made on the origins all members validated (from origin from on).
+func combineTrackers(members []*validation, y []float64, from, h, calib int, clip bool) *tracker {
+	models := make([]model, len(members))
+	for i, v := range members {
+		models[i] = v.tr.m
+	}
+	k := &tracker{m: &combo{members: models, clip: clip}, h: h, clip: clip,
+		preds: make([]float64, h*h), win: make([]*errWindow, h)}
+	for i := range k.win {
+		k.win[i] = newErrWindow(calib)
+	}
+	mean := make([]float64, h)
+	row := func(o int) []float64 {
+		clear(mean)
+		for _, v := range members {
+			for i, p := range v.rows[o-v.start] {
+				mean[i] += p / float64(len(members))
+			}
+		}
+		return mean
+	}
+	// Errors in the order a tracker meets them: by target, then by lead.
+	n := len(y)
+	for t := from + 1; t < n; t++ {
+		if !isFinite(y[t]) {
+			continue
+		}
+		for l := 1; l <= h && t-l >= from; l++ {
+			k.win[l-1].push(y[t] - row(t - l)[l-1])
+		}
+	}
+	k.origin = n - 1
+	for o := max(n-h, from); o < n; o++ {
+		copy(k.row(o), row(o))
+	}
+	return k
+}
+
+// choose returns the tracker of the validated candidate, or of the
+// combination of the two or three best, with the lowest mean absolute
+// error at the horizon over the origins all candidates share (from on);
+// the first candidate when none could be scored.
+func choose(vals []*validation, y []float64, from, h, calib int, clip bool) *tracker {
+	maes := make([]float64, len(vals))
+	order := make([]int, len(vals))
+	for i, v := range vals {
+		maes[i] = maeAt(y, h, from, func(o int) []float64 { return v.rows[o-v.start] })
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(maes[a], maes[b]) })
+	best, bestMAE := order[0], maes[order[0]]
+	if math.IsInf(bestMAE, 1) {
+		return vals[0].tr
+	}
+	var bestSet []*validation
+	for k := 2; k <= min(maxCombo, len(vals)); k++ {
+		set := make([]*validation, k)
+		for i := range k {
+			set[i] = vals[order[i]]
+		}
+		mean := make([]float64, h)
+		mae := maeAt(y, h, from, func(o int) []float64 {
+			clear(mean)
+			for _, v := range set {
+				mean[h-1] += v.rows[o-v.start][h-1] / float64(k)
+			}
+			return mean
+		})
+		if mae < bestMAE {
+			bestSet, bestMAE = set, mae
+		}
+	}
+	if bestSet == nil {
+		return vals[best].tr
+	}
+	// Members in the candidates' order, so a combination has one name.
+	slices.SortFunc(bestSet, func(a, b *validation) int {
+		return cmp.Compare(slices.Index(vals, a), slices.Index(vals, b))
+	})
+	return combineTrackers(bestSet, y, from, h, calib, clip)
+}

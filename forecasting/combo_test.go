@@ -1,0 +1,108 @@
+package forecasting
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The combination's tracker, assembled from its members' validation
+// records, holds the same forecasts and calibration errors as a tracker
+// that replays the combination model itself.
+func TestCombineTrackersMatchesReplay(t *testing.T) {
+	y := seasonalSeries(3, 5)
+	const h, calib, v = 4, 60, 100
+	n := len(y)
+	names := []string{ModelNaive, ModelSES, ModelMean}
+	var vals []*validation
+	var models []model
+	for _, name := range names {
+		m, _ := newModel(name, 144, h)
+		if err := m.fit(y[:n-v]); err != nil {
+			t.Fatal(err)
+		}
+		tr := newTracker(m, h, calib, true)
+		tr.record = true
+		tr.rows = [][]float64{append([]float64(nil), tr.current()...)}
+		for _, x := range y[n-v:] {
+			tr.observe(x)
+		}
+		vals = append(vals, &validation{tr: tr, start: n - v - 1, rows: tr.rows})
+		m2, _ := newModel(name, 144, h)
+		models = append(models, m2)
+	}
+	got := combineTrackers(vals, y, n-v-1, h, calib, true)
+
+	c := &combo{members: models, clip: true}
+	if err := c.fit(y[:n-v]); err != nil {
+		t.Fatal(err)
+	}
+	want := newTracker(c, h, calib, true)
+	for _, x := range y[n-v:] {
+		want.observe(x)
+	}
+	if g, w := got.m.name(), "combo(naive+ses+mean)"; g != w {
+		t.Fatalf("name %q, want %q", g, w)
+	}
+	for l := range h {
+		a, b := got.win[l].sorted, want.win[l].sorted
+		if len(a) != len(b) {
+			t.Fatalf("lead %d: %d errors, want %d", l+1, len(a), len(b))
+		}
+		for i := range a {
+			if math.Abs(a[i]-b[i]) > 1e-9 {
+				t.Fatalf("lead %d: error %d is %g, want %g", l+1, i, a[i], b[i])
+			}
+		}
+	}
+	for _, x := range []float64{210, 190, math.NaN(), 205} {
+		got.observe(x)
+		want.observe(x)
+		for i, v := range got.current() {
+			if math.Abs(v-want.current()[i]) > 1e-9 {
+				t.Fatalf("after %g: forecasts %v, want %v", x, got.current(), want.current())
+			}
+		}
+	}
+}
+
+// A zero far below the interval is an outage: the forecast from it is
+// zero, with the interval reaching back to the usual level. A zero among
+// low counts is ordinary and changes nothing.
+func TestOutage(t *testing.T) {
+	f := func(name string, y []float64, wantOutage bool) {
+		t.Helper()
+		fc, err := New(Options{Step: 10 * time.Minute, Horizon: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fc.Fit(0, y); err != nil {
+			t.Fatal(err)
+		}
+		var outs []Forecast
+		for i, v := range []float64{0, 0} {
+			if err := fc.Update(int64(len(y)+i)*600_000, v); err != nil {
+				t.Fatal(err)
+			}
+			outs = append(outs, fc.Forecast())
+		}
+		for i, o := range outs {
+			zero := slices.Max(o.Mean) == 0
+			if zero != wantOutage || o.Upper[0] <= 0 {
+				t.Fatalf("%s: after %d zeros mean %v upper %v; want an outage: %v", name, i+1, o.Mean, o.Upper, wantOutage)
+			}
+		}
+	}
+	f("rate", seasonalSeries(3, 11), true)
+	counts := syntheticDaily(make144(3), 3, 3, 4) // about 3 per step
+	f("low counts", counts[:3*144], false)
+}
+
+func make144(v float64) []float64 {
+	s := make([]float64, 144)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
