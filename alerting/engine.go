@@ -498,6 +498,9 @@ func (e *Engine) evalRule(ctx context.Context, r *rule, at time.Time) ([]Finding
 	var dropped ingest.Dropped
 	scored := 0
 	emitFromMs := emitFrom.UnixMilli()
+	var bt []int64           // the new samples of a series, for a BatchDetector
+	var bv []float64         // their values
+	var br []analysis.Result // their results
 	for i := range series {
 		s := &series[i]
 		dropped.Add(s.Clean())
@@ -508,6 +511,25 @@ func (e *Engine) evalRule(ctx context.Context, r *rule, at time.Time) ([]Finding
 			r.series[key] = st
 		}
 		st.lastSeen = at
+		if bd, ok := st.det.(analysis.BatchDetector); ok {
+			// The same samples in the same order, scored in one call.
+			bt, bv = bt[:0], bv[:0]
+			for j, t := range s.Timestamps {
+				if t > st.lastT {
+					bt, bv = append(bt, t), append(bv, s.Values[j])
+					st.lastT = t
+				}
+			}
+			br = append(br[:0], make([]analysis.Result, len(bt))...)
+			bd.ObserveBatch(bt, bv, br)
+			scored += len(bt)
+			for j, t := range bt {
+				if f, ok := e.track(r, st, t, bv[j], br[j], nil, t >= emitFromMs); ok {
+					found = append(found, f)
+				}
+			}
+			continue
+		}
 		for j, t := range s.Timestamps {
 			if t <= st.lastT {
 				continue

@@ -38,3 +38,19 @@ type Spec struct {
 
 // Factory makes the state of one series for a validated Spec.
 type Factory func() Detector
+
+// BatchDetector is implemented by detectors that can score a run of samples
+// of one series in one call, faster than one Observe per sample (no call per
+// sample, the state kept in registers and cache). ObserveBatch(t, v, out)
+// is exactly
+//
+//	for i := range t { out[i] = d.Observe(t[i], v[i]) }
+//
+// t and v must have the same length and out at least that length. A caller
+// that holds a Detector uses the batch path only where it is implemented:
+//
+//	if b, ok := d.(BatchDetector); ok { b.ObserveBatch(t, v, out) }
+type BatchDetector interface {
+	Detector
+	ObserveBatch(t []int64, v []float64, out []Result)
+}

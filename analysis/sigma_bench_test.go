@@ -1,65 +1,35 @@
 package analysis
 
 import (
-	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"testing"
 )
 
 // BenchmarkSigmaObserve keeps 10,000 series, each warmed with a full
 // window of points on a 15 s step, then adds one new point per series per
-// iteration, round-robin. ns/op is ns per point. The B/series metric is the
-// heap the warmed detectors hold, measured with runtime.MemStats.
+// iteration, round-robin (see benchRoundRobin): every point finds its
+// series' state cold in cache. ns/op is ns per point. The B/series metric
+// is the heap the warmed detectors hold, measured with runtime.MemStats.
 func BenchmarkSigmaObserve(b *testing.B) {
 	for _, points := range []int{240, 1440} {
 		b.Run("window="+strconv.Itoa(points), func(b *testing.B) {
-			const (
-				series = 10_000
-				step   = 15_000
-				t0     = 1_700_000_000_000
-			)
-			rng := rand.New(rand.NewPCG(5, 6))
-			noise := make([]float64, 4096)
-			for i := range noise {
-				noise[i] = 100 + 10*rng.NormFloat64()
-			}
-
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			ds := make([]*Sigma, series)
-			for i := range ds {
-				ds[i] = NewSigma(SigmaConfig{Window: int64(points) * step})
-				for j := range points + 1 {
-					ds[i].Observe(t0+int64(j)*step, noise[(i+j)&4095])
-				}
-			}
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			perSeries := float64(after.HeapAlloc-before.HeapAlloc) / series
-
-			next := make([]int64, series)
-			for i := range next {
-				next[i] = t0 + int64(points+1)*step
-			}
-			var anomalies int
-			i := 0
-			b.ResetTimer()
-			for b.Loop() {
-				s := i % series
-				if ds[s].Observe(next[s], noise[i&4095]).Anomalous() {
-					anomalies++
-				}
-				next[s] += step
-				i++
-			}
-			b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "points/s")
-			b.ReportMetric(perSeries, "B/series")
-			runtime.KeepAlive(ds)
-			if i > 0 && anomalies == i {
-				b.Fatalf("every point was anomalous")
-			}
+			w := int64(points) * benchStep
+			benchRoundRobin(b, func() Detector { return NewSigma(SigmaConfig{Window: w}) }, points)
 		})
+	}
+}
+
+// BenchmarkSigmaBatch is BenchmarkSigmaObserve with, per iteration, a
+// batch of new points for one series, as the engine scores the points
+// one query_range returns (see benchBatch). ns/point is the figure to
+// compare.
+func BenchmarkSigmaBatch(b *testing.B) {
+	for _, points := range []int{240, 1440} {
+		for _, batch := range []int{16, 240} {
+			b.Run("window="+strconv.Itoa(points)+"/batch="+strconv.Itoa(batch), func(b *testing.B) {
+				w := int64(points) * benchStep
+				benchBatch(b, func() Detector { return NewSigma(SigmaConfig{Window: w}) }, points, batch)
+			})
+		}
 	}
 }

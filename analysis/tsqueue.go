@@ -1,17 +1,21 @@
 package analysis
 
 // tsQueue is a FIFO of strictly increasing unix-millisecond timestamps, kept
-// compactly: every timestamp after the oldest is stored as the zigzag
-// uvarint of its delta-of-delta (the change in step), so a series on a fixed
-// step costs one byte per timestamp instead of eight. Only the oldest and
-// the newest timestamps are held in full; that is all a sliding window needs.
+// compactly: only the oldest and the newest are held in full, and each one
+// in between as its delta-of-delta (the change in step). A change of step is
+// stored as the zigzag uvarint of the delta-of-delta (never 0, so its first
+// byte is never 0); a stretch of unchanged steps as a run token, a 0 byte
+// followed by the length of the run (1 to 255). A series on a fixed step
+// therefore costs two bytes per 255 timestamps, and popping a timestamp off
+// a run is a decrement.
 //
 // All delta arithmetic is modular (uint64), so any int64 sequence that
 // increases strictly is reproduced exactly.
 type tsQueue struct {
-	buf  []byte // ring of encoded deltas-of-deltas
+	buf  []byte // ring of tokens
 	head int    // index of the first unread byte
 	size int    // bytes held
+	run  int    // 1 + index of the length byte of the last token when it is a run; 0 otherwise
 
 	count int    // timestamps held
 	first int64  // oldest timestamp held
@@ -19,6 +23,9 @@ type tsQueue struct {
 	fd    uint64 // delta of first from its predecessor, as encoded (decoder state)
 	ld    uint64 // delta of last from its predecessor, as encoded (encoder state)
 }
+
+// maxRun is the longest run a run token holds.
+const maxRun = 255
 
 // len returns the number of timestamps held.
 func (q *tsQueue) len() int { return q.count }
@@ -30,11 +37,23 @@ func (q *tsQueue) oldest() int64 { return q.first }
 func (q *tsQueue) push(t int64) {
 	if q.count == 0 {
 		q.first, q.last, q.fd, q.ld = t, t, 0, 0
-		q.head, q.size = 0, 0
+		q.head, q.size, q.run = 0, 0, 0
 		q.count = 1
 		return
 	}
 	d := uint64(t) - uint64(q.last)
+	q.count++
+	q.last = t
+	if d == q.ld {
+		if q.run > 0 && q.buf[q.run-1] < maxRun {
+			q.buf[q.run-1]++
+			return
+		}
+		q.putByte(0)
+		q.putByte(1)
+		q.run = q.tail()
+		return
+	}
 	dod := int64(d - q.ld)
 	z := uint64(dod<<1) ^ uint64(dod>>63)
 	for z >= 0x80 {
@@ -42,15 +61,43 @@ func (q *tsQueue) push(t int64) {
 		z >>= 7
 	}
 	q.putByte(byte(z))
-	q.ld, q.last = d, t
-	q.count++
+	q.ld, q.run = d, 0
+}
+
+// tail returns 1 + the index of the last byte held.
+func (q *tsQueue) tail() int {
+	i := q.head + q.size
+	if i > len(q.buf) {
+		i -= len(q.buf)
+	}
+	return i
 }
 
 // pop drops the oldest timestamp; the queue must not be empty.
 func (q *tsQueue) pop() {
 	q.count--
 	if q.count == 0 {
-		q.head, q.size = 0, 0
+		q.head, q.size, q.run = 0, 0, 0
+		return
+	}
+	h := q.head
+	if q.buf[h] == 0 { // a run: the step is unchanged
+		c := h + 1
+		if c == len(q.buf) {
+			c = 0
+		}
+		q.buf[c]--
+		if q.buf[c] == 0 {
+			q.head = c + 1
+			if q.head == len(q.buf) {
+				q.head = 0
+			}
+			q.size -= 2
+			if q.size == 0 {
+				q.run = 0
+			}
+		}
+		q.first = int64(uint64(q.first) + q.fd)
 		return
 	}
 	var z uint64
@@ -92,5 +139,12 @@ func (q *tsQueue) grow() {
 	nb := make([]byte, n)
 	k := copy(nb, q.buf[q.head:])
 	copy(nb[k:], q.buf[:q.head])
+	if q.run > 0 {
+		r := q.run - 1 - q.head
+		if r < 0 {
+			r += len(q.buf)
+		}
+		q.run = r + 1
+	}
 	q.buf, q.head = nb, 0
 }

@@ -1,0 +1,158 @@
+package analysis
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// identicalResult reports whether two results are identical bit for bit
+// (any NaN equal to any NaN).
+func identicalResult(a, b Result) bool {
+	eq := func(x, y float64) bool {
+		return math.Float64bits(x) == math.Float64bits(y) || math.IsNaN(x) && math.IsNaN(y)
+	}
+	return a.Ready == b.Ready && eq(a.Score, b.Score) && eq(a.Expected, b.Expected) && eq(a.Lower, b.Lower) && eq(a.Upper, b.Upper)
+}
+
+// batchStreams are the streams ObserveBatch is checked on: regular and
+// irregular steps, gaps that empty the window, non-finite values,
+// duplicates and samples out of order, spikes and values that overflow the
+// running sums.
+func batchStreams() map[string][]sample {
+	rng := rand.New(rand.NewPCG(21, 22))
+	streams := map[string][]sample{}
+	var regular, jitter, messy, huge []sample
+	for i := range 5000 {
+		v := 100 + rng.NormFloat64()
+		if rng.IntN(300) == 0 {
+			v = 1e8
+		}
+		regular = append(regular, sample{1_700_000_000_000 + int64(i)*15_000, v})
+		jitter = append(jitter, sample{int64(i)*10_000 + rng.Int64N(50), 1e7 + 1000*float64(i) + rng.Float64()})
+	}
+	tm := int64(0)
+	for range 5000 {
+		switch u := rng.Float64(); {
+		case u < 0.01:
+			tm += rng.Int64N(300_000)
+		case u < 0.02:
+			tm -= rng.Int64N(5000)
+		case u < 0.5:
+			tm += 1000
+		default:
+			tm += 500 + rng.Int64N(1000)
+		}
+		v := 1e9 + 5*rng.NormFloat64()
+		switch u := rng.Float64(); {
+		case u < 0.01:
+			v = math.NaN()
+		case u < 0.02:
+			v = math.Inf(-1)
+		}
+		messy = append(messy, sample{tm, v})
+	}
+	for i := range 3000 {
+		v := rng.NormFloat64()
+		if rng.IntN(100) == 0 {
+			v = math.Copysign(1.7e308, v)
+		}
+		huge = append(huge, sample{int64(i) * 1000, v})
+	}
+	streams["regular"], streams["jitter"], streams["messy"], streams["huge"] = regular, jitter, messy, huge
+	return streams
+}
+
+// checkBatch feeds every stream to two detectors made by f, one sample at
+// a time through Observe and in random batches through ObserveBatch, and
+// requires identical results.
+func checkBatch(t *testing.T, name string, f func() Detector) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(23, 24))
+	for sname, stream := range batchStreams() {
+		one, many := f(), f().(BatchDetector)
+		var ts []int64
+		var vs []float64
+		var out []Result
+		for i := 0; i < len(stream); {
+			m := min(len(stream)-i, 1+rng.IntN(300))
+			ts, vs = ts[:0], vs[:0]
+			for _, p := range stream[i : i+m] {
+				ts = append(ts, p.t)
+				vs = append(vs, p.v)
+			}
+			out = append(out[:0], make([]Result, m)...)
+			many.ObserveBatch(ts, vs, out)
+			for j, p := range stream[i : i+m] {
+				want := one.Observe(p.t, p.v)
+				if !identicalResult(out[j], want) {
+					t.Fatalf("%s, stream %s, sample %d (t=%d v=%g): batch gives %+v, Observe %+v", name, sname, i+j, p.t, p.v, out[j], want)
+				}
+			}
+			i += m
+		}
+	}
+}
+
+func TestSigmaObserveBatch(t *testing.T) {
+	for _, c := range []SigmaConfig{
+		{Window: 240 * 15_000},
+		{Window: 120_000, MinPoints: 5},
+		{Window: 600_000, MinPoints: 20, K: 2.5},
+		{Window: 10_000, MinPoints: 2},
+	} {
+		checkBatch(t, "sigma", func() Detector { return NewSigma(c) })
+	}
+}
+
+// TestStepWindowObserveBatch covers detectors whose window is given in
+// samples: the batch goes through the held samples, then to the
+// detector's own ObserveBatch (sigma) or to its Observe (robust).
+func TestStepWindowObserveBatch(t *testing.T) {
+	for _, name := range []string{"sigma", "robust"} {
+		f, err := Build(Spec{Name: name, Params: map[string]string{"min_points": "5"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBatch(t, name, func() Detector { return f() })
+	}
+}
+
+// FuzzSigmaBatch feeds arbitrary samples to two Sigmas, one through
+// Observe and one through ObserveBatch in batches of arbitrary sizes: the
+// results must be identical.
+func FuzzSigmaBatch(f *testing.F) {
+	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), uint8(2), uint8(7))
+	f.Add([]byte("\xe8\x03\x00\x00\x00\x00\x00\x00\xf0\x7f\xe8\x03\xff\xff\xff\xff\xff\xff\xef\x7f\xe8\x03\xff\xff\xff\xff\xff\xff\xef\xff"), int64(1), uint8(0), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, window int64, minPoints, batch uint8) {
+		if window <= 0 {
+			window = 1 + window&math.MaxInt32
+		}
+		c := SigmaConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
+		one, many := NewSigma(c), NewSigma(c)
+		var ts []int64
+		var vs []float64
+		var tm int64
+		for len(data) >= 10 {
+			tm += int64(int16(uint16(data[0]) | uint16(data[1])<<8))
+			var bits uint64
+			for i := range 8 {
+				bits |= uint64(data[2+i]) << (8 * i)
+			}
+			data = data[10:]
+			ts = append(ts, tm)
+			vs = append(vs, math.Float64frombits(bits))
+		}
+		size := 1 + int(batch)%64
+		out := make([]Result, size)
+		for i := 0; i < len(ts); i += size {
+			m := min(size, len(ts)-i)
+			many.ObserveBatch(ts[i:i+m], vs[i:i+m], out)
+			for j := range m {
+				if want := one.Observe(ts[i+j], vs[i+j]); !identicalResult(out[j], want) {
+					t.Fatalf("sample %d (t=%d v=%g): batch gives %+v, Observe %+v", i+j, ts[i+j], vs[i+j], out[j], want)
+				}
+			}
+		}
+	})
+}
