@@ -20,6 +20,10 @@ const (
 // 1.4826·MAD (see Robust).
 const tailP = 0.05
 
+// tailSigmas is the width of the central 1−2·tailP of a standard normal in
+// standard deviations (2·1.645), computed once rather than per sample.
+var tailSigmas = -2 * normQuantile(tailP)
+
 // madScale turns a median absolute deviation into a standard deviation for
 // normally distributed data: 1/Φ⁻¹(3/4).
 const madScale = 1.482602218505602
@@ -148,7 +152,7 @@ func (r *Robust) Observe(t int64, v float64) Result {
 func windowSpread(w *sortedWindow, m float64) float64 {
 	s := madScale * w.mad(m)
 	if w.len() >= 2 {
-		s = max(s, (w.quantile(1-tailP)-w.quantile(tailP))/(-2*normQuantile(tailP)))
+		s = max(s, (w.quantile(1-tailP)-w.quantile(tailP))/tailSigmas)
 	}
 	if math.IsInf(s, 0) || math.IsNaN(s) { // opposite extremes
 		s = math.MaxFloat64

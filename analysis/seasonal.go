@@ -159,7 +159,7 @@ func (s *Seasonal) Observe(t int64, v float64) Result {
 		sp := madScale * sortedMedian(s.ys)
 		r := math.Abs(v - e)
 		if s.resid.len() >= 10 {
-			sr := max(madScale*s.resid.median(), s.resid.quantile(1-2*tailP)/-normQuantile(tailP))
+			sr := max(madScale*s.resid.median(), s.resid.quantile(1-2*tailP)/(tailSigmas/2))
 			res = bandScore(v, e, s.k, robustSpread(max(sp, sr, s.res.step()), e, s.floor))
 			res.Score = s.gate.pass(res.Score)
 		}
