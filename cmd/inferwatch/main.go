@@ -4,6 +4,9 @@
 //
 //	inferwatch check --config FILE
 //	inferwatch run --config FILE [--once] [--backfill DURATION]
+//
+// and offline, over files: detect, backtest nab, correlate, decay, knee and
+// forecast (see the usage text).
 package main
 
 import (
