@@ -268,7 +268,7 @@ func TestFullValues(t *testing.T) {
 		r.Detector.Params["min_points"] != "20" || r.DetectorPos != (Pos{File: file, Line: 48, Column: 11}) {
 		t.Errorf("detector = %+v at %v", r.Detector, r.DetectorPos)
 	}
-	if d := cfg.Groups[0].Rules[1].Detector; d.Name != "mad" || d.Params != nil {
+	if d := cfg.Groups[0].Rules[1].Detector; d.Name != "robust" || d.Params != nil {
 		t.Errorf("scalar detector = %+v", d)
 	}
 	g := cfg.Groups[1]

@@ -37,6 +37,18 @@ func TestCheckAcceptsTheExampleConfig(t *testing.T) {
 	}
 }
 
+func TestCheckAcceptsEachGoodConfig(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/config/*.good.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no good configs found: %v", err)
+	}
+	for _, f := range append(files, "../../examples/presets.yml") {
+		if code, _, errOut := runCmd(t, context.Background(), "check", "--config", f); code != 0 {
+			t.Errorf("%s: exit %d:\n%s", f, code, errOut)
+		}
+	}
+}
+
 func TestCheckRejectsEachBadConfigWithALineNumber(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/config/*.bad.yaml")
 	if err != nil || len(files) == 0 {
