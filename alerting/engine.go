@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -511,34 +512,26 @@ func (e *Engine) evalRule(ctx context.Context, r *rule, at time.Time) ([]Finding
 			r.series[key] = st
 		}
 		st.lastSeen = at
-		if bd, ok := st.det.(analysis.BatchDetector); ok {
-			// The same samples in the same order, scored in one call.
-			bt, bv = bt[:0], bv[:0]
-			for j, t := range s.Timestamps {
-				if t > st.lastT {
-					bt, bv = append(bt, t), append(bv, s.Values[j])
-					st.lastT = t
-				}
-			}
-			br = append(br[:0], make([]analysis.Result, len(bt))...)
-			bd.ObserveBatch(bt, bv, br)
-			scored += len(bt)
-			for j, t := range bt {
-				if f, ok := e.track(r, st, t, bv[j], br[j], nil, t >= emitFromMs); ok {
-					found = append(found, f)
-				}
-			}
-			continue
-		}
+		// The samples not yet scored, in order, scored in one call where the
+		// detector can batch them.
+		bt, bv = bt[:0], bv[:0]
 		for j, t := range s.Timestamps {
-			if t <= st.lastT {
-				continue
+			if t > st.lastT {
+				bt, bv = append(bt, t), append(bv, s.Values[j])
+				st.lastT = t
 			}
-			v := s.Values[j]
-			res := st.det.Observe(t, v)
-			st.lastT = t
-			scored++
-			if f, ok := e.track(r, st, t, v, res, nil, t >= emitFromMs); ok {
+		}
+		br = slices.Grow(br[:0], len(bt))[:len(bt)]
+		if bd, ok := st.det.(analysis.BatchDetector); ok {
+			bd.ObserveBatch(bt, bv, br)
+		} else {
+			for j, t := range bt {
+				br[j] = st.det.Observe(t, bv[j])
+			}
+		}
+		scored += len(bt)
+		for j, t := range bt {
+			if f, ok := e.track(r, st, t, bv[j], br[j], nil, t >= emitFromMs); ok {
 				found = append(found, f)
 			}
 		}
