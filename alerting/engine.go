@@ -499,7 +499,7 @@ func (e *Engine) evalRule(ctx context.Context, r *rule, at time.Time) ([]Finding
 	var dropped ingest.Dropped
 	scored := 0
 	emitFromMs := emitFrom.UnixMilli()
-	var bt []int64           // the new samples of a series, for a BatchDetector
+	var bt []int64           // the new samples of a series
 	var bv []float64         // their values
 	var br []analysis.Result // their results
 	for i := range series {
