@@ -27,7 +27,7 @@ vet:
 	$(GO) vet ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./ingest/ ./analysis/
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./ingest/ ./analysis/ ./forecasting/
 
 # Start VictoriaMetrics and an embedded NATS, backfill a generated 7-day
 # fleet with injected incidents, run the daemon over it and print what a
