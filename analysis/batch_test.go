@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -105,9 +106,19 @@ func TestSigmaObserveBatch(t *testing.T) {
 	}
 }
 
+func TestRobustObserveBatch(t *testing.T) {
+	for _, c := range []RobustConfig{
+		{Window: 240 * 15_000},
+		{Window: 120_000, MinPoints: 5, Quiet: -1},
+		{Window: 10_000, MinPoints: 2, Floor: 1e-6},
+	} {
+		checkBatch(t, "robust", func() Detector { return NewRobust(c) })
+	}
+}
+
 // TestStepWindowObserveBatch covers detectors whose window is given in
 // samples: the batch goes through the held samples, then to the
-// detector's own ObserveBatch (sigma) or to its Observe (robust).
+// detector's own ObserveBatch.
 func TestStepWindowObserveBatch(t *testing.T) {
 	for _, name := range []string{"sigma", "robust"} {
 		f, err := Build(Spec{Name: name, Params: map[string]string{"min_points": "5"}})
@@ -142,6 +153,115 @@ func FuzzSigmaBatch(f *testing.F) {
 			data = data[10:]
 			ts = append(ts, tm)
 			vs = append(vs, math.Float64frombits(bits))
+		}
+		size := 1 + int(batch)%64
+		out := make([]Result, size)
+		for i := 0; i < len(ts); i += size {
+			m := min(size, len(ts)-i)
+			many.ObserveBatch(ts[i:i+m], vs[i:i+m], out)
+			for j := range m {
+				if want := one.Observe(ts[i+j], vs[i+j]); !identicalResult(out[j], want) {
+					t.Fatalf("sample %d (t=%d v=%g): batch gives %+v, Observe %+v", i+j, ts[i+j], vs[i+j], out[j], want)
+				}
+			}
+		}
+	})
+}
+
+// checkReplace feeds samples to two sorted windows, one evicting and
+// adding as evictBefore and push do, the other as evictFor and pushAt do
+// (the two searches side by side), and requires the same value order
+// after every sample.
+func checkReplace(t *testing.T, window int64, ts []int64, vs []float64) {
+	t.Helper()
+	one, two := sortedWindow{window: window}, sortedWindow{window: window}
+	for i := range ts {
+		if two.n > 0 {
+			lo, up := two.bounds2(vs[i], -vs[i])
+			if lo != two.lowerBound(vs[i]) || up != two.upperBound(-vs[i]) {
+				t.Fatalf("sample %d: bounds2(%g, %g) = %d, %d; want %d, %d", i, vs[i], -vs[i], lo, up, two.lowerBound(vs[i]), two.upperBound(-vs[i]))
+			}
+		}
+		one.evictBefore(ts[i])
+		one.push(ts[i], vs[i])
+		two.pushAt(ts[i], vs[i], two.evictFor(ts[i], vs[i]))
+		if one.n != two.n {
+			t.Fatalf("sample %d: %d samples held, want %d", i, two.n, one.n)
+		}
+		for k := range one.n {
+			if a, b := one.at(k), two.at(k); math.Float64bits(a) != math.Float64bits(b) || one.idx[k] != two.idx[k] {
+				t.Fatalf("sample %d: position %d holds slot %d (%g), want slot %d (%g)", i, k, two.idx[k], b, one.idx[k], a)
+			}
+		}
+	}
+}
+
+func TestSortedWindowReplace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	var ts []int64
+	var vs []float64
+	tm := int64(0)
+	for range 3000 {
+		tm += 1 + rng.Int64N(3)*rng.Int64N(3)
+		v := float64(rng.IntN(7) - 3) // ties, and signed zeros below
+		switch rng.IntN(10) {
+		case 0:
+			v = math.Copysign(0, -1)
+		case 1:
+			v = math.Copysign(1.7e308, v)
+		case 2:
+			v = 5e-324
+		}
+		ts = append(ts, tm)
+		vs = append(vs, v)
+	}
+	for _, w := range []int64{1, 3, 40, 400} {
+		checkReplace(t, w, ts, vs)
+	}
+}
+
+// FuzzSortedWindowReplace is TestSortedWindowReplace on arbitrary
+// timestamps and values (the finite ones: the detectors add no others).
+func FuzzSortedWindowReplace(f *testing.F) {
+	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x00\x80\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"), int64(3))
+	f.Fuzz(func(t *testing.T, data []byte, window int64) {
+		if window <= 0 {
+			window = 1 + window&math.MaxInt32
+		}
+		var ts []int64
+		var vs []float64
+		var tm int64
+		for len(data) >= 10 {
+			tm += 1 + int64(data[0]) + int64(data[1])<<8
+			v := math.Float64frombits(binary.LittleEndian.Uint64(data[2:10]))
+			data = data[10:]
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			ts = append(ts, tm)
+			vs = append(vs, v)
+		}
+		checkReplace(t, window, ts, vs)
+	})
+}
+
+// FuzzRobustBatch is FuzzSigmaBatch for Robust.
+func FuzzRobustBatch(f *testing.F) {
+	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), uint8(2), uint8(7))
+	f.Fuzz(func(t *testing.T, data []byte, window int64, minPoints, batch uint8) {
+		if window <= 0 {
+			window = 1 + window&math.MaxInt32
+		}
+		c := RobustConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
+		one, many := NewRobust(c), NewRobust(c)
+		var ts []int64
+		var vs []float64
+		var tm int64
+		for len(data) >= 10 {
+			tm += int64(int16(binary.LittleEndian.Uint16(data)))
+			vs = append(vs, math.Float64frombits(binary.LittleEndian.Uint64(data[2:10])))
+			ts = append(ts, tm)
+			data = data[10:]
 		}
 		size := 1 + int(batch)%64
 		out := make([]Result, size)

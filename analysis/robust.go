@@ -93,7 +93,7 @@ type Robust struct {
 	hasLast   bool
 }
 
-var _ Detector = (*Robust)(nil)
+var _ BatchDetector = (*Robust)(nil)
 
 // NewRobust returns a detector with c's zero fields set to their defaults.
 // It panics when c is invalid; Build returns errors instead.
@@ -128,23 +128,41 @@ func (r *Robust) Len() int { return r.w.len() }
 
 // Observe scores (t, v) against the preceding window and then adds it.
 func (r *Robust) Observe(t int64, v float64) Result {
-	if math.IsNaN(v) || math.IsInf(v, 0) || (r.hasLast && t <= r.last) {
-		return notReady()
-	}
-	r.w.evictBefore(t)
 	var res Result
+	r.observe(t, v, &res)
+	return res
+}
+
+// ObserveBatch scores a run of samples of the series, exactly as one
+// Observe per sample does (see BatchDetector), writing each result in
+// place.
+func (r *Robust) ObserveBatch(t []int64, v []float64, out []Result) {
+	v, out = v[:len(t)], out[:len(t)]
+	for i := range t {
+		r.observe(t[i], v[i], &out[i])
+	}
+}
+
+// observe is Observe writing its result to res field by field: a
+// composite literal would be built on the stack and copied, which stalls
+// store forwarding.
+func (r *Robust) observe(t int64, v float64, res *Result) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || (r.hasLast && t <= r.last) {
+		*res = notReady()
+		return
+	}
+	at := r.w.evictFor(t, v)
 	if r.w.len() >= r.minPoints {
 		m := r.w.median()
 		s := max(windowSpread(&r.w, m), r.res.step())
-		res = bandScore(v, m, r.k, robustSpread(s, m, r.floor))
+		bandScoreTo(res, v, m, r.k, robustSpread(s, m, r.floor))
 		res.Score = r.gate.pass(res.Score)
 	} else {
-		res = notReady()
+		*res = notReady()
 	}
 	r.res.add(v)
-	r.w.push(t, v)
+	r.w.pushAt(t, v, at)
 	r.last, r.hasLast = t, true
-	return res
 }
 
 // windowSpread returns the larger of two normal-consistent spreads of the
@@ -214,6 +232,13 @@ func robustSpread(s, m, floor float64) float64 {
 // Everything it is given is finite; the results saturate rather than
 // overflow.
 func bandScore(v, m, k, s float64) Result {
+	var r Result
+	bandScoreTo(&r, v, m, k, s)
+	return r
+}
+
+// bandScoreTo is bandScore writing to r.
+func bandScoreTo(r *Result, v, m, k, s float64) {
 	half := k * s
 	dev := math.Abs(v - m)
 	if math.IsInf(dev, 0) { // opposite extremes
@@ -223,13 +248,11 @@ func bandScore(v, m, k, s float64) Result {
 	if math.IsNaN(score) { // 0/0: a band of width 0 and no departure
 		score = 0
 	}
-	return Result{
-		Score:    saturate(score),
-		Expected: m,
-		Lower:    clampInf(m - half),
-		Upper:    clampInf(m + half),
-		Ready:    true,
-	}
+	r.Score = saturate(score)
+	r.Expected = m
+	r.Lower = clampInf(m - half)
+	r.Upper = clampInf(m + half)
+	r.Ready = true
 }
 
 // clampInf keeps a band edge finite.

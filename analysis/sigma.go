@@ -70,9 +70,11 @@ type SigmaConfig struct {
 // more (12.3 KB of heap for a 1,440-sample window).
 //
 // ObserveBatch scores a run of samples in one call: the common case (one
-// sample in, one out) runs in a loop that keeps the sums in registers and
-// computes the square roots and divisions of the whole run in a second,
-// dependency-free pass. Its results are identical to Observe's.
+// sample in, one out, on the window's step) is checked once per run, and
+// then scored in a loop of its own that keeps the sums in registers and
+// writes the results in place; the square roots and divisions, which feed
+// nothing that follows, overlap with the next samples. Its results are
+// identical to Observe's.
 //
 // A Sigma is not safe for concurrent use.
 type Sigma struct {
@@ -156,12 +158,12 @@ func (s *Sigma) ObserveBatch(t []int64, v []float64, out []Result) {
 // take the common path, and returns the index of the first one that does
 // not, untouched, or len(t). out, v and t have the same length.
 //
-// It works in two passes: the first updates the window and the running
-// sums sample by sample and parks each sample's mean and centred sum of
-// squares in out; the second turns them into results, a loop without
-// dependencies from one sample to the next in which the square roots and
-// divisions overlap. The arithmetic is evictAndScore's, operation for
-// operation, so the results are identical to Observe's.
+// The conditions that hold for the whole run (a window on one step whose
+// oldest sample leaves as each new one comes, room in the timestamp
+// queue's runs, evictions left before a recomputation) are checked once,
+// and the timestamps in one pass; runSums.score then scores the values.
+// The arithmetic is evictAndScore's, operation for operation, so the
+// results are identical to Observe's.
 func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 	// Each sample evicts one and adds one: the window it is scored
 	// against holds s.n−1 samples. The timestamps must be on the run of
@@ -199,12 +201,73 @@ func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 	if tail >= len(vals) {
 		tail -= len(vals)
 	}
-	for ; i < len(t) && moved < room; i++ {
-		ti, x := t[i], v[i]
-		next := int64(uint64(first) + fd)
-		// After evicting the oldest, the next oldest must stay.
-		if !(math.Abs(x) <= math.MaxFloat64) || ti <= last || uint64(ti)-uint64(last) != step ||
-			uint64(ti)-uint64(first) <= win || uint64(ti)-uint64(next) > win || lim <= 1 {
+	if hc == q.run-1 {
+		// One run holds every step: a sample popped off its head and
+		// one pushed onto its tail leave its length as it is.
+		room = len(t)
+	}
+	// The run: as many samples as the queue's runs and the evictions
+	// left before a recomputation allow, each one step after the last.
+	// With the head run on the same step, the first sample's eviction of
+	// exactly one sample holds for all of them.
+	end := min(len(t), i+room, i+lim-1)
+	if fd != step || end <= i {
+		return i
+	}
+	if ti := t[i]; ti <= last || uint64(ti)-uint64(last) != step ||
+		uint64(ti)-uint64(first) <= win || uint64(ti)-uint64(int64(uint64(first)+fd)) > win {
+		return i
+	}
+	for j := i + 1; j < end; j++ {
+		if t[j] <= t[j-1] || uint64(t[j])-uint64(t[j-1]) != step {
+			end = j
+			break
+		}
+	}
+	// t[i:end] is on the step: from here on only the values can stop
+	// the run.
+	sums := runSums{s1: s1, s2: s2, peak: peak, shift: shift, inv: inv, inv1: inv1, k: s.k}
+	m := sums.score(vals, head, tail, v[i:end], out[i:end])
+	s1, s2, peak = sums.s1, sums.s2, sums.peak
+	i += m
+	// m < len(vals): a recomputation is due within one window.
+	if head += m; head >= len(vals) {
+		head -= len(vals)
+	}
+	moved = i - start
+	lim -= moved
+	if moved > 0 {
+		first = int64(uint64(first) + uint64(moved)*fd)
+		last = t[i-1]
+	}
+	q.buf[hc] -= byte(moved)
+	q.buf[q.run-1] += byte(moved)
+	q.first, q.last = first, last
+	s.head, s.s1, s.s2, s.peak, s.last = head, s1, s2, peak, last
+	s.evict = max(s.exactN, 1) - lim
+	return i
+}
+
+// runSums is the state observeRun's inner loop keeps in registers.
+type runSums struct {
+	s1, s2, peak     float64
+	shift, inv, inv1 float64
+	k                float64
+}
+
+// score scores xs into out, each sample evicting vals[head] and taking
+// its place at vals[tail] (both moving round the ring), for as long as
+// the samples are finite and the sums need no recomputation, and returns
+// how many it scored. It is a function of its own so that the loop has
+// the registers to itself.
+func (c *runSums) score(vals []float64, head, tail int, xs []float64, out []Result) int {
+	s1, s2, peak := c.s1, c.s2, c.peak
+	shift, inv, inv1, k := c.shift, c.inv, c.inv1, c.k
+	out = out[:len(xs)]
+	i := 0
+	for ; i < len(xs); i++ {
+		x := xs[i]
+		if x-x != 0 { // NaN or ±Inf (x − x is NaN)
 			break
 		}
 		d := vals[head] - shift
@@ -212,16 +275,13 @@ func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 		ns2 := s2 - d*d
 		mean := ns1 * inv
 		m2 := ns2 - ns1*mean
+		mu := shift + mean
 		// A recomputation is due, or the sums are too large for the
 		// fast score (scoreScaled's case): leave it to Observe.
-		if !(m2 >= peak*recomputeDrop) || !(math.Abs(shift+mean) <= math.MaxFloat64 && m2*inv1 <= math.MaxFloat64) {
+		if !(m2 >= peak*recomputeDrop) || mu-mu != 0 || !(m2*inv1 <= math.MaxFloat64) {
 			break
 		}
-		out[i].Expected, out[i].Lower = mean, m2
 		// Evict the oldest and add x.
-		first = next
-		moved++
-		lim--
 		head++
 		if head == len(vals) {
 			head = 0
@@ -231,33 +291,20 @@ func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 		if tail == len(vals) {
 			tail = 0
 		}
-		d = x - shift
-		s1 = ns1 + d
-		s2 = ns2 + d*d
+		dx := x - shift
+		s1 = ns1 + dx
+		s2 = ns2 + dx*dx
 		if s2 > peak {
 			peak = s2
 		}
-		last = ti
-	}
-	q.buf[hc] -= byte(moved)
-	q.buf[q.run-1] += byte(moved)
-	q.first, q.last = first, last
-	s.head, s.s1, s.s2, s.peak, s.last = head, s1, s2, peak, last
-	s.evict = max(s.exactN, 1) - lim
-
-	k := s.k
-	vs := v[start:i]
-	for j := range vs {
-		o := &out[start+j]
-		mean, m2 := o.Expected, o.Lower
+		// Score x. Nothing here feeds the next sample, so the square
+		// root and the division overlap with it.
 		if m2 < 0 {
 			m2 = 0
 		}
-		mu := shift + mean
 		sigma := math.Sqrt(m2 * inv1)
-		a := math.Abs(mu)
 		fl := sigmaFloor
-		if a > 1 {
+		if a := math.Abs(mu); a > 1 {
 			fl = sigmaFloor * a
 		}
 		eff := sigma
@@ -267,12 +314,14 @@ func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 		band := k * sigma
 		// Field by field: a composite literal would be built on the
 		// stack and copied, which stalls store forwarding.
-		o.Score = saturate(math.Abs((vs[j]-shift)-mean) / (eff * k))
+		o := &out[i]
+		o.Score = saturate(math.Abs(dx-mean) / (eff * k))
 		o.Expected = mu
 		o.Lower = mu - band
 		o.Upper = mu + band
 		o.Ready = true
 	}
+	c.s1, c.s2, c.peak = s1, s2, peak
 	return i
 }
 
@@ -381,20 +430,38 @@ func (s *Sigma) grow(t int64) {
 	s.vals, s.head = nv, 0
 }
 
-// recompute sets the shift to the window's mean and recomputes the running
-// sums exactly from the buffer.
+// recompute sets the shift to the window's mean, as the running sums give
+// it, and recomputes the running sums exactly from the buffer.
 func (s *Sigma) recompute() {
 	first, second := s.segments()
-	x0 := first[0]
-	a, _ := sums4(first, x0)
-	b, _ := sums4(second, x0)
-	s.shift = x0 + (a+b)/float64(s.n)
-	if math.IsInf(s.shift, 0) || math.IsNaN(s.shift) {
-		s.shift = x0
+	// The running mean is close enough to the window's mean to centre
+	// the sums on: it saves a pass over the buffer. When the sums have
+	// overflowed, the mean is taken from the buffer.
+	shift := s.shift + s.s1/float64(s.n)
+	if math.IsInf(shift, 0) || math.IsNaN(shift) {
+		x0 := first[0]
+		a, _ := sums4(first, x0)
+		b, _ := sums4(second, x0)
+		shift = x0 + (a+b)/float64(s.n)
+		if math.IsInf(shift, 0) || math.IsNaN(shift) {
+			shift = x0
+		}
 	}
+	s.shift = shift
 	a1, a2 := sums4(first, s.shift)
 	b1, b2 := sums4(second, s.shift)
 	s.s1, s.s2 = a1+b1, a2+b2
+	// Rounding left by large values that have left the window can put
+	// the running mean far off: then centre again on the mean just
+	// computed, or the sums would lose what they are kept for.
+	if n := float64(s.n); !(s.s1*s.s1 <= s.s2*n*0x1p-20) {
+		if c := s.shift + s.s1/n; !math.IsInf(c, 0) && !math.IsNaN(c) {
+			s.shift = c
+			a1, a2 = sums4(first, c)
+			b1, b2 = sums4(second, c)
+			s.s1, s.s2 = a1+b1, a2+b2
+		}
+	}
 	s.peak, s.exactN, s.evict = s.s2, s.n, 0
 }
 

@@ -12,8 +12,8 @@ const maxSortedWindow = 1 << 16
 // sortedWindow is a sliding window of samples over time, kept both in
 // arrival order (a ring of values and a compact queue of timestamps) and in
 // value order (the ring slots sorted by value, ties by age). Adding and
-// evicting a sample cost a branch-free binary search and a move of 2-byte
-// slot numbers; any order statistic is then read in O(1), and the median
+// evicting a sample cost a binary search each (side by side when one
+// sample replaces another) and a move of 2-byte slot numbers; any order statistic is then read in O(1), and the median
 // absolute deviation by a search that starts where the previous one ended:
 // O(1) steps while the window drifts, O(log n) at worst.
 //
@@ -46,11 +46,64 @@ func (w *sortedWindow) evictBefore(t int64) {
 	}
 }
 
+// evictFor drops the samples older than t − window, as evictBefore does,
+// and returns where x would go in what remains: the upper bound of x. When
+// exactly one sample leaves, as on a regular step, the position it leaves
+// and the one x will take are searched for together, their loads
+// overlapping.
+func (w *sortedWindow) evictFor(t int64, x float64) int {
+	lim := uint64(w.window)
+	if w.n == 0 || uint64(t)-uint64(w.ts.oldest()) <= lim {
+		return w.upperBound(x)
+	}
+	i, j := w.bounds2(w.vals[w.head], x)
+	w.removeOldest(i)
+	if w.n > 0 && uint64(t)-uint64(w.ts.oldest()) > lim {
+		w.evictBefore(t)
+		return w.upperBound(x)
+	}
+	// j counted the sample that left at i.
+	if j > i {
+		j--
+	}
+	return j
+}
+
+// bounds2 returns the lower bound of a and the upper bound of b, by two
+// binary searches run side by side. Their branches are kept: a branch-free
+// form was measured faster when the window is hot in cache but much
+// slower when it is cold, as it is when a series' batch starts, since its
+// loads cannot start before the previous ones end.
+func (w *sortedWindow) bounds2(a, b float64) (lo, up int) {
+	n := w.n
+	vals, idx := w.vals, w.idx[:n]
+	for n > 1 {
+		half := n >> 1
+		if vals[idx[lo+half]] < a {
+			lo += half
+		}
+		if vals[idx[up+half]] <= b {
+			up += half
+		}
+		n -= half
+	}
+	if vals[idx[lo]] < a {
+		lo++
+	}
+	if vals[idx[up]] <= b {
+		up++
+	}
+	return lo, up
+}
+
 // popOldest drops the oldest sample.
 func (w *sortedWindow) popOldest() {
-	v := w.vals[w.head]
 	// The oldest of equal values sorts first: the lower bound of v.
-	i := w.lowerBound(v)
+	w.removeOldest(w.lowerBound(w.vals[w.head]))
+}
+
+// removeOldest drops the oldest sample, which sorts at position i.
+func (w *sortedWindow) removeOldest(i int) {
 	copy(w.idx[i:], w.idx[i+1:w.n])
 	w.head++
 	if w.head == len(w.vals) {
@@ -71,8 +124,15 @@ func (w *sortedWindow) clear() {
 
 // push adds (t, v); t must be after every timestamp held and v finite.
 func (w *sortedWindow) push(t int64, v float64) {
+	w.pushAt(t, v, -1)
+}
+
+// pushAt is push for a v whose upper bound in the window is known to be
+// i; i < 0 when it is not.
+func (w *sortedWindow) pushAt(t int64, v float64, i int) {
 	if w.n == maxSortedWindow {
 		w.popOldest()
+		i = -1
 	}
 	if w.n == len(w.vals) {
 		w.grow(t)
@@ -83,7 +143,9 @@ func (w *sortedWindow) push(t int64, v float64) {
 	}
 	w.vals[slot] = v
 	// The newest of equal values sorts last: the upper bound of v.
-	i := w.upperBound(v)
+	if i < 0 {
+		i = w.upperBound(v)
+	}
 	copy(w.idx[i+1:w.n+1], w.idx[i:w.n])
 	w.idx[i] = uint16(slot)
 	w.n++
