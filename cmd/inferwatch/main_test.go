@@ -141,7 +141,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	vm, f := backfillFleet(t, time.Now().Add(-2*time.Minute))
+	vm, f := backfillFleet(t, time.Now())
 
 	srv := natstest.Start(t)
 	nc, err := nats.Connect(srv.ClientURL())

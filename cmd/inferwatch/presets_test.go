@@ -74,7 +74,7 @@ func TestPresetsOnTheFleet(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	vm, f := backfillFleet(t, time.Now().Add(-2*time.Minute))
+	vm, f := backfillFleet(t, time.Now())
 
 	file := filepath.Join(t.TempDir(), "presets.yml")
 	if err := os.WriteFile(file, []byte(presetsConfig), 0o644); err != nil {

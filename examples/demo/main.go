@@ -61,7 +61,7 @@ func run(ctx context.Context) error {
 	started := time.Now()
 	f, err := fleet.New(fleet.Options{
 		Seed:     *seed,
-		End:      time.Now().Add(-2 * time.Minute),
+		End:      time.Now(), // like live data: the daemon evaluates up to now − evaluation_delay
 		Duration: time.Duration(*days) * 24 * time.Hour,
 		Step:     30 * time.Second,
 	})
