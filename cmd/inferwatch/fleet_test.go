@@ -2,9 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/inferwatch/inferwatch/alerting"
 
 	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
@@ -28,4 +34,54 @@ func backfillFleet(t *testing.T, end time.Time) (*localvm.VM, *fleet.Fleet) {
 		t.Fatal(err)
 	}
 	return vm, f
+}
+
+// runOnceCollecting subscribes nc to inferwatch.findings.>, runs the daemon
+// once with args, and returns the findings and the raw CloudEvents the
+// subscriber received. Each event's Nats-Msg-Id must be its id.
+func runOnceCollecting(t *testing.T, nc *nats.Conn, args ...string) ([]alerting.Finding, []map[string]any) {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		findings []alerting.Finding
+		events   []map[string]any
+	)
+	sub, err := nc.Subscribe("inferwatch.findings.>", func(m *nats.Msg) {
+		var ev map[string]any
+		var body struct {
+			Data alerting.Finding `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Errorf("undecodable event: %v", err)
+			return
+		}
+		if err := json.Unmarshal(m.Data, &body); err != nil {
+			t.Errorf("undecodable finding: %v", err)
+			return
+		}
+		if m.Header.Get("Nats-Msg-Id") != ev["id"] {
+			t.Errorf("Nats-Msg-Id %q differs from the event id %v", m.Header.Get("Nats-Msg-Id"), ev["id"])
+		}
+		mu.Lock()
+		findings = append(findings, body.Data)
+		events = append(events, ev)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if code, _, errOut := runCmd(t, context.Background(), args...); code != 0 {
+		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(findings) == 0 {
+		t.Fatal("no finding received")
+	}
+	return append([]alerting.Finding(nil), findings...), append([]map[string]any(nil), events...)
 }

@@ -3,18 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 )
 
@@ -149,54 +146,9 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	var (
-		mu   sync.Mutex
-		got  []alerting.Finding
-		evts []map[string]any
-	)
-	sub, err := nc.Subscribe("inferwatch.findings.>", func(m *nats.Msg) {
-		var ev map[string]any
-		var body struct {
-			Data alerting.Finding `json:"data"`
-		}
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			t.Errorf("undecodable event: %v", err)
-			return
-		}
-		if err := json.Unmarshal(m.Data, &body); err != nil {
-			t.Errorf("undecodable finding: %v", err)
-			return
-		}
-		if m.Header.Get("Nats-Msg-Id") != ev["id"] {
-			t.Errorf("Nats-Msg-Id %q differs from the event id %v", m.Header.Get("Nats-Msg-Id"), ev["id"])
-		}
-		mu.Lock()
-		got = append(got, body.Data)
-		evts = append(evts, ev)
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-
 	args := []string{"run", "--config", exampleConfig, "--once", "--backfill", "7d",
 		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""}
-	if code, _, errOut := runCmd(t, ctx, args...); code != 0 {
-		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-
-	mu.Lock()
-	findings := append([]alerting.Finding(nil), got...)
-	events := append([]map[string]any(nil), evts...)
-	mu.Unlock()
-	if len(findings) == 0 {
-		t.Fatal("no finding received")
-	}
+	findings, events := runOnceCollecting(t, nc, args...)
 	for _, ev := range events {
 		for _, k := range []string{"specversion", "id", "source", "type", "time", "datacontenttype", "data"} {
 			if _, ok := ev[k]; !ok {

@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
 	"github.com/nats-io/nats.go"
 
-	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/ingest"
@@ -145,42 +142,8 @@ func TestPresetsOnTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	var (
-		mu  sync.Mutex
-		got []alerting.Finding
-	)
-	sub, err := nc.Subscribe("inferwatch.findings.>", func(m *nats.Msg) {
-		var body struct {
-			Data alerting.Finding `json:"data"`
-		}
-		if err := json.Unmarshal(m.Data, &body); err != nil {
-			t.Errorf("undecodable finding: %v", err)
-			return
-		}
-		mu.Lock()
-		got = append(got, body.Data)
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-
-	args := []string{"run", "--config", file, "--once", "--backfill", "7d",
-		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""}
-	if code, _, errOut := runCmd(t, ctx, args...); code != 0 {
-		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	findings := append([]alerting.Finding(nil), got...)
-	mu.Unlock()
-	if len(findings) == 0 {
-		t.Fatal("no finding received")
-	}
+	findings, _ := runOnceCollecting(t, nc, "run", "--config", file, "--once", "--backfill", "7d",
+		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", "")
 
 	byRule := map[string]int{}
 	for _, fd := range findings {
