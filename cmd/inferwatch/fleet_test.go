@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -84,4 +85,33 @@ func runOnceCollecting(t *testing.T, nc *nats.Conn, args ...string) ([]alerting.
 		t.Fatal("no finding received")
 	}
 	return append([]alerting.Finding(nil), findings...), append([]map[string]any(nil), events...)
+}
+
+// checkLatencySpikesFound asserts that each injected latency spike of f gave
+// a finding of one of rules on its model and pod, inside the spike (give or
+// take three minutes at the end), and that f injected at least two.
+func checkLatencySpikesFound(t *testing.T, f *fleet.Fleet, findings []alerting.Finding, rules ...string) {
+	t.Helper()
+	spikes := 0
+	for _, inc := range f.Incidents {
+		if inc.Kind != fleet.LatencySpike {
+			continue
+		}
+		spikes++
+		found := false
+		for _, fd := range findings {
+			if !slices.Contains(rules, fd.Rule) || fd.Labels["model"] != inc.Model || fd.Labels["pod"] != inc.Pod {
+				continue
+			}
+			if !fd.WindowStart.Before(inc.Start) && !fd.WindowEnd.After(inc.End.Add(3*time.Minute)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("latency spike on %s/%s %v–%v produced no finding of %v on that pod in that time", inc.Model, inc.Pod, inc.Start, inc.End, rules)
+		}
+	}
+	if spikes < 2 {
+		t.Fatalf("the fleet injected %d latency spikes, want at least 2", spikes)
+	}
 }

@@ -173,28 +173,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	spikes := 0
-	for _, inc := range f.Incidents {
-		if inc.Kind != "latency_spike" {
-			continue
-		}
-		spikes++
-		found := false
-		for _, fd := range findings {
-			if fd.Rule != "ttft_mean" && fd.Rule != "e2e_latency_mean" {
-				continue
-			}
-			if fd.Labels["model"] != inc.Model || fd.Labels["pod"] != inc.Pod {
-				continue
-			}
-			if !fd.WindowStart.Before(inc.Start) && !fd.WindowEnd.After(inc.End.Add(3*time.Minute)) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("latency spike on %s/%s %v–%v produced no latency finding on that pod in that time", inc.Model, inc.Pod, inc.Start, inc.End)
-		}
-	}
+	checkLatencySpikesFound(t, f, findings, "ttft_mean", "e2e_latency_mean")
 	// The GPU saturation is found by the correlation rule on its pod, the
 	// throughput decay by the decay rule on its model.
 	for _, inc := range f.Incidents {
@@ -223,9 +202,6 @@ func TestEndToEnd(t *testing.T) {
 		if !found {
 			t.Errorf("%s on %s %s %v–%v: no %s finding", inc.Kind, inc.Model, inc.Pod, inc.Start, inc.End, rule)
 		}
-	}
-	if spikes < 2 {
-		t.Fatalf("the fleet injected %d latency spikes, want at least 2", spikes)
 	}
 
 	// Running again over the same data re-publishes the same findings;

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/inferwatch/inferwatch/alerting/natstest"
-	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules"
 )
@@ -162,29 +161,5 @@ func TestPresetsOnTheFleet(t *testing.T) {
 	}
 	t.Logf("%d findings by rule: %v", len(findings), byRule)
 
-	spikes := 0
-	for _, inc := range f.Incidents {
-		if inc.Kind != fleet.LatencySpike {
-			continue
-		}
-		spikes++
-		found := false
-		for _, fd := range findings {
-			if fd.Rule != "vllm_ttft_mean" && fd.Rule != "vllm_e2e_latency_mean" {
-				continue
-			}
-			if fd.Labels["model"] != inc.Model || fd.Labels["pod"] != inc.Pod {
-				continue
-			}
-			if !fd.WindowStart.Before(inc.Start) && !fd.WindowEnd.After(inc.End.Add(3*time.Minute)) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("latency spike on %s/%s %v–%v produced no preset latency finding on that pod in that time", inc.Model, inc.Pod, inc.Start, inc.End)
-		}
-	}
-	if spikes < 2 {
-		t.Fatalf("the fleet injected %d latency spikes, want at least 2", spikes)
-	}
+	checkLatencySpikesFound(t, f, findings, "vllm_ttft_mean", "vllm_e2e_latency_mean")
 }
