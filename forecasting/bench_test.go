@@ -48,7 +48,7 @@ func BenchmarkForecasterFit(b *testing.B) {
 // forecast with calibrated intervals, per series.
 func BenchmarkUpdateForecast(b *testing.B) {
 	y := weekPerMinute()
-	for _, name := range []string{ModelAuto, ModelHWAddDamped, ModelRobust} {
+	for _, name := range []string{ModelAuto, ModelHWAddDamped, ModelRobust, ModelRevert} {
 		b.Run(name, func(b *testing.B) {
 			f, err := New(Options{Step: time.Minute, Model: name})
 			if err != nil {
@@ -67,5 +67,17 @@ func BenchmarkUpdateForecast(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// BenchmarkFitRevert fits the revert model (10 leads, with the daily
+// profile's slope) on 10,080 one-minute points.
+func BenchmarkFitRevert(b *testing.B) {
+	y := weekPerMinute()
+	for b.Loop() {
+		m, _ := newModel(ModelRevert, 1440, 10)
+		if err := m.fit(y); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

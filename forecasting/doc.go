@@ -15,6 +15,11 @@
 //     parameters are fitted by Nelder–Mead on the one-step squared error;
 //   - robust: a seasonal profile of medians with a clipped, smoothed level
 //     correction, for spiky or low-count traffic;
+//   - revert: short-term mean reversion, the last value pulled toward the
+//     means of the last 3, 6 and 12 points plus a share of the daily
+//     profile's slope, with the pulls fitted per lead by Huber-reweighted
+//     ridge least squares (not among auto's candidates: on the ServeGen
+//     traces it adds selection noise and no accuracy);
 //   - auto: picks per series, by rolling-origin validation on the most recent
 //     history, the candidate with the lowest mean absolute error at the
 //     horizon, or the equal-weight combination of the two or three best
@@ -28,9 +33,9 @@
 // zero and the interval reaches up to the model's usual forecast.
 //
 // Every forecast carries, for each lead 1..H, a mean and an interval at the
-// requested level whose bounds are empirical quantiles of the model's own
-// recent out-of-sample errors at that lead (a scaled σ√h while there are too
-// few), the expected peak over the horizon and its upper bound. Rates are
+// requested level whose bounds are split-conformal quantiles of the model's
+// own recent n out-of-sample errors at that lead, the ⌈(n+1)(1+L)/2⌉-th and
+// ⌊(n+1)(1−L)/2⌋-th smallest (a scaled σ√h while there are too few), the expected peak over the horizon and its upper bound. Rates are
 // never forecast below zero.
 //
 // [Forecaster] is the streaming form (Fit once, Update in O(1) per sample,

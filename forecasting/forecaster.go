@@ -321,7 +321,7 @@ func (f *Forecaster) ForecastInto(dst *Forecast) {
 		m := dst.Mean[i]
 		lo, hi := 0.0, 0.0
 		if w := f.tr.win[i]; w.len() >= f.opts.MinCalibration {
-			lo, hi = m+w.quantile(qlo), m+w.quantile(qhi)
+			lo, hi = m+w.bound(qlo), m+w.bound(qhi)
 			dst.Empirical[i] = true
 			if med, se := w.quantile(0.5), 1.2533*w.rms()/math.Sqrt(float64(w.len())); math.Abs(med) > 3*se {
 				m += med

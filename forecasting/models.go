@@ -20,6 +20,7 @@ const (
 	ModelHWMulDamped    = "hw_multiplicative_damped"
 	ModelHWLog          = "hw_log"
 	ModelRobust         = "robust"
+	ModelRevert         = "revert"
 	ModelAuto           = "auto"
 	defaultModel        = ModelAuto
 	minValidationPoints = 30
@@ -29,7 +30,7 @@ const (
 func Models() []string {
 	return []string{ModelNaive, ModelSeasonalNaive, ModelDrift, ModelMean, ModelSES,
 		ModelHWAdditive, ModelHWAddDamped, ModelHWMultiplic, ModelHWMulDamped,
-		ModelHWLog, ModelRobust, ModelAuto}
+		ModelHWLog, ModelRobust, ModelRevert, ModelAuto}
 }
 
 // model is one forecasting method with its streaming state. Values given to
@@ -70,6 +71,8 @@ func newModel(name string, period, horizon int) (model, error) {
 		return &holtWinters{kind: seasonAdditive, p: period, trend: true, damped: true, log: true}, nil
 	case ModelRobust:
 		return newRobust(period, horizon), nil
+	case ModelRevert:
+		return newRevert(period, horizon), nil
 	}
 	known := Models()
 	sort.Strings(known)

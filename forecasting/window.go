@@ -76,6 +76,26 @@ func (w *errWindow) quantile(q float64) float64 {
 	return w.sorted[i] + (h-float64(i))*(w.sorted[i+1]-w.sorted[i])
 }
 
+// bound returns the split-conformal bound at level q of the window: the
+// ⌈(n+1)q⌉-th smallest value for an upper bound (q ≥ 0.5) and the
+// ⌊(n+1)q⌋-th for a lower one, clamped to the window. With n exchangeable
+// errors, a new one falls at or below the upper bound (at or above the
+// lower) with probability at least q (1 − q), where the interpolated
+// quantile falls short of it by about 1/n. NaN when empty.
+func (w *errWindow) bound(q float64) float64 {
+	n := len(w.sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	var k int
+	if q >= 0.5 {
+		k = int(math.Ceil(float64(n+1) * q))
+	} else {
+		k = int(math.Floor(float64(n+1) * q))
+	}
+	return w.sorted[min(max(k, 1), n)-1]
+}
+
 // rms returns the root mean square of the values; NaN when empty.
 func (w *errWindow) rms() float64 {
 	if len(w.ring) == 0 {
