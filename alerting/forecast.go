@@ -141,11 +141,16 @@ func newEvent(typ, id, subject string, t time.Time, data any) (Event, error) {
 		Subject: subject, Time: t.UTC(), DataContentType: "application/json", Data: body}, nil
 }
 
-// forecastOptions maps a forecast rule to the forecaster's options.
+// forecastOptions maps a forecast rule to the forecaster's options. A
+// history of two weeks (fourteen periods) or more turns on
+// forecasting.Options.Weekly: each series then keeps two weeks plus a
+// calibration window of samples (seven periods otherwise, half the memory),
+// and auto offers the weekly models once a series has that much. Shorter
+// histories keep today's memory use.
 func forecastOptions(fc *rules.Forecast) forecasting.Options {
 	h := int((fc.Horizon + fc.Step - 1) / fc.Step)
 	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: max(h, 1), Level: fc.Level,
-		Period: int(fc.Period / fc.Step)}
+		Period: int(fc.Period / fc.Step), Weekly: fc.Period > 0 && fc.History >= 2*7*fc.Period}
 }
 
 type forecastRule struct {

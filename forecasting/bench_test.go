@@ -32,6 +32,32 @@ func BenchmarkFitHoltWinters(b *testing.B) {
 	}
 }
 
+// BenchmarkFitWeekly fits the double seasonal models on three weeks of
+// one-minute points (30,240; Nelder–Mead on six parameters).
+func BenchmarkFitWeekly(b *testing.B) {
+	y := threeWeeksPerMinute()
+	for _, name := range []string{ModelHWWeekly, ModelHWWeeklyLog} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				m, _ := newModel(name, 1440, 10)
+				if err := m.fit(y); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// threeWeeksPerMinute is three weeks of per-minute Poisson counts with a
+// daily sine and weekends 40 % quieter.
+func threeWeeksPerMinute() []float64 {
+	shape := make([]float64, 144)
+	for i := range shape {
+		shape[i] = 100 + 60*math.Sin(2*math.Pi*float64(i)/144)
+	}
+	return syntheticWeekly(shape, 21, 50, 0.6, 9)
+}
+
 // BenchmarkForecasterFit is a whole auto fit on a week of one-minute data:
 // every candidate fitted and validated on the last day.
 func BenchmarkForecasterFit(b *testing.B) {
@@ -44,18 +70,38 @@ func BenchmarkForecasterFit(b *testing.B) {
 	}
 }
 
+// BenchmarkForecasterFitWeekly is a whole auto fit with Options.Weekly on
+// three weeks of one-minute data: the last 15 days kept, every candidate
+// (the weekly ones too) fitted on 14 and validated on the last day.
+func BenchmarkForecasterFitWeekly(b *testing.B) {
+	y := threeWeeksPerMinute()
+	for b.Loop() {
+		f, _ := New(Options{Step: time.Minute, Weekly: true})
+		if err := f.Fit(0, y); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkUpdateForecast is one incremental update followed by a 10-step
 // forecast with calibrated intervals, per series.
 func BenchmarkUpdateForecast(b *testing.B) {
 	y := weekPerMinute()
-	for _, name := range []string{ModelAuto, ModelHWAddDamped, ModelRobust, ModelRevert} {
+	for _, name := range []string{ModelAuto, ModelHWAddDamped, ModelRobust, ModelRevert, ModelHWWeekly} {
 		b.Run(name, func(b *testing.B) {
+			y := y
+			if name == ModelHWWeekly {
+				y = threeWeeksPerMinute()
+			}
 			f, err := New(Options{Step: time.Minute, Model: name})
 			if err != nil {
 				b.Fatal(err)
 			}
 			if err := f.Fit(0, y[:len(y)-1440]); err != nil {
 				b.Fatal(err)
+			}
+			if f.Model() != name && name != ModelAuto {
+				b.Fatalf("fitted %s, want %s", f.Model(), name)
 			}
 			var fc Forecast
 			i := len(y) - 1440

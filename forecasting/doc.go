@@ -13,6 +13,13 @@
 //   - Holt–Winters with additive or multiplicative daily seasonality, an
 //     optional damped trend, and a variant on the log1p scale; the smoothing
 //     parameters are fitted by Nelder–Mead on the one-step squared error;
+//   - double seasonal Holt–Winters (Taylor 2003): a level with a damped
+//     trend, a daily season and a weekly one of seven periods, and an
+//     adjustment for the autocorrelation of the one-step errors, on the
+//     data's scale (hw_weekly) or the log1p scale (hw_weekly_log). It needs
+//     two weeks of history, which a Forecaster keeps only with
+//     [Options.Weekly] (or when the model is named): auto offers it as a
+//     candidate once the history holds two weeks and a validation window;
 //   - robust: a seasonal profile of medians with a clipped, smoothed level
 //     correction, for spiky or low-count traffic;
 //   - revert: short-term mean reversion, the last value pulled toward the

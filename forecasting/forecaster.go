@@ -30,8 +30,20 @@ type Options struct {
 	// default 30.
 	MinCalibration int
 	// MaxHistory is how many recent points are kept for refits; default
-	// seven periods, and at least two periods plus CalibrationSize.
+	// seven periods, and at least two periods plus CalibrationSize; with
+	// Weekly, fourteen periods plus CalibrationSize.
 	MaxHistory int
+	// Weekly keeps enough history for the weekly models (hw_weekly,
+	// hw_weekly_log: a daily and a weekly season of seven periods), which
+	// need two weeks of it: MaxHistory defaults to two weeks plus
+	// CalibrationSize, so auto validates them on CalibrationSize origins
+	// once the series has that much history. Off by default, since it
+	// doubles the samples a series keeps (8 bytes each, up to twice
+	// MaxHistory of them between compactions: about 350 KB a series at
+	// one-minute steps against 160 KB). Naming a weekly model sets it.
+	// Whatever MaxHistory is, auto offers the weekly models only when the
+	// history holds two weeks and a validation window.
+	Weekly bool
 	// RefitEvery is how many updates after a fit [Forecaster.RefitDue]
 	// reports true; default one period (while falling back for lack of
 	// history: Horizon updates, at least 10).
@@ -84,8 +96,16 @@ func (o *Options) setDefaults() error {
 	if o.CalibrationSize < o.MinCalibration {
 		return fmt.Errorf("forecasting options: calibration size %d is below the minimum of %d errors", o.CalibrationSize, o.MinCalibration)
 	}
+	weeklyModel := o.Model == ModelHWWeekly || o.Model == ModelHWWeeklyLog
+	o.Weekly = o.Weekly || weeklyModel
 	if o.MaxHistory == 0 {
 		o.MaxHistory = max(7*o.Period, 2*o.Period+o.CalibrationSize)
+		if o.Weekly {
+			o.MaxHistory = 2*daysPerWeek*o.Period + o.CalibrationSize
+		}
+	}
+	if need := 2 * daysPerWeek * o.Period; weeklyModel && o.MaxHistory < need {
+		return fmt.Errorf("forecasting options: model %s needs two weeks of history, %d points, but MaxHistory keeps %d; raise it or leave it 0 for the default", o.Model, need, o.MaxHistory)
 	}
 	if o.RefitEvery == 0 {
 		o.RefitEvery = o.Period

@@ -19,6 +19,8 @@ const (
 	ModelHWMultiplic    = "hw_multiplicative"
 	ModelHWMulDamped    = "hw_multiplicative_damped"
 	ModelHWLog          = "hw_log"
+	ModelHWWeekly       = "hw_weekly"
+	ModelHWWeeklyLog    = "hw_weekly_log"
 	ModelRobust         = "robust"
 	ModelRevert         = "revert"
 	ModelAuto           = "auto"
@@ -30,7 +32,7 @@ const (
 func Models() []string {
 	return []string{ModelNaive, ModelSeasonalNaive, ModelDrift, ModelMean, ModelSES,
 		ModelHWAdditive, ModelHWAddDamped, ModelHWMultiplic, ModelHWMulDamped,
-		ModelHWLog, ModelRobust, ModelRevert, ModelAuto}
+		ModelHWLog, ModelHWWeekly, ModelHWWeeklyLog, ModelRobust, ModelRevert, ModelAuto}
 }
 
 // model is one forecasting method with its streaming state. Values given to
@@ -69,6 +71,10 @@ func newModel(name string, period, horizon int) (model, error) {
 		return &holtWinters{kind: seasonMultiplicative, p: period, trend: true, damped: true}, nil
 	case ModelHWLog:
 		return &holtWinters{kind: seasonAdditive, p: period, trend: true, damped: true, log: true}, nil
+	case ModelHWWeekly:
+		return newWeekly(period, false), nil
+	case ModelHWWeeklyLog:
+		return newWeekly(period, true), nil
 	case ModelRobust:
 		return newRobust(period, horizon), nil
 	case ModelRevert:

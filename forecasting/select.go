@@ -84,7 +84,30 @@ func candidates(positive bool) (primary, guards []string) {
 	if positive {
 		primary = append(primary, ModelHWMulDamped)
 	}
+	// The weekly models last: refit offers them only when the history
+	// holds two weeks and a validation window.
+	primary = append(primary, ModelHWWeekly, ModelHWWeeklyLog)
 	return primary, []string{ModelNaive, ModelSES}
+}
+
+// autoCandidates lists the candidates auto validates on n points of
+// history: the primary ones that leave at least minValidationPoints (and
+// two horizons) of it to validate on after their need, then the guards;
+// none when no primary one is possible.
+func autoCandidates(n, p, h int, positive bool) []string {
+	vmin := max(minValidationPoints, 2*h)
+	primary, guards := candidates(positive)
+	var names []string
+	for _, name := range primary {
+		m, _ := newModel(name, p, h)
+		if n-m.need() >= vmin {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		names = append(names, guards...)
+	}
+	return names
 }
 
 // refit fits the model (or, for auto, each candidate) on all but the last
@@ -106,16 +129,7 @@ func (f *Forecaster) refit() error {
 	var names []string
 	auto := f.opts.Model == ModelAuto
 	if auto {
-		primary, guards := candidates(positive)
-		for _, name := range primary {
-			m, _ := newModel(name, p, h)
-			if n-m.need() >= vmin {
-				names = append(names, name)
-			}
-		}
-		if len(names) > 0 {
-			names = append(names, guards...)
-		}
+		names = autoCandidates(n, p, h, positive)
 	} else {
 		m, _ := newModel(f.opts.Model, p, h)
 		if n >= m.need() {

@@ -16,7 +16,7 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting"
 )
 
-const forecastUsage = `Usage: inferwatch forecast --input FILE [--model NAME] [--horizon 10m] [--level 0.9] [--backtest]
+const forecastUsage = `Usage: inferwatch forecast --input FILE [--model NAME] [--horizon 10m] [--level 0.9] [--weekly] [--backtest]
 
 Forecasts a timestamp,value series (CSV, or a query_range JSON or export
 JSON lines file holding one series) whose samples are evenly spaced; the
@@ -43,6 +43,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	horizonS := fs.String("horizon", "10m", "how far ahead, a duration rounded up to whole steps")
 	level := fs.Float64("level", 0.9, "coverage of the prediction interval, in (0, 1)")
 	periodS := fs.String("period", "1d", "the seasonal period")
+	weekly := fs.Bool("weekly", false, "keep two weeks of history (fourteen periods) plus a calibration window instead of seven periods, so auto can choose the weekly models (hw_weekly, hw_weekly_log) once the history holds that much")
 	backtest := fs.Bool("backtest", false, "run a rolling-origin backtest instead of forecasting from the end")
 	minHistS := fs.String("min-history", "", "history before the first backtest origin (default: one period)")
 	forceProgress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
@@ -89,7 +90,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inferwatch forecast: --period %s is less than two steps of %s\n", *periodS, step)
 		return 2
 	}
-	opts := forecasting.Options{Step: step, Model: *model, Horizon: max(h, 1), Level: *level, Period: p}
+	opts := forecasting.Options{Step: step, Model: *model, Horizon: max(h, 1), Level: *level, Period: p, Weekly: *weekly}
 	if series.gaps > 0 {
 		fmt.Fprintf(stderr, "%s: %d of %d steps of %s are missing or not finite; the forecaster fills them with its own forecast and does not score them\n",
 			*input, series.gaps, len(series.y), step)
