@@ -8,6 +8,11 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// MaxForecastPoints bounds forecast.history/step. A history longer than
+// MaxPointsPerQuery steps is fetched in consecutive range queries, so two
+// weeks at a one-minute step (what the weekly models need) fit.
+const MaxForecastPoints = 50_000
+
 // Defaults of forecast and scale rules.
 const (
 	DefaultForecastHistory          = 7 * 24 * time.Hour
@@ -33,8 +38,8 @@ type Forecast struct {
 	// i.e. the group interval). It is also Rule.Step.
 	Step time.Duration
 	// History is how much past a model is fitted on (default 7d, or
-	// 10,000 steps when that is shorter). It is also Rule.Lookback: a
-	// forecast rule has no separate lookback.
+	// 10,000 steps when that is shorter; at most MaxForecastPoints steps).
+	// It is also Rule.Lookback: a forecast rule has no separate lookback.
 	History time.Duration
 	// Horizon is how far ahead to forecast (default 10m); rounded up to
 	// whole steps.
@@ -159,9 +164,9 @@ func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
 	switch {
 	case fc.History < 2*fc.Step:
 		p.errorf(n, "forecast.history %s must hold at least two steps of %s", fmtDuration(fc.History), fmtDuration(fc.Step))
-	case fc.History/fc.Step > MaxPointsPerQuery || (fc.History/fc.Step == MaxPointsPerQuery && fc.History%fc.Step != 0):
+	case fc.History/fc.Step > MaxForecastPoints || (fc.History/fc.Step == MaxForecastPoints && fc.History%fc.Step != 0):
 		p.errorf(n, "forecast.history %s / step %s gives more than %d points per series; raise the step or shorten the history",
-			fmtDuration(fc.History), fmtDuration(fc.Step), MaxPointsPerQuery)
+			fmtDuration(fc.History), fmtDuration(fc.Step), MaxForecastPoints)
 	}
 	if fc.Period < 2*fc.Step {
 		p.errorf(n, "forecast.period %s must hold at least two steps of %s", fmtDuration(fc.Period), fmtDuration(fc.Step))

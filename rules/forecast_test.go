@@ -84,3 +84,25 @@ func TestForecastDefaults(t *testing.T) {
 		t.Errorf("scale defaults %+v slo %+v", *s, *s.SLO)
 	}
 }
+
+// TestForecastHistoryLimit: a forecast's history may hold more points than
+// one range query returns (it is fetched in several), up to
+// MaxForecastPoints.
+func TestForecastHistoryLimit(t *testing.T) {
+	parse := func(history string) error {
+		_, err := Parse([]byte("source: {url: http://127.0.0.1:8428}\ngroups:\n  - name: g\n    rules:\n"+
+			"      - {name: fc, forecast: {expr: up, step: 1m, history: "+history+"}}\n"), "x.yaml")
+		return err
+	}
+	if err := parse("15d"); err != nil { // 21,600 points: the weekly models' two weeks
+		t.Errorf("history 15d at 1m: %v", err)
+	}
+	if err := parse("34d"); err != nil { // 48,960 points
+		t.Errorf("history 34d at 1m: %v", err)
+	}
+	err := parse("35d") // 50,400 points
+	want := `x.yaml:5:30: group "g": rule "fc": forecast.history 35d / step 1m gives more than 50000 points per series; raise the step or shorten the history`
+	if err == nil || err.Error() != want {
+		t.Errorf("history 35d at 1m: got %v, want %s", err, want)
+	}
+}

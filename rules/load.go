@@ -407,6 +407,10 @@ func parseDuration(s string) (time.Duration, error) {
 
 // fmtDuration formats d without zero trailing units: 1h, 1h30m, 5m, 0s.
 func fmtDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

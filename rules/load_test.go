@@ -102,7 +102,7 @@ var badFiles = map[string][]string{
 		`step-over-lookback.bad.yaml:9:15: group "explicit": rule "r": step 15m must not exceed lookback 10m`,
 		`step-over-lookback.bad.yaml:13:9: group "defaulted": rule "r": step (the group interval) 2h must not exceed lookback 1h`,
 	},
-	"too-many-points.bad.yaml": {`too-many-points.bad.yaml:9:15: group "g": rule "r": lookback 168h / step 30s gives more than 11000 points`},
+	"too-many-points.bad.yaml": {`too-many-points.bad.yaml:9:15: group "g": rule "r": lookback 7d / step 30s gives more than 11000 points`},
 	"missing-url.bad.yaml":     {"missing-url.bad.yaml:2:3: source.url is required"},
 	"non-http-url.bad.yaml":    {`non-http-url.bad.yaml:2:8: source.url "ftp://127.0.0.1:8428" must be an absolute http:// or https:// URL`},
 	"duplicate-group.bad.yaml": {`duplicate-group.bad.yaml:7:11: group "g": duplicate group name "g"; the first is at line 4`},
