@@ -26,7 +26,7 @@ type detectorDef struct {
 // (Spec.Window == 0): points × the series' step, measured from its first
 // samples (see stepWindow). 0 means the detector has its own default.
 var detectors = []detectorDef{
-	{name: "auto", points: DefaultAutoPoints, params: []string{"floor", "k", "min_points", "p", "refractory"}, build: buildAuto},
+	{name: "auto", points: DefaultAutoPoints, params: []string{"floor", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "tolerance"}, build: buildAuto},
 	{name: "ewma", params: []string{"alpha", "halflife", "k", "min_points"}, build: buildEWMA},
 	{name: "levelshift", points: DefaultPoints, params: []string{"drift", "floor", "h", "min_points"}, build: buildLevelShift},
 	{name: "robust", points: DefaultPoints, params: []string{"floor", "k", "min_points"}, build: buildRobust},
@@ -121,6 +121,31 @@ func buildAuto(window int64, p params) (func(int64) Detector, error) {
 	c := AutoConfig{K: k, P: prob, Refractory: refractory, MinPoints: minPoints, Floor: floor}
 	if refractory == 0 {
 		c.Refractory = -1 // none; AutoConfig reads 0 as the default
+	}
+	if c.Period, err = p.duration("period"); err != nil {
+		return nil, err
+	}
+	if c.Tolerance, err = p.duration("tolerance"); err != nil {
+		return nil, err
+	}
+	if c.PhaseK, err = p.float("phase_k", DefaultAutoPhaseK); err != nil {
+		return nil, err
+	}
+	if c.PhaseFit, err = p.float("phase_fit", DefaultAutoPhaseFit); err != nil {
+		return nil, err
+	}
+	if c.PhaseFit > 1 {
+		return nil, fmt.Errorf("parameter phase_fit of detector auto: %q must be at most 1", p.m["phase_fit"])
+	}
+	if c.PhaseReach, err = p.duration("phase_reach"); err != nil {
+		return nil, err
+	}
+	switch on := strings.TrimSpace(p.m["phase"]); on {
+	case "", "on":
+	case "off":
+		c.PhaseK = -1
+	default:
+		return nil, fmt.Errorf("parameter phase of detector auto: %q must be on or off", p.m["phase"])
 	}
 	return func(w int64) Detector {
 		c := c

@@ -62,6 +62,41 @@ func TestBuild(t *testing.T) {
 	f(Spec{Name: "sigma", Window: w, Params: p("min_points", "1")}, `parameter min_points of detector sigma: "1" must be ≥ 2`, 0, 0)
 	f(Spec{Name: "sigma", Window: w, Params: p("min_points", "2.5")}, `parameter min_points of detector sigma: "2.5" is not an integer`, 0, 0)
 	f(Spec{Name: "sigma", Window: w, Params: p("min_points", "99999999999999999999")}, `parameter min_points of detector sigma: "99999999999999999999" is out of range`, 0, 0)
+
+	f(Spec{Name: "auto", Window: w, Params: p("phase", "maybe")}, `parameter phase of detector auto: "maybe" must be on or off`, 0, 0)
+	f(Spec{Name: "auto", Window: w, Params: p("phase_fit", "1.5")}, `parameter phase_fit of detector auto: "1.5" must be at most 1`, 0, 0)
+	f(Spec{Name: "auto", Window: w, Params: p("period", "-1h")}, `parameter period of detector auto: "-1h" must be a duration > 0 such as 30m, 1h or 1d`, 0, 0)
+	f(Spec{Name: "auto", Window: w, Params: p("phase_k", "0")}, `parameter phase_k of detector auto: "0" must be a finite number > 0`, 0, 0)
+}
+
+// TestAutoParams: auto's period and phase test are set from a rule.
+func TestAutoParams(t *testing.T) {
+	build := func(params map[string]string) *Auto {
+		t.Helper()
+		fac, err := Build(Spec{Name: "auto", Window: 3 * 86_400_000, Params: params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fac().(*Auto)
+	}
+	if a := build(nil); !a.ph.on() || a.period != DefaultSeasonalPeriod || a.ph.k != DefaultAutoPhaseK || a.ph.fit != DefaultAutoPhaseFit {
+		t.Errorf("defaults: period %d, phase test %+v", a.period, a.ph)
+	}
+	if a := build(map[string]string{"phase": "off"}); a.ph.on() {
+		t.Error("phase: off leaves the phase test on")
+	}
+	a := build(map[string]string{"period": "12h", "tolerance": "30m", "phase_k": "4", "phase_fit": "0.5", "phase_reach": "15m"})
+	if a.period != 43_200_000 || a.tol != 1_800_000 || a.ph.k != 4 || a.ph.fit != 0.5 || a.ph.reach != 900_000 {
+		t.Errorf("period %d tolerance %d phase test %+v", a.period, a.tol, a.ph)
+	}
+	// A window shorter than two periods has no phase test.
+	fac, err := Build(Spec{Name: "auto", Window: 3_600_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fac().(*Auto).ph.on() {
+		t.Error("a one-hour window has a phase test")
+	}
 }
 
 func TestNames(t *testing.T) {
