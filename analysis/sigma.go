@@ -258,51 +258,11 @@ type runSums struct {
 // score scores xs into out, each sample evicting vals[head] and taking
 // its place at vals[tail] (both moving round the ring), for as long as
 // the samples are finite and the sums need no recomputation, and returns
-// how many it scored.
-//
-// It runs in two passes: the first carries the running sums from sample
-// to sample and leaves each sample's window mean and M2 in its result;
-// the second, with no state carried between samples, turns them into
-// scores and bands. Split so, each loop has the registers to itself.
+// how many it scored. It is a function of its own so that the loop has
+// the registers to itself.
 func (c *runSums) score(vals []float64, head, tail int, xs []float64, out []Result) int {
-	n := c.sums(vals, head, tail, xs, out)
-	shift, inv1, k := c.shift, c.inv1, c.k
-	xs, out = xs[:n], out[:n]
-	for i := range xs {
-		o := &out[i]
-		mean, m2 := o.Lower, o.Upper
-		dx := xs[i] - shift
-		mu := shift + mean
-		if m2 < 0 {
-			m2 = 0
-		}
-		sigma := math.Sqrt(m2 * inv1)
-		fl := sigmaFloor
-		if a := math.Abs(mu); a > 1 {
-			fl = sigmaFloor * a
-		}
-		eff := sigma
-		if fl > sigma {
-			eff = fl
-		}
-		band := k * sigma
-		// Field by field: a composite literal would be built on the
-		// stack and copied, which stalls store forwarding.
-		o.Score = saturate(math.Abs(dx-mean) / (eff * k))
-		o.Expected = mu
-		o.Lower = mu - band
-		o.Upper = mu + band
-		o.Ready = true
-	}
-	return n
-}
-
-// sums is score's first pass: it advances the running sums over xs and
-// leaves in out[i].Lower and out[i].Upper the mean (relative to the
-// shift) and M2 of the window xs[i] is scored against.
-func (c *runSums) sums(vals []float64, head, tail int, xs []float64, out []Result) int {
 	s1, s2, peak := c.s1, c.s2, c.peak
-	shift, inv, inv1 := c.shift, c.inv, c.inv1
+	shift, inv, inv1, k := c.shift, c.inv, c.inv1, c.k
 	out = out[:len(xs)]
 	i := 0
 	for ; i < len(xs); i++ {
@@ -337,9 +297,29 @@ func (c *runSums) sums(vals []float64, head, tail int, xs []float64, out []Resul
 		if s2 > peak {
 			peak = s2
 		}
+		// Score x. Nothing here feeds the next sample, so the square
+		// root and the division overlap with it.
+		if m2 < 0 {
+			m2 = 0
+		}
+		sigma := math.Sqrt(m2 * inv1)
+		fl := sigmaFloor
+		if a := math.Abs(mu); a > 1 {
+			fl = sigmaFloor * a
+		}
+		eff := sigma
+		if fl > sigma {
+			eff = fl
+		}
+		band := k * sigma
+		// Field by field: a composite literal would be built on the
+		// stack and copied, which stalls store forwarding.
 		o := &out[i]
-		o.Lower = mean
-		o.Upper = m2
+		o.Score = saturate(math.Abs(dx-mean) / (eff * k))
+		o.Expected = mu
+		o.Lower = mu - band
+		o.Upper = mu + band
+		o.Ready = true
 	}
 	c.s1, c.s2, c.peak = s1, s2, peak
 	return i
