@@ -258,19 +258,43 @@ type runSums struct {
 // score scores xs into out, each sample evicting vals[head] and taking
 // its place at vals[tail] (both moving round the ring), for as long as
 // the samples are finite and the sums need no recomputation, and returns
-// how many it scored. It is a function of its own so that the loop has
-// the registers to itself.
+// how many it scored. It goes by stretches in which neither end of the
+// ring wraps, so that its loop (segment) indexes plain slices.
 func (c *runSums) score(vals []float64, head, tail int, xs []float64, out []Result) int {
+	i := 0
+	for i < len(xs) {
+		m := min(len(xs)-i, len(vals)-head, len(vals)-tail)
+		j := c.segment(vals[head:head+m], vals[tail:tail+m], xs[i:i+m], out[i:i+m])
+		i += j
+		if j < m {
+			break
+		}
+		if head += m; head == len(vals) {
+			head = 0
+		}
+		if tail += m; tail == len(vals) {
+			tail = 0
+		}
+	}
+	return i
+}
+
+// segment is score over one stretch: the k-th sample evicts old[k] and is
+// written to new[k]. The two may be the same memory further on (a sample
+// written here is evicted a window later), which the order of the loop
+// keeps right. It is a function of its own so that the loop has the
+// registers to itself.
+func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 	s1, s2, peak := c.s1, c.s2, c.peak
 	shift, inv, inv1, k := c.shift, c.inv, c.inv1, c.k
-	out = out[:len(xs)]
+	old, new, out = old[:len(xs)], new[:len(xs)], out[:len(xs)]
 	i := 0
 	for ; i < len(xs); i++ {
 		x := xs[i]
 		if x-x != 0 { // NaN or ±Inf (x − x is NaN)
 			break
 		}
-		d := vals[head] - shift
+		d := old[i] - shift
 		ns1 := s1 - d
 		ns2 := s2 - d*d
 		mean := ns1 * inv
@@ -282,15 +306,7 @@ func (c *runSums) score(vals []float64, head, tail int, xs []float64, out []Resu
 			break
 		}
 		// Evict the oldest and add x.
-		head++
-		if head == len(vals) {
-			head = 0
-		}
-		vals[tail] = x
-		tail++
-		if tail == len(vals) {
-			tail = 0
-		}
+		new[i] = x
 		dx := x - shift
 		s1 = ns1 + dx
 		s2 = ns2 + dx*dx
