@@ -121,19 +121,8 @@ func readMooncake(t testing.TB, rel string) []float64 {
 // scaled so the average is meanPerMin. Deterministic for a seed.
 func syntheticDaily(shape []float64, days int, meanPerMin float64, seed uint64) []float64 {
 	rng := rand.New(rand.NewPCG(seed, 0))
-	var avg float64
-	for _, v := range shape {
-		avg += v
-	}
-	avg /= float64(len(shape))
-	out := make([]float64, days*1440)
-	for i := range out {
-		// Linear interpolation of the 10-minute shape, cycling through it.
-		pos := float64(i) / 10
-		k := int(pos)
-		fr := pos - float64(k)
-		a, b := shape[k%len(shape)], shape[(k+1)%len(shape)]
-		lam := ((1-fr)*a + fr*b) / avg * meanPerMin
+	out := weeklyRates(shape, days, meanPerMin, 1)
+	for i, lam := range out {
 		out[i] = poisson(rng, lam)
 	}
 	return out

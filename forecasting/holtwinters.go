@@ -46,7 +46,7 @@ type holtWinters struct {
 	p      int
 	trend  bool
 	damped bool
-	log    bool
+	logScale
 
 	par    HWParams
 	level  float64
@@ -79,15 +79,19 @@ func (m *holtWinters) need() int {
 	return 2 * m.p
 }
 
-func (m *holtWinters) in(y float64) float64 {
-	if m.log {
+// logScale is whether a model is fitted on the log1p scale: in maps a
+// sample there, out maps a forecast back.
+type logScale struct{ log bool }
+
+func (l logScale) in(y float64) float64 {
+	if l.log {
 		return math.Log1p(max(y, 0))
 	}
 	return y
 }
 
-func (m *holtWinters) out(v float64) float64 {
-	if m.log {
+func (l logScale) out(v float64) float64 {
+	if l.log {
 		return math.Expm1(v)
 	}
 	return v

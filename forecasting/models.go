@@ -70,7 +70,7 @@ func newModel(name string, period, horizon int) (model, error) {
 	case ModelHWMulDamped:
 		return &holtWinters{kind: seasonMultiplicative, p: period, trend: true, damped: true}, nil
 	case ModelHWLog:
-		return &holtWinters{kind: seasonAdditive, p: period, trend: true, damped: true, log: true}, nil
+		return &holtWinters{kind: seasonAdditive, p: period, trend: true, damped: true, logScale: logScale{log: true}}, nil
 	case ModelHWWeekly:
 		return newWeekly(period, false), nil
 	case ModelHWWeeklyLog:

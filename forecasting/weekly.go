@@ -30,8 +30,8 @@ const daysPerWeek = 7
 // and at lead h: l + (φ + … + φ^h)b + d + w (the indices of the target
 // step) + λ^h e.
 type hwWeekly struct {
-	p   int // daily period in steps; the week is daysPerWeek·p
-	log bool
+	p int // daily period in steps; the week is daysPerWeek·p
+	logScale
 
 	par   weeklyParams
 	start weeklyState // the state init computed, which mse starts from
@@ -60,7 +60,9 @@ type weeklyParams struct {
 	Lambda float64 // autocorrelation adjustment, in (0, 1)
 }
 
-func newWeekly(period int, log bool) *hwWeekly { return &hwWeekly{p: period, log: log} }
+func newWeekly(period int, log bool) *hwWeekly {
+	return &hwWeekly{p: period, logScale: logScale{log: log}}
+}
 
 func (m *hwWeekly) name() string {
 	if m.log {
@@ -71,20 +73,6 @@ func (m *hwWeekly) name() string {
 
 // need: one week to initialise the seasons and one more to fit on.
 func (m *hwWeekly) need() int { return 2 * daysPerWeek * m.p }
-
-func (m *hwWeekly) in(y float64) float64 {
-	if m.log {
-		return math.Log1p(max(y, 0))
-	}
-	return y
-}
-
-func (m *hwWeekly) out(v float64) float64 {
-	if m.log {
-		return math.Expm1(v)
-	}
-	return v
-}
 
 // init sets the initial state (m.start) from the start of x (already
 // transformed, at least one week) and returns how many points it used: the

@@ -164,7 +164,7 @@ func TestWeeklyStreamingMatchesRecomputation(t *testing.T) {
 			x[i] = m.in(v)
 		}
 		want := weeklyReference(m, x, h)
-		again := &hwWeekly{p: p, log: m.log, par: m.par}
+		again := &hwWeekly{p: p, logScale: m.logScale, par: m.par}
 		again.mse(x, again.init(x))
 		refit := make([]float64, h)
 		again.predict(refit)
