@@ -230,6 +230,8 @@ func NewAuto(c AutoConfig) *Auto {
 		panic(fmt.Sprintf("analysis.NewAuto: PhaseK must be a finite number, got %v", c.PhaseK))
 	case !(c.PhaseFit > 0 && c.PhaseFit <= 1):
 		panic(fmt.Sprintf("analysis.NewAuto: PhaseFit must be in (0, 1], got %v", c.PhaseFit))
+	case c.Tolerance < 0:
+		panic(fmt.Sprintf("analysis.NewAuto: Tolerance must be ≥ 0 ms, got %d", c.Tolerance))
 	}
 	a := &Auto{
 		k: c.K, p: c.P, zp: -normQuantile(c.P), floor: c.Floor,

@@ -1,11 +1,13 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -259,6 +261,7 @@ func FuzzAutoPhase(f *testing.F) {
 	f.Add([]byte("\xe8\x03\x00\x00\x00\x00\x00\x00\xf0\x7f\xe8\x03\xff\xff\xff\xff\xff\xff\xef\x7f\xe8\x03\xff\xff\xff\xff\xff\xff\xef\xff"), int64(1), int64(0))
 	f.Fuzz(func(t *testing.T, data []byte, window, tol int64) {
 		window = max(1, window&math.MaxInt32)
+		tol &= math.MaxInt32 // ≥ 0
 		a := NewAuto(AutoConfig{Window: window, Period: 1000, Tolerance: tol, MinPoints: 2})
 		fuzzSamples(data, func(tm int64, v float64) {
 			checkFuzzResult(t, tm, v, a.Observe(tm, v))
@@ -267,4 +270,15 @@ func FuzzAutoPhase(f *testing.F) {
 			}
 		})
 	})
+}
+
+// TestAutoRejectsNegativeTolerance: a negative tolerance would wrap the
+// history's reach; NewAuto refuses it as it refuses other bad settings.
+func TestAutoRejectsNegativeTolerance(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "Tolerance must be ≥ 0 ms, got -1") {
+			t.Errorf("NewAuto with Tolerance -1: panic %v", r)
+		}
+	}()
+	NewAuto(AutoConfig{Window: 3_600_000, Tolerance: -1})
 }
