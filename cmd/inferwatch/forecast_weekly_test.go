@@ -2,13 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
 // With --weekly, a file holding fifteen days of ten-minute data whose
@@ -43,5 +52,89 @@ func TestForecastWeeklyFlag(t *testing.T) {
 		if strings.Contains(model, "hw_weekly") != c.weekly {
 			t.Errorf("%v: model %q; want a weekly one %v\n%s", c.args, model, c.weekly, errOut)
 		}
+	}
+}
+
+// TestWeeklyForecastThroughTheDaemon: a forecast rule with a history of 15
+// days at a one-minute step (21,600 points, more than one range query
+// returns) fetches it from VictoriaMetrics in several requests and, on a
+// series whose weekends are half as busy, forecasts with a weekly model at
+// its first evaluation; with a 7-day history it cannot.
+func TestWeeklyForecastThroughTheDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics and NATS")
+	}
+	vm := localvm.Run(t)
+	end := time.Now().Truncate(time.Minute)
+	const n = 16 * 1440
+	rng := rand.New(rand.NewPCG(5, 5))
+	ts := make([]int64, n)
+	vs := make([]float64, n)
+	for i := range n {
+		lvl := 200.0
+		if i/1440%7 >= 5 {
+			lvl = 100
+		}
+		ts[i] = end.Add(time.Duration(i-n+1) * time.Minute).UnixMilli()
+		vs[i] = lvl * (1 + 0.5*math.Sin(2*math.Pi*float64(i)/1440)) * (1 + 0.02*rng.NormFloat64())
+	}
+	line, err := json.Marshal(map[string]any{"metric": map[string]string{"__name__": "llm_requests_per_second", "model": "m"},
+		"values": vs, "timestamps": ts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Import(context.Background(), strings.NewReader(string(line)+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for _, c := range []struct {
+		history string
+		weekly  bool
+	}{{"15d", true}, {"7d", false}} {
+		cfg := filepath.Join(t.TempDir(), "weekly.yml")
+		body := "source: {url: " + vm.URL() + "}\ngroups:\n  - name: g\n    interval: 1m\n    rules:\n" +
+			"      - name: rps\n        forecast: {expr: llm_requests_per_second, step: 1m, history: " + c.history + ", horizon: 10m}\n"
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var got []alerting.ForecastData
+		sub, err := nc.Subscribe("inferwatch.forecasts.rps", func(m *nats.Msg) {
+			var ev struct {
+				Data alerting.ForecastData `json:"data"`
+			}
+			if err := json.Unmarshal(m.Data, &ev); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			got = append(got, ev.Data)
+			mu.Unlock()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runCmd(t, context.Background(), "run", "--config", cfg, "--once",
+			"--nats.url", srv.ClientURL(), "--web.listen-address", "")
+		if code != 0 {
+			t.Fatalf("history %s: inferwatch run exited %d:\n%s", c.history, code, errOut)
+		}
+		nc.Flush()
+		time.Sleep(100 * time.Millisecond)
+		sub.Unsubscribe()
+		mu.Lock()
+		if len(got) != 1 {
+			t.Fatalf("history %s: %d forecasts, want 1", c.history, len(got))
+		}
+		d := got[0]
+		mu.Unlock()
+		if strings.Contains(d.Model, "hw_weekly") != c.weekly || d.Fallback != "" || len(d.Points) != 10 {
+			t.Errorf("history %s: model %q, fallback %q, %d points; want a weekly model %v", c.history, d.Model, d.Fallback, len(d.Points), c.weekly)
+		}
+		t.Logf("history %s: model %s, peak %.1f", c.history, d.Model, float64(d.Peak))
 	}
 }
