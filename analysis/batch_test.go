@@ -140,31 +140,7 @@ func FuzzSigmaBatch(f *testing.F) {
 			window = 1 + window&math.MaxInt32
 		}
 		c := SigmaConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
-		one, many := NewSigma(c), NewSigma(c)
-		var ts []int64
-		var vs []float64
-		var tm int64
-		for len(data) >= 10 {
-			tm += int64(int16(uint16(data[0]) | uint16(data[1])<<8))
-			var bits uint64
-			for i := range 8 {
-				bits |= uint64(data[2+i]) << (8 * i)
-			}
-			data = data[10:]
-			ts = append(ts, tm)
-			vs = append(vs, math.Float64frombits(bits))
-		}
-		size := 1 + int(batch)%64
-		out := make([]Result, size)
-		for i := 0; i < len(ts); i += size {
-			m := min(size, len(ts)-i)
-			many.ObserveBatch(ts[i:i+m], vs[i:i+m], out)
-			for j := range m {
-				if want := one.Observe(ts[i+j], vs[i+j]); !identicalResult(out[j], want) {
-					t.Fatalf("sample %d (t=%d v=%g): batch gives %+v, Observe %+v", i+j, ts[i+j], vs[i+j], out[j], want)
-				}
-			}
-		}
+		checkBatchFuzz(t, data, batch, NewSigma(c), NewSigma(c))
 	})
 }
 
@@ -253,26 +229,30 @@ func FuzzRobustBatch(f *testing.F) {
 			window = 1 + window&math.MaxInt32
 		}
 		c := RobustConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
-		one, many := NewRobust(c), NewRobust(c)
-		var ts []int64
-		var vs []float64
-		var tm int64
-		for len(data) >= 10 {
-			tm += int64(int16(binary.LittleEndian.Uint16(data)))
-			vs = append(vs, math.Float64frombits(binary.LittleEndian.Uint64(data[2:10])))
-			ts = append(ts, tm)
-			data = data[10:]
-		}
-		size := 1 + int(batch)%64
-		out := make([]Result, size)
-		for i := 0; i < len(ts); i += size {
-			m := min(size, len(ts)-i)
-			many.ObserveBatch(ts[i:i+m], vs[i:i+m], out)
-			for j := range m {
-				if want := one.Observe(ts[i+j], vs[i+j]); !identicalResult(out[j], want) {
-					t.Fatalf("sample %d (t=%d v=%g): batch gives %+v, Observe %+v", i+j, ts[i+j], vs[i+j], out[j], want)
-				}
+		checkBatchFuzz(t, data, batch, NewRobust(c), NewRobust(c))
+	})
+}
+
+// checkBatchFuzz feeds the samples of data (see fuzzSamples) to one
+// through Observe and to many through ObserveBatch in batches of
+// 1 + batch%64, and requires identical results.
+func checkBatchFuzz(t *testing.T, data []byte, batch uint8, one Detector, many BatchDetector) {
+	t.Helper()
+	var ts []int64
+	var vs []float64
+	fuzzSamples(data, func(tm int64, v float64) {
+		ts = append(ts, tm)
+		vs = append(vs, v)
+	})
+	size := 1 + int(batch)%64
+	out := make([]Result, size)
+	for i := 0; i < len(ts); i += size {
+		m := min(size, len(ts)-i)
+		many.ObserveBatch(ts[i:i+m], vs[i:i+m], out)
+		for j := range m {
+			if want := one.Observe(ts[i+j], vs[i+j]); !identicalResult(out[j], want) {
+				t.Fatalf("sample %d (t=%d v=%g): batch gives %+v, Observe %+v", i+j, ts[i+j], vs[i+j], out[j], want)
 			}
 		}
-	})
+	}
 }
