@@ -154,13 +154,14 @@ func checkReplace(t *testing.T, window int64, ts []int64, vs []float64) {
 	for i := range ts {
 		if two.n > 0 {
 			lo, up := two.bounds2(vs[i], -vs[i])
-			if lo != two.lowerBound(vs[i]) || up != two.upperBound(-vs[i]) {
-				t.Fatalf("sample %d: bounds2(%g, %g) = %d, %d; want %d, %d", i, vs[i], -vs[i], lo, up, two.lowerBound(vs[i]), two.upperBound(-vs[i]))
+			hlo, hup := two.bounds2Hot(vs[i], -vs[i])
+			if lo != two.lowerBound(vs[i]) || up != two.upperBound(-vs[i]) || hlo != lo || hup != up {
+				t.Fatalf("sample %d: bounds2(%g, %g) = %d, %d, bounds2Hot %d, %d; want %d, %d", i, vs[i], -vs[i], lo, up, hlo, hup, two.lowerBound(vs[i]), two.upperBound(-vs[i]))
 			}
 		}
 		one.evictBefore(ts[i])
 		one.push(ts[i], vs[i])
-		two.pushAt(ts[i], vs[i], two.evictFor(ts[i], vs[i]))
+		two.pushAt(ts[i], vs[i], two.evictFor(ts[i], vs[i], i&1 == 1))
 		if one.n != two.n {
 			t.Fatalf("sample %d: %d samples held, want %d", i, two.n, one.n)
 		}

@@ -129,7 +129,7 @@ func (r *Robust) Len() int { return r.w.len() }
 // Observe scores (t, v) against the preceding window and then adds it.
 func (r *Robust) Observe(t int64, v float64) Result {
 	var res Result
-	r.observe(t, v, &res)
+	r.observe(t, v, &res, false)
 	return res
 }
 
@@ -139,19 +139,20 @@ func (r *Robust) Observe(t int64, v float64) Result {
 func (r *Robust) ObserveBatch(t []int64, v []float64, out []Result) {
 	v, out = v[:len(t)], out[:len(t)]
 	for i := range t {
-		r.observe(t[i], v[i], &out[i])
+		// The first sample finds the window cold in cache, the others hot.
+		r.observe(t[i], v[i], &out[i], i > 0)
 	}
 }
 
 // observe is Observe writing its result to res field by field: a
 // composite literal would be built on the stack and copied, which stalls
-// store forwarding.
-func (r *Robust) observe(t int64, v float64, res *Result) {
+// store forwarding. hot tells that the window is in cache (see evictFor).
+func (r *Robust) observe(t int64, v float64, res *Result, hot bool) {
 	if math.IsNaN(v) || math.IsInf(v, 0) || (r.hasLast && t <= r.last) {
 		*res = notReady()
 		return
 	}
-	at := r.w.evictFor(t, v)
+	at := r.w.evictFor(t, v, hot)
 	if r.w.len() >= r.minPoints {
 		m := r.w.median()
 		s := max(windowSpread(&r.w, m), r.res.step())
