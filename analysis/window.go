@@ -326,10 +326,16 @@ func (w *sortedWindow) kthDistance(med float64, p, k int, next bool) (kth, after
 		return j > 0 && vals[idx[p+j-1]]-med > med-vals[idx[p-1-i]]
 	}
 	lo, hi := max(0, k+1-lb), min(k+1, la)
-	// Gallop from the previous answer to a bracket, then bisect it.
 	h := &w.madHint[k&1]
 	g := min(max(*h, lo), hi)
-	if g < hi && take(g) {
+	switch {
+	case g-2 >= lo && g+1 < hi && take(g-2) && !take(g+1):
+		// The answer has moved by at most one from the previous one, as
+		// it mostly does: count it out without branches.
+		lo = g - 1 + b2i(take(g-1)) + b2i(take(g))
+		hi = lo
+	case g < hi && take(g):
+		// Gallop from the previous answer to a bracket, then bisect it.
 		lo = g + 1
 		for step := 1; lo < hi; step *= 2 {
 			if !take(min(lo+step-1, hi-1)) {
@@ -338,7 +344,7 @@ func (w *sortedWindow) kthDistance(med float64, p, k int, next bool) (kth, after
 			}
 			lo = min(lo+step, hi)
 		}
-	} else {
+	default:
 		hi = g
 		for step := 1; lo < hi; step *= 2 {
 			if take(max(hi-step, lo)) {
