@@ -18,8 +18,8 @@ func identicalResult(a, b Result) bool {
 
 // batchStreams are the streams ObserveBatch is checked on: regular and
 // irregular steps, gaps that empty the window, non-finite values,
-// duplicates and samples out of order, spikes and values that overflow the
-// running sums.
+// duplicates and samples out of order, spikes, values that overflow the
+// running sums and values around the bounds of Sigma's batch loop.
 func batchStreams() map[string][]sample {
 	rng := rand.New(rand.NewPCG(21, 22))
 	streams := map[string][]sample{}
@@ -60,7 +60,18 @@ func batchStreams() map[string][]sample {
 		}
 		huge = append(huge, sample{int64(i) * 1000, v})
 	}
+	// Around the bounds of Sigma's batch loop (runMaxDev, runMaxSum): a
+	// regular stream of values near 1e100 with excursions to 1e150.
+	var large []sample
+	for i := range 3000 {
+		v := 1e100 * (1 + 0.01*rng.NormFloat64())
+		if rng.IntN(200) == 0 {
+			v = 1e150
+		}
+		large = append(large, sample{int64(i) * 1000, v})
+	}
 	streams["regular"], streams["jitter"], streams["messy"], streams["huge"] = regular, jitter, messy, huge
+	streams["large"] = large
 	return streams
 }
 

@@ -248,6 +248,15 @@ func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 	return i
 }
 
+// Bounds of runSums.segment's loop: with Σ(x−s)² ≤ runMaxSum when it
+// starts and |x − s| ≤ runMaxDev for each sample it adds (each adds at
+// most 1e200 to a sum of at most 65,536 terms), the sums, the mean and
+// the variance stay far below math.MaxFloat64.
+const (
+	runMaxSum = 1e300
+	runMaxDev = 1e100
+)
+
 // runSums is the state observeRun's inner loop keeps in registers.
 type runSums struct {
 	s1, s2, peak     float64
@@ -289,9 +298,16 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 	shift, inv, inv1, k := c.shift, c.inv, c.inv1, c.k
 	old, new, out = old[:len(xs)], new[:len(xs)], out[:len(xs)]
 	i := 0
+	// Sums this far below the largest float64, and samples within
+	// runMaxDev of the shift, keep every quantity below finite: the mean
+	// and the variance need no check of their own (scoreScaled's case).
+	if !(s2 <= runMaxSum) {
+		return 0
+	}
 	for ; i < len(xs); i++ {
 		x := xs[i]
-		if x-x != 0 { // NaN or ±Inf (x − x is NaN)
+		dx := x - shift
+		if !(math.Abs(dx) <= runMaxDev) { // also NaN and ±Inf
 			break
 		}
 		d := old[i] - shift
@@ -300,14 +316,12 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 		mean := ns1 * inv
 		m2 := ns2 - ns1*mean
 		mu := shift + mean
-		// A recomputation is due, or the sums are too large for the
-		// fast score (scoreScaled's case): leave it to Observe.
-		if !(m2 >= peak*recomputeDrop) || mu-mu != 0 || !(m2*inv1 <= math.MaxFloat64) {
+		// A recomputation is due: leave it to Observe.
+		if !(m2 >= peak*recomputeDrop) {
 			break
 		}
 		// Evict the oldest and add x.
 		new[i] = x
-		dx := x - shift
 		s1 = ns1 + dx
 		s2 = ns2 + dx*dx
 		if s2 > peak {
