@@ -251,7 +251,23 @@ func NewAuto(c AutoConfig) *Auto {
 func (a *Auto) Len() int { return a.w.len() }
 
 // Observe scores (t, v) and then adds it to the baseline.
-func (a *Auto) Observe(t int64, v float64) Result {
+func (a *Auto) Observe(t int64, v float64) Result { return a.observe(t, v, false) }
+
+// ObserveBatch scores a run of samples of the series, exactly as one
+// Observe per sample does (see BatchDetector).
+func (a *Auto) ObserveBatch(t []int64, v []float64, out []Result) {
+	v, out = v[:len(t)], out[:len(t)]
+	for i := range t {
+		// The first sample finds the window cold in cache, the others hot.
+		out[i] = a.observe(t[i], v[i], i > 0)
+	}
+}
+
+var _ BatchDetector = (*Auto)(nil)
+
+// observe is Observe; hot tells that the window is in cache (see
+// sortedWindow.evictFor).
+func (a *Auto) observe(t int64, v float64, hot bool) Result {
 	if math.IsNaN(v) || math.IsInf(v, 0) || (a.hasLast && t <= a.last) {
 		return notReady()
 	}
@@ -259,13 +275,13 @@ func (a *Auto) Observe(t int64, v float64) Result {
 		a.ph.minStep = int64(d)
 	}
 	a.last, a.hasLast = t, true
-	a.w.evictBefore(t)
+	at := a.w.evictFor(t, v, hot)
 	if a.period > 0 {
 		a.forget(t)
 	}
 	if a.w.len() < a.minPoints {
 		a.res.add(v)
-		a.w.push(t, v)
+		a.w.pushAt(t, v, at)
 		a.hold = max(0, a.hold-1)
 		if a.period > 0 {
 			r := math.NaN()
@@ -306,7 +322,7 @@ func (a *Auto) Observe(t int64, v float64) Result {
 		a.hold = a.refractory
 	}
 	a.res.add(v)
-	a.w.push(t, v)
+	a.w.pushAt(t, v, at)
 	if a.period > 0 {
 		a.remember(t, v, r)
 	}

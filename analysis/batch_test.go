@@ -127,6 +127,17 @@ func TestRobustObserveBatch(t *testing.T) {
 	}
 }
 
+func TestAutoObserveBatch(t *testing.T) {
+	for _, c := range []AutoConfig{
+		{Window: 240 * 15_000},
+		{Window: 120_000, MinPoints: 5},
+		{Window: 10_000, MinPoints: 2, Floor: 1e-6},
+		{Window: 40_000, Period: 20_000, Tolerance: 2_000},
+	} {
+		checkBatch(t, "auto", func() Detector { return NewAuto(c) })
+	}
+}
+
 // TestStepWindowObserveBatch covers detectors whose window is given in
 // samples: the batch goes through the held samples, then to the
 // detector's own ObserveBatch.
@@ -242,6 +253,18 @@ func FuzzRobustBatch(f *testing.F) {
 		}
 		c := RobustConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
 		checkBatchFuzz(t, data, batch, NewRobust(c), NewRobust(c))
+	})
+}
+
+// FuzzAutoBatch is FuzzSigmaBatch for Auto, with and without a period.
+func FuzzAutoBatch(f *testing.F) {
+	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), int64(0), uint8(2), uint8(7))
+	f.Fuzz(func(t *testing.T, data []byte, window, period int64, minPoints, batch uint8) {
+		if window <= 0 {
+			window = 1 + window&math.MaxInt32
+		}
+		c := AutoConfig{Window: window, MinPoints: 2 + int(minPoints%32), Period: max(0, period&math.MaxInt32)}
+		checkBatchFuzz(t, data, batch, NewAuto(c), NewAuto(c))
 	})
 }
 
