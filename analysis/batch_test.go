@@ -138,6 +138,16 @@ func TestAutoObserveBatch(t *testing.T) {
 	}
 }
 
+func TestLevelShiftObserveBatch(t *testing.T) {
+	for _, c := range []LevelShiftConfig{
+		{Window: 240 * 15_000},
+		{Window: 120_000, MinPoints: 5, Quiet: -1},
+		{Window: 10_000, MinPoints: 2, Floor: 1e-6},
+	} {
+		checkBatch(t, "levelshift", func() Detector { return NewLevelShift(c) })
+	}
+}
+
 // TestStepWindowObserveBatch covers detectors whose window is given in
 // samples: the batch goes through the held samples, then to the
 // detector's own ObserveBatch.
@@ -265,6 +275,18 @@ func FuzzAutoBatch(f *testing.F) {
 		}
 		c := AutoConfig{Window: window, MinPoints: 2 + int(minPoints%32), Period: max(0, period&math.MaxInt32)}
 		checkBatchFuzz(t, data, batch, NewAuto(c), NewAuto(c))
+	})
+}
+
+// FuzzLevelShiftBatch is FuzzSigmaBatch for LevelShift.
+func FuzzLevelShiftBatch(f *testing.F) {
+	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), uint8(2), uint8(7))
+	f.Fuzz(func(t *testing.T, data []byte, window int64, minPoints, batch uint8) {
+		if window <= 0 {
+			window = 1 + window&math.MaxInt32
+		}
+		c := LevelShiftConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
+		checkBatchFuzz(t, data, batch, NewLevelShift(c), NewLevelShift(c))
 	})
 }
 

@@ -172,8 +172,9 @@ func BenchmarkAutoObserve(b *testing.B)       { benchDetectors(b, "auto") }
 func BenchmarkEWMAObserve(b *testing.B)       { benchDetectors(b, "ewma") }
 func BenchmarkLevelShiftObserve(b *testing.B) { benchDetectors(b, "levelshift") }
 
-func BenchmarkRobustBatch(b *testing.B) { benchDetectorsBatch(b, "robust") }
-func BenchmarkAutoBatch(b *testing.B)   { benchDetectorsBatch(b, "auto") }
+func BenchmarkRobustBatch(b *testing.B)     { benchDetectorsBatch(b, "robust") }
+func BenchmarkAutoBatch(b *testing.B)       { benchDetectorsBatch(b, "auto") }
+func BenchmarkLevelShiftBatch(b *testing.B) { benchDetectorsBatch(b, "levelshift") }
 
 // BenchmarkSortedWindow measures the sorted window behind robust, auto,
 // levelshift and seasonal on its own, hot in cache: per point one

@@ -115,16 +115,32 @@ func NewLevelShift(c LevelShiftConfig) *LevelShift {
 }
 
 // Observe scores (t, v) and then adds it to the baseline.
-func (l *LevelShift) Observe(t int64, v float64) Result {
+func (l *LevelShift) Observe(t int64, v float64) Result { return l.observe(t, v, false) }
+
+// ObserveBatch scores a run of samples of the series, exactly as one
+// Observe per sample does (see BatchDetector).
+func (l *LevelShift) ObserveBatch(t []int64, v []float64, out []Result) {
+	v, out = v[:len(t)], out[:len(t)]
+	for i := range t {
+		// The first sample finds the window cold in cache, the others hot.
+		out[i] = l.observe(t[i], v[i], i > 0)
+	}
+}
+
+var _ BatchDetector = (*LevelShift)(nil)
+
+// observe is Observe; hot tells that the window is in cache (see
+// sortedWindow.evictFor).
+func (l *LevelShift) observe(t int64, v float64, hot bool) Result {
 	if math.IsNaN(v) || math.IsInf(v, 0) || (l.hasLast && t <= l.last) {
 		return notReady()
 	}
 	l.last, l.hasLast = t, true
 	l.res.add(v)
-	l.w.evictBefore(t)
+	at := l.w.evictFor(t, v, hot)
 	if l.w.len() < l.minPoints {
 		l.c.reset()
-		l.w.push(t, v)
+		l.w.pushAt(t, v, at)
 		return notReady()
 	}
 	m := l.w.median()
@@ -139,8 +155,9 @@ func (l *LevelShift) Observe(t int64, v float64) Result {
 		// A change point: learn the new regime from this sample on.
 		l.c.reset()
 		l.w.clear()
+		at = 0
 	}
-	l.w.push(t, v)
+	l.w.pushAt(t, v, at)
 	return res
 }
 
