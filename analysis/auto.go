@@ -168,8 +168,8 @@ type Auto struct {
 
 	w           sortedWindow
 	res         resolution
-	hist        []point   // the window's samples, oldest first, for the past-period tests
-	hr          []float32 // hist's phase residuals, NaN where there was none (phase test on)
+	hist        fifo[point]   // the window's samples, oldest first, for the past-period tests
+	hr          fifo[float32] // hist's phase residuals, NaN where there was none (phase test on)
 	period, tol int64
 	hold        int // samples left in the refractory period
 	last        int64
@@ -256,11 +256,7 @@ func (a *Auto) Observe(t int64, v float64) Result { return a.observe(t, v, false
 // ObserveBatch scores a run of samples of the series, exactly as one
 // Observe per sample does (see BatchDetector).
 func (a *Auto) ObserveBatch(t []int64, v []float64, out []Result) {
-	v, out = v[:len(t)], out[:len(t)]
-	for i := range t {
-		// The first sample finds the window cold in cache, the others hot.
-		out[i] = a.observe(t[i], v[i], i > 0)
-	}
+	observeWarm(t, v, out, a.observe)
 }
 
 var _ BatchDetector = (*Auto)(nil)
@@ -286,7 +282,7 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 		if a.period > 0 {
 			r := math.NaN()
 			if a.ph.on() {
-				r = a.ph.residual(a.hist, t, v, a.period)
+				r = a.ph.residual(a.hist.items(), t, v, a.period)
 			}
 			a.remember(t, v, r)
 		}
@@ -309,7 +305,7 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 	r := math.NaN()
 	if a.ph.on() {
 		var pres Result
-		r = a.ph.score(a.hist, t, v, a.period, a.res.step(), a.floor, &pres)
+		r = a.ph.score(a.hist.items(), t, v, a.period, a.res.step(), a.floor, &pres)
 		if pres.Score > res.Score {
 			res = pres
 		}
@@ -334,32 +330,57 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 func (a *Auto) forget(t int64) {
 	i := 0
 	on := a.ph.on()
-	for i < len(a.hist) && uint64(t)-uint64(a.hist[i].t) > uint64(a.w.window)+uint64(a.tol) {
+	hist, hr := a.hist.items(), a.hr.items()
+	for i < len(hist) && uint64(t)-uint64(hist[i].t) > uint64(a.w.window)+uint64(a.tol) {
 		if on {
-			a.ph.drop(a.hist[i].v, a.hr[i])
+			a.ph.drop(hist[i].v, hr[i])
 		}
 		i++
 	}
-	if i > 0 && 2*i >= len(a.hist) {
-		a.hist = append(a.hist[:0], a.hist[i:]...)
-		if on {
-			a.hr = append(a.hr[:0], a.hr[i:]...)
-		}
-	} else if i > 0 {
-		a.hist = a.hist[i:]
-		if on {
-			a.hr = a.hr[i:]
-		}
+	a.hist.drop(i)
+	if on {
+		a.hr.drop(i)
 	}
 }
 
 // remember adds (t, v) and, with the phase test on, its phase residual r
 // (NaN when it has none) to the history of the past-period tests.
 func (a *Auto) remember(t int64, v, r float64) {
-	a.hist = append(a.hist, point{t, v})
+	a.hist.push(point{t, v})
 	if a.ph.on() {
-		a.hr = append(a.hr, storedResidual(r))
-		a.ph.add(v, a.hr[len(a.hr)-1], a.hist, a.hr)
+		sr := storedResidual(r)
+		a.hr.push(sr)
+		a.ph.add(v, sr, a.hist.items(), a.hr.items())
+	}
+}
+
+// fifo is a slice consumed from the front and appended to at the back
+// that reuses its array: when the back runs out of room and the front has
+// released at least a quarter of it, the items move down instead of the
+// array growing, so a history that slides holds one array, at most a
+// third larger than what it holds.
+type fifo[T any] struct {
+	buf  []T
+	head int
+}
+
+// items returns the items held, oldest first.
+func (q *fifo[T]) items() []T { return q.buf[q.head:] }
+
+// push appends x.
+func (q *fifo[T]) push(x T) {
+	if len(q.buf) == cap(q.buf) && q.head > 0 && 4*q.head >= len(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	q.buf = append(q.buf, x)
+}
+
+// drop removes the n oldest items.
+func (q *fifo[T]) drop(n int) {
+	q.head += n
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
 	}
 }
 
@@ -369,14 +390,15 @@ func (a *Auto) seenBefore(t int64, v float64, up bool) bool {
 	if a.period <= 0 {
 		return false
 	}
+	hist := a.hist.items()
 	for j := int64(1); ; j++ {
 		at := t - j*a.period
-		if at > t || len(a.hist) == 0 || at+a.tol < a.hist[0].t {
+		if at > t || len(hist) == 0 || at+a.tol < hist[0].t {
 			return false
 		}
-		lo, _ := slices.BinarySearchFunc(a.hist, at-a.tol, func(p point, x int64) int { return cmp.Compare(p.t, x) })
-		for k := lo; k < len(a.hist) && a.hist[k].t <= at+a.tol; k++ {
-			if up && a.hist[k].v >= v || !up && a.hist[k].v <= v {
+		lo, _ := slices.BinarySearchFunc(hist, at-a.tol, func(p point, x int64) int { return cmp.Compare(p.t, x) })
+		for k := lo; k < len(hist) && hist[k].t <= at+a.tol; k++ {
+			if up && hist[k].v >= v || !up && hist[k].v <= v {
 				return true
 			}
 		}

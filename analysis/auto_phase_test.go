@@ -125,7 +125,7 @@ func TestAutoPhaseSums(t *testing.T) {
 		}
 		got := a.ph
 		want := phaseTest{}
-		want.recompute(a.hist, a.hr)
+		want.recompute(a.hist.items(), a.hr.items())
 		if got.n != want.n {
 			t.Fatalf("sample %d: %d residuals counted, %d in the history", i, got.n, want.n)
 		}
@@ -151,10 +151,11 @@ func TestAutoPhaseMemory(t *testing.T) {
 	for i := range 4 * 1440 {
 		a.Observe(int64(i)*fiveMin, workday(i, rng))
 	}
-	added := 4*cap(a.hr) + 8*(cap(a.ph.es)+cap(a.ph.ys)+cap(a.ph.lo)+cap(a.ph.hi)) + 16*cap(a.ph.hits)
-	t.Logf("phase test: %d residuals, %d bytes; history %d bytes", len(a.hr), added, 16*cap(a.hist))
-	if len(a.hr) != len(a.hist) || added > 12*1024 {
-		t.Errorf("phase test holds %d bytes for %d residuals (history %d), want under 12 KiB", added, len(a.hr), len(a.hist))
+	added := 4*cap(a.hr.buf) + 8*(cap(a.ph.es)+cap(a.ph.ys)+cap(a.ph.lo)+cap(a.ph.hi)) + 16*cap(a.ph.hits)
+	hr, hist := a.hr.items(), a.hist.items()
+	t.Logf("phase test: %d residuals, %d bytes; history %d bytes", len(hr), added, 16*cap(a.hist.buf))
+	if len(hr) != len(hist) || added > 12*1024 {
+		t.Errorf("phase test holds %d bytes for %d residuals (history %d), want under 12 KiB", added, len(hr), len(hist))
 	}
 }
 
@@ -233,9 +234,10 @@ func TestAutoPhaseRange(t *testing.T) {
 	}
 	// The highs of the past days within two hours of 02:00.
 	var his []float64
-	for j := int64(1); tm-j*a.period >= a.hist[0].t; j++ {
+	hist := a.hist.items()
+	for j := int64(1); tm-j*a.period >= hist[0].t; j++ {
 		hi := math.Inf(-1)
-		for _, q := range a.hist {
+		for _, q := range hist {
 			if d := q.t - (tm - j*a.period); d >= -a.tol && d <= a.tol {
 				hi = max(hi, q.v)
 			}
@@ -265,8 +267,9 @@ func FuzzAutoPhase(f *testing.F) {
 		a := NewAuto(AutoConfig{Window: window, Period: 1000, Tolerance: tol, MinPoints: 2})
 		fuzzSamples(data, func(tm int64, v float64) {
 			checkFuzzResult(t, tm, v, a.Observe(tm, v))
-			if a.ph.on() && len(a.hr) != len(a.hist) || !a.ph.on() && len(a.hr) > 0 || a.ph.n < 0 {
-				t.Fatalf("t=%d: %d residuals for %d samples, %d counted", tm, len(a.hr), len(a.hist), a.ph.n)
+			hr, hist := a.hr.items(), a.hist.items()
+			if a.ph.on() && len(hr) != len(hist) || !a.ph.on() && len(hr) > 0 || a.ph.n < 0 {
+				t.Fatalf("t=%d: %d residuals for %d samples, %d counted", tm, len(hr), len(hist), a.ph.n)
 			}
 		})
 	})

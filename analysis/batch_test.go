@@ -117,35 +117,23 @@ func TestSigmaObserveBatch(t *testing.T) {
 	}
 }
 
-func TestRobustObserveBatch(t *testing.T) {
+// TestWindowDetectorsObserveBatch covers the detectors over a sorted
+// window: robust, auto (with and without a period) and levelshift.
+func TestWindowDetectorsObserveBatch(t *testing.T) {
 	for _, c := range []RobustConfig{
 		{Window: 240 * 15_000},
 		{Window: 120_000, MinPoints: 5, Quiet: -1},
 		{Window: 10_000, MinPoints: 2, Floor: 1e-6},
 	} {
 		checkBatch(t, "robust", func() Detector { return NewRobust(c) })
+		// Auto and LevelShift keep the same sorted window.
+		a := AutoConfig{Window: c.Window, MinPoints: c.MinPoints, Floor: c.Floor}
+		checkBatch(t, "auto", func() Detector { return NewAuto(a) })
+		l := LevelShiftConfig{Window: c.Window, MinPoints: c.MinPoints, Floor: c.Floor, Quiet: c.Quiet}
+		checkBatch(t, "levelshift", func() Detector { return NewLevelShift(l) })
 	}
-}
-
-func TestAutoObserveBatch(t *testing.T) {
-	for _, c := range []AutoConfig{
-		{Window: 240 * 15_000},
-		{Window: 120_000, MinPoints: 5},
-		{Window: 10_000, MinPoints: 2, Floor: 1e-6},
-		{Window: 40_000, Period: 20_000, Tolerance: 2_000},
-	} {
-		checkBatch(t, "auto", func() Detector { return NewAuto(c) })
-	}
-}
-
-func TestLevelShiftObserveBatch(t *testing.T) {
-	for _, c := range []LevelShiftConfig{
-		{Window: 240 * 15_000},
-		{Window: 120_000, MinPoints: 5, Quiet: -1},
-		{Window: 10_000, MinPoints: 2, Floor: 1e-6},
-	} {
-		checkBatch(t, "levelshift", func() Detector { return NewLevelShift(c) })
-	}
+	a := AutoConfig{Window: 40_000, Period: 20_000, Tolerance: 2_000}
+	checkBatch(t, "auto", func() Detector { return NewAuto(a) })
 }
 
 // TestStepWindowObserveBatch covers detectors whose window is given in
@@ -165,14 +153,48 @@ func TestStepWindowObserveBatch(t *testing.T) {
 // Observe and one through ObserveBatch in batches of arbitrary sizes: the
 // results must be identical.
 func FuzzSigmaBatch(f *testing.F) {
-	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), uint8(2), uint8(7))
 	f.Add([]byte("\xe8\x03\x00\x00\x00\x00\x00\x00\xf0\x7f\xe8\x03\xff\xff\xff\xff\xff\xff\xef\x7f\xe8\x03\xff\xff\xff\xff\xff\xff\xef\xff"), int64(1), uint8(0), uint8(1))
+	fuzzBatch(f, func(window int64, minPoints int) (Detector, BatchDetector) {
+		c := SigmaConfig{Window: window, MinPoints: minPoints}
+		return NewSigma(c), NewSigma(c)
+	})
+}
+
+// FuzzRobustBatch is FuzzSigmaBatch for Robust.
+func FuzzRobustBatch(f *testing.F) {
+	fuzzBatch(f, func(window int64, minPoints int) (Detector, BatchDetector) {
+		c := RobustConfig{Window: window, MinPoints: minPoints}
+		return NewRobust(c), NewRobust(c)
+	})
+}
+
+// FuzzAutoBatch is FuzzSigmaBatch for Auto, with a period of a fifth of
+// the window (the phase test on when the window reaches two periods back).
+func FuzzAutoBatch(f *testing.F) {
+	fuzzBatch(f, func(window int64, minPoints int) (Detector, BatchDetector) {
+		c := AutoConfig{Window: window, MinPoints: minPoints, Period: window / 5}
+		return NewAuto(c), NewAuto(c)
+	})
+}
+
+// FuzzLevelShiftBatch is FuzzSigmaBatch for LevelShift.
+func FuzzLevelShiftBatch(f *testing.F) {
+	fuzzBatch(f, func(window int64, minPoints int) (Detector, BatchDetector) {
+		c := LevelShiftConfig{Window: window, MinPoints: minPoints}
+		return NewLevelShift(c), NewLevelShift(c)
+	})
+}
+
+// fuzzBatch runs checkBatchFuzz on pairs of detectors made by newPair for
+// a window (ms, > 0) and a MinPoints (2–33) read from the fuzzer's input.
+func fuzzBatch(f *testing.F, newPair func(window int64, minPoints int) (Detector, BatchDetector)) {
+	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), uint8(2), uint8(7))
 	f.Fuzz(func(t *testing.T, data []byte, window int64, minPoints, batch uint8) {
 		if window <= 0 {
 			window = 1 + window&math.MaxInt32
 		}
-		c := SigmaConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
-		checkBatchFuzz(t, data, batch, NewSigma(c), NewSigma(c))
+		one, many := newPair(window, 2+int(minPoints%32))
+		checkBatchFuzz(t, data, batch, one, many)
 	})
 }
 
@@ -251,42 +273,6 @@ func FuzzSortedWindowReplace(f *testing.F) {
 			vs = append(vs, v)
 		}
 		checkReplace(t, window, ts, vs)
-	})
-}
-
-// FuzzRobustBatch is FuzzSigmaBatch for Robust.
-func FuzzRobustBatch(f *testing.F) {
-	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), uint8(2), uint8(7))
-	f.Fuzz(func(t *testing.T, data []byte, window int64, minPoints, batch uint8) {
-		if window <= 0 {
-			window = 1 + window&math.MaxInt32
-		}
-		c := RobustConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
-		checkBatchFuzz(t, data, batch, NewRobust(c), NewRobust(c))
-	})
-}
-
-// FuzzAutoBatch is FuzzSigmaBatch for Auto, with and without a period.
-func FuzzAutoBatch(f *testing.F) {
-	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), int64(0), uint8(2), uint8(7))
-	f.Fuzz(func(t *testing.T, data []byte, window, period int64, minPoints, batch uint8) {
-		if window <= 0 {
-			window = 1 + window&math.MaxInt32
-		}
-		c := AutoConfig{Window: window, MinPoints: 2 + int(minPoints%32), Period: max(0, period&math.MaxInt32)}
-		checkBatchFuzz(t, data, batch, NewAuto(c), NewAuto(c))
-	})
-}
-
-// FuzzLevelShiftBatch is FuzzSigmaBatch for LevelShift.
-func FuzzLevelShiftBatch(f *testing.F) {
-	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), uint8(2), uint8(7))
-	f.Fuzz(func(t *testing.T, data []byte, window int64, minPoints, batch uint8) {
-		if window <= 0 {
-			window = 1 + window&math.MaxInt32
-		}
-		c := LevelShiftConfig{Window: window, MinPoints: 2 + int(minPoints%32)}
-		checkBatchFuzz(t, data, batch, NewLevelShift(c), NewLevelShift(c))
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -368,5 +369,39 @@ func TestAutoSeenBefore(t *testing.T) {
 	}
 	if want := []int{288 + 100, 5*288 + 200}; !slices.Equal(alarms, want) {
 		t.Errorf("alarms at samples %v, want %v (the daily job's first run and the new spike)", alarms, want)
+	}
+}
+
+// TestSteadyStateAllocs requires that a detector whose window has filled
+// allocates nothing per sample: a history that slides must reuse its
+// arrays, or 100,000 series make garbage at the rate they are scored.
+func TestSteadyStateAllocs(t *testing.T) {
+	noise := benchNoise()
+	for _, name := range []string{"sigma", "ewma", "robust", "levelshift", "auto"} {
+		f, err := Build(Spec{Name: name, Window: 240 * benchStep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := f()
+		tm, i := int64(benchT0), 0
+		next := func() {
+			d.Observe(tm, noise[i&4095])
+			tm += benchStep
+			i++
+		}
+		// Auto keeps its window plus the tolerance of its past-period
+		// test: a few thousand samples fill both.
+		for range 5000 {
+			next()
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 20_000 {
+			next()
+		}
+		runtime.ReadMemStats(&after)
+		if n := after.Mallocs - before.Mallocs; n != 0 {
+			t.Errorf("%s: %d allocations (%d bytes) over 20,000 samples once its window is full, want none", name, n, after.TotalAlloc-before.TotalAlloc)
+		}
 	}
 }

@@ -120,11 +120,7 @@ func (l *LevelShift) Observe(t int64, v float64) Result { return l.observe(t, v,
 // ObserveBatch scores a run of samples of the series, exactly as one
 // Observe per sample does (see BatchDetector).
 func (l *LevelShift) ObserveBatch(t []int64, v []float64, out []Result) {
-	v, out = v[:len(t)], out[:len(t)]
-	for i := range t {
-		// The first sample finds the window cold in cache, the others hot.
-		out[i] = l.observe(t[i], v[i], i > 0)
-	}
+	observeWarm(t, v, out, l.observe)
 }
 
 var _ BatchDetector = (*LevelShift)(nil)

@@ -74,6 +74,16 @@ func (w *sortedWindow) evictFor(t int64, x float64, hot bool) int {
 	return j
 }
 
+// observeWarm scores a batch of samples through observe, telling it that
+// the window is hot in cache (see evictFor) from the second sample on:
+// the first finds it cold.
+func observeWarm(t []int64, v []float64, out []Result, observe func(t int64, v float64, hot bool) Result) {
+	v, out = v[:len(t)], out[:len(t)]
+	for i := range t {
+		out[i] = observe(t[i], v[i], i > 0)
+	}
+}
+
 // bounds2 returns the lower bound of a and the upper bound of b, by two
 // binary searches run side by side. Their branches are kept for a window
 // cold in cache, as it is when a series' batch starts: the loads down the
