@@ -19,14 +19,18 @@ type combo struct {
 	members []model
 	clip    bool
 	buf     []float64
+	label   string // name's result, built once: every forecast reports it
 }
 
 func (m *combo) name() string {
-	names := make([]string, len(m.members))
-	for i, c := range m.members {
-		names[i] = c.name()
+	if m.label == "" {
+		names := make([]string, len(m.members))
+		for i, c := range m.members {
+			names[i] = c.name()
+		}
+		m.label = "combo(" + strings.Join(names, "+") + ")"
 	}
-	return "combo(" + strings.Join(names, "+") + ")"
+	return m.label
 }
 
 func (m *combo) need() int {
