@@ -18,7 +18,7 @@ type detectorDef struct {
 	params []string // the parameters it accepts, sorted
 	// build validates the parameters and returns the constructor of one
 	// series' detector for a window in ms (> 0 when points > 0).
-	build func(window int64, p params) (func(window int64) Detector, error)
+	build func(window int64, p *params) (func(window int64) Detector, error)
 }
 
 // detectors is the table Build and Names read. Add a detector here.
@@ -42,171 +42,119 @@ const DefaultPoints = 240
 // DefaultDetector is the detector of a rule that names none.
 const DefaultDetector = "auto"
 
-func buildSigma(window int64, p params) (func(int64) Detector, error) {
-	k, err := p.float("k", DefaultSigmaK)
-	if err != nil {
-		return nil, err
+func buildSigma(window int64, p *params) (func(int64) Detector, error) {
+	c := SigmaConfig{
+		K:         p.float("k", DefaultSigmaK),
+		MinPoints: p.int("min_points", DefaultSigmaMinPoints, 2),
 	}
-	minPoints, err := p.int("min_points", DefaultSigmaMinPoints, 2)
-	if err != nil {
-		return nil, err
-	}
-	return func(w int64) Detector { return NewSigma(SigmaConfig{Window: w, K: k, MinPoints: minPoints}) }, nil
+	return built(p, func(w int64) Detector {
+		c := c
+		c.Window = w
+		return NewSigma(c)
+	})
 }
 
-func buildRobust(window int64, p params) (func(int64) Detector, error) {
-	k, err := p.float("k", DefaultRobustK)
-	if err != nil {
-		return nil, err
+func buildRobust(window int64, p *params) (func(int64) Detector, error) {
+	c := RobustConfig{
+		K:         p.float("k", DefaultRobustK),
+		MinPoints: p.int("min_points", DefaultRobustMinPoints, 2),
+		Floor:     p.float("floor", DefaultRobustFloor),
 	}
-	minPoints, err := p.int("min_points", DefaultRobustMinPoints, 2)
-	if err != nil {
-		return nil, err
-	}
-	floor, err := p.float("floor", DefaultRobustFloor)
-	if err != nil {
-		return nil, err
-	}
-	return func(w int64) Detector {
-		return NewRobust(RobustConfig{Window: w, K: k, MinPoints: minPoints, Floor: floor})
-	}, nil
+	return built(p, func(w int64) Detector {
+		c := c
+		c.Window = w
+		return NewRobust(c)
+	})
 }
 
-func buildLevelShift(window int64, p params) (func(int64) Detector, error) {
-	drift, err := p.float("drift", DefaultLevelShiftDrift)
-	if err != nil {
-		return nil, err
+func buildLevelShift(window int64, p *params) (func(int64) Detector, error) {
+	c := LevelShiftConfig{
+		Drift:     p.float("drift", DefaultLevelShiftDrift),
+		H:         p.float("h", DefaultLevelShiftH),
+		MinPoints: p.int("min_points", DefaultLevelShiftMinPoints, 2),
+		Floor:     p.float("floor", DefaultRobustFloor),
 	}
-	h, err := p.float("h", DefaultLevelShiftH)
-	if err != nil {
-		return nil, err
-	}
-	minPoints, err := p.int("min_points", DefaultLevelShiftMinPoints, 2)
-	if err != nil {
-		return nil, err
-	}
-	floor, err := p.float("floor", DefaultRobustFloor)
-	if err != nil {
-		return nil, err
-	}
-	return func(w int64) Detector {
-		return NewLevelShift(LevelShiftConfig{Window: w, Drift: drift, H: h, MinPoints: minPoints, Floor: floor})
-	}, nil
+	return built(p, func(w int64) Detector {
+		c := c
+		c.Window = w
+		return NewLevelShift(c)
+	})
 }
 
-func buildAuto(window int64, p params) (func(int64) Detector, error) {
-	k, err := p.float("k", DefaultAutoK)
-	if err != nil {
-		return nil, err
+func buildAuto(window int64, p *params) (func(int64) Detector, error) {
+	c := AutoConfig{
+		K:          p.float("k", DefaultAutoK),
+		P:          p.below("p", DefaultAutoP, 0.5),
+		Refractory: p.int("refractory", DefaultAutoRefractory, 0),
+		MinPoints:  p.int("min_points", DefaultAutoMinPoints, 2),
+		Floor:      p.float("floor", DefaultRobustFloor),
+		Period:     p.duration("period"),
+		Tolerance:  p.duration("tolerance"),
+		PhaseK:     p.float("phase_k", DefaultAutoPhaseK),
+		PhaseFit:   p.atMost("phase_fit", DefaultAutoPhaseFit, 1),
+		PhaseReach: p.duration("phase_reach"),
 	}
-	prob, err := p.float("p", DefaultAutoP)
-	if err != nil {
-		return nil, err
-	}
-	if prob >= 0.5 {
-		return nil, fmt.Errorf("parameter p of detector auto: %q must be below 0.5", p.m["p"])
-	}
-	refractory, err := p.int("refractory", DefaultAutoRefractory, 0)
-	if err != nil {
-		return nil, err
-	}
-	minPoints, err := p.int("min_points", DefaultAutoMinPoints, 2)
-	if err != nil {
-		return nil, err
-	}
-	floor, err := p.float("floor", DefaultRobustFloor)
-	if err != nil {
-		return nil, err
-	}
-	c := AutoConfig{K: k, P: prob, Refractory: refractory, MinPoints: minPoints, Floor: floor}
-	if refractory == 0 {
+	if c.Refractory == 0 {
 		c.Refractory = -1 // none; AutoConfig reads 0 as the default
-	}
-	if c.Period, err = p.duration("period"); err != nil {
-		return nil, err
-	}
-	if c.Tolerance, err = p.duration("tolerance"); err != nil {
-		return nil, err
-	}
-	if c.PhaseK, err = p.float("phase_k", DefaultAutoPhaseK); err != nil {
-		return nil, err
-	}
-	if c.PhaseFit, err = p.float("phase_fit", DefaultAutoPhaseFit); err != nil {
-		return nil, err
-	}
-	if c.PhaseFit > 1 {
-		return nil, fmt.Errorf("parameter phase_fit of detector auto: %q must be at most 1", p.m["phase_fit"])
-	}
-	if c.PhaseReach, err = p.duration("phase_reach"); err != nil {
-		return nil, err
 	}
 	switch on := strings.TrimSpace(p.m["phase"]); on {
 	case "", "on":
 	case "off":
 		c.PhaseK = -1
 	default:
-		return nil, fmt.Errorf("parameter phase of detector auto: %q must be on or off", p.m["phase"])
+		p.fail("phase", "must be on or off")
 	}
-	return func(w int64) Detector {
+	return built(p, func(w int64) Detector {
 		c := c
 		c.Window = w
 		return NewAuto(c)
-	}, nil
+	})
 }
 
-func buildEWMA(window int64, p params) (func(int64) Detector, error) {
-	k, err := p.float("k", DefaultEWMAK)
-	if err != nil {
-		return nil, err
+func buildEWMA(window int64, p *params) (func(int64) Detector, error) {
+	c := EWMAConfig{
+		Window:    window,
+		K:         p.float("k", DefaultEWMAK),
+		MinPoints: p.int("min_points", DefaultEWMAMinPoints, 2),
 	}
-	minPoints, err := p.int("min_points", DefaultEWMAMinPoints, 2)
-	if err != nil {
-		return nil, err
+	_, alpha := p.m["alpha"]
+	if _, halflife := p.m["halflife"]; alpha && halflife && p.err == nil {
+		return nil, errors.New("detector ewma takes alpha or halflife, not both")
 	}
-	c := EWMAConfig{Window: window, K: k, MinPoints: minPoints}
-	if _, ok := p.m["alpha"]; ok {
-		if _, both := p.m["halflife"]; both {
-			return nil, fmt.Errorf("detector ewma takes alpha or halflife, not both")
-		}
-		if c.Alpha, err = p.float("alpha", 0); err != nil {
-			return nil, err
-		}
-		if c.Alpha > 1 {
-			return nil, fmt.Errorf("parameter alpha of detector ewma: %q must be in (0, 1]", p.m["alpha"])
-		}
+	if alpha {
+		c.Alpha = p.atMost("alpha", 0, 1)
 	}
-	if c.HalfLife, err = p.duration("halflife"); err != nil {
-		return nil, err
-	}
-	return func(int64) Detector { return NewEWMA(c) }, nil
+	c.HalfLife = p.duration("halflife")
+	return built(p, func(int64) Detector { return NewEWMA(c) })
 }
 
-func buildSeasonal(window int64, p params) (func(int64) Detector, error) {
-	k, err := p.float("k", DefaultSeasonalK)
-	if err != nil {
-		return nil, err
+func buildSeasonal(window int64, p *params) (func(int64) Detector, error) {
+	c := SeasonalConfig{
+		Window:     window,
+		K:          p.float("k", DefaultSeasonalK),
+		MinPeriods: p.int("min_periods", DefaultSeasonalMinPeriods, 1),
+		Floor:      p.float("floor", DefaultRobustFloor),
+		Period:     p.duration("period"),
 	}
-	minPeriods, err := p.int("min_periods", DefaultSeasonalMinPeriods, 1)
-	if err != nil {
-		return nil, err
+	if p.err != nil {
+		return nil, p.err
 	}
-	floor, err := p.float("floor", DefaultRobustFloor)
-	if err != nil {
-		return nil, err
+	if c.Period == 0 {
+		c.Period = DefaultSeasonalPeriod
 	}
-	period, err := p.duration("period")
-	if err != nil {
-		return nil, err
-	}
-	if period == 0 {
-		period = DefaultSeasonalPeriod
-	}
-	if window != 0 && window/period < int64(minPeriods) {
+	if window != 0 && window/c.Period < int64(c.MinPeriods) {
 		return nil, fmt.Errorf("detector seasonal compares %d past periods at least (min_periods) but the window %dms holds %d periods of %dms: lengthen the rule's lookback or shorten the period",
-			minPeriods, window, window/period, period)
+			c.MinPeriods, window, window/c.Period, c.Period)
 	}
-	c := SeasonalConfig{Window: window, Period: period, K: k, MinPeriods: minPeriods, Floor: floor}
 	return func(int64) Detector { return NewSeasonal(c) }, nil
+}
+
+// built returns mk, or the first error p met.
+func built(p *params, mk func(window int64) Detector) (func(window int64) Detector, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	return mk, nil
 }
 
 // Names lists the known detector names, sorted.
@@ -247,7 +195,7 @@ func Build(spec Spec) (Factory, error) {
 			return nil, fmt.Errorf("unknown parameter %q for detector %s (known: %s)", key, d.name, strings.Join(d.params, ", "))
 		}
 	}
-	mk, err := d.build(spec.Window, params{detector: d.name, m: spec.Params})
+	mk, err := d.build(spec.Window, &params{detector: d.name, m: spec.Params})
 	if err != nil {
 		return nil, err
 	}
@@ -259,60 +207,93 @@ func Build(spec Spec) (Factory, error) {
 	return func() Detector { return &stepWindow{points: points, build: mk} }, nil
 }
 
-// params reads a detector's parameters as written in a rule.
+// params reads a detector's parameters as written in a rule. A reader
+// that finds a bad value returns its zero value and keeps the first such
+// error in err, for the builder to return once it has read them all.
 type params struct {
 	detector string
 	m        map[string]string
+	err      error
+}
+
+// fail records that parameter name's value is bad for the reason given,
+// unless an earlier parameter already was.
+func (p *params) fail(name, why string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("parameter %s of detector %s: %q %s", name, p.detector, p.m[name], why)
+	}
 }
 
 // float returns the parameter name as a finite number > 0, or def when it is
 // absent.
-func (p params) float(name string, def float64) (float64, error) {
+func (p *params) float(name string, def float64) float64 {
 	raw, ok := p.m[name]
 	if !ok {
-		return def, nil
+		return def
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 	if err != nil && !math.IsInf(v, 0) {
-		return 0, fmt.Errorf("parameter %s of detector %s: %q is not a number", name, p.detector, raw)
+		p.fail(name, "is not a number")
+		return 0
 	}
 	if !(v > 0) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("parameter %s of detector %s: %q must be a finite number > 0", name, p.detector, raw)
+		p.fail(name, "must be a finite number > 0")
+		return 0
 	}
-	return v, nil
+	return v
+}
+
+// below is float for a parameter that must also be below high.
+func (p *params) below(name string, def, high float64) float64 {
+	v := p.float(name, def)
+	if v >= high {
+		p.fail(name, fmt.Sprintf("must be below %g", high))
+	}
+	return v
+}
+
+// atMost is float for a parameter that must also be at most high.
+func (p *params) atMost(name string, def, high float64) float64 {
+	v := p.float(name, def)
+	if v > high {
+		p.fail(name, fmt.Sprintf("must be in (0, %g]", high))
+	}
+	return v
 }
 
 // int returns the parameter name as an integer ≥ low, or def when it is
 // absent.
-func (p params) int(name string, def, low int) (int, error) {
+func (p *params) int(name string, def, low int) int {
 	raw, ok := p.m[name]
 	if !ok {
-		return def, nil
+		return def
 	}
 	v, err := strconv.Atoi(strings.TrimSpace(raw))
-	if errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("parameter %s of detector %s: %q is out of range", name, p.detector, raw)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		p.fail(name, "is out of range")
+	case err != nil:
+		p.fail(name, "is not an integer")
+	case v < low:
+		p.fail(name, fmt.Sprintf("must be ≥ %d", low))
+	default:
+		return v
 	}
-	if err != nil {
-		return 0, fmt.Errorf("parameter %s of detector %s: %q is not an integer", name, p.detector, raw)
-	}
-	if v < low {
-		return 0, fmt.Errorf("parameter %s of detector %s: %q must be ≥ %d", name, p.detector, raw, low)
-	}
-	return v, nil
+	return 0
 }
 
 // duration returns the parameter name as a duration > 0 in milliseconds,
 // written in MetricsQL syntax (30s, 5m, 1h30m, 1d, 1w), or 0 when it is
 // absent.
-func (p params) duration(name string) (int64, error) {
+func (p *params) duration(name string) int64 {
 	raw, ok := p.m[name]
 	if !ok {
-		return 0, nil
+		return 0
 	}
 	ms, err := metricsql.DurationValue(strings.TrimSpace(raw), 0)
 	if err != nil || ms <= 0 {
-		return 0, fmt.Errorf("parameter %s of detector %s: %q must be a duration > 0 such as 30m, 1h or 1d", name, p.detector, raw)
+		p.fail(name, "must be a duration > 0 such as 30m, 1h or 1d")
+		return 0
 	}
-	return ms, nil
+	return ms
 }

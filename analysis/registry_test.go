@@ -64,7 +64,7 @@ func TestBuild(t *testing.T) {
 	f(Spec{Name: "sigma", Window: w, Params: p("min_points", "99999999999999999999")}, `parameter min_points of detector sigma: "99999999999999999999" is out of range`, 0, 0)
 
 	f(Spec{Name: "auto", Window: w, Params: p("phase", "maybe")}, `parameter phase of detector auto: "maybe" must be on or off`, 0, 0)
-	f(Spec{Name: "auto", Window: w, Params: p("phase_fit", "1.5")}, `parameter phase_fit of detector auto: "1.5" must be at most 1`, 0, 0)
+	f(Spec{Name: "auto", Window: w, Params: p("phase_fit", "1.5")}, `parameter phase_fit of detector auto: "1.5" must be in (0, 1]`, 0, 0)
 	f(Spec{Name: "auto", Window: w, Params: p("period", "-1h")}, `parameter period of detector auto: "-1h" must be a duration > 0 such as 30m, 1h or 1d`, 0, 0)
 	f(Spec{Name: "auto", Window: w, Params: p("phase_k", "0")}, `parameter phase_k of detector auto: "0" must be a finite number > 0`, 0, 0)
 }
