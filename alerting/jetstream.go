@@ -1,6 +1,7 @@
 package alerting
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,9 +125,7 @@ func (o *JetStreamOptions) fill() error {
 	if o.MaxPublishRetries < 0 {
 		return fmt.Errorf("NATS output: max publish retries is %d, want 0 or more", o.MaxPublishRetries)
 	}
-	if o.MaxPublishRetries == 0 {
-		o.MaxPublishRetries = DefaultMaxPublishRetries
-	}
+	o.MaxPublishRetries = cmp.Or(o.MaxPublishRetries, DefaultMaxPublishRetries)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -185,36 +185,16 @@ const refractoryCap = 0.99
 // NewAuto returns a detector with c's zero fields set to their defaults. It
 // panics when c is invalid; Build returns errors instead.
 func NewAuto(c AutoConfig) *Auto {
-	if c.K == 0 {
-		c.K = DefaultAutoK
-	}
-	if c.P == 0 {
-		c.P = DefaultAutoP
-	}
-	if c.Refractory == 0 {
-		c.Refractory = DefaultAutoRefractory
-	}
-	if c.MinPoints == 0 {
-		c.MinPoints = DefaultAutoMinPoints
-	}
-	if c.Floor == 0 {
-		c.Floor = DefaultRobustFloor
-	}
-	if c.Period == 0 {
-		c.Period = DefaultSeasonalPeriod
-	}
-	if c.Tolerance == 0 {
-		c.Tolerance = c.Period / DefaultAutoTolerance
-	}
-	if c.PhaseK == 0 {
-		c.PhaseK = DefaultAutoPhaseK
-	}
-	if c.PhaseFit == 0 {
-		c.PhaseFit = DefaultAutoPhaseFit
-	}
-	if c.PhaseReach == 0 {
-		c.PhaseReach = c.Period / DefaultAutoPhaseReach
-	}
+	c.K = cmp.Or(c.K, DefaultAutoK)
+	c.P = cmp.Or(c.P, DefaultAutoP)
+	c.Refractory = cmp.Or(c.Refractory, DefaultAutoRefractory)
+	c.MinPoints = cmp.Or(c.MinPoints, DefaultAutoMinPoints)
+	c.Floor = cmp.Or(c.Floor, DefaultRobustFloor)
+	c.Period = cmp.Or(c.Period, DefaultSeasonalPeriod)
+	c.Tolerance = cmp.Or(c.Tolerance, c.Period/DefaultAutoTolerance)
+	c.PhaseK = cmp.Or(c.PhaseK, DefaultAutoPhaseK)
+	c.PhaseFit = cmp.Or(c.PhaseFit, DefaultAutoPhaseFit)
+	c.PhaseReach = cmp.Or(c.PhaseReach, c.Period/DefaultAutoPhaseReach)
 	switch {
 	case c.Window <= 0:
 		panic(fmt.Sprintf("analysis.NewAuto: Window must be > 0 ms, got %d", c.Window))

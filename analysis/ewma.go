@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -80,15 +81,9 @@ var _ Detector = (*EWMA)(nil)
 // NewEWMA returns a detector with c's zero fields set to their defaults. It
 // panics when c is invalid; Build returns errors instead.
 func NewEWMA(c EWMAConfig) *EWMA {
-	if c.K == 0 {
-		c.K = DefaultEWMAK
-	}
-	if c.MinPoints == 0 {
-		c.MinPoints = DefaultEWMAMinPoints
-	}
-	if c.Quiet == 0 {
-		c.Quiet = DefaultQuiet
-	}
+	c.K = cmp.Or(c.K, DefaultEWMAK)
+	c.MinPoints = cmp.Or(c.MinPoints, DefaultEWMAMinPoints)
+	c.Quiet = cmp.Or(c.Quiet, DefaultQuiet)
 	switch {
 	case c.Alpha != 0 && !(c.Alpha > 0 && c.Alpha <= 1):
 		panic(fmt.Sprintf("analysis.NewEWMA: Alpha must be in (0, 1], got %v", c.Alpha))

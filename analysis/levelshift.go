@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -84,21 +85,11 @@ var _ Detector = (*LevelShift)(nil)
 // NewLevelShift returns a detector with c's zero fields set to their
 // defaults. It panics when c is invalid; Build returns errors instead.
 func NewLevelShift(c LevelShiftConfig) *LevelShift {
-	if c.Drift == 0 {
-		c.Drift = DefaultLevelShiftDrift
-	}
-	if c.H == 0 {
-		c.H = DefaultLevelShiftH
-	}
-	if c.MinPoints == 0 {
-		c.MinPoints = DefaultLevelShiftMinPoints
-	}
-	if c.Floor == 0 {
-		c.Floor = DefaultRobustFloor
-	}
-	if c.Quiet == 0 {
-		c.Quiet = DefaultQuiet
-	}
+	c.Drift = cmp.Or(c.Drift, DefaultLevelShiftDrift)
+	c.H = cmp.Or(c.H, DefaultLevelShiftH)
+	c.MinPoints = cmp.Or(c.MinPoints, DefaultLevelShiftMinPoints)
+	c.Floor = cmp.Or(c.Floor, DefaultRobustFloor)
+	c.Quiet = cmp.Or(c.Quiet, DefaultQuiet)
 	switch {
 	case c.Window <= 0:
 		panic(fmt.Sprintf("analysis.NewLevelShift: Window must be > 0 ms, got %d", c.Window))

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -98,18 +99,10 @@ var _ BatchDetector = (*Robust)(nil)
 // NewRobust returns a detector with c's zero fields set to their defaults.
 // It panics when c is invalid; Build returns errors instead.
 func NewRobust(c RobustConfig) *Robust {
-	if c.K == 0 {
-		c.K = DefaultRobustK
-	}
-	if c.MinPoints == 0 {
-		c.MinPoints = DefaultRobustMinPoints
-	}
-	if c.Floor == 0 {
-		c.Floor = DefaultRobustFloor
-	}
-	if c.Quiet == 0 {
-		c.Quiet = DefaultQuiet
-	}
+	c.K = cmp.Or(c.K, DefaultRobustK)
+	c.MinPoints = cmp.Or(c.MinPoints, DefaultRobustMinPoints)
+	c.Floor = cmp.Or(c.Floor, DefaultRobustFloor)
+	c.Quiet = cmp.Or(c.Quiet, DefaultQuiet)
 	switch {
 	case c.Window <= 0:
 		panic(fmt.Sprintf("analysis.NewRobust: Window must be > 0 ms, got %d", c.Window))

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -89,24 +90,14 @@ var _ Detector = (*Seasonal)(nil)
 // NewSeasonal returns a detector with c's zero fields set to their
 // defaults. It panics when c is invalid; Build returns errors instead.
 func NewSeasonal(c SeasonalConfig) *Seasonal {
-	if c.Period == 0 {
-		c.Period = DefaultSeasonalPeriod
-	}
+	c.Period = cmp.Or(c.Period, DefaultSeasonalPeriod)
 	if c.Window == 0 && c.Period > 0 {
 		c.Window = c.Period * DefaultSeasonalPeriods
 	}
-	if c.K == 0 {
-		c.K = DefaultSeasonalK
-	}
-	if c.MinPeriods == 0 {
-		c.MinPeriods = DefaultSeasonalMinPeriods
-	}
-	if c.Floor == 0 {
-		c.Floor = DefaultRobustFloor
-	}
-	if c.Quiet == 0 {
-		c.Quiet = DefaultQuiet
-	}
+	c.K = cmp.Or(c.K, DefaultSeasonalK)
+	c.MinPeriods = cmp.Or(c.MinPeriods, DefaultSeasonalMinPeriods)
+	c.Floor = cmp.Or(c.Floor, DefaultRobustFloor)
+	c.Quiet = cmp.Or(c.Quiet, DefaultQuiet)
 	switch {
 	case c.Period <= 0:
 		panic(fmt.Sprintf("analysis.NewSeasonal: Period must be > 0 ms, got %d", c.Period))

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -107,12 +108,8 @@ var _ BatchDetector = (*Sigma)(nil)
 // MinPoints below 2): Build validates parameters written by people and
 // returns errors instead.
 func NewSigma(c SigmaConfig) *Sigma {
-	if c.K == 0 {
-		c.K = DefaultSigmaK
-	}
-	if c.MinPoints == 0 {
-		c.MinPoints = DefaultSigmaMinPoints
-	}
+	c.K = cmp.Or(c.K, DefaultSigmaK)
+	c.MinPoints = cmp.Or(c.MinPoints, DefaultSigmaMinPoints)
 	switch {
 	case c.Window <= 0:
 		panic(fmt.Sprintf("analysis.NewSigma: Window must be > 0 ms, got %d", c.Window))

@@ -1,6 +1,7 @@
 package forecasting
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -69,30 +70,20 @@ func (o *Options) setDefaults() error {
 			return fmt.Errorf("forecasting options: %w", err)
 		}
 	}
-	if o.Horizon == 0 {
-		o.Horizon = 10
-	}
+	o.Horizon = cmp.Or(o.Horizon, 10)
 	if o.Horizon < 1 {
 		return fmt.Errorf("forecasting options: horizon must be at least 1 step, got %d", o.Horizon)
 	}
-	if o.Level == 0 {
-		o.Level = 0.9
-	}
+	o.Level = cmp.Or(o.Level, 0.9)
 	if !(o.Level > 0 && o.Level < 1) {
 		return fmt.Errorf("forecasting options: level must be in (0, 1), got %g", o.Level)
 	}
-	if o.Period == 0 {
-		o.Period = int(24 * time.Hour / o.Step)
-	}
+	o.Period = cmp.Or(o.Period, int(24*time.Hour/o.Step))
 	if o.Period < 2 {
 		return fmt.Errorf("forecasting options: period must be at least 2 steps, got %d (step %v)", o.Period, o.Step)
 	}
-	if o.CalibrationSize == 0 {
-		o.CalibrationSize = min(max(o.Period, 200), 2880)
-	}
-	if o.MinCalibration == 0 {
-		o.MinCalibration = 30
-	}
+	o.CalibrationSize = cmp.Or(o.CalibrationSize, min(max(o.Period, 200), 2880))
+	o.MinCalibration = cmp.Or(o.MinCalibration, 30)
 	if o.CalibrationSize < o.MinCalibration {
 		return fmt.Errorf("forecasting options: calibration size %d is below the minimum of %d errors", o.CalibrationSize, o.MinCalibration)
 	}
@@ -107,12 +98,8 @@ func (o *Options) setDefaults() error {
 	if need := 2 * daysPerWeek * o.Period; weeklyModel && o.MaxHistory < need {
 		return fmt.Errorf("forecasting options: model %s needs two weeks of history, %d points, but MaxHistory keeps %d; raise it or leave it 0 for the default", o.Model, need, o.MaxHistory)
 	}
-	if o.RefitEvery == 0 {
-		o.RefitEvery = o.Period
-	}
-	if o.MaxGap == 0 {
-		o.MaxGap = o.Period
-	}
+	o.RefitEvery = cmp.Or(o.RefitEvery, o.Period)
+	o.MaxGap = cmp.Or(o.MaxGap, o.Period)
 	return nil
 }
 

@@ -14,6 +14,7 @@
 package fleet
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -97,15 +98,9 @@ const minDuration = 6 * 24 * time.Hour
 // New generates the fleet's layout and places its incidents. It returns an
 // error when the options are out of range.
 func New(o Options) (*Fleet, error) {
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
-	if o.Duration == 0 {
-		o.Duration = 7 * 24 * time.Hour
-	}
-	if o.Step == 0 {
-		o.Step = 30 * time.Second
-	}
+	o.Seed = cmp.Or(o.Seed, 1)
+	o.Duration = cmp.Or(o.Duration, 7*24*time.Hour)
+	o.Step = cmp.Or(o.Step, 30*time.Second)
 	if o.End.IsZero() {
 		return nil, fmt.Errorf("fleet: Options.End is required: it is the time of the last sample, e.g. time.Now()")
 	}
