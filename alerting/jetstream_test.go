@@ -68,15 +68,7 @@ func counter(s *metrics.Set, name string) uint64 { return s.GetOrCreateCounter(n
 // streamInfo reads the stream's state through a separate connection.
 func streamInfo(t *testing.T, url, stream string) *jetstream.StreamInfo {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
@@ -223,15 +215,7 @@ func TestPublishDuplicate(t *testing.T) {
 
 func TestStreamUpdate(t *testing.T) {
 	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Operators created the stream with another window, an age limit and an
@@ -264,7 +248,7 @@ func TestStreamUpdate(t *testing.T) {
 	}
 
 	// A window longer than the stream keeps messages cannot work: say so.
-	_, err = alerting.ConnectJetStream(ctx, alerting.JetStreamOptions{URL: srv.ClientURL(), DuplicateWindow: 72 * time.Hour})
+	_, err := alerting.ConnectJetStream(ctx, alerting.JetStreamOptions{URL: srv.ClientURL(), DuplicateWindow: 72 * time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "stream INFERWATCH keeps messages for 48h0m0s, less than the duplicate window 72h0m0s") {
 		t.Errorf("window beyond max age: err = %v", err)
 	}

@@ -30,6 +30,22 @@ func Start(t testing.TB) *alerting.EmbeddedNATS {
 	return e
 }
 
+// JetStream connects to the server at url and opens JetStream on the
+// connection, which is closed when the test ends.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Name("natstest"))
+	if err != nil {
+		t.Fatalf("natstest: connecting to %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("natstest: opening JetStream on %s: %v", url, err)
+	}
+	return js
+}
+
 // Collect connects to url and returns a function that reads messages on
 // subject (wildcards allowed) from the start of the stream that captures
 // it, through a JetStream ordered consumer, so nothing published before the
@@ -39,15 +55,7 @@ func Start(t testing.TB) *alerting.EmbeddedNATS {
 // when the test ends.
 func Collect(t testing.TB, url, subject string) func(n int, timeout time.Duration) []jetstream.Msg {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.Name("natstest-collect"))
-	if err != nil {
-		t.Fatalf("natstest: connecting to %s: %v", url, err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("natstest: opening JetStream on %s: %v", url, err)
-	}
+	js := JetStream(t, url)
 	var (
 		mu   sync.Mutex
 		cons jetstream.Consumer
