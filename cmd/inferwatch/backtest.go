@@ -84,12 +84,7 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 		profiles = []nab.Profile{p}
 	}
 	// Check the detector and its parameters before reading anything.
-	window, err := det.windowMS()
-	if err != nil {
-		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
-		return 2
-	}
-	newDetector, err := det.factory(window)
+	newDetector, err := det.factory()
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
 		return 2

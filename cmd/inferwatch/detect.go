@@ -48,8 +48,12 @@ func (d *detectorFlags) windowMS() (int64, error) {
 	return ms, nil
 }
 
-// factory builds the detector for a window.
-func (d *detectorFlags) factory(window int64) (analysis.Factory, error) {
+// factory checks the flags and builds the detector they name.
+func (d *detectorFlags) factory() (analysis.Factory, error) {
+	window, err := d.windowMS()
+	if err != nil {
+		return nil, err
+	}
 	f, err := analysis.Build(analysis.Spec{Name: d.name, Window: window, Params: d.params})
 	if err != nil {
 		return nil, fmt.Errorf("--detector %s: %w", d.name, err)
@@ -216,12 +220,7 @@ is_anomaly is 1 when the detector's own threshold is crossed (score ≥ 1).
 		fmt.Fprintln(stderr, "inferwatch detect: --input FILE is required, and nothing else may follow the flags")
 		return 2
 	}
-	window, err := det.windowMS()
-	if err != nil {
-		fmt.Fprintln(stderr, "inferwatch detect:", err)
-		return 2
-	}
-	newDetector, err := det.factory(window)
+	newDetector, err := det.factory()
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch detect:", err)
 		return 2
