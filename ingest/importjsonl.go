@@ -45,14 +45,30 @@ func AppendImportJSONL(dst []byte, s Series) []byte {
 	return append(dst, "]}\n"...)
 }
 
-// WriteImportJSONL writes each series as one JSON line (see AppendImportJSONL).
+// ImportLinePoints is the most samples WriteImportJSONL puts on one line.
+//
+// VictoriaMetrics reads /api/v1/import in blocks of 64 KiB and swaps its
+// read buffer with its parser's between blocks; when the unparsed tail of a
+// line longer than a block exactly fills the other buffer, the next read
+// gets no room and the whole import fails with "cannot read vmimport data:
+// no forward progress made". Lines of at most 1,000 samples (under 40 KB
+// even with 24-character values) never reach a block's size.
+const ImportLinePoints = 1000
+
+// WriteImportJSONL writes each series as JSON lines of at most
+// ImportLinePoints samples (see AppendImportJSONL); VictoriaMetrics joins
+// the lines of one series as it stores them.
 func WriteImportJSONL(w io.Writer, series ...Series) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var buf []byte
 	for _, s := range series {
-		buf = AppendImportJSONL(buf[:0], s)
-		if _, err := bw.Write(buf); err != nil {
-			return err
+		for i := 0; i < len(s.Values) || i == 0; i += ImportLinePoints {
+			j := min(i+ImportLinePoints, len(s.Values))
+			part := Series{Labels: s.Labels, Timestamps: s.Timestamps[i:j], Values: s.Values[i:j]}
+			buf = AppendImportJSONL(buf[:0], part)
+			if _, err := bw.Write(buf); err != nil {
+				return err
+			}
 		}
 	}
 	return bw.Flush()

@@ -42,3 +42,36 @@ func TestAppendImportJSONLIsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteImportJSONLSplitsLongSeries: a long series is written as lines of
+// at most ImportLinePoints samples, each far below VictoriaMetrics' 64 KiB
+// read block, and reads back whole; an empty series is still one line.
+func TestWriteImportJSONLSplitsLongSeries(t *testing.T) {
+	long := Series{Labels: Labels{{"__name__", "vllm:time_to_first_token_seconds"}, {"pod", "p0"}}}
+	for i := range 2*ImportLinePoints + 1 {
+		long.Timestamps = append(long.Timestamps, 1700000000000+int64(i)*15000)
+		long.Values = append(long.Values, -float64(i)/1024-1e-300)
+	}
+	empty := Series{Labels: Labels{{"__name__", "up"}}}
+	var buf bytes.Buffer
+	if err := WriteImportJSONL(&buf, long, empty); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(buf.Bytes(), []byte("\n"))
+	lines = lines[:len(lines)-1] // after the last newline
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 3 for %d samples and 1 for the empty series", len(lines), len(long.Values))
+	}
+	for i, l := range lines {
+		if len(l) >= 64<<10 {
+			t.Errorf("line %d has %d bytes, want under 64 KiB", i+1, len(l))
+		}
+	}
+	got, err := ReadExportJSONL(&buf, "split.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := diffSeriesList(got, []Series{long, empty}); msg != "" {
+		t.Error(msg)
+	}
+}
