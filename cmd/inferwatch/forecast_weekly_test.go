@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
@@ -78,12 +80,12 @@ func TestWeeklyForecastThroughTheDaemon(t *testing.T) {
 		ts[i] = end.Add(time.Duration(i-n+1) * time.Minute).UnixMilli()
 		vs[i] = lvl * (1 + 0.5*math.Sin(2*math.Pi*float64(i)/1440)) * (1 + 0.02*rng.NormFloat64())
 	}
-	line, err := json.Marshal(map[string]any{"metric": map[string]string{"__name__": "llm_requests_per_second", "model": "m"},
-		"values": vs, "timestamps": ts})
-	if err != nil {
+	var body bytes.Buffer
+	s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "llm_requests_per_second"}, {Name: "model", Value: "m"}}, Timestamps: ts, Values: vs}
+	if err := ingest.WriteImportJSONL(&body, s); err != nil {
 		t.Fatal(err)
 	}
-	if err := vm.Import(context.Background(), strings.NewReader(string(line)+"\n")); err != nil {
+	if err := vm.Import(context.Background(), &body); err != nil {
 		t.Fatal(err)
 	}
 	srv := natstest.Start(t)
