@@ -502,14 +502,15 @@ func (e *Engine) evalRule(ctx context.Context, r *rule, at time.Time) ([]Finding
 	var bt []int64           // the new samples of a series
 	var bv []float64         // their values
 	var br []analysis.Result // their results
+	var key []byte           // a series' identity, looked up without a string
 	for i := range series {
 		s := &series[i]
 		dropped.Add(s.Clean())
-		key := s.Labels.String()
-		st := r.series[key]
+		key = s.Labels.AppendString(key[:0])
+		st := r.series[string(key)]
 		if st == nil {
-			st = &seriesState{labels: s.Labels, key: key, det: r.factory(), lastT: -1 << 63}
-			r.series[key] = st
+			st = &seriesState{labels: s.Labels, key: string(key), det: r.factory(), lastT: -1 << 63}
+			r.series[st.key] = st
 		}
 		st.lastSeen = at
 		// The samples not yet scored, in order, scored in one call where the

@@ -7,7 +7,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // StaleNaN is the bit pattern Prometheus uses to mark a series as stale.
@@ -49,26 +48,28 @@ func (ls Labels) Sort() { sort.Slice(ls, func(i, j int) bool { return ls[i].Name
 // String formats the labels as a Prometheus series selector,
 // e.g. vllm:num_requests_running{model="m1",pod="p0"}.
 // The result is a stable identity for the series.
-func (ls Labels) String() string {
-	var b strings.Builder
-	name := ls.Get("__name__")
-	b.WriteString(name)
-	b.WriteByte('{')
+func (ls Labels) String() string { return string(ls.AppendString(nil)) }
+
+// AppendString appends the labels to dst as String formats them, so a
+// caller can look a series up by its identity without building a string
+// (a map index m[string(b)] does not allocate).
+func (ls Labels) AppendString(dst []byte) []byte {
+	dst = append(dst, ls.Get("__name__")...)
+	dst = append(dst, '{')
 	first := true
 	for _, l := range ls {
 		if l.Name == "__name__" {
 			continue
 		}
 		if !first {
-			b.WriteByte(',')
+			dst = append(dst, ',')
 		}
 		first = false
-		b.WriteString(l.Name)
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(l.Value))
+		dst = append(dst, l.Name...)
+		dst = append(dst, '=')
+		dst = strconv.AppendQuote(dst, l.Value)
 	}
-	b.WriteByte('}')
-	return b.String()
+	return append(dst, '}')
 }
 
 // LabelsFromMap builds sorted Labels from a map.
