@@ -11,6 +11,7 @@ import (
 const (
 	ModelNaive          = "naive"
 	ModelSeasonalNaive  = "seasonal_naive"
+	ModelSeasonalStep   = "seasonal_step"
 	ModelDrift          = "drift"
 	ModelMean           = "mean"
 	ModelSES            = "ses"
@@ -30,7 +31,7 @@ const (
 
 // Models lists the model names this package knows, in a stable order.
 func Models() []string {
-	return []string{ModelNaive, ModelSeasonalNaive, ModelDrift, ModelMean, ModelSES,
+	return []string{ModelNaive, ModelSeasonalNaive, ModelSeasonalStep, ModelDrift, ModelMean, ModelSES,
 		ModelHWAdditive, ModelHWAddDamped, ModelHWMultiplic, ModelHWMulDamped,
 		ModelHWLog, ModelHWWeekly, ModelHWWeeklyLog, ModelRobust, ModelRevert, ModelAuto}
 }
@@ -55,6 +56,8 @@ func newModel(name string, period, horizon int) (model, error) {
 		return &naive{}, nil
 	case ModelSeasonalNaive:
 		return &seasonalNaive{p: period}, nil
+	case ModelSeasonalStep:
+		return &seasonalStep{p: period}, nil
 	case ModelDrift:
 		return &drift{}, nil
 	case ModelMean:
@@ -133,6 +136,47 @@ func (m *seasonalNaive) predict(out []float64) {
 		// Lead h targets the value p steps before it, the oldest slot
 		// being lead 1; leads beyond p wrap to whole periods back.
 		out[i] = m.ring[(m.pos+i%m.p)%m.p]
+	}
+}
+
+// seasonalStep forecasts the last value plus the change from the same
+// time one period before to the target's time one period before:
+// ŷ(t+h) = y(t) + y(t+h−p) − y(t−p), the forecast of a random walk whose
+// steps repeat from one period to the next, ARIMA(0,1,0)(0,1,0)ₚ. It suits
+// a series that jumps at the same times each day, such as one client's
+// scheduled jobs.
+type seasonalStep struct {
+	p    int
+	ring []float64 // the last p+1 values; ring[pos] is the oldest
+	pos  int
+}
+
+func (m *seasonalStep) name() string { return ModelSeasonalStep }
+func (m *seasonalStep) need() int    { return m.p + 1 }
+func (m *seasonalStep) fit(y []float64) error {
+	if m.p < 1 || len(y) < m.p+1 {
+		return errNeed(ModelSeasonalStep, m.p+1, len(y))
+	}
+	m.ring = append(m.ring[:0], y[len(y)-m.p-1:]...)
+	m.pos = 0
+	return nil
+}
+func (m *seasonalStep) update(y float64) {
+	m.ring[m.pos] = y
+	if m.pos++; m.pos == len(m.ring) {
+		m.pos = 0
+	}
+}
+func (m *seasonalStep) predict(out []float64) {
+	n := len(m.ring)
+	at := func(k int) float64 { return m.ring[(m.pos+k)%n] } // k steps after y(t−p)
+	last, base := at(n-1), at(0)
+	for i := range out {
+		// Lead h reads y(t+h−p), h steps after y(t−p); leads beyond p
+		// add whole periods of the same steps.
+		h := i + 1
+		periods, r := h/m.p, h%m.p
+		out[i] = last + float64(periods)*(last-base) + at(r) - base
 	}
 }
 

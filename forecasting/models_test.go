@@ -33,6 +33,8 @@ func TestBaselinesHandComputed(t *testing.T) {
 	}
 	f(ModelNaive, []float64{10, 10, 10})
 	f(ModelSeasonalNaive, []float64{5, 6, 10})
+	// y(t)=10, y(t−3)=4: 10 + (5−4), 10 + (6−4), 10 + (10−4).
+	f(ModelSeasonalStep, []float64{11, 12, 16})
 	f(ModelDrift, []float64{11.5, 13, 14.5}) // slope (10−1)/6
 	f(ModelMean, []float64{7, 7, 7})         // (5+6+10)/3
 
@@ -53,7 +55,10 @@ func TestBaselinesHandComputed(t *testing.T) {
 		}
 	}
 	g(ModelNaive, []float64{7, 7, 7, 7})
-	g(ModelSeasonalNaive, []float64{6, 10, 7, 6})                           // leads past the period wrap
+	g(ModelSeasonalNaive, []float64{6, 10, 7, 6}) // leads past the period wrap
+	// y(t)=7, y(t−3)=5: 7+(6−5), 7+(10−5), 7+(7−5); lead 4 is lead 1 plus
+	// a whole period's change 7−5.
+	g(ModelSeasonalStep, []float64{8, 12, 9, 10})
 	g(ModelDrift, []float64{7 + 6.0/7, 7 + 12.0/7, 7 + 18.0/7, 7 + 24.0/7}) // slope (7−1)/7
 	g(ModelMean, []float64{23.0 / 3, 23.0 / 3, 23.0 / 3, 23.0 / 3})
 }
