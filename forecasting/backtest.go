@@ -80,7 +80,63 @@ func BacktestWith(data []float64, o BacktestOptions) (*BacktestResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backtest: %w", err)
 	}
-	opts := f.Options()
+	return backtest(data, o, f.Options(), func(i int, first bool) error {
+		if first || f.RefitDue() {
+			return f.Fit(0, data[:i+1])
+		}
+		return f.Update(int64(i)*f.opts.Step.Milliseconds(), data[i])
+	}, f.ForecastInto)
+}
+
+// BacktestSum is BacktestWith for the sum of parts (parts[i] is part i;
+// all of the same length), forecast bottom-up by a [Sum] with o.Options
+// for each part: the actuals and the baselines are the sum's.
+func BacktestSum(parts [][]float64, o BacktestOptions) (*BacktestResult, error) {
+	s, err := NewSum(o.Options, len(parts))
+	if err != nil {
+		return nil, fmt.Errorf("backtest: %w", err)
+	}
+	total := make([]float64, len(parts[0]))
+	for k, p := range parts {
+		if len(p) != len(total) {
+			return nil, fmt.Errorf("backtest: part %d has %d samples, part 0 has %d", k, len(p), len(total))
+		}
+		for i, v := range p {
+			total[i] += v // NaN in a part leaves a gap in the sum
+		}
+	}
+	stepMs := s.Options().Step.Milliseconds()
+	ys := make([]float64, len(parts))
+	res, err := backtest(total, o, s.Options(), func(i int, first bool) error {
+		if first {
+			upto := make([][]float64, len(parts))
+			for k, p := range parts {
+				upto[k] = p[:i+1]
+			}
+			return s.Fit(0, upto)
+		}
+		for k, p := range parts {
+			ys[k] = p[i]
+		}
+		if err := s.Update(int64(i)*stepMs, ys); err != nil {
+			return err
+		}
+		if s.RefitDue() {
+			return s.Refit()
+		}
+		return nil
+	}, s.ForecastInto)
+	if res != nil {
+		res.Model = ModelBottomUp
+	}
+	return res, err
+}
+
+// backtest scores the forecasts of a model of data from every origin:
+// advance(i, first) brings the model to origin i (at the first origin,
+// fitted on data[:i+1]; then one sample at a time, refitting when due),
+// and forecast writes its forecast from there.
+func backtest(data []float64, o BacktestOptions, opts Options, advance func(i int, fit bool) error, forecast func(*Forecast)) (*BacktestResult, error) {
 	h, p := opts.Horizon, opts.Period
 	if o.MinHistory < 0 {
 		return nil, fmt.Errorf("backtest: min history must not be negative, got %d", o.MinHistory)
@@ -90,8 +146,7 @@ func BacktestWith(data []float64, o BacktestOptions) (*BacktestResult, error) {
 	if last < first {
 		return nil, fmt.Errorf("backtest: %d samples leave no origin after a min history of %d; need at least %d", len(data), o.MinHistory, o.MinHistory+2)
 	}
-	stepMs := opts.Step.Milliseconds()
-	if err := f.Fit(0, data[:first+1]); err != nil {
+	if err := advance(first, true); err != nil {
 		return nil, fmt.Errorf("backtest: at origin %d: %w", first, err)
 	}
 	res := &BacktestResult{
@@ -108,15 +163,11 @@ func BacktestWith(data []float64, o BacktestOptions) (*BacktestResult, error) {
 	every := max(total/100, 1)
 	for i := first; i <= last; i++ {
 		if i > first {
-			if f.RefitDue() {
-				if err := f.Fit(0, data[:i+1]); err != nil {
-					return nil, fmt.Errorf("backtest: refitting at origin %d: %w", i, err)
-				}
-			} else if err := f.Update(int64(i)*stepMs, data[i]); err != nil {
-				return nil, fmt.Errorf("backtest: updating at origin %d: %w", i, err)
+			if err := advance(i, false); err != nil {
+				return nil, fmt.Errorf("backtest: at origin %d: %w", i, err)
 			}
 		}
-		f.ForecastInto(&fc)
+		forecast(&fc)
 		for l := 1; l <= h && i+l < len(data); l++ {
 			res.Rows = append(res.Rows, BacktestRow{Origin: i, Target: i + l, Lead: l,
 				Yhat: fc.Mean[l-1], Lower: fc.Lower[l-1], Upper: fc.Upper[l-1], Actual: data[i+l]})

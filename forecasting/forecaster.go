@@ -15,6 +15,10 @@ type Options struct {
 	Step time.Duration
 	// Model is one of [Models]; "auto" (the default) picks per series.
 	Model string
+	// Candidates, when set, are the models auto chooses among, in order
+	// of preference: of two that forecast equally well the earlier is
+	// kept. Default: the seasonal models, with naive and ses as guards.
+	Candidates []string
 	// Horizon is the number of steps forecast; default 10.
 	Horizon int
 	// Level is the coverage of the prediction interval, in (0, 1);
@@ -68,6 +72,14 @@ func (o *Options) setDefaults() error {
 	if o.Model != ModelAuto {
 		if _, err := newModel(o.Model, 2, 1); err != nil {
 			return fmt.Errorf("forecasting options: %w", err)
+		}
+	}
+	for _, name := range o.Candidates {
+		if name == ModelAuto {
+			return errors.New("forecasting options: auto cannot be one of auto's candidates")
+		}
+		if _, err := newModel(name, 2, 1); err != nil {
+			return fmt.Errorf("forecasting options: candidates: %w", err)
 		}
 	}
 	o.Horizon = cmp.Or(o.Horizon, 10)
@@ -317,37 +329,47 @@ func (f *Forecaster) ForecastInto(dst *Forecast) {
 	if !f.fitted {
 		return
 	}
-	copy(dst.Mean, f.tr.current())
-	qlo, qhi := (1-f.opts.Level)/2, (1+f.opts.Level)/2
-	sigma1 := f.sigma0
-	if w := f.tr.win[0]; w.len() >= 10 {
+	fillForecast(dst, f.tr, &f.opts, f.z, f.sigma0, f.outage)
+}
+
+// fillForecast writes the mean path of tr from its latest origin into dst,
+// corrected for a bias its recent errors show, with the interval their
+// empirical quantiles give at each lead (a σ√h band while a lead has fewer
+// than MinCalibration errors, σ from the lead-1 errors or sigma0), the
+// peak and the upper peak. During an outage it forecasts zeros.
+func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, outage bool) {
+	h := o.Horizon
+	copy(dst.Mean, tr.current())
+	qlo, qhi := (1-o.Level)/2, (1+o.Level)/2
+	sigma1 := sigma0
+	if w := tr.win[0]; w.len() >= 10 {
 		sigma1 = w.rms()
 	}
 	dst.Peak, dst.PeakLead, dst.UpperPeak = math.Inf(-1), 0, math.Inf(-1)
 	for i := range h {
 		m := dst.Mean[i]
 		lo, hi := 0.0, 0.0
-		if w := f.tr.win[i]; w.len() >= f.opts.MinCalibration {
+		if w := tr.win[i]; w.len() >= o.MinCalibration {
 			lo, hi = m+w.bound(qlo), m+w.bound(qhi)
 			dst.Empirical[i] = true
 			if med, se := w.quantile(0.5), 1.2533*w.rms()/math.Sqrt(float64(w.len())); math.Abs(med) > 3*se {
 				m += med
-				if !f.opts.AllowNegative {
+				if !o.AllowNegative {
 					m = clip0(m)
 				}
 				dst.Mean[i] = m
 			}
 		} else {
-			d := f.z * sigma1 * math.Sqrt(float64(i+1))
+			d := z * sigma1 * math.Sqrt(float64(i+1))
 			lo, hi = m-d, m+d
 			dst.Empirical[i] = false
 		}
-		if f.outage {
+		if outage {
 			// An outage persists more often than not: forecast it going
 			// on, with the interval reaching the model's forecast.
 			dst.Mean[i], m, lo = 0, 0, 0
 		}
-		if !f.opts.AllowNegative {
+		if !o.AllowNegative {
 			lo, hi = clip0(lo), clip0(hi)
 		}
 		dst.Lower[i], dst.Upper[i] = lo, max(hi, lo)

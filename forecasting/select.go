@@ -128,9 +128,16 @@ func (f *Forecaster) refit() error {
 	}
 	var names []string
 	auto := f.opts.Model == ModelAuto
-	if auto {
+	switch {
+	case auto && f.opts.Candidates != nil:
+		for _, name := range f.opts.Candidates {
+			if m, _ := newModel(name, p, h); n-m.need() >= vmin {
+				names = append(names, name)
+			}
+		}
+	case auto:
 		names = autoCandidates(n, p, h, positive)
-	} else {
+	default:
 		m, _ := newModel(f.opts.Model, p, h)
 		if n >= m.need() {
 			names = []string{f.opts.Model}
@@ -139,9 +146,16 @@ func (f *Forecaster) refit() error {
 	f.fallback, f.need = "", 0
 	if len(names) == 0 {
 		need := 0
-		if auto {
+		switch {
+		case auto && f.opts.Candidates != nil:
+			need = math.MaxInt
+			for _, name := range f.opts.Candidates {
+				m, _ := newModel(name, p, h)
+				need = min(need, m.need()+vmin)
+			}
+		case auto:
 			need = p + vmin // the robust model's, the first to become possible
-		} else {
+		default:
 			m, _ := newModel(f.opts.Model, p, h)
 			need = m.need()
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -16,12 +17,19 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting"
 )
 
-const forecastUsage = `Usage: inferwatch forecast --input FILE [--model NAME] [--horizon 10m] [--level 0.9] [--weekly] [--backtest]
+const forecastUsage = `Usage: inferwatch forecast (--input FILE | --sum-of GLOB) [--model NAME] [--horizon 10m] [--level 0.9] [--weekly] [--backtest]
 
 Forecasts a timestamp,value series (CSV, or a query_range JSON or export
 JSON lines file holding one series) whose samples are evenly spaced; the
 step is the most common spacing. Missing steps are gaps, filled by the
 model's own forecast and counted; forecasts are clipped at 0 (rates).
+
+With --sum-of: forecasts the sum of the series in the files matching GLOB
+(a service's traffic from each client's, say) bottom-up: each part by its
+own model (by default auto between the last value and seasonal_step, the
+last value plus the step the part took one period before), the interval
+from the sum's own errors. The files share one step; outside a file's own
+time range its part counts as 0, and a step missing inside it is a gap.
 
 Without --backtest: writes the forecast from the end of the file as CSV,
 origin,target,yhat,yhat_lower,yhat_upper (unix seconds), one row per lead.
@@ -39,6 +47,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, forecastUsage); fs.PrintDefaults() }
 	input := fs.String("input", "", "the series to forecast")
+	sumOf := fs.String("sum-of", "", "forecast the sum of the series in the files matching this glob, bottom-up")
 	model := fs.String("model", forecasting.ModelAuto, "model: "+strings.Join(forecasting.Models(), ", "))
 	horizonS := fs.String("horizon", "10m", "how far ahead, a duration rounded up to whole steps")
 	level := fs.Float64("level", 0.9, "coverage of the prediction interval, in (0, 1)")
@@ -53,10 +62,12 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *input == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "inferwatch forecast: --input FILE is required, and nothing else may follow the flags")
+	if (*input == "") == (*sumOf == "") || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "inferwatch forecast: one of --input FILE or --sum-of GLOB is required, and nothing else may follow the flags")
 		return 2
 	}
+	modelSet := false
+	fs.Visit(func(f *flag.Flag) { modelSet = modelSet || f.Name == "model" })
 	horizon, err1 := cliDuration("--horizon", *horizonS)
 	period, err2 := cliDuration("--period", *periodS)
 	var minHist time.Duration
@@ -73,12 +84,21 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	in, err := readDetectInput(*input, false)
-	if err != nil {
-		fmt.Fprintln(stderr, "inferwatch forecast:", err)
-		return 1
+	var (
+		series *regular
+		parts  [][]float64 // with --sum-of
+		err    error
+		name   = *input
+	)
+	if *sumOf != "" {
+		series, parts, err = readParts(*sumOf)
+		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
+	} else {
+		var in *detectInput
+		if in, err = readDetectInput(*input, false); err == nil {
+			series, err = regularise(*input, in)
+		}
 	}
-	series, err := regularise(*input, in)
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch forecast:", err)
 		return 1
@@ -91,9 +111,12 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := forecasting.Options{Step: step, Model: *model, Horizon: max(h, 1), Level: *level, Period: p, Weekly: *weekly}
+	if parts != nil && !modelSet {
+		opts.Model = "" // each part: auto among forecasting.PartCandidates
+	}
 	if series.gaps > 0 {
 		fmt.Fprintf(stderr, "%s: %d of %d steps of %s are missing or not finite; the forecaster fills them with its own forecast and does not score them\n",
-			*input, series.gaps, len(series.y), step)
+			name, series.gaps, len(series.y), step)
 	}
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	defer w.Flush()
@@ -111,25 +134,43 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	}
 
 	if !*backtest {
-		f, err := forecasting.New(opts)
-		if err != nil {
-			fmt.Fprintln(stderr, "inferwatch forecast:", err)
-			return 2
+		var fc forecasting.Forecast
+		if parts != nil {
+			s, err := forecasting.NewSum(opts, len(parts))
+			if err == nil {
+				err = s.Fit(series.t0, parts)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", name, err)
+				return 1
+			}
+			s.ForecastInto(&fc)
+		} else {
+			f, err := forecasting.New(opts)
+			if err != nil {
+				fmt.Fprintln(stderr, "inferwatch forecast:", err)
+				return 2
+			}
+			if err := f.Fit(series.t0, series.y); err != nil {
+				fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", name, err)
+				return 1
+			}
+			fc = f.Forecast()
 		}
-		if err := f.Fit(series.t0, series.y); err != nil {
-			fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", *input, err)
-			return 1
-		}
-		fc := f.Forecast()
 		var buf []byte
 		for i := range fc.Mean {
 			buf = row(buf, fc.Origin, fc.Origin+int64(i+1)*stepMs, fc.Mean[i], fc.Lower[i], fc.Upper[i])
 			w.Write(buf)
 		}
 		used := fc.Model
-		if fc.Fallback != "" {
+		switch {
+		case fc.Fallback != "" && parts != nil:
+			fmt.Fprintf(stderr, "%s: too little history: %s (up to %d points, %s, are needed; the files have %d): FALLBACK\n",
+				name, fc.Fallback, fc.Need, time.Duration(fc.Need)*step, len(series.y))
+			used = fc.Model + " (parts falling back)"
+		case fc.Fallback != "":
 			fmt.Fprintf(stderr, "%s: too little history: %s needs %d points (%s); the file has %d: FALLBACK to %s\n",
-				*input, *model, fc.Need, time.Duration(fc.Need)*step, len(series.y), fc.Model)
+				name, *model, fc.Need, time.Duration(fc.Need)*step, len(series.y), fc.Model)
 			used = fc.Model + " (fallback)"
 		}
 		fmt.Fprintf(stderr, "forecast from %s, step %s, horizon %d steps, model %s, peak %.6g at lead %d (upper %.6g), %d gaps filled\n",
@@ -147,17 +188,23 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	}
 	if need := mh + 2; len(series.y) < need {
 		fmt.Fprintf(stderr, "inferwatch forecast: %s: too little history for a backtest: %d points of %s; need at least %d (min history %d steps = %s, plus an origin and a target); lower --min-history or use a longer file\n",
-			*input, len(series.y), step, need, mh, time.Duration(mh)*step)
+			name, len(series.y), step, need, mh, time.Duration(mh)*step)
 		return 1
 	}
 	total := len(series.y) - 1 - mh
 	bar := newProgress(stderr, isTerminal(stderr), (*forceProgress || isTerminal(stderr)) && total >= 1000, total, "origins")
 	last := 0
-	res, err := forecasting.BacktestWith(series.y, forecasting.BacktestOptions{Options: opts, MinHistory: mh,
-		Progress: func(done, _ int) { bar.add(done - last); last = done }})
+	bo := forecasting.BacktestOptions{Options: opts, MinHistory: mh,
+		Progress: func(done, _ int) { bar.add(done - last); last = done }}
+	var res *forecasting.BacktestResult
+	if parts != nil {
+		res, err = forecasting.BacktestSum(parts, bo)
+	} else {
+		res, err = forecasting.BacktestWith(series.y, bo)
+	}
 	bar.finish()
 	if err != nil {
-		fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", *input, err)
+		fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", name, err)
 		return 1
 	}
 	var buf []byte
@@ -170,7 +217,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "backtest of %s on %s: %d origins scored at the horizon (%d steps = %s), step %s, period %d steps, min history %d steps\n",
-		res.Model, *input, res.Origins, res.Horizon, time.Duration(res.Horizon)*step, step, res.Period, res.MinHistory)
+		res.Model, name, res.Origins, res.Horizon, time.Duration(res.Horizon)*step, step, res.Period, res.MinHistory)
 	fmt.Fprintf(stderr, "  MAE %.4g   naive %.4g   seasonal naive %s   mean %.4g\n", res.MAE, res.NaiveMAE, fmtMaybe(res.SeasonalNaiveMAE), res.MeanMAE)
 	fmt.Fprintf(stderr, "  ratio %.4g (MAE / best baseline)   sMAPE %.2f%%   coverage %.3f at level %g (above upper %.3f)\n",
 		res.Ratio, res.SMAPE, res.Coverage, res.Level, res.AboveUpper)
@@ -254,4 +301,60 @@ func regularise(file string, in *detectInput) (*regular, error) {
 		}
 	}
 	return r, nil
+}
+
+// readParts reads the files matching glob as the parts of a sum, laid on
+// one grid: their common step, from the earliest sample of any to the
+// latest. Outside a file's own time range its part is 0; a step missing
+// inside it is a gap (NaN). The returned series is the sum, NaN where a
+// part has a gap.
+func readParts(glob string) (*regular, [][]float64, error) {
+	files, err := filepath.Glob(glob)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--sum-of %q: %v", glob, err)
+	}
+	if len(files) == 0 {
+		return nil, nil, fmt.Errorf("--sum-of %q matches no file", glob)
+	}
+	rs := make([]*regular, len(files))
+	for i, f := range files {
+		in, err := readDetectInput(f, false)
+		if err == nil {
+			rs[i], err = regularise(f, in)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	step, start, end := rs[0].step, rs[0].t0, int64(math.MinInt64)
+	for i, r := range rs {
+		if r.step != step {
+			return nil, nil, fmt.Errorf("%s: step %s differs from the step %s of %s; the parts of a sum must share one", files[i], r.step, step, files[0])
+		}
+		if d := r.t0 - rs[0].t0; d%step.Milliseconds() != 0 {
+			return nil, nil, fmt.Errorf("%s: its samples are off the grid of %s (first samples %s and %s, step %s)",
+				files[i], files[0], formatUnixMillis(r.t0), formatUnixMillis(rs[0].t0), step)
+		}
+		start = min(start, r.t0)
+		end = max(end, r.t0+int64(len(r.y)-1)*step.Milliseconds())
+	}
+	stepMs := step.Milliseconds()
+	n := int((end-start)/stepMs) + 1
+	total := &regular{t0: start, step: step, y: make([]float64, n)}
+	parts := make([][]float64, len(rs))
+	for i, r := range rs {
+		p := make([]float64, n) // 0 outside the file's range
+		copy(p[(r.t0-start)/stepMs:], r.y)
+		for j, v := range p {
+			total.y[j] += v
+		}
+		parts[i] = p
+	}
+	for j, v := range total.y {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			total.y[j] = math.NaN()
+			total.gaps++
+		}
+	}
+	return total, parts, nil
 }

@@ -156,7 +156,17 @@ func TestForecastBadInput(t *testing.T) {
 	off := filepath.Join(dir, "off.csv")
 	os.WriteFile(off, []byte("timestamp,value\n1700000000,1\n1700000060,2\n1700000120,2\n1700000150,3\n"), 0o644)
 	f("off the grid", 1, nil, []string{"off.csv:5: timestamp 1700000150 is off the grid of the file's step 1m0s"}, "--input", off)
-	f("no input", 2, nil, []string{"--input FILE is required"})
+	f("no input", 2, nil, []string{"one of --input FILE or --sum-of GLOB is required"})
+	f("both inputs", 2, nil, []string{"one of --input FILE or --sum-of GLOB is required"}, "--input", short, "--sum-of", short)
+	f("no part", 1, nil, []string{`--sum-of "` + filepath.Join(dir, "nosuch-*.csv") + `" matches no file`}, "--sum-of", filepath.Join(dir, "nosuch-*.csv"))
+	pdir := t.TempDir()
+	os.WriteFile(filepath.Join(pdir, "a.csv"), []byte("timestamp,value\n1700000000,1\n1700000060,2\n1700000120,3\n"), 0o644)
+	os.WriteFile(filepath.Join(pdir, "b.csv"), []byte("timestamp,value\n1700000000,1\n1700000120,2\n1700000240,3\n1700000360,3\n"), 0o644)
+	f("parts on other steps", 1, nil, []string{"b.csv: step 2m0s differs from the step 1m0s of " + filepath.Join(pdir, "a.csv")}, "--sum-of", filepath.Join(pdir, "*.csv"))
+	os.WriteFile(filepath.Join(pdir, "b.csv"), []byte("timestamp,value\n1700000030,1\n1700000090,2\n"), 0o644)
+	f("parts off each other's grid", 1, nil, []string{"b.csv: its samples are off the grid of " + filepath.Join(pdir, "a.csv")}, "--sum-of", filepath.Join(pdir, "*.csv"))
+	os.WriteFile(filepath.Join(pdir, "b.csv"), []byte("timestamp,value\n1700000060,x\n"), 0o644)
+	f("bad part", 1, nil, []string{"b.csv:2"}, "--sum-of", filepath.Join(pdir, "*.csv"))
 	f("bad model", 2, nil, []string{"unknown forecasting model"}, "--input", short, "--model", "nosuch")
 	f("bad horizon", 2, nil, []string{`--horizon "soon"`}, "--input", short, "--horizon", "soon")
 }
@@ -304,5 +314,45 @@ func TestForecastAndScaleEndToEnd(t *testing.T) {
 	}
 	if last.CurrentReplicas != 2 || !last.CurrentKnown || last.CapacityPerReplica != 7 || last.DesiredReplicas < 1 || last.DesiredReplicas > 4 {
 		t.Errorf("newest signal %+v", last)
+	}
+}
+
+// TestForecastSumOf forecasts the sum of two files bottom-up: one part
+// starts a day after the other and counts as 0 before it.
+func TestForecastSumOf(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, from, n int, v float64) {
+		var b strings.Builder
+		b.WriteString("timestamp,value\n")
+		for i := range n {
+			fmt.Fprintf(&b, "%d,%g\n", 1_700_000_000+(from+i)*600, v)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("client-a.csv", 0, 3*144, 10)
+	write("client-b.csv", 144, 2*144, 5)
+	glob := filepath.Join(dir, "client-*.csv")
+	code, out, errOut := runCmd(t, context.Background(), "forecast", "--sum-of", glob)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	end := 1_700_000_000 + (3*144-1)*600
+	if want := fmt.Sprintf("origin,target,yhat,yhat_lower,yhat_upper\n%d,%d,15,", end, end+600); !strings.HasPrefix(out, want) {
+		t.Errorf("forecast:\n%s\nwant it to start %q", out, want)
+	}
+	if !strings.Contains(errOut, "model bottom_up") {
+		t.Errorf("stderr does not name the model:\n%s", errOut)
+	}
+	code, out, errOut = runCmd(t, context.Background(), "forecast", "--sum-of", glob, "--backtest")
+	if code != 0 {
+		t.Fatalf("backtest: exit %d: %s", code, errOut)
+	}
+	if want := "backtest of bottom_up on the sum of the 2 files matching " + glob + ": 287 origins"; !strings.Contains(errOut, want) {
+		t.Errorf("backtest stderr lacks %q:\n%s", want, errOut)
+	}
+	if rows := strings.Count(out, "\n"); rows != 1+287 {
+		t.Errorf("%d lines of backtest output, want a header and 287 rows", rows)
 	}
 }

@@ -1,0 +1,193 @@
+package forecasting
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ModelBottomUp names the forecasts of a [Sum].
+const ModelBottomUp = "bottom_up"
+
+// PartCandidates are the models a [Sum] lets auto choose among for each
+// part when its options name none: the last value, or the last value plus
+// the step the part took one period before (seasonal_step). Ties go to the
+// last value.
+var PartCandidates = []string{ModelNaive, ModelSeasonalStep}
+
+// Sum forecasts the sum of several series (a service's traffic, from the
+// traffic of each of its clients) bottom-up: it forecasts each part with
+// its own Forecaster and adds their mean paths. A part that steps at the
+// same time every day (a client's scheduled jobs) is forecast from its own
+// past steps, which the sum's noise hides. The interval of the sum comes
+// from the sum's own out-of-sample errors at each lead, as a Forecaster's
+// does.
+//
+// Fit it once, then Update it with each new set of samples; call Refit
+// when RefitDue. A Sum is not safe for concurrent use.
+type Sum struct {
+	opts   Options
+	z      float64
+	parts  []*Forecaster
+	tr     *tracker // the summed mean paths, scored against the sum
+	sigma0 float64
+	fc     Forecast // a part's forecast, reused
+	fitted bool
+}
+
+// NewSum returns a Sum of n parts, each forecast with opts (defaults filled
+// in; Model auto with PartCandidates when opts names neither a model nor
+// candidates).
+func NewSum(opts Options, n int) (*Sum, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("forecasting a sum: need at least 1 part, got %d", n)
+	}
+	if opts.Model == "" && opts.Candidates == nil {
+		opts.Model, opts.Candidates = ModelAuto, PartCandidates
+	}
+	s := &Sum{parts: make([]*Forecaster, n)}
+	for i := range s.parts {
+		f, err := New(opts)
+		if err != nil {
+			return nil, fmt.Errorf("forecasting a sum: %w", err)
+		}
+		s.parts[i] = f
+	}
+	s.opts = s.parts[0].Options()
+	s.z = s.parts[0].z
+	return s, nil
+}
+
+// Options returns the options of the parts, with defaults filled in.
+func (s *Sum) Options() Options { return s.opts }
+
+// Fit fits every part on its data (data[i] is part i; all start at t0, unix
+// ms, and have the same length) and starts calibrating the sum's interval.
+func (s *Sum) Fit(t0 int64, data [][]float64) error {
+	if len(data) != len(s.parts) {
+		return fmt.Errorf("fitting a sum of %d parts: got data for %d", len(s.parts), len(data))
+	}
+	n := len(data[0])
+	for i, d := range data {
+		if len(d) != n {
+			return fmt.Errorf("fitting a sum: part %d has %d samples, part 0 has %d", i, len(d), n)
+		}
+		if err := s.parts[i].Fit(t0, d); err != nil {
+			return fmt.Errorf("fitting a sum: part %d: %w", i, err)
+		}
+	}
+	total := make([]float64, n)
+	for _, d := range data {
+		for j, v := range d {
+			total[j] += v // NaN in a part leaves a gap in the sum
+		}
+	}
+	s.sigma0 = diffRMS(total)
+	s.tr = newTracker(partsModel{s}, s.opts.Horizon, s.opts.CalibrationSize, !s.opts.AllowNegative)
+	s.fitted = true
+	return nil
+}
+
+// RefitDue reports whether some part is due for a refit.
+func (s *Sum) RefitDue() bool {
+	for _, f := range s.parts {
+		if f.fitted && f.RefitDue() {
+			return true
+		}
+	}
+	return false
+}
+
+// Refit refits the parts that are due, keeping the errors that calibrate
+// the sum's interval.
+func (s *Sum) Refit() error {
+	if !s.fitted {
+		return errors.New("refitting a sum: Fit was never called")
+	}
+	for i, f := range s.parts {
+		if f.RefitDue() {
+			if err := f.Refit(); err != nil {
+				return fmt.Errorf("refitting a sum: part %d: %w", i, err)
+			}
+		}
+	}
+	s.tr.predictRow() // the parts' new forecasts from the same origin
+	return nil
+}
+
+// Update adds the samples ys (ys[i] of part i) at time t (unix ms), as
+// Forecaster.Update does for each part; a non-finite sample of any part is
+// a gap in the sum.
+func (s *Sum) Update(t int64, ys []float64) error {
+	if !s.fitted {
+		return errors.New("updating a sum: Fit was never called")
+	}
+	if len(ys) != len(s.parts) {
+		return fmt.Errorf("updating a sum of %d parts: got %d samples", len(s.parts), len(ys))
+	}
+	total := 0.0
+	for i, f := range s.parts {
+		if err := f.Update(t, ys[i]); err != nil {
+			return fmt.Errorf("updating a sum: part %d: %w", i, err)
+		}
+		total += ys[i]
+	}
+	if !isFinite(total) {
+		total = math.NaN()
+	}
+	s.tr.observe(total)
+	return nil
+}
+
+// ForecastInto writes the forecast of the sum from the last samples into
+// dst, reusing its slices. Its Model is bottom_up; Fallback names the parts
+// that fell back for lack of history.
+func (s *Sum) ForecastInto(dst *Forecast) {
+	h := s.opts.Horizon
+	p0 := s.parts[0]
+	dst.Model, dst.Fallback, dst.Need = ModelBottomUp, "", 0
+	dst.Origin = p0.t0 + p0.last*s.opts.Step.Milliseconds()
+	dst.Step, dst.Level, dst.Gaps = s.opts.Step, s.opts.Level, 0
+	dst.Mean = resize(dst.Mean, h)
+	dst.Lower = resize(dst.Lower, h)
+	dst.Upper = resize(dst.Upper, h)
+	if cap(dst.Empirical) < h {
+		dst.Empirical = make([]bool, h)
+	}
+	dst.Empirical = dst.Empirical[:h]
+	if !s.fitted {
+		return
+	}
+	fell := 0
+	for _, f := range s.parts {
+		dst.Gaps += f.gaps
+		if f.fallback != "" {
+			fell++
+			dst.Need = max(dst.Need, f.need)
+		}
+	}
+	if fell > 0 {
+		dst.Fallback = fmt.Sprintf("%d of %d parts have too little history for %s: they fall back", fell, len(s.parts), s.opts.Model)
+	}
+	fillForecast(dst, s.tr, &s.opts, s.z, s.sigma0, false)
+}
+
+// partsModel is the model the sum's tracker runs: its forecast is the sum
+// of the parts' mean paths. The parts see their own samples before the
+// tracker sees the sum, so update has nothing left to do.
+type partsModel struct{ s *Sum }
+
+func (m partsModel) name() string          { return ModelBottomUp }
+func (m partsModel) need() int             { return 1 }
+func (m partsModel) fit(y []float64) error { return nil }
+func (m partsModel) update(y float64)      {}
+func (m partsModel) predict(out []float64) {
+	clear(out)
+	fc := &m.s.fc
+	for _, f := range m.s.parts {
+		f.ForecastInto(fc)
+		for i := range out {
+			out[i] += fc.Mean[i]
+		}
+	}
+}
