@@ -319,13 +319,7 @@ func (f *Forecaster) ForecastInto(dst *Forecast) {
 	}
 	dst.Origin = f.t0 + f.last*f.opts.Step.Milliseconds()
 	dst.Step, dst.Level, dst.Gaps = f.opts.Step, f.opts.Level, f.gaps
-	dst.Mean = resize(dst.Mean, h)
-	dst.Lower = resize(dst.Lower, h)
-	dst.Upper = resize(dst.Upper, h)
-	if cap(dst.Empirical) < h {
-		dst.Empirical = make([]bool, h)
-	}
-	dst.Empirical = dst.Empirical[:h]
+	dst.setLen(h)
 	if !f.fitted {
 		return
 	}
@@ -378,6 +372,17 @@ func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, out
 		}
 		dst.UpperPeak = max(dst.UpperPeak, dst.Upper[i])
 	}
+}
+
+// setLen sizes dst's slices for h leads, reusing their arrays.
+func (dst *Forecast) setLen(h int) {
+	dst.Mean = resize(dst.Mean, h)
+	dst.Lower = resize(dst.Lower, h)
+	dst.Upper = resize(dst.Upper, h)
+	if cap(dst.Empirical) < h {
+		dst.Empirical = make([]bool, h)
+	}
+	dst.Empirical = dst.Empirical[:h]
 }
 
 func resize(s []float64, n int) []float64 {

@@ -148,13 +148,7 @@ func (s *Sum) ForecastInto(dst *Forecast) {
 	dst.Model, dst.Fallback, dst.Need = ModelBottomUp, "", 0
 	dst.Origin = p0.t0 + p0.last*s.opts.Step.Milliseconds()
 	dst.Step, dst.Level, dst.Gaps = s.opts.Step, s.opts.Level, 0
-	dst.Mean = resize(dst.Mean, h)
-	dst.Lower = resize(dst.Lower, h)
-	dst.Upper = resize(dst.Upper, h)
-	if cap(dst.Empirical) < h {
-		dst.Empirical = make([]bool, h)
-	}
-	dst.Empirical = dst.Empirical[:h]
+	dst.setLen(h)
 	if !s.fitted {
 		return
 	}
