@@ -96,15 +96,12 @@ func BacktestSum(parts [][]float64, o BacktestOptions) (*BacktestResult, error) 
 	if err != nil {
 		return nil, fmt.Errorf("backtest: %w", err)
 	}
-	total := make([]float64, len(parts[0]))
 	for k, p := range parts {
-		if len(p) != len(total) {
-			return nil, fmt.Errorf("backtest: part %d has %d samples, part 0 has %d", k, len(p), len(total))
-		}
-		for i, v := range p {
-			total[i] += v // NaN in a part leaves a gap in the sum
+		if len(p) != len(parts[0]) {
+			return nil, fmt.Errorf("backtest: part %d has %d samples, part 0 has %d", k, len(p), len(parts[0]))
 		}
 	}
+	total := addParts(parts)
 	stepMs := s.Options().Step.Milliseconds()
 	ys := make([]float64, len(parts))
 	res, err := backtest(total, o, s.Options(), func(i int, first bool) error {

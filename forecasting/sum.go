@@ -76,13 +76,7 @@ func (s *Sum) Fit(t0 int64, data [][]float64) error {
 			return fmt.Errorf("fitting a sum: part %d: %w", i, err)
 		}
 	}
-	total := make([]float64, n)
-	for _, d := range data {
-		for j, v := range d {
-			total[j] += v // NaN in a part leaves a gap in the sum
-		}
-	}
-	s.sigma0 = diffRMS(total)
+	s.sigma0 = diffRMS(addParts(data))
 	s.tr = newTracker(partsModel{s}, s.opts.Horizon, s.opts.CalibrationSize, !s.opts.AllowNegative)
 	s.fitted = true
 	return nil
@@ -164,6 +158,18 @@ func (s *Sum) ForecastInto(dst *Forecast) {
 		dst.Fallback = fmt.Sprintf("%d of %d parts have too little history for %s: they fall back", fell, len(s.parts), s.opts.Model)
 	}
 	fillForecast(dst, s.tr, &s.opts, s.z, s.sigma0, false)
+}
+
+// addParts returns the sum of parts of equal length, step by step; a NaN
+// in a part leaves a gap in the sum.
+func addParts(parts [][]float64) []float64 {
+	total := make([]float64, len(parts[0]))
+	for _, p := range parts {
+		for i, v := range p {
+			total[i] += v
+		}
+	}
+	return total
 }
 
 // partsModel is the model the sum's tracker runs: its forecast is the sum
