@@ -127,3 +127,37 @@ func BenchmarkFitRevert(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSumUpdateForecast updates a Sum of 100 one-minute parts (a week
+// of history each, auto between naive and seasonal_step) with one sample
+// per part and forecasts the sum 10 steps ahead, refits excluded.
+// ns/part is per part per update.
+func BenchmarkSumUpdateForecast(b *testing.B) {
+	const parts = 100
+	y := weekPerMinute()
+	s, err := NewSum(Options{Step: time.Minute}, parts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([][]float64, parts)
+	for k := range data {
+		data[k] = y[:len(y)-1440]
+	}
+	if err := s.Fit(0, data); err != nil {
+		b.Fatal(err)
+	}
+	ys := make([]float64, parts)
+	var fc Forecast
+	i := len(y) - 1440
+	for b.Loop() {
+		for k := range ys {
+			ys[k] = y[(i+k)%len(y)]
+		}
+		if err := s.Update(int64(i)*60_000, ys); err != nil {
+			b.Fatal(err)
+		}
+		s.ForecastInto(&fc)
+		i++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*parts), "ns/part")
+}
