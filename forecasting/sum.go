@@ -36,13 +36,15 @@ type Sum struct {
 }
 
 // NewSum returns a Sum of n parts, each forecast with opts (defaults filled
-// in; Model auto with PartCandidates when opts names neither a model nor
-// candidates).
+// in). For the parts, auto (the default) chooses among PartCandidates
+// unless opts names other candidates: the seasonal models that suit a
+// whole service's traffic overfit one client's (on ServeGen m-large, the
+// sum of 162 parts so forecast scored 1.06 of naive, against 0.96).
 func NewSum(opts Options, n int) (*Sum, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("forecasting a sum: need at least 1 part, got %d", n)
 	}
-	if opts.Model == "" && opts.Candidates == nil {
+	if (opts.Model == "" || opts.Model == ModelAuto) && opts.Candidates == nil {
 		opts.Model, opts.Candidates = ModelAuto, PartCandidates
 	}
 	s := &Sum{parts: make([]*Forecaster, n)}

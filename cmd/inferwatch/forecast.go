@@ -66,8 +66,6 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "inferwatch forecast: one of --input FILE or --sum-of GLOB is required, and nothing else may follow the flags")
 		return 2
 	}
-	modelSet := false
-	fs.Visit(func(f *flag.Flag) { modelSet = modelSet || f.Name == "model" })
 	horizon, err1 := cliDuration("--horizon", *horizonS)
 	period, err2 := cliDuration("--period", *periodS)
 	var minHist time.Duration
@@ -111,9 +109,6 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := forecasting.Options{Step: step, Model: *model, Horizon: max(h, 1), Level: *level, Period: p, Weekly: *weekly}
-	if parts != nil && !modelSet {
-		opts.Model = "" // each part: auto among forecasting.PartCandidates
-	}
 	if series.gaps > 0 {
 		fmt.Fprintf(stderr, "%s: %d of %d steps of %s are missing or not finite; the forecaster fills them with its own forecast and does not score them\n",
 			name, series.gaps, len(series.y), step)
