@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -156,7 +157,10 @@ func forecastOptions(fc *rules.Forecast) forecasting.Options {
 type forecastRule struct {
 	opts   forecasting.Options
 	w      *window
-	series map[string]*fcSeries
+	series map[string]*fcSeries // by series, or by group with sum_by
+	// bottomUp forecasts the sums of the series grouped by sumBy.
+	bottomUp bool
+	sumBy    []string
 	// times are the evaluation times of the last evaluation (the backfill's
 	// and the newest), and snaps each series' outlook at them.
 	times []time.Time
@@ -173,7 +177,9 @@ type fcSnap struct {
 
 type fcSeries struct {
 	labels   ingest.Labels
-	f        *forecasting.Forecaster
+	f        *forecasting.Forecaster // one series
+	sum      *forecasting.Sum        // or the sum of a group's parts
+	parts    []string                // the parts' keys, with sum
 	lastT    int64
 	lastV    float64
 	fc       forecasting.Forecast
@@ -223,7 +229,8 @@ func newForecastRule(rc rules.Rule) (*forecastRule, error) {
 	if _, err := forecasting.New(opts); err != nil {
 		return nil, err
 	}
-	return &forecastRule{opts: opts, w: newWindow(rc.Expr), series: map[string]*fcSeries{}, snaps: map[string][]fcSnap{}}, nil
+	return &forecastRule{opts: opts, w: newWindow(rc.Expr), series: map[string]*fcSeries{}, snaps: map[string][]fcSnap{},
+		bottomUp: rc.Forecast.BottomUp, sumBy: rc.Forecast.SumBy}, nil
 }
 
 // evalForecastRule fetches the new points of the rule's series, feeds them
@@ -258,11 +265,16 @@ func (e *Engine) evalForecastRule(ctx context.Context, r *rule, at time.Time) er
 	clear(fr.snaps)
 
 	var errs []error
-	for key, b := range fr.w.series {
+	for _, it := range fr.items(stepMs) {
+		key, b := it.key, it.b
 		s := fr.series[key]
 		if s == nil {
 			s = &fcSeries{labels: b.labels, lastT: math.MinInt64, pending: map[int64][3]float64{}, naiveAt: map[int64]float64{}}
 			fr.series[key] = s
+		}
+		if it.parts != nil && !slices.Equal(s.parts, it.names) {
+			// Parts came or went: fit the sum of the new set afresh.
+			s.f, s.sum, s.lastT = nil, nil, math.MinInt64
 		}
 		s.lastSeen = at
 		snaps := make([]fcSnap, len(fr.times))
@@ -274,7 +286,7 @@ func (e *Engine) evalForecastRule(ctx context.Context, r *rule, at time.Time) er
 				}
 			}
 		}
-		if s.f == nil {
+		if s.f == nil && s.sum == nil {
 			// Fit on what lies at or before the first evaluation time (at
 			// least the first sample).
 			// The last part of it (up to a period) is held back and fed
@@ -283,7 +295,7 @@ func (e *Engine) evalForecastRule(ctx context.Context, r *rule, at time.Time) er
 			cut := fr.times[0].UnixMilli()
 			n := sort.Search(len(b.t), func(i int) bool { return b.t[i] > cut })
 			n = max(n-min(n/4, fr.opts.Period), 1)
-			if err := s.fit(fr.opts, b.t[:n], b.v[:n], stepMs); err != nil {
+			if err := s.fit(fr.opts, &it, 0, n, stepMs); err != nil {
 				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
 				continue
 			}
@@ -293,7 +305,7 @@ func (e *Engine) evalForecastRule(ctx context.Context, r *rule, at time.Time) er
 				continue
 			}
 			snapTo(t)
-			if err := s.update(fr.opts, b.t[:i+1], b.v[:i+1], stepMs); err != nil {
+			if err := s.update(fr.opts, &it, i, stepMs); err != nil {
 				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
 				break
 			}
@@ -322,9 +334,29 @@ func (e *Engine) evalForecastRule(ctx context.Context, r *rule, at time.Time) er
 	return errors.Join(errs...)
 }
 
-// fit fits a new forecaster on samples t, v (sorted), on the step grid of
-// the first sample; missing steps are gaps the forecaster fills.
-func (s *fcSeries) fit(opts forecasting.Options, t []int64, v []float64, stepMs int64) error {
+// fit fits a new forecaster on the samples [from, to) of it (one series:
+// sorted, on the step grid of the first, missing steps being gaps the
+// forecaster fills; a sum: its parts on one grid).
+func (s *fcSeries) fit(opts forecasting.Options, it *fcItem, from, to int, stepMs int64) error {
+	t, v := it.b.t[from:to], it.b.v[from:to]
+	if it.parts != nil {
+		sum, err := forecasting.NewSum(opts, len(it.parts))
+		if err != nil {
+			return err
+		}
+		data := make([][]float64, len(it.parts))
+		for k, p := range it.parts {
+			data[k] = p[from:to]
+		}
+		if err := sum.Fit(t[0], data); err != nil {
+			return err
+		}
+		s.f, s.sum, s.parts = nil, sum, it.names
+		s.lastT, s.lastV = t[len(t)-1], v[len(v)-1]
+		s.sum.ForecastInto(&s.fc)
+		s.track(stepMs)
+		return nil
+	}
 	f, err := forecasting.New(opts)
 	if err != nil {
 		return err
@@ -333,7 +365,7 @@ func (s *fcSeries) fit(opts forecasting.Options, t []int64, v []float64, stepMs 
 	if err := f.Fit(t0, y); err != nil {
 		return err
 	}
-	s.f = f
+	s.f, s.sum = f, nil
 	s.lastT = t0 + int64(len(y)-1)*stepMs
 	s.lastV = y[len(y)-1]
 	s.f.ForecastInto(&s.fc)
@@ -341,10 +373,18 @@ func (s *fcSeries) fit(opts forecasting.Options, t []int64, v []float64, stepMs 
 	return nil
 }
 
-// update feeds the last sample of t, v; a gap longer than the forecaster
-// fills makes it fit again on the samples held.
-func (s *fcSeries) update(opts forecasting.Options, t []int64, v []float64, stepMs int64) error {
-	tn, vn := t[len(t)-1], v[len(v)-1]
+// outlook is what fcSeries needs of a fitted forecaster beyond an update.
+type outlook interface {
+	RefitDue() bool
+	Refit() error
+	ForecastInto(*forecasting.Forecast)
+	Options() forecasting.Options
+}
+
+// update feeds sample i of it; a gap longer than the forecaster fills
+// makes it fit again on the samples held.
+func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs int64) error {
+	tn, vn := it.b.t[i], it.b.v[i]
 	if p, ok := s.pending[tn]; ok && known(vn) {
 		lo, hi := p[1], p[2]
 		s.acc.push(math.Abs(vn-p[0]), math.Abs(vn-s.naiveAt[tn]), vn >= lo && vn <= hi)
@@ -355,21 +395,30 @@ func (s *fcSeries) update(opts forecasting.Options, t []int64, v []float64, step
 			delete(s.naiveAt, k)
 		}
 	}
-	err := s.f.Update(tn, vn)
+	var o outlook
+	var err error
+	if s.sum != nil {
+		ys := make([]float64, len(it.parts))
+		for k, p := range it.parts {
+			ys[k] = p[i]
+		}
+		o, err = s.sum, s.sum.Update(tn, ys)
+	} else {
+		o, err = s.f, s.f.Update(tn, vn)
+	}
 	switch {
 	case errors.Is(err, forecasting.ErrGap):
-		from := max(0, len(t)-s.f.Options().MaxHistory)
-		return s.fit(opts, t[from:], v[from:], stepMs)
+		return s.fit(opts, it, max(0, i+1-o.Options().MaxHistory), i+1, stepMs)
 	case err != nil:
 		return err
 	}
-	if s.f.RefitDue() {
-		if err := s.f.Refit(); err != nil {
+	if o.RefitDue() {
+		if err := o.Refit(); err != nil {
 			return err
 		}
 	}
 	s.lastT, s.lastV = tn, vn
-	s.f.ForecastInto(&s.fc)
+	o.ForecastInto(&s.fc)
 	s.track(stepMs)
 	return nil
 }
@@ -637,4 +686,84 @@ func matched(w *window, key string, on []string, from, to int64) float64 {
 		}
 	}
 	return lastIn(global, from, to)
+}
+
+// fcItem is one thing a forecast rule forecasts: a series, or with sum_by
+// the sum of a group of series (its parts) laid on one step grid.
+type fcItem struct {
+	key   string
+	b     *buffered   // the series; for a group, the sum on the grid, with the group's labels
+	parts [][]float64 // the parts on the grid of b.t; nil for a series
+	names []string    // the parts' keys, sorted
+}
+
+// items lists what the rule forecasts from the samples held. A group's
+// labels are its values of the sum_by labels (those a series lacks are
+// left out, as PromQL's sum by does). On the group's grid, from its
+// earliest sample to its newest, a part is 0 before its own first sample
+// (a client that had not started) and NaN where a step of its is missing
+// after it; the sum is NaN where a part is.
+func (fr *forecastRule) items(stepMs int64) []fcItem {
+	var out []fcItem
+	if !fr.bottomUp {
+		for k, b := range fr.w.series {
+			out = append(out, fcItem{key: k, b: b})
+		}
+		return out
+	}
+	type group struct {
+		labels ingest.Labels
+		names  []string
+	}
+	groups := map[string]*group{}
+	for k, b := range fr.w.series {
+		if len(b.t) == 0 {
+			continue
+		}
+		var ls ingest.Labels
+		for _, name := range fr.sumBy {
+			if v := b.labels.Get(name); v != "" {
+				ls = append(ls, ingest.Label{Name: name, Value: v})
+			}
+		}
+		ls.Sort()
+		gk := ls.String()
+		g := groups[gk]
+		if g == nil {
+			g = &group{labels: ls}
+			groups[gk] = g
+		}
+		g.names = append(g.names, k)
+	}
+	for gk, g := range groups {
+		slices.Sort(g.names)
+		first, last := int64(math.MaxInt64), int64(math.MinInt64)
+		for _, k := range g.names {
+			b := fr.w.series[k]
+			first, last = min(first, b.t[0]), max(last, b.t[len(b.t)-1])
+		}
+		n := int((last-first+stepMs/2)/stepMs) + 1
+		sum := &buffered{labels: g.labels, t: make([]int64, n), v: make([]float64, n)}
+		for i := range sum.t {
+			sum.t[i] = first + int64(i)*stepMs
+		}
+		parts := make([][]float64, len(g.names))
+		for j, k := range g.names {
+			b := fr.w.series[k]
+			p := make([]float64, n)
+			start := int((b.t[0] - first + stepMs/2) / stepMs)
+			for i := start; i < n; i++ {
+				p[i] = math.NaN()
+			}
+			for i, t := range b.t {
+				p[(t-first+stepMs/2)/stepMs] = b.v[i]
+			}
+			for i, v := range p {
+				sum.v[i] += v
+			}
+			parts[j] = p
+		}
+		out = append(out, fcItem{key: gk, b: sum, parts: parts, names: g.names})
+	}
+	return out
 }

@@ -293,3 +293,74 @@ func TestFailedEventsAreCountedNotKept(t *testing.T) {
 		t.Fatalf("%d events after the broker came back, want 1", len(evs))
 	}
 }
+
+// TestBottomUpForecastRule: with sum_by, the rule forecasts each model's
+// traffic as the sum of its clients' forecasts. Client c2 of model a runs
+// a job from minute 20 to 40 of every hour, which its own series shows
+// and the bottom-up forecast carries; a client that appears later joins
+// the sum at the next evaluation.
+func TestBottomUpForecastRule(t *testing.T) {
+	const n = 480
+	client := func(model, c string, from int, f func(i int) float64) ingest.Series {
+		s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "rate"}, {Name: "client", Value: c}, {Name: "model", Value: model}}}
+		for i := from; i < n; i++ {
+			s.Timestamps = append(s.Timestamps, t0.Add(time.Duration(i)*time.Minute).UnixMilli())
+			s.Values = append(s.Values, f(i))
+		}
+		return s
+	}
+	job := func(i int) float64 {
+		if m := i % 60; m >= 20 && m < 40 {
+			return 30
+		}
+		return 1
+	}
+	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {
+		client("a", "c1", 0, func(int) float64 { return 20 }),
+		client("a", "c2", 0, job),
+		client("a", "c3", 200, func(int) float64 { return 7 }), // starts later: 0 before
+		client("b", "c1", 0, func(int) float64 { return 5 }),
+	}}}
+	g := forecastGroups()[:1]
+	g[0].Rules[0].Forecast.BottomUp, g[0].Rules[0].Forecast.SumBy = true, []string{"model"}
+	events := &eventRecorder{}
+	now := t0.Add(435*time.Minute + 10*time.Second) // minute 15 of the hour: the job starts at lead 5
+	e, err := NewEngine(EngineOptions{Groups: g, Querier: store, Output: &recorder{}, Events: events,
+		EventPrefix: "iw", Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(origin int, base float64) {
+		t.Helper()
+		if err := e.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		_, evs := events.take()
+		byModel := map[string]ForecastData{}
+		for _, ev := range evs {
+			var d ForecastData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			byModel[d.Labels["model"]] = d
+			if len(d.Labels) != 2 || d.Labels["team"] != "serving" || d.Model != "bottom_up" || d.Fallback != "" {
+				t.Errorf("forecast of %s: labels %v model %q fallback %q", d.Series, d.Labels, d.Model, d.Fallback)
+			}
+		}
+		a, b := byModel["a"], byModel["b"]
+		if len(evs) != 2 || a.Series != `{model="a"}` || b.Series != `{model="b"}` || !a.Origin.Equal(t0.Add(time.Duration(origin)*time.Minute)) {
+			t.Fatalf("%d forecasts: %+v", len(evs), byModel)
+		}
+		for i := range a.Points {
+			want := base + job(origin+i+1)
+			if math.Abs(float64(a.Points[i].Mean)-want) > 1e-6 || math.Abs(float64(b.Points[i].Mean)-5) > 1e-6 {
+				t.Errorf("origin %d lead %d: model a %v (want %g), model b %v (want 5)", origin, i+1, a.Points[i].Mean, want, b.Points[i].Mean)
+			}
+		}
+	}
+	check(435, 20+7)
+	// Client c4 of model a starts at minute 436.
+	store.byExpr["rate"] = append(store.byExpr["rate"], client("a", "c4", 436, func(int) float64 { return 3 }))
+	now = now.Add(2 * time.Minute)
+	check(437, 20+7+3)
+}

@@ -52,6 +52,15 @@ type Forecast struct {
 	Level float64
 	// Period is the seasonal period (default 1d).
 	Period time.Duration
+	// BottomUp, set by sum_by, forecasts sums of Expr's series instead of
+	// each series: the series that share the values of the SumBy labels
+	// are the parts of one sum (all of them when SumBy is empty), each part
+	// forecast on its own and the forecasts added up (forecasting.Sum). A
+	// service's traffic from its clients' is the use: a client's daily
+	// scheduled steps are predictable in its own series and lost in the
+	// sum's noise.
+	BottomUp bool
+	SumBy    []string
 }
 
 // Scale configures a scale rule: for each target (each series of the
@@ -106,7 +115,7 @@ type SLO struct {
 	Concurrency string
 }
 
-var forecastKeys = []string{"expr", "step", "history", "horizon", "model", "level", "period"}
+var forecastKeys = []string{"expr", "step", "history", "horizon", "model", "level", "period", "sum_by"}
 
 // forecast reads a forecast block. step is the rule's step (the default).
 func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
@@ -144,6 +153,10 @@ func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
 		if s, _ := p.str(kv.v, "forecast.model"); strings.TrimSpace(s) != "" {
 			fc.Model = strings.TrimSpace(s)
 		}
+	}
+	if kv, present := f["sum_by"]; present {
+		fc.BottomUp = true
+		fc.SumBy = p.labelList(resolve(kv.v), "forecast.sum_by")
 	}
 	if kv, present := f["level"]; present {
 		fc.Level = p.number(kv, "forecast.level", DefaultForecastLevel, 0, 1, true)

@@ -23,6 +23,7 @@ func init() {
 		`forecast.bad.yaml:19:9: group "g": rule "sc_anomaly": scale.forecast "no_expr_anomaly" is an anomaly rule, not a forecast rule`,
 		`forecast.bad.yaml:20:81: group "g": rule "sc_anomaly": scale.capacity_per_replica must be in (0, +Inf], got 0`,
 		`forecast.bad.yaml:20:94: group "g": rule "sc_anomaly": scale.cooldown must be 0 or greater, got -1m`,
+		`forecast.bad.yaml:24:38: group "g": rule "fc_sum": forecast.sum_by must be a list of label names, got "model"`,
 	}
 }
 
@@ -71,6 +72,13 @@ func TestForecastDefaults(t *testing.T) {
 	f("      - {name: fc, step: 5m, forecast: {expr: up, history: 2d, model: robust}}\n", func(r Rule) bool {
 		return r.Forecast.Step == 5*time.Minute && r.Lookback == 48*time.Hour && r.Forecast.Model == "robust"
 	})
+	f("      - {name: fc, forecast: {expr: up, sum_by: [model_name, zone]}}\n", func(r Rule) bool {
+		return r.Forecast.BottomUp && len(r.Forecast.SumBy) == 2 && r.Forecast.SumBy[1] == "zone"
+	})
+	f("      - {name: fc, forecast: {expr: up, sum_by: []}}\n", func(r Rule) bool {
+		return r.Forecast.BottomUp && len(r.Forecast.SumBy) == 0
+	})
+	f("      - {name: fc, forecast: {expr: up}}\n", func(r Rule) bool { return !r.Forecast.BottomUp })
 	f("      - {name: fc, forecast: {expr: up}}\n      - {name: s, scale: {forecast: fc, replicas: up, slo: {p99: 2s, concurrency: '64'}}}\n", func(r Rule) bool {
 		return true
 	})
