@@ -190,7 +190,7 @@ func TestForecastAndScaleEndToEnd(t *testing.T) {
 	}
 	defer nc.Close()
 	var mu sync.Mutex
-	var forecasts []alerting.ForecastData
+	var forecasts, bottomUp []alerting.ForecastData
 	var signals []alerting.ScaleData
 	sub, err := nc.Subscribe("inferwatch.>", func(m *nats.Msg) {
 		var ev struct {
@@ -211,6 +211,12 @@ func TestForecastAndScaleEndToEnd(t *testing.T) {
 				t.Error(err)
 			}
 			forecasts = append(forecasts, d)
+		case m.Subject == "inferwatch.forecasts.request_rate_by_pod" && ev.Type == alerting.ForecastEventType:
+			var d alerting.ForecastData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Error(err)
+			}
+			bottomUp = append(bottomUp, d)
 		case m.Subject == "inferwatch.scale.vllm-qwen-32b" && ev.Type == alerting.ScaleEventType:
 			var d alerting.ScaleData
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -278,6 +284,26 @@ func TestForecastAndScaleEndToEnd(t *testing.T) {
 		fq.Origin, fq.Model, absErr/n, len(fq.Points), mean/n, inside, len(fq.Points), fq.Level, fq.Accuracy)
 	if len(fq.Points) != 10 || absErr/n > 0.25*mean/n || inside < 7 || fq.Accuracy.N < 100 {
 		t.Errorf("qwen forecast off: MAE %.3f against a mean of %.3f, %d of 10 inside, accuracy %+v", absErr/n, mean/n, inside, fq.Accuracy)
+	}
+
+	// The same rate forecast bottom-up from each pod's: one forecast per
+	// model, labelled by the model alone, as close to what came.
+	var bq *alerting.ForecastData
+	for i := range bottomUp {
+		if d := &bottomUp[i]; d.Labels["model"] == qwen && len(d.Labels) == 1 && d.Model == forecasting.ModelBottomUp {
+			bq = d
+		}
+	}
+	if len(bottomUp) != 3 || bq == nil || len(bq.Points) != 10 || !bq.Origin.Equal(fq.Origin) {
+		t.Fatalf("bottom-up forecasts %+v; want one per model, labelled by model, from %v", bottomUp, fq.Origin)
+	}
+	absErr = 0
+	for _, p := range bq.Points {
+		absErr += math.Abs(float64(p.Mean) - actual(p.Time))
+	}
+	t.Logf("qwen bottom-up forecast: MAE %.3f req/s; recent accuracy %+v", absErr/n, bq.Accuracy)
+	if absErr/n > 0.25*mean/n || bq.Accuracy.N < 100 {
+		t.Errorf("qwen bottom-up forecast off: MAE %.3f against a mean of %.3f, accuracy %+v", absErr/n, mean/n, bq.Accuracy)
 	}
 
 	var surge fleet.Incident
