@@ -158,9 +158,11 @@ type forecastRule struct {
 	opts   forecasting.Options
 	w      *window
 	series map[string]*fcSeries // by series, or by group with sum_by
-	// bottomUp forecasts the sums of the series grouped by sumBy.
+	// bottomUp forecasts the sums of the series grouped by sumBy; grids
+	// keeps each group's arrays from one evaluation to the next.
 	bottomUp bool
 	sumBy    []string
+	grids    map[string]*fcGrid
 	// times are the evaluation times of the last evaluation (the backfill's
 	// and the newest), and snaps each series' outlook at them.
 	times []time.Time
@@ -230,7 +232,7 @@ func newForecastRule(rc rules.Rule) (*forecastRule, error) {
 		return nil, err
 	}
 	return &forecastRule{opts: opts, w: newWindow(rc.Expr), series: map[string]*fcSeries{}, snaps: map[string][]fcSnap{},
-		bottomUp: rc.Forecast.BottomUp, sumBy: rc.Forecast.SumBy}, nil
+		bottomUp: rc.Forecast.BottomUp, sumBy: rc.Forecast.SumBy, grids: map[string]*fcGrid{}}, nil
 }
 
 // evalForecastRule fetches the new points of the rule's series, feeds them
@@ -735,6 +737,11 @@ func (fr *forecastRule) items(stepMs int64) []fcItem {
 		}
 		g.names = append(g.names, k)
 	}
+	for gk := range fr.grids {
+		if groups[gk] == nil {
+			delete(fr.grids, gk)
+		}
+	}
 	for gk, g := range groups {
 		slices.Sort(g.names)
 		first, last := int64(math.MaxInt64), int64(math.MinInt64)
@@ -743,15 +750,22 @@ func (fr *forecastRule) items(stepMs int64) []fcItem {
 			first, last = min(first, b.t[0]), max(last, b.t[len(b.t)-1])
 		}
 		n := int((last-first+stepMs/2)/stepMs) + 1
-		sum := &buffered{labels: g.labels, t: make([]int64, n), v: make([]float64, n)}
+		gr := fr.grids[gk]
+		if gr == nil {
+			gr = &fcGrid{}
+			fr.grids[gk] = gr
+		}
+		gr.resize(n, len(g.names))
+		sum := &buffered{labels: g.labels, t: gr.t, v: gr.v}
 		for i := range sum.t {
 			sum.t[i] = first + int64(i)*stepMs
 		}
-		parts := make([][]float64, len(g.names))
+		clear(sum.v)
 		for j, k := range g.names {
 			b := fr.w.series[k]
-			p := make([]float64, n)
+			p := gr.parts[j]
 			start := int((b.t[0] - first + stepMs/2) / stepMs)
+			clear(p[:start])
 			for i := start; i < n; i++ {
 				p[i] = math.NaN()
 			}
@@ -761,9 +775,35 @@ func (fr *forecastRule) items(stepMs int64) []fcItem {
 			for i, v := range p {
 				sum.v[i] += v
 			}
-			parts[j] = p
 		}
-		out = append(out, fcItem{key: gk, b: sum, parts: parts, names: g.names})
+		out = append(out, fcItem{key: gk, b: sum, parts: gr.parts, names: g.names})
 	}
 	return out
+}
+
+// fcGrid holds a group's arrays on its step grid: the times, the sum and
+// each part, reused from one evaluation to the next (the forecasters copy
+// what they keep).
+type fcGrid struct {
+	t     []int64
+	v     []float64
+	parts [][]float64
+}
+
+// resize makes the arrays hold n steps of k parts.
+func (g *fcGrid) resize(n, k int) {
+	if cap(g.t) < n {
+		g.t, g.v = make([]int64, n), make([]float64, n)
+	}
+	g.t, g.v = g.t[:n], g.v[:n]
+	if cap(g.parts) < k {
+		g.parts = append(g.parts[:cap(g.parts)], make([][]float64, k-cap(g.parts))...)
+	}
+	g.parts = g.parts[:k]
+	for j, p := range g.parts {
+		if cap(p) < n {
+			p = make([]float64, n)
+		}
+		g.parts[j] = p[:n]
+	}
 }
