@@ -354,7 +354,14 @@ func (s *fcSeries) fit(opts forecasting.Options, it *fcItem, from, to int, stepM
 			return err
 		}
 		s.f, s.sum, s.parts = nil, sum, it.names
-		s.lastT, s.lastV = t[len(t)-1], v[len(v)-1]
+		s.lastT = t[len(t)-1]
+		// The newest known sum: a part's missing sample leaves a gap.
+		for i := len(v) - 1; i >= 0; i-- {
+			if known(v[i]) {
+				s.lastV = v[i]
+				break
+			}
+		}
 		s.sum.ForecastInto(&s.fc)
 		s.track(stepMs)
 		return nil
@@ -419,7 +426,10 @@ func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs in
 			return err
 		}
 	}
-	s.lastT, s.lastV = tn, vn
+	s.lastT = tn
+	if known(vn) { // a gap in a sum keeps the last known value
+		s.lastV = vn
+	}
 	o.ForecastInto(&s.fc)
 	s.track(stepMs)
 	return nil

@@ -330,7 +330,7 @@ func TestBottomUpForecastRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(origin int, base float64) {
+	check := func(origin int, base, last float64) {
 		t.Helper()
 		if err := e.RunOnce(context.Background()); err != nil {
 			t.Fatal(err)
@@ -351,6 +351,10 @@ func TestBottomUpForecastRule(t *testing.T) {
 		if len(evs) != 2 || a.Series != `{model="a"}` || b.Series != `{model="b"}` || !a.Origin.Equal(t0.Add(time.Duration(origin)*time.Minute)) {
 			t.Fatalf("%d forecasts: %+v", len(evs), byModel)
 		}
+		// NaN would be published as null and read back as 0.
+		if float64(a.LastValue) != last || !(a.Accuracy.N > 0 && a.Accuracy.NaiveMAE > 0) {
+			t.Errorf("model a: last value %v (want %g), accuracy %+v", a.LastValue, last, a.Accuracy)
+		}
 		for i := range a.Points {
 			want := base + job(origin+i+1)
 			if math.Abs(float64(a.Points[i].Mean)-want) > 1e-6 || math.Abs(float64(b.Points[i].Mean)-5) > 1e-6 {
@@ -358,9 +362,20 @@ func TestBottomUpForecastRule(t *testing.T) {
 			}
 		}
 	}
-	check(435, 20+7)
+	check(435, 20+7, 20+7+1)
 	// Client c4 of model a starts at minute 436.
 	store.byExpr["rate"] = append(store.byExpr["rate"], client("a", "c4", 436, func(int) float64 { return 3 }))
 	now = now.Add(2 * time.Minute)
-	check(437, 20+7+3)
+	check(437, 20+7+3, 20+7+3+1)
+	// c1's samples of minutes 438 and 439 are missing: gaps its forecaster
+	// fills; the sum's last value is the last known one.
+	for i, sr := range store.byExpr["rate"] {
+		if sr.Labels.Get("client") == "c1" && sr.Labels.Get("model") == "a" {
+			sr.Timestamps = append(sr.Timestamps[:438:438], sr.Timestamps[440:]...)
+			sr.Values = append(sr.Values[:438:438], sr.Values[440:]...)
+			store.byExpr["rate"][i] = sr
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	check(439, 20+7+3, 20+7+3+1) // the sum at 437
 }
