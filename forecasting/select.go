@@ -130,10 +130,18 @@ func (f *Forecaster) refit() error {
 	auto := f.opts.Model == ModelAuto
 	switch {
 	case auto && f.opts.Candidates != nil:
+		// A candidate is judged on a period of origins (or the calibration
+		// window, when shorter), so a seasonal one is not chosen on a few
+		// hours that happen to suit it; the first, the baseline, is taken
+		// alone until another can be judged.
+		vfull := max(vmin, min(p, f.opts.CalibrationSize))
 		for _, name := range f.opts.Candidates {
-			if m, _ := newModel(name, p, h); n-m.need() >= vmin {
+			if m, _ := newModel(name, p, h); n-m.need() >= vfull {
 				names = append(names, name)
 			}
+		}
+		if m, _ := newModel(f.opts.Candidates[0], p, h); len(names) == 0 && n-m.need() >= vmin {
+			names = []string{f.opts.Candidates[0]}
 		}
 	case auto:
 		names = autoCandidates(n, p, h, positive)

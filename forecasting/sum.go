@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ModelBottomUp names the forecasts of a [Sum].
 const ModelBottomUp = "bottom_up"
 
-// PartCandidates are the models a [Sum] lets auto choose among for each
-// part when its options name none: the last value, or the last value plus
+// PartCandidates are the models a [Sum] lets auto (the default) choose
+// among for each part when its options name none: the last value, or the last value plus
 // the step the part took one period before (seasonal_step). Ties go to the
 // last value.
 var PartCandidates = []string{ModelNaive, ModelSeasonalStep}
@@ -64,7 +65,9 @@ func NewSum(opts Options, n int) (*Sum, error) {
 func (s *Sum) Options() Options { return s.opts }
 
 // Fit fits every part on its data (data[i] is part i; all start at t0, unix
-// ms, and have the same length) and starts calibrating the sum's interval.
+// ms, and have the same length). As a Forecaster's fit does, it holds back
+// the last samples (up to CalibrationSize, at most half) and feeds them one
+// at a time, so the sum's interval is calibrated on errors from the start.
 func (s *Sum) Fit(t0 int64, data [][]float64) error {
 	if len(data) != len(s.parts) {
 		return fmt.Errorf("fitting a sum of %d parts: got data for %d", len(s.parts), len(data))
@@ -74,13 +77,36 @@ func (s *Sum) Fit(t0 int64, data [][]float64) error {
 		if len(d) != n {
 			return fmt.Errorf("fitting a sum: part %d has %d samples, part 0 has %d", i, len(d), n)
 		}
-		if err := s.parts[i].Fit(t0, d); err != nil {
+	}
+	for i, d := range data {
+		if !slices.ContainsFunc(d, isFinite) {
+			return fmt.Errorf("fitting a sum: none of the %d samples of part %d is finite; need at least 1", n, i)
+		}
+	}
+	v := min(s.opts.CalibrationSize, n/2)
+	for i, d := range data {
+		if err := s.parts[i].Fit(t0, d[:n-v]); err != nil {
 			return fmt.Errorf("fitting a sum: part %d: %w", i, err)
 		}
 	}
 	s.sigma0 = diffRMS(addParts(data))
 	s.tr = newTracker(partsModel{s}, s.opts.Horizon, s.opts.CalibrationSize, !s.opts.AllowNegative)
 	s.fitted = true
+	stepMs := s.opts.Step.Milliseconds()
+	ys := make([]float64, len(data))
+	for j := n - v; j < n; j++ {
+		for i, d := range data {
+			ys[i] = d[j]
+		}
+		if err := s.Update(t0+int64(j)*stepMs, ys); err != nil {
+			return fmt.Errorf("fitting a sum: %w", err)
+		}
+		if s.RefitDue() {
+			if err := s.Refit(); err != nil {
+				return fmt.Errorf("fitting a sum: %w", err)
+			}
+		}
+	}
 	return nil
 }
 

@@ -53,12 +53,23 @@ func TestSumForecastsThePartsSum(t *testing.T) {
 	if err := s.Fit(0, upto); err != nil {
 		t.Fatal(err)
 	}
+	// Sum.Fit fits on all but the last min(CalibrationSize, half) samples
+	// and feeds those one by one, refitting when due: so do the references.
+	stepMs := opts.Step.Milliseconds()
+	held := min(s.Options().CalibrationSize, first/2)
 	for k := range ref {
-		if err := ref[k].Fit(0, upto[k]); err != nil {
+		if err := ref[k].Fit(0, upto[k][:first-held]); err != nil {
 			t.Fatal(err)
 		}
+		for i := first - held; i < first; i++ {
+			if err := ref[k].Update(int64(i)*stepMs, upto[k][i]); err != nil {
+				t.Fatal(err)
+			}
+			if ref[k].RefitDue() {
+				ref[k].Refit()
+			}
+		}
 	}
-	stepMs := opts.Step.Milliseconds()
 	refits := 0
 	var fc Forecast
 	for i := first; i < len(parts[0]); i++ {
@@ -179,7 +190,7 @@ func TestSumErrors(t *testing.T) {
 	f(s.Update(0, []float64{1, 2}), "Fit was never called")
 	f(s.Fit(0, [][]float64{{1, 2}}), "a sum of 2 parts: got data for 1")
 	f(s.Fit(0, [][]float64{{1, 2}, {1}}), "part 1 has 1 samples, part 0 has 2")
-	f(s.Fit(0, [][]float64{{1, 2}, {math.NaN(), math.NaN()}}), "part 1: fitting forecaster: none of 2 samples is finite")
+	f(s.Fit(0, [][]float64{{1, 2}, {math.NaN(), math.NaN()}}), "none of the 2 samples of part 1 is finite")
 	if err := s.Fit(0, [][]float64{{1, 2}, {3, 4}}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,4 +234,34 @@ func readServegenParts(t *testing.T, service string) [][]float64 {
 		parts = append(parts, p)
 	}
 	return parts
+}
+
+// TestCandidatesJudgedOnAPeriod: a candidate is offered once it can be
+// validated on a period of origins; before that the first stands alone.
+func TestCandidatesJudgedOnAPeriod(t *testing.T) {
+	// A job that runs 20 minutes of every hour: seasonal_step forecasts it
+	// exactly once it has an hour and a step of history.
+	y := make([]float64, 130)
+	for i := range y {
+		if i%60 < 20 {
+			y[i] = 30
+		}
+	}
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{100, ModelNaive}, {130, ModelSeasonalStep}} {
+		f, err := New(Options{Step: time.Minute, Horizon: 1, Period: 60, Candidates: PartCandidates})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Fit(0, y[:c.n]); err != nil {
+			t.Fatal(err)
+		}
+		// 100 points leave seasonal_step (need 61) 39 origins to be judged
+		// on, under the hour; 130 leave 69.
+		if f.Model() != c.want || f.Forecast().Fallback != "" {
+			t.Errorf("%d points: chose %s (fallback %q), want %s", c.n, f.Model(), f.Forecast().Fallback, c.want)
+		}
+	}
 }
