@@ -146,7 +146,7 @@ func (e *Engine) evalWindowRule(ctx context.Context, r *rule, at time.Time) ([]F
 		case r.cfg.Correlate != nil:
 			vs = correlateAt(r.cfg.Correlate, r.windows[0], r.windows[1], τ.UnixMilli(), lookback, step)
 		case r.cfg.Decay != nil:
-			vs = decayAt(r.cfg.Decay, r.windows[0], τ.UnixMilli(), lookback)
+			vs = decayAt(r.cfg.Decay, r.windows[0], τ.UnixMilli(), lookback, step)
 		case r.cfg.Knee != nil:
 			vs = kneeAt(r.cfg.Knee, r.windows[0], r.windows[1], τ.UnixMilli(), lookback, step)
 		case r.cfg.Spikiness != nil:
@@ -268,15 +268,20 @@ func correlateAt(c *rules.Correlate, xw, yw *window, τ int64, lookback, step ti
 	return out
 }
 
-// decayAt judges the throughput decay of each series over (τ − lookback, τ].
-func decayAt(c *rules.Decay, w *window, τ int64, lookback time.Duration) []verdict {
+// decayAt judges the throughput decay of each series over (τ − lookback, τ],
+// once its samples span the lookback (less two steps) — a trend per day read
+// from part of a day is mostly the hour of the day: the first 4 to 16 hours
+// of a backfill judged a steady model, whose per-request throughput rises
+// at night, decaying — and while its newest sample is at most two steps
+// old: a series that stopped is not decaying.
+func decayAt(c *rules.Decay, w *window, τ int64, lookback, step time.Duration) []verdict {
 	from := τ - lookback.Milliseconds()
 	var out []verdict
 	for _, b := range w.series {
 		t, v := b.span(from, τ)
 		labels := matchKey(b.labels, nil)
 		vd := verdict{labels: labels, value: math.NaN(), res: analysis.Result{Expected: 0, Lower: math.NaN(), Upper: c.MinEta}}
-		if len(t) < 10 {
+		if len(t) < 10 || t[len(t)-1]-t[0] < (lookback-2*step).Milliseconds() || t[len(t)-1] < τ-2*step.Milliseconds() {
 			out = append(out, vd)
 			continue
 		}

@@ -80,6 +80,40 @@ func TestCorrelateRuleFindsSaturationMakingLatencyJittery(t *testing.T) {
 	}
 }
 
+// TestDecayWaitsForAFullWindow: per-request throughput that falls for the
+// first hours of the data (a busier morning) is not judged until the
+// window spans its lookback, nor once the series has stopped.
+func TestDecayWaitsForAFullWindow(t *testing.T) {
+	const n = 288 // a day at 5-minute steps
+	s := podSeries("tput", "a", n, func(i int) float64 {
+		h := float64(i) / 12
+		return 100 - 30*min(h, 4)/4 + wobble(i) // −30 % over the first 4 hours
+	})
+	for i := range s.Timestamps {
+		s.Timestamps[i] = t0.Add(time.Duration(i) * 5 * time.Minute).UnixMilli()
+	}
+	w := newWindow("tput")
+	w.series["a"] = &buffered{labels: s.Labels, t: s.Timestamps, v: s.Values}
+	c := &rules.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95}
+	at := func(h int) verdict {
+		return decayAt(c, w, t0.Add(time.Duration(h)*time.Hour).UnixMilli(), 24*time.Hour, 5*time.Minute)[0]
+	}
+	for _, h := range []int{4, 11, 16, 23} {
+		if v := at(h); v.res.Ready {
+			t.Errorf("hour %d: judged on %d hours of a 24-hour lookback: score %.2f", h, h, v.res.Score)
+		}
+	}
+	// The series ends at 23:55: at hour 24 the window holds the whole
+	// day, its newest sample one step old; judged up to two steps later,
+	// not after.
+	if v := at(24); !v.res.Ready {
+		t.Errorf("hour 24: a full window and not judged")
+	}
+	if v := decayAt(c, w, t0.Add(24*time.Hour+10*time.Minute).UnixMilli(), 24*time.Hour, 5*time.Minute)[0]; v.res.Ready {
+		t.Errorf("15 minutes after the series stopped: judged, score %.2f", v.res.Score)
+	}
+}
+
 func TestDecayRuleFindsSustainedThroughputLoss(t *testing.T) {
 	// Two days at 5-minute steps: model a loses 40 % of its throughput
 	// over 6 hours from hour 30 and stays down; model b is steady.
