@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -35,6 +36,21 @@ func backfillFleet(t *testing.T, end time.Time) (*localvm.VM, *fleet.Fleet) {
 		t.Fatal(err)
 	}
 	return vm, f
+}
+
+// fleetEnd is when a test's generated week ends: now, so each run sees the
+// fleet at another hour of the day, or the RFC 3339 time in
+// INFERWATCH_FLEET_END (e.g. 2026-11-29T12:07:30Z) to replay a given one.
+func fleetEnd(t *testing.T) time.Time {
+	s := os.Getenv("INFERWATCH_FLEET_END")
+	if s == "" {
+		return time.Now()
+	}
+	end, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatalf("INFERWATCH_FLEET_END: %v", err)
+	}
+	return end
 }
 
 // runOnceCollecting subscribes nc to inferwatch.findings.>, runs the daemon

@@ -138,7 +138,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	vm, f := backfillFleet(t, time.Now())
+	vm, f := backfillFleet(t, fleetEnd(t))
 
 	srv := natstest.Start(t)
 	nc, err := nats.Connect(srv.ClientURL())

@@ -70,16 +70,7 @@ func TestPresetsOnTheFleet(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	// The week ends now, so each run sees the fleet at another hour of the
-	// day; INFERWATCH_FLEET_END=2026-11-29T12:07:30Z replays a given one.
-	end := time.Now()
-	if s := os.Getenv("INFERWATCH_FLEET_END"); s != "" {
-		var err error
-		if end, err = time.Parse(time.RFC3339, s); err != nil {
-			t.Fatalf("INFERWATCH_FLEET_END: %v", err)
-		}
-	}
-	vm, f := backfillFleet(t, end)
+	vm, f := backfillFleet(t, fleetEnd(t))
 
 	file := filepath.Join(t.TempDir(), "presets.yml")
 	if err := os.WriteFile(file, []byte(presetsConfig), 0o644); err != nil {
