@@ -188,6 +188,7 @@ type fcSeries struct {
 	pending  map[int64][3]float64 // target time → mean, upper − lower packed as mean, lower, upper
 	naiveAt  map[int64]float64    // target time → value at its origin
 	acc      accRing
+	scored   int64 // the newest target scored into acc
 	lastPub  int64
 	lastSeen time.Time
 }
@@ -271,7 +272,7 @@ func (e *Engine) evalForecastRule(ctx context.Context, r *rule, at time.Time) er
 		key, b := it.key, it.b
 		s := fr.series[key]
 		if s == nil {
-			s = &fcSeries{labels: b.labels, lastT: math.MinInt64, pending: map[int64][3]float64{}, naiveAt: map[int64]float64{}}
+			s = &fcSeries{labels: b.labels, lastT: math.MinInt64, scored: math.MinInt64, pending: map[int64][3]float64{}, naiveAt: map[int64]float64{}}
 			fr.series[key] = s
 		}
 		if it.parts != nil && !slices.Equal(s.parts, it.names) {
@@ -394,9 +395,12 @@ type outlook interface {
 // makes it fit again on the samples held.
 func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs int64) error {
 	tn, vn := it.b.t[i], it.b.v[i]
-	if p, ok := s.pending[tn]; ok && known(vn) {
+	// A sum fitted afresh replays samples whose targets were scored
+	// before: each target counts once.
+	if p, ok := s.pending[tn]; ok && known(vn) && tn > s.scored {
 		lo, hi := p[1], p[2]
 		s.acc.push(math.Abs(vn-p[0]), math.Abs(vn-s.naiveAt[tn]), vn >= lo && vn <= hi)
+		s.scored = tn
 	}
 	for k := range s.pending {
 		if k <= tn {

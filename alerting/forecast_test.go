@@ -330,7 +330,8 @@ func TestBottomUpForecastRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(origin int, base, last float64) {
+	scoredN := 0 // model a's accuracy count at the previous check
+	check := func(origin int, base, last float64, newScored int) {
 		t.Helper()
 		if err := e.RunOnce(context.Background()); err != nil {
 			t.Fatal(err)
@@ -351,6 +352,12 @@ func TestBottomUpForecastRule(t *testing.T) {
 		if len(evs) != 2 || a.Series != `{model="a"}` || b.Series != `{model="b"}` || !a.Origin.Equal(t0.Add(time.Duration(origin)*time.Minute)) {
 			t.Fatalf("%d forecasts: %+v", len(evs), byModel)
 		}
+		// Each target is scored once, even when the sum is fitted afresh
+		// and replays samples it had scored.
+		if scoredN > 0 && a.Accuracy.N != scoredN+newScored {
+			t.Errorf("origin %d: %d forecasts scored, want %d + %d", origin, a.Accuracy.N, scoredN, newScored)
+		}
+		scoredN = a.Accuracy.N
 		// NaN would be published as null and read back as 0.
 		if float64(a.LastValue) != last || !(a.Accuracy.N > 0 && a.Accuracy.NaiveMAE > 0) {
 			t.Errorf("model a: last value %v (want %g), accuracy %+v", a.LastValue, last, a.Accuracy)
@@ -362,11 +369,11 @@ func TestBottomUpForecastRule(t *testing.T) {
 			}
 		}
 	}
-	check(435, 20+7, 20+7+1)
+	check(435, 20+7, 20+7+1, 0)
 	// Client c4 of model a starts at minute 436.
 	store.byExpr["rate"] = append(store.byExpr["rate"], client("a", "c4", 436, func(int) float64 { return 3 }))
 	now = now.Add(2 * time.Minute)
-	check(437, 20+7+3, 20+7+3+1)
+	check(437, 20+7+3, 20+7+3+1, 2) // refitted with c4: 436 and 437 scored once
 	// c1's samples of minutes 438 and 439 are missing: gaps its forecaster
 	// fills; the sum's last value is the last known one.
 	for i, sr := range store.byExpr["rate"] {
@@ -377,5 +384,5 @@ func TestBottomUpForecastRule(t *testing.T) {
 		}
 	}
 	now = now.Add(2 * time.Minute)
-	check(439, 20+7+3, 20+7+3+1) // the sum at 437
+	check(439, 20+7+3, 20+7+3+1, 0) // the sum at 437; 438 and 439 are gaps
 }
