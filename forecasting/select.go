@@ -130,18 +130,13 @@ func (f *Forecaster) refit() error {
 	auto := f.opts.Model == ModelAuto
 	switch {
 	case auto && f.opts.Candidates != nil:
-		// A candidate is judged on a period of origins (or the calibration
-		// window, when shorter), so a seasonal one is not chosen on a few
-		// hours that happen to suit it; the first, the baseline, is taken
-		// alone until another can be judged.
-		vfull := max(vmin, min(p, f.opts.CalibrationSize))
 		for _, name := range f.opts.Candidates {
-			if m, _ := newModel(name, p, h); n-m.need() >= vfull {
+			if n >= f.candidateNeed(name, false) {
 				names = append(names, name)
 			}
 		}
-		if m, _ := newModel(f.opts.Candidates[0], p, h); len(names) == 0 && n-m.need() >= vmin {
-			names = []string{f.opts.Candidates[0]}
+		if first := f.opts.Candidates[0]; len(names) == 0 && n >= f.candidateNeed(first, true) {
+			names = []string{first}
 		}
 	case auto:
 		names = autoCandidates(n, p, h, positive)
@@ -156,10 +151,9 @@ func (f *Forecaster) refit() error {
 		need := 0
 		switch {
 		case auto && f.opts.Candidates != nil:
-			need = math.MaxInt
-			for _, name := range f.opts.Candidates {
-				m, _ := newModel(name, p, h)
-				need = min(need, m.need()+vmin)
+			need = f.candidateNeed(f.opts.Candidates[0], true)
+			for _, name := range f.opts.Candidates[1:] {
+				need = min(need, f.candidateNeed(name, false))
 			}
 		case auto:
 			need = p + vmin // the robust model's, the first to become possible
@@ -216,6 +210,22 @@ func (f *Forecaster) refit() error {
 	f.sinceFit = 0
 	f.fitted = true
 	return nil
+}
+
+// candidateNeed is the history at which auto offers one of the given
+// Candidates: its model's need plus the origins it is judged on — a period
+// (or the calibration window, when shorter), so a seasonal model is not
+// chosen on a few hours that happen to suit it; alone, the first (the
+// baseline) is offered once it leaves the least validation, until another
+// can be judged.
+func (f *Forecaster) candidateNeed(name string, alone bool) int {
+	p, h := f.opts.Period, f.opts.Horizon
+	m, _ := newModel(name, p, h)
+	v := max(minValidationPoints, 2*h)
+	if !alone {
+		v = max(v, min(p, f.opts.CalibrationSize))
+	}
+	return m.need() + v
 }
 
 // fillGaps returns x with each NaN replaced by the value one period back
