@@ -112,16 +112,7 @@ func BacktestSum(parts [][]float64, o BacktestOptions) (*BacktestResult, error) 
 			}
 			return s.Fit(0, upto)
 		}
-		for k, p := range parts {
-			ys[k] = p[i]
-		}
-		if err := s.Update(int64(i)*stepMs, ys); err != nil {
-			return err
-		}
-		if s.RefitDue() {
-			return s.Refit()
-		}
-		return nil
+		return s.advance(int64(i)*stepMs, parts, i, ys)
 	}, s.ForecastInto)
 	if res != nil {
 		res.Model = ModelBottomUp

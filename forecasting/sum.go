@@ -95,17 +95,24 @@ func (s *Sum) Fit(t0 int64, data [][]float64) error {
 	stepMs := s.opts.Step.Milliseconds()
 	ys := make([]float64, len(data))
 	for j := n - v; j < n; j++ {
-		for i, d := range data {
-			ys[i] = d[j]
-		}
-		if err := s.Update(t0+int64(j)*stepMs, ys); err != nil {
+		if err := s.advance(t0+int64(j)*stepMs, data, j, ys); err != nil {
 			return fmt.Errorf("fitting a sum: %w", err)
 		}
-		if s.RefitDue() {
-			if err := s.Refit(); err != nil {
-				return fmt.Errorf("fitting a sum: %w", err)
-			}
-		}
+	}
+	return nil
+}
+
+// advance feeds sample j of every part (gathered into ys) at time t and
+// refits the parts that are due.
+func (s *Sum) advance(t int64, data [][]float64, j int, ys []float64) error {
+	for i, d := range data {
+		ys[i] = d[j]
+	}
+	if err := s.Update(t, ys); err != nil {
+		return err
+	}
+	if s.RefitDue() {
+		return s.Refit()
 	}
 	return nil
 }
