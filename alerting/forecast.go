@@ -182,6 +182,7 @@ type fcSeries struct {
 	f        *forecasting.Forecaster // one series
 	sum      *forecasting.Sum        // or the sum of a group's parts
 	parts    []string                // the parts' keys, with sum
+	ys       []float64               // a sample of each part, reused
 	lastT    int64
 	lastV    float64
 	fc       forecasting.Forecast
@@ -411,11 +412,11 @@ func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs in
 	var o outlook
 	var err error
 	if s.sum != nil {
-		ys := make([]float64, len(it.parts))
+		s.ys = slices.Grow(s.ys[:0], len(it.parts))[:len(it.parts)]
 		for k, p := range it.parts {
-			ys[k] = p[i]
+			s.ys[k] = p[i]
 		}
-		o, err = s.sum, s.sum.Update(tn, ys)
+		o, err = s.sum, s.sum.Update(tn, s.ys)
 	} else {
 		o, err = s.f, s.f.Update(tn, vn)
 	}
