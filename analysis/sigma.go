@@ -301,10 +301,12 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 	if !(s2 <= runMaxSum) {
 		return 0
 	}
+	drop := peak * recomputeDrop
 	for ; i < len(xs); i++ {
 		x := xs[i]
 		dx := x - shift
-		if !(math.Abs(dx) <= runMaxDev) { // also NaN and ±Inf
+		dx2 := dx * dx
+		if !(dx2 <= runMaxDev*runMaxDev) { // also NaN and ±Inf
 			break
 		}
 		d := old[i] - shift
@@ -313,22 +315,21 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 		mean := ns1 * inv
 		m2 := ns2 - ns1*mean
 		mu := shift + mean
-		// A recomputation is due: leave it to Observe.
-		if !(m2 >= peak*recomputeDrop) {
+		// A recomputation is due: leave it to Observe. Past this test m2
+		// is ≥ 0, as peak is.
+		if !(m2 >= drop) {
 			break
 		}
 		// Evict the oldest and add x.
 		new[i] = x
 		s1 = ns1 + dx
-		s2 = ns2 + dx*dx
+		s2 = ns2 + dx2
 		if s2 > peak {
 			peak = s2
+			drop = peak * recomputeDrop
 		}
 		// Score x. Nothing here feeds the next sample, so the square
 		// root and the division overlap with it.
-		if m2 < 0 {
-			m2 = 0
-		}
 		sigma := math.Sqrt(m2 * inv1)
 		fl := sigmaFloor
 		if a := math.Abs(mu); a > 1 {
