@@ -211,11 +211,7 @@ func (m *holtWinters) mse(x []float64) float64 {
 		e := v - m.step(v)
 		sum += e * e
 	}
-	r := sum / float64(len(x)-start)
-	if math.IsNaN(r) || math.IsInf(r, 0) {
-		return math.MaxFloat64
-	}
-	return r
+	return fitLoss(sum, len(x)-start)
 }
 
 // setParams maps unconstrained optimiser coordinates to parameters.
@@ -314,4 +310,15 @@ func smoothCircular(s []float64, w int) {
 		s[i] = sum / float64(2*w+1)
 		sum += src[(i+w+1)%n] - src[(i-w+n)%n]
 	}
+}
+
+// fitLoss is the mean of n squared errors summing to sum, as a fit's
+// optimiser minimises it: a parameter set that blows up (NaN or ±Inf) is
+// the worst possible rather than a value the optimiser cannot compare.
+func fitLoss(sum float64, n int) float64 {
+	r := sum / float64(n)
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return math.MaxFloat64
+	}
+	return r
 }

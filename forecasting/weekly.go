@@ -2,7 +2,6 @@ package forecasting
 
 import (
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/optimize"
 )
@@ -176,11 +175,7 @@ func (m *hwWeekly) mse(x []float64, start int) float64 {
 		e := v - m.step(v)
 		sum += e * e
 	}
-	r := sum / float64(len(x)-start)
-	if math.IsNaN(r) || math.IsInf(r, 0) {
-		return math.MaxFloat64
-	}
-	return r
+	return fitLoss(sum, len(x)-start)
 }
 
 // setParams maps unconstrained optimiser coordinates to parameters: α, β,
