@@ -202,7 +202,7 @@ func (m *holtWinters) predict(out []float64) {
 	}
 }
 
-// sse runs the filter over x with the current parameters and returns the
+// mse runs the filter over x with the current parameters and returns the
 // mean squared one-step error (on the transformed scale).
 func (m *holtWinters) mse(x []float64) float64 {
 	start := m.init(x)
