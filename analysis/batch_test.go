@@ -251,6 +251,40 @@ func TestSortedWindowReplace(t *testing.T) {
 	}
 }
 
+// TestBounds2Hot checks the four-way search against the binary ones on
+// windows of every length class the search steps through (1 to 5,000
+// values), with ties, values held and values beyond either end.
+func TestBounds2Hot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 33, 239, 240, 255, 256, 257, 1000, 1439, 1440, 5000} {
+		w := sortedWindow{window: int64(n)}
+		for i := range n {
+			v := 100 + 10*rng.NormFloat64()
+			if i%3 == 0 {
+				v = math.Round(v) // ties
+			}
+			w.push(int64(i), v)
+		}
+		for i := range 2000 {
+			a, b := 100+10*rng.NormFloat64(), 100+10*rng.NormFloat64()
+			switch i % 5 {
+			case 0:
+				a, b = math.Round(a), math.Round(b)
+			case 1:
+				a, b = w.at(rng.IntN(n)), w.at(rng.IntN(n))
+			case 2:
+				a, b = 1e9, -1e9
+			case 3:
+				a, b = -1e9, 1e9
+			}
+			lo, up := w.bounds2Hot(a, b)
+			if lo != w.lowerBound(a) || up != w.upperBound(b) {
+				t.Fatalf("%d values: bounds2Hot(%g, %g) = %d, %d, want %d, %d", n, a, b, lo, up, w.lowerBound(a), w.upperBound(b))
+			}
+		}
+	}
+}
+
 // FuzzSortedWindowReplace is TestSortedWindowReplace on arbitrary
 // timestamps and values (the finite ones: the detectors add no others).
 func FuzzSortedWindowReplace(f *testing.F) {

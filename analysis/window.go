@@ -113,21 +113,35 @@ func (w *sortedWindow) bounds2(a, b float64) (lo, up int) {
 }
 
 // bounds2Hot is bounds2 without branches, for a window hot in cache: on
-// values in random order half of bounds2's branches are mispredicted, and
-// this form scores a sample of a 240-point window in ~135 ns rather than
-// ~185 once the batch has warmed the window.
+// values in random order half of bounds2's branches are mispredicted. It
+// searches four ways rather than two: each step reads three positions,
+// independent of each other, and keeps the quarter that holds the bound,
+// so a 240-point window takes four dependent steps instead of eight. The
+// chain of dependent loads is what a hot search waits on: measured, robust
+// scores a sample of a 240-point window in ~104 ns this way and ~125 by
+// branch-free halving.
+//
+// The quarter [lo, lo+ln] holding a bound shrinks from ln+1 candidates to
+// ⌈(ln+1)/4⌉; positions past the end read the last value, which keeps
+// the count of values below the bound exact up to the window's end, and
+// the result is cut to n.
 func (w *sortedWindow) bounds2Hot(a, b float64) (lo, up int) {
 	n := w.n
 	vals, idx := w.vals, w.idx[:n]
-	for n > 1 {
-		half := n >> 1
-		lo += half & -b2i(vals[idx[lo+half]] < a)
-		up += half & -b2i(vals[idx[up+half]] <= b)
-		n -= half
+	last := n - 1
+	at := func(i int) float64 { return vals[idx[min(i, last)]] }
+	for ln := n; ln > 4; {
+		s := (ln + 4) >> 2
+		pa, pb := lo+s-1, up+s-1
+		ca := b2i(at(pa) < a) + b2i(at(pa+s) < a) + b2i(at(pa+2*s) < a)
+		cb := b2i(at(pb) <= b) + b2i(at(pb+s) <= b) + b2i(at(pb+2*s) <= b)
+		lo += ca * s
+		up += cb * s
+		ln = s - 1
 	}
-	lo += b2i(vals[idx[lo]] < a)
-	up += b2i(vals[idx[up]] <= b)
-	return lo, up
+	ca := b2i(at(lo) < a) + b2i(at(lo+1) < a) + b2i(at(lo+2) < a) + b2i(at(lo+3) < a)
+	cb := b2i(at(up) <= b) + b2i(at(up+1) <= b) + b2i(at(up+2) <= b) + b2i(at(up+3) <= b)
+	return min(lo+ca, n), min(up+cb, n)
 }
 
 // b2i is 1 for true and 0 for false, compiled to a SETcc.
