@@ -88,8 +88,8 @@ func observeWarm(t []int64, v []float64, out []Result, observe func(t int64, v f
 // binary searches run side by side. Their branches are kept for a window
 // cold in cache, as it is when a series' batch starts: the loads down the
 // predicted path start before the previous ones end, where bounds2Hot's
-// wait for them (twice as slow per point, measured, when every point finds
-// its window cold).
+// wait for them (measured with bounds2Hot for the first sample too: 419
+// rather than 373 ns a sample for batches of 16 on a 1,440-point window).
 func (w *sortedWindow) bounds2(a, b float64) (lo, up int) {
 	n := w.n
 	vals, idx := w.vals, w.idx[:n]
