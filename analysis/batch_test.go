@@ -208,9 +208,8 @@ func checkReplace(t *testing.T, window int64, ts []int64, vs []float64) {
 	for i := range ts {
 		if two.n > 0 {
 			lo, up := two.bounds2(vs[i], -vs[i])
-			hlo, hup := two.bounds2Hot(vs[i], -vs[i])
-			if lo != two.lowerBound(vs[i]) || up != two.upperBound(-vs[i]) || hlo != lo || hup != up {
-				t.Fatalf("sample %d: bounds2(%g, %g) = %d, %d, bounds2Hot %d, %d; want %d, %d", i, vs[i], -vs[i], lo, up, hlo, hup, two.lowerBound(vs[i]), two.upperBound(-vs[i]))
+			if lo != two.lowerBound(vs[i]) || up != two.upperBound(-vs[i]) {
+				t.Fatalf("sample %d: bounds2(%g, %g) = %d, %d; want %d, %d", i, vs[i], -vs[i], lo, up, two.lowerBound(vs[i]), two.upperBound(-vs[i]))
 			}
 		}
 		one.evictBefore(ts[i])
@@ -251,10 +250,10 @@ func TestSortedWindowReplace(t *testing.T) {
 	}
 }
 
-// TestBounds2Hot checks the four-way search against the binary ones on
+// TestBounds2 checks the four-way search against the binary ones on
 // windows of every length class the search steps through (1 to 5,000
 // values), with ties, values held and values beyond either end.
-func TestBounds2Hot(t *testing.T) {
+func TestBounds2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 28))
 	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 33, 239, 240, 255, 256, 257, 1000, 1439, 1440, 5000} {
 		w := sortedWindow{window: int64(n)}
@@ -277,9 +276,9 @@ func TestBounds2Hot(t *testing.T) {
 			case 3:
 				a, b = -1e9, 1e9
 			}
-			lo, up := w.bounds2Hot(a, b)
+			lo, up := w.bounds2(a, b)
 			if lo != w.lowerBound(a) || up != w.upperBound(b) {
-				t.Fatalf("%d values: bounds2Hot(%g, %g) = %d, %d, want %d, %d", n, a, b, lo, up, w.lowerBound(a), w.upperBound(b))
+				t.Fatalf("%d values: bounds2(%g, %g) = %d, %d, want %d, %d", n, a, b, lo, up, w.lowerBound(a), w.upperBound(b))
 			}
 		}
 	}

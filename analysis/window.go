@@ -51,19 +51,17 @@ func (w *sortedWindow) evictBefore(t int64) {
 // and returns where x would go in what remains: the upper bound of x. When
 // exactly one sample leaves, as on a regular step, the position it leaves
 // and the one x will take are searched for together, their loads
-// overlapping, without branches when hot tells that the window is in cache.
+// overlapping. Unless hot tells that the window is in cache, it is warmed
+// first.
 func (w *sortedWindow) evictFor(t int64, x float64, hot bool) int {
+	if !hot {
+		w.warm()
+	}
 	lim := uint64(w.window)
 	if w.n == 0 || uint64(t)-uint64(w.ts.oldest()) <= lim {
 		return w.upperBound(x)
 	}
-	var i, j int
-	if hot {
-		i, j = w.bounds2Hot(w.vals[w.head], x)
-	} else {
-		w.warm()
-		i, j = w.bounds2(w.vals[w.head], x)
-	}
+	i, j := w.bounds2(w.vals[w.head], x)
 	w.removeOldest(i)
 	if w.n > 0 && uint64(t)-uint64(w.ts.oldest()) > lim {
 		w.evictBefore(t)
@@ -106,47 +104,23 @@ func observeWarm(t []int64, v []float64, out []Result, observe func(t int64, v f
 }
 
 // bounds2 returns the lower bound of a and the upper bound of b, by two
-// binary searches run side by side. Their branches are kept for a window
-// cold in cache, as it is when a series' batch starts: the loads down the
-// predicted path start before the previous ones end, where bounds2Hot's
-// wait for them (measured with bounds2Hot for the first sample too: 419
-// rather than 373 ns a sample for batches of 16 on a 1,440-point window).
-func (w *sortedWindow) bounds2(a, b float64) (lo, up int) {
-	n := w.n
-	vals, idx := w.vals, w.idx[:n]
-	for n > 1 {
-		half := n >> 1
-		if vals[idx[lo+half]] < a {
-			lo += half
-		}
-		if vals[idx[up+half]] <= b {
-			up += half
-		}
-		n -= half
-	}
-	if vals[idx[lo]] < a {
-		lo++
-	}
-	if vals[idx[up]] <= b {
-		up++
-	}
-	return lo, up
-}
-
-// bounds2Hot is bounds2 without branches, for a window hot in cache: on
-// values in random order half of bounds2's branches are mispredicted. It
-// searches four ways rather than two: each step reads three positions,
-// independent of each other, and keeps the quarter that holds the bound,
-// so a 240-point window takes four dependent steps instead of eight. The
-// chain of dependent loads is what a hot search waits on: measured, robust
-// scores a sample of a 240-point window in ~104 ns this way and ~125 by
-// branch-free halving.
+// searches run side by side without branches (on values in random order
+// half of a binary search's branches are mispredicted). They search four
+// ways rather than two: each step reads three positions, independent of
+// each other, and keeps the quarter that holds the bound, so a 240-point
+// window takes four dependent steps instead of eight. The chain of
+// dependent loads is what the search waits on: measured, robust scores a
+// sample of a 240-point window in ~104 ns this way and ~125 by branch-free
+// halving. A window just warmed (see warm) is searched this way too: a
+// binary search with branches, which speculates down the predicted path,
+// measured slower there (360 ns a sample against 323, one sample a call,
+// 240 points).
 //
 // The quarter [lo, lo+ln] holding a bound shrinks from ln+1 candidates to
 // ⌈(ln+1)/4⌉; positions past the end read the last value, which keeps
 // the count of values below the bound exact up to the window's end, and
 // the result is cut to n.
-func (w *sortedWindow) bounds2Hot(a, b float64) (lo, up int) {
+func (w *sortedWindow) bounds2(a, b float64) (lo, up int) {
 	n := w.n
 	vals, idx := w.vals, w.idx[:n]
 	last := n - 1
