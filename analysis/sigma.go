@@ -303,11 +303,17 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 	}
 	drop := peak * recomputeDrop
 	for ; i < len(xs); i++ {
+		// The sums as the sample finds them, stored where an exit
+		// below leaves them, so that the loop does not hold the old
+		// sums and the new ones at once: with both, Go spilled the new
+		// ones to the stack, a store and a reload on the chain from
+		// each sample to the next.
+		c.s1, c.s2 = s1, s2
 		x := xs[i]
 		dx := x - shift
 		dx2 := dx * dx
 		if !(dx2 <= runMaxDev*runMaxDev) { // also NaN and ±Inf
-			break
+			return i
 		}
 		d := old[i] - shift
 		ns1 := s1 - d
@@ -315,17 +321,18 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 		mean := ns1 * inv
 		m2 := ns2 - ns1*mean
 		mu := shift + mean
-		// A recomputation is due: leave it to Observe. Past this test m2
-		// is ≥ 0, as peak is.
+		s1 = ns1 + dx
+		s2 = ns2 + dx2
+		// A recomputation is due: leave it to Observe, with the sums as
+		// the sample found them. Past this test m2 is ≥ 0, as peak is.
 		if !(m2 >= drop) {
-			break
+			return i
 		}
 		// Evict the oldest and add x.
 		new[i] = x
-		s1 = ns1 + dx
-		s2 = ns2 + dx2
 		if s2 > peak {
 			peak = s2
+			c.peak = peak
 			drop = peak * recomputeDrop
 		}
 		// Score x. Nothing here feeds the next sample, so the square
@@ -349,7 +356,7 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 		o.Upper = mu + band
 		o.Ready = true
 	}
-	c.s1, c.s2, c.peak = s1, s2, peak
+	c.s1, c.s2 = s1, s2
 	return i
 }
 
