@@ -40,12 +40,9 @@ func observeAll(d Detector, t []int64, v []float64, out []Result) {
 }
 
 // warmDetectors makes benchSeries detectors with f, each fed a full window
-// of points+1 samples, and returns them with the heap they hold per series
-// (runtime.MemStats) and the timestamp of each one's next sample.
-func warmDetectors(f func() Detector, points int, noise []float64) (ds []Detector, perSeries float64, next []int64) {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+// of points+1 samples, and returns them with the timestamp of each one's
+// next sample.
+func warmDetectors(f func() Detector, points int, noise []float64) (ds []Detector, next []int64) {
 	ds = make([]Detector, benchSeries)
 	tbuf := make([]int64, points+1)
 	out := make([]Result, points+1)
@@ -60,23 +57,57 @@ func warmDetectors(f func() Detector, points int, noise []float64) (ds []Detecto
 		}
 		observeAll(ds[i], tbuf, noise[o:o+len(tbuf)], out)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	perSeries = float64(after.HeapAlloc-before.HeapAlloc) / benchSeries
 	next = make([]int64, benchSeries)
 	for i := range next {
 		next[i] = benchT0 + int64(points+1)*benchStep
 	}
-	return ds, perSeries, next
+	return ds, next
+}
+
+// heapSeries is how many detectors steadyHeap measures.
+const heapSeries = 200
+
+// steadyHeap returns the heap (runtime.MemStats) that a detector made by f
+// holds per series once nothing it keeps grows any more: measured over
+// heapSeries detectors fed four windows of points samples each. One
+// window is not enough: auto's history reaches two hours further back
+// than its window, and its arrays settle only after they first slide.
+func steadyHeap(f func() Detector, points int, noise []float64) float64 {
+	n := 4*points + 1
+	tbuf := make([]int64, n)
+	vbuf := make([]float64, n)
+	out := make([]Result, n)
+	for j := range tbuf {
+		tbuf[j] = benchT0 + int64(j)*benchStep
+		vbuf[j] = noise[j&4095]
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ds := make([]Detector, heapSeries)
+	for i := range ds {
+		ds[i] = f()
+		observeAll(ds[i], tbuf, vbuf, out)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// The buffers were live when before was read: keep them so that
+	// their release does not count against the detectors.
+	runtime.KeepAlive(ds)
+	runtime.KeepAlive(tbuf)
+	runtime.KeepAlive(vbuf)
+	runtime.KeepAlive(out)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / heapSeries
 }
 
 // benchRoundRobin adds one new point per series per iteration,
 // round-robin over 10,000 warmed series: every point finds its series'
-// state cold in cache. ns/op is ns per point; B/series is the heap the
-// warmed detectors hold.
+// state cold in cache. ns/op is ns per point; B/series is the heap a
+// detector holds once it stops growing (see steadyHeap).
 func benchRoundRobin(b *testing.B, f func() Detector, points int) {
 	noise := benchNoise()
-	ds, perSeries, next := warmDetectors(f, points, noise)
+	perSeries := steadyHeap(f, points, noise)
+	ds, next := warmDetectors(f, points, noise)
 	var anomalies, i int
 	b.ResetTimer()
 	for b.Loop() {
@@ -102,7 +133,8 @@ func benchRoundRobin(b *testing.B, f func() Detector, points int) {
 // scored. ns/op is ns per batch; ns/point and points/s are per point.
 func benchBatch(b *testing.B, f func() Detector, points, batch int) {
 	noise := benchNoise()
-	ds, perSeries, next := warmDetectors(f, points, noise)
+	perSeries := steadyHeap(f, points, noise)
+	ds, next := warmDetectors(f, points, noise)
 	tbuf := make([]int64, batch)
 	out := make([]Result, batch)
 	var anomalies, i, n int

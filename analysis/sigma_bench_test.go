@@ -9,7 +9,7 @@ import (
 // window of points on a 15 s step, then adds one new point per series per
 // iteration, round-robin (see benchRoundRobin): every point finds its
 // series' state cold in cache. ns/op is ns per point. The B/series metric
-// is the heap the warmed detectors hold, measured with runtime.MemStats.
+// is the heap a detector holds once it stops growing (see steadyHeap).
 func BenchmarkSigmaObserve(b *testing.B) {
 	for _, points := range []int{240, 1440} {
 		b.Run("window="+strconv.Itoa(points), func(b *testing.B) {
