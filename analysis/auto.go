@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 )
 
 // Defaults of AutoConfig, chosen on the shared NAB subset (see Auto).
@@ -158,18 +158,21 @@ type AutoConfig struct {
 // real series: 1 with the hour's reach, 8 with 15 minutes, 19 with the
 // nearest sample alone.
 //
-// Auto holds its window twice: sorted (about 11 bytes a sample) and in
-// arrival order with timestamps (16 bytes a sample) for the past-period
-// tests, and with the phase test, whose window must reach two periods
-// back, the phase residuals (4 bytes a sample). The stream rules of Sigma apply. An Auto is not safe for concurrent use.
+// Auto holds its window twice: sorted (about 11 bytes a sample) and, for
+// the past-period tests, in arrival order with timestamps (16 bytes a
+// sample) reaching Tolerance further back; with the phase test, whose
+// window must reach two periods back, also the phase residuals (4 bytes a
+// sample). On a 15 s step with the default two-hour tolerance that is
+// 15.5 KB for a 240-sample window and 48.8 KB for 1,440 (measured). The
+// stream rules of Sigma apply. An Auto is not safe for concurrent use.
 type Auto struct {
 	k, p, zp, floor       float64
 	refractory, minPoints int
 
 	w           sortedWindow
 	res         resolution
-	hist        fifo[point]   // the window's samples, oldest first, for the past-period tests
-	hr          fifo[float32] // hist's phase residuals, NaN where there was none (phase test on)
+	hist        ring[point]   // the samples of the window and the tolerance before it, oldest first
+	hr          ring[float32] // hist's phase residuals, NaN where there was none (phase test on)
 	period, tol int64
 	hold        int // samples left in the refractory period
 	last        int64
@@ -262,7 +265,7 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 		if a.period > 0 {
 			r := math.NaN()
 			if a.ph.on() {
-				r = a.ph.residual(a.hist.items(), t, v, a.period)
+				r = a.ph.residual(&a.hist, t, v, a.period)
 			}
 			a.remember(t, v, r)
 		}
@@ -285,7 +288,7 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 	r := math.NaN()
 	if a.ph.on() {
 		var pres Result
-		r = a.ph.score(a.hist.items(), t, v, a.period, a.res.step(), a.floor, &pres)
+		r = a.ph.score(&a.hist, t, v, a.period, a.res.step(), a.floor, &pres)
 		if pres.Score > res.Score {
 			res = pres
 		}
@@ -310,10 +313,10 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 func (a *Auto) forget(t int64) {
 	i := 0
 	on := a.ph.on()
-	hist, hr := a.hist.items(), a.hr.items()
-	for i < len(hist) && uint64(t)-uint64(hist[i].t) > uint64(a.w.window)+uint64(a.tol) {
+	reach := uint64(a.w.window) + uint64(a.tol)
+	for i < a.hist.len() && uint64(t)-uint64(a.hist.at(i).t) > reach {
 		if on {
-			a.ph.drop(hist[i].v, hr[i])
+			a.ph.drop(a.hist.at(i).v, a.hr.at(i))
 		}
 		i++
 	}
@@ -326,42 +329,90 @@ func (a *Auto) forget(t int64) {
 // remember adds (t, v) and, with the phase test on, its phase residual r
 // (NaN when it has none) to the history of the past-period tests.
 func (a *Auto) remember(t int64, v, r float64) {
+	if a.hist.full() {
+		c := a.historyRoom(t)
+		a.hist.grow(c)
+		if a.ph.on() {
+			a.hr.grow(c)
+		}
+	}
 	a.hist.push(point{t, v})
 	if a.ph.on() {
 		sr := storedResidual(r)
 		a.hr.push(sr)
-		a.ph.add(v, sr, a.hist.items(), a.hr.items())
+		a.ph.add(v, sr, &a.hist, &a.hr)
 	}
 }
 
-// fifo is a slice consumed from the front and appended to at the back
-// that reuses its array: when the back runs out of room and the front has
-// released at least a quarter of it, the items move down instead of the
-// array growing, so a history that slides holds one array, at most a
-// third larger than what it holds.
-type fifo[T any] struct {
+// historyRoom returns the room for the history to grow to before (t, ·)
+// is added to it, full: as sortedWindow.grow does, by a sixteenth, or to
+// what the density of the samples held predicts the window and the
+// tolerance will hold, but at most twice as much.
+func (a *Auto) historyRoom(t int64) int {
+	n := a.hist.len()
+	if n == 0 {
+		return 8
+	}
+	c := n + n/16 + 1
+	span := float64(uint64(t) - uint64(a.hist.at(0).t))
+	reach := float64(uint64(a.w.window) + uint64(a.tol))
+	if need := math.Floor(float64(n)*reach/span) + 1; need > float64(c) {
+		c = int(min(need, float64(2*n)))
+	}
+	return c
+}
+
+// ring is a FIFO of items in a circular array, which grows only when asked
+// to (see Auto.historyRoom): a history that slides moves nothing and holds
+// one array sized to what it holds.
+type ring[T any] struct {
 	buf  []T
-	head int
+	head int // index of the oldest item
+	n    int // items held
 }
 
-// items returns the items held, oldest first.
-func (q *fifo[T]) items() []T { return q.buf[q.head:] }
+// len returns the number of items held.
+func (q *ring[T]) len() int { return q.n }
 
-// push appends x.
-func (q *fifo[T]) push(x T) {
-	if len(q.buf) == cap(q.buf) && q.head > 0 && 4*q.head >= len(q.buf) {
-		n := copy(q.buf, q.buf[q.head:])
-		q.buf, q.head = q.buf[:n], 0
+// full reports whether a push needs the ring to grow first.
+func (q *ring[T]) full() bool { return q.n == len(q.buf) }
+
+// at returns the i-th oldest item; 0 ≤ i < len().
+func (q *ring[T]) at(i int) T {
+	i += q.head
+	if i >= len(q.buf) {
+		i -= len(q.buf)
 	}
-	q.buf = append(q.buf, x)
+	return q.buf[i]
 }
 
-// drop removes the n oldest items.
-func (q *fifo[T]) drop(n int) {
-	q.head += n
-	if q.head == len(q.buf) {
-		q.buf, q.head = q.buf[:0], 0
+// push appends x; the ring must not be full.
+func (q *ring[T]) push(x T) {
+	i := q.head + q.n
+	if i >= len(q.buf) {
+		i -= len(q.buf)
 	}
+	q.buf[i] = x
+	q.n++
+}
+
+// drop removes the k oldest items; k ≤ len().
+func (q *ring[T]) drop(k int) {
+	q.n -= k
+	if q.head += k; q.head >= len(q.buf) {
+		q.head -= len(q.buf)
+	}
+	if q.n == 0 {
+		q.head = 0
+	}
+}
+
+// grow makes room for c ≥ len() items, unwrapping the ring.
+func (q *ring[T]) grow(c int) {
+	nb := make([]T, max(c, q.n))
+	k := copy(nb, q.buf[q.head:min(q.head+q.n, len(q.buf))])
+	copy(nb[k:], q.buf[:q.n-k])
+	q.buf, q.head = nb, 0
 }
 
 // seenBefore reports whether a past period reached v or beyond (above
@@ -370,19 +421,23 @@ func (a *Auto) seenBefore(t int64, v float64, up bool) bool {
 	if a.period <= 0 {
 		return false
 	}
-	hist := a.hist.items()
+	h := &a.hist
 	for j := int64(1); ; j++ {
 		at := t - j*a.period
-		if at > t || len(hist) == 0 || at+a.tol < hist[0].t {
+		if at > t || h.len() == 0 || at+a.tol < h.at(0).t {
 			return false
 		}
-		lo, _ := slices.BinarySearchFunc(hist, at-a.tol, func(p point, x int64) int { return cmp.Compare(p.t, x) })
-		for k := lo; k < len(hist) && hist[k].t <= at+a.tol; k++ {
-			if up && hist[k].v >= v || !up && hist[k].v <= v {
+		for k := searchTime(h, at-a.tol); k < h.len() && h.at(k).t <= at+a.tol; k++ {
+			if x := h.at(k).v; up && x >= v || !up && x <= v {
 				return true
 			}
 		}
 	}
+}
+
+// searchTime returns the index of the first sample of h at or after t.
+func searchTime(h *ring[point], t int64) int {
+	return sort.Search(h.len(), func(i int) bool { return h.at(i).t >= t })
 }
 
 // normQuantile returns Φ⁻¹(p), the p-quantile of the standard normal.

@@ -125,7 +125,7 @@ func TestAutoPhaseSums(t *testing.T) {
 		}
 		got := a.ph
 		want := phaseTest{}
-		want.recompute(a.hist.items(), a.hr.items())
+		want.recompute(&a.hist, &a.hr)
 		if got.n != want.n {
 			t.Fatalf("sample %d: %d residuals counted, %d in the history", i, got.n, want.n)
 		}
@@ -152,10 +152,10 @@ func TestAutoPhaseMemory(t *testing.T) {
 		a.Observe(int64(i)*fiveMin, workday(i, rng))
 	}
 	added := 4*cap(a.hr.buf) + 8*(cap(a.ph.es)+cap(a.ph.ys)+cap(a.ph.lo)+cap(a.ph.hi)) + 16*cap(a.ph.hits)
-	hr, hist := a.hr.items(), a.hist.items()
-	t.Logf("phase test: %d residuals, %d bytes; history %d bytes", len(hr), added, 16*cap(a.hist.buf))
-	if len(hr) != len(hist) || added > 12*1024 {
-		t.Errorf("phase test holds %d bytes for %d residuals (history %d), want under 12 KiB", added, len(hr), len(hist))
+	hr, hist := a.hr.len(), a.hist.len()
+	t.Logf("phase test: %d residuals, %d bytes; history %d bytes", hr, added, 16*cap(a.hist.buf))
+	if hr != hist || added > 12*1024 {
+		t.Errorf("phase test holds %d bytes for %d residuals (history %d), want under 12 KiB", added, hr, hist)
 	}
 }
 
@@ -267,9 +267,9 @@ func FuzzAutoPhase(f *testing.F) {
 		a := NewAuto(AutoConfig{Window: window, Period: 1000, Tolerance: tol, MinPoints: 2})
 		fuzzSamples(data, func(tm int64, v float64) {
 			checkFuzzResult(t, tm, v, a.Observe(tm, v))
-			hr, hist := a.hr.items(), a.hist.items()
-			if a.ph.on() && len(hr) != len(hist) || !a.ph.on() && len(hr) > 0 || a.ph.n < 0 {
-				t.Fatalf("t=%d: %d residuals for %d samples, %d counted", tm, len(hr), len(hist), a.ph.n)
+			hr, hist := a.hr.len(), a.hist.len()
+			if a.ph.on() && hr != hist || !a.ph.on() && hr > 0 || a.ph.n < 0 {
+				t.Fatalf("t=%d: %d residuals for %d samples, %d counted", tm, hr, hist, a.ph.n)
 			}
 		})
 	})
@@ -284,4 +284,45 @@ func TestAutoRejectsNegativeTolerance(t *testing.T) {
 		}
 	}()
 	NewAuto(AutoConfig{Window: 3_600_000, Tolerance: -1})
+}
+
+// items returns a copy of the items held, oldest first.
+func (q *ring[T]) items() []T {
+	out := make([]T, q.len())
+	for i := range out {
+		out[i] = q.at(i)
+	}
+	return out
+}
+
+// TestRing checks the ring against a slice doing the same pushes, drops
+// and growths, through wraps of every offset.
+func TestRing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var q ring[int]
+	var want []int
+	next := 0
+	for step := range 20000 {
+		switch k := rng.IntN(10); {
+		case k < 6:
+			if q.full() {
+				q.grow(q.len() + 1 + rng.IntN(q.len()/4+2))
+			}
+			q.push(next)
+			want = append(want, next)
+			next++
+		default:
+			d := rng.IntN(min(q.len(), 3) + 1)
+			q.drop(d)
+			want = want[d:]
+		}
+		if q.len() != len(want) || len(q.buf) < q.len() {
+			t.Fatalf("step %d: %d items in %d slots, want %d", step, q.len(), len(q.buf), len(want))
+		}
+		if step%97 == 0 {
+			if got := q.items(); !slices.Equal(got, want) {
+				t.Fatalf("step %d: %v, want %v", step, got, want)
+			}
+		}
+	}
 }
