@@ -79,7 +79,7 @@ type RobustConfig struct {
 // saturate at math.MaxFloat64. A window holds at most 65,536 samples (the
 // newest).
 //
-// The window is kept sorted (binary search, then a move of 2-byte slot
+// The window is kept sorted (a search, then a move of 2-byte slot
 // numbers), so each Observe costs O(log n) comparisons plus an O(n) memmove
 // of 2n bytes; a regular series costs about 11 bytes per sample held.
 //

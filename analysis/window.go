@@ -12,8 +12,9 @@ const maxSortedWindow = 1 << 16
 // sortedWindow is a sliding window of samples over time, kept both in
 // arrival order (a ring of values and a compact queue of timestamps) and in
 // value order (the ring slots sorted by value, ties by age). Adding and
-// evicting a sample cost a binary search each (side by side when one
-// sample replaces another) and a move of 2-byte slot numbers; any order statistic is then read in O(1), and the median
+// evicting a sample cost a search of O(log n) steps each (side by side
+// when one sample replaces another, see bounds2) and a move of 2-byte slot
+// numbers; any order statistic is then read in O(1), and the median
 // absolute deviation by a search that starts where the previous one ended:
 // O(1) steps while the window drifts, O(log n) at worst.
 //
