@@ -104,17 +104,38 @@ func (p paramFlag) Set(s string) error {
 // --allow-duplicates or by backtest) takes the previous row's score and
 // decision: the detector has already judged that instant. A NaN or
 // infinite value scores 0 and is not anomalous.
+//
+// The rows between duplicates are scored in one batch where the detector
+// takes batches, as the daemon scores the points of a cycle: one Observe
+// per row would find the detector's state cold each time (see
+// analysis.BatchDetector).
 func scoreRows(newDetector analysis.Factory, ts []int64, vs []float64) (scores []float64, anomalous []bool) {
 	d := newDetector()
+	bd, batch := d.(analysis.BatchDetector)
 	scores = make([]float64, len(ts))
 	anomalous = make([]bool, len(ts))
-	for i, t := range ts {
-		if i > 0 && t <= ts[i-1] {
+	res := make([]analysis.Result, len(ts))
+	for i := 0; i < len(ts); {
+		if i > 0 && ts[i] <= ts[i-1] {
 			scores[i], anomalous[i] = scores[i-1], anomalous[i-1]
+			i++
 			continue
 		}
-		r := d.Observe(t, vs[i])
-		scores[i], anomalous[i] = r.Score, r.Anomalous()
+		j := i + 1
+		for j < len(ts) && ts[j] > ts[j-1] {
+			j++
+		}
+		if batch {
+			bd.ObserveBatch(ts[i:j], vs[i:j], res[i:j])
+		} else {
+			for k := i; k < j; k++ {
+				res[k] = d.Observe(ts[k], vs[k])
+			}
+		}
+		for k := i; k < j; k++ {
+			scores[k], anomalous[k] = res[k].Score, res[k].Anomalous()
+		}
+		i = j
 	}
 	return scores, anomalous
 }
