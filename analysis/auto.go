@@ -344,22 +344,15 @@ func (a *Auto) remember(t int64, v, r float64) {
 	}
 }
 
-// historyRoom returns the room for the history to grow to before (t, ·)
-// is added to it, full: as sortedWindow.grow does, by a sixteenth, or to
-// what the density of the samples held predicts the window and the
-// tolerance will hold, but at most twice as much.
+// historyRoom returns the room for the full history to grow to before
+// (t, ·) is added: see ringRoom, for a span of the window and the
+// tolerance.
 func (a *Auto) historyRoom(t int64) int {
-	n := a.hist.len()
-	if n == 0 {
-		return 8
+	var oldest int64
+	if a.hist.len() > 0 {
+		oldest = a.hist.at(0).t
 	}
-	c := n + n/16 + 1
-	span := float64(uint64(t) - uint64(a.hist.at(0).t))
-	reach := float64(uint64(a.w.window) + uint64(a.tol))
-	if need := math.Floor(float64(n)*reach/span) + 1; need > float64(c) {
-		c = int(min(need, float64(2*n)))
-	}
-	return c
+	return ringRoom(a.hist.len(), oldest, t, uint64(a.w.window)+uint64(a.tol))
 }
 
 // ring is a FIFO of items in a circular array, which grows only when asked

@@ -444,21 +444,13 @@ func (s *Sigma) add(t int64, v float64) {
 	s.last, s.hasLast = t, true
 }
 
-// grow enlarges the full ring before t is added. It doubles, but not beyond
-// what the window is predicted to need from the density of the samples it
-// holds, so that a fixed step settles at exactly Window/step + 1 slots.
-// A later overflow (an irregular step) grows by at least a sixteenth.
+// grow enlarges the full ring before t is added (see ringRoom): it doubles,
+// but not beyond what the window is predicted to need from the density of
+// the samples it holds, so that a fixed step settles at exactly
+// Window/step + 1 slots. A later overflow (an irregular step) grows by at
+// least a sixteenth.
 func (s *Sigma) grow(t int64) {
-	n := len(s.vals)
-	c := 8
-	if n > 0 {
-		span := float64(uint64(t) - uint64(s.ts.first))
-		need := math.Floor(float64(n)*float64(s.window)/span) + 1
-		c = n + n/16 + 1
-		if need > float64(c) {
-			c = int(min(need, float64(2*n)))
-		}
-	}
+	c := ringRoom(len(s.vals), s.ts.first, t, uint64(s.window))
 	nv := make([]float64, c)
 	k := copy(nv, s.vals[s.head:])
 	copy(nv[k:], s.vals[:s.head])

@@ -256,22 +256,12 @@ func (w *sortedWindow) upperBound(v float64) int {
 	return base
 }
 
-// grow enlarges the full ring before t is added, the way Sigma's does:
-// doubling, but not beyond what the window is predicted to need from the
-// density of the samples it holds. Slots are renumbered as the ring is
-// unwrapped.
+// grow enlarges the full ring before t is added, as Sigma's does (see
+// ringRoom), to at most maxSortedWindow samples. Slots are renumbered as
+// the ring is unwrapped.
 func (w *sortedWindow) grow(t int64) {
 	n := len(w.vals)
-	c := 8
-	if n > 0 {
-		span := float64(uint64(t) - uint64(w.ts.oldest()))
-		need := math.Floor(float64(n)*float64(w.window)/span) + 1
-		c = n + n/16 + 1
-		if need > float64(c) {
-			c = int(min(need, float64(2*n)))
-		}
-	}
-	c = min(c, maxSortedWindow)
+	c := min(ringRoom(n, w.ts.oldest(), t, uint64(w.window)), maxSortedWindow)
 	nv := make([]float64, c)
 	k := copy(nv, w.vals[w.head:])
 	copy(nv[k:], w.vals[:w.head])
@@ -284,6 +274,23 @@ func (w *sortedWindow) grow(t int64) {
 		ni[i] = uint16(a)
 	}
 	w.vals, w.idx, w.head = nv, ni, 0
+}
+
+// ringRoom returns the capacity that a full ring of n samples, the oldest
+// at oldest, grows to before a sample at t is added: 8 when it is empty,
+// else a sixteenth more, or what the density of the samples held predicts
+// a span of reach ms will hold, but at most twice as much. Sigma's window,
+// the sorted window and Auto's history grow by it.
+func ringRoom(n int, oldest, t int64, reach uint64) int {
+	if n == 0 {
+		return 8
+	}
+	c := n + n/16 + 1
+	span := float64(uint64(t) - uint64(oldest))
+	if need := math.Floor(float64(n)*float64(reach)/span) + 1; need > float64(c) {
+		c = int(min(need, float64(2*n)))
+	}
+	return c
 }
 
 // median returns the median of the values held; the window must not be
