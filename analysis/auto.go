@@ -158,12 +158,15 @@ type AutoConfig struct {
 // real series: 1 with the hour's reach, 8 with 15 minutes, 19 with the
 // nearest sample alone.
 //
-// Auto holds its window twice: sorted (about 11 bytes a sample) and, for
-// the past-period tests, in arrival order with timestamps (16 bytes a
-// sample) reaching Tolerance further back; with the phase test, whose
-// window must reach two periods back, also the phase residuals (4 bytes a
-// sample). On a 15 s step with the default two-hour tolerance that is
-// 15.5 KB for a 240-sample window and 48.8 KB for 1,440 (measured). The
+// Auto holds its window sorted (about 11 bytes a sample) and, when a past
+// period can fall within the seen-before test's reach (Period ≤ Window +
+// 2·Tolerance), again in arrival order with timestamps (16 bytes a sample)
+// reaching Tolerance further back; with the phase test, whose window must
+// reach two periods back, also the phase residuals (4 bytes a sample).
+// With the default one-day period and two-hour tolerance (measured): a
+// 15 s step keeps no history at 240 samples (2.8 KB) or 1,440 (6 hours,
+// 16.0 KB); a 1-minute step does at 1,440 (43 KB) and 2,000 (62 KB), and a
+// 5-minute step's 2,000 samples with the phase test take 62 KB. The
 // stream rules of Sigma apply. An Auto is not safe for concurrent use.
 type Auto struct {
 	k, p, zp, floor       float64
@@ -174,7 +177,8 @@ type Auto struct {
 	hist        ring[point]   // the samples of the window and the tolerance before it, oldest first
 	hr          ring[float32] // hist's phase residuals, NaN where there was none (phase test on)
 	period, tol int64
-	hold        int // samples left in the refractory period
+	past        bool // hist is kept: a past period's phase can fall within its reach
+	hold        int  // samples left in the refractory period
 	last        int64
 	hasLast     bool
 	ph          phaseTest
@@ -227,6 +231,12 @@ func NewAuto(c AutoConfig) *Auto {
 	if c.Period > 0 && c.PhaseK > 0 && reach >= 2*uint64(c.Period) {
 		a.ph = phaseTest{k: c.PhaseK, fit: c.PhaseFit, reach: max(0, c.PhaseReach), minStep: math.MaxInt64}
 	}
+	// The seen-before test reads t − j·Period ± Tolerance in a history
+	// that reaches Window + Tolerance back: it can find a sample there
+	// only when Period ≤ Window + 2·Tolerance. Below that (a 15 s series
+	// on a window of hours) the history would never be read, and is not
+	// kept.
+	a.past = c.Period > 0 && (a.ph.on() || c.Period <= c.Window || uint64(c.Period-c.Window) <= 2*uint64(c.Tolerance))
 	return a
 }
 
@@ -255,14 +265,14 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 	}
 	a.last, a.hasLast = t, true
 	at := a.w.evictFor(t, v, hot)
-	if a.period > 0 {
+	if a.past {
 		a.forget(t)
 	}
 	if a.w.len() < a.minPoints {
 		a.res.add(v)
 		a.w.pushAt(t, v, at)
 		a.hold = max(0, a.hold-1)
-		if a.period > 0 {
+		if a.past {
 			r := math.NaN()
 			if a.ph.on() {
 				r = a.ph.residual(&a.hist, t, v, a.period)
@@ -302,7 +312,7 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 	}
 	a.res.add(v)
 	a.w.pushAt(t, v, at)
-	if a.period > 0 {
+	if a.past {
 		a.remember(t, v, r)
 	}
 	return res
@@ -411,7 +421,7 @@ func (q *ring[T]) grow(c int) {
 // seenBefore reports whether a past period reached v or beyond (above
 // when up) within the tolerance of t's phase.
 func (a *Auto) seenBefore(t int64, v float64, up bool) bool {
-	if a.period <= 0 {
+	if !a.past {
 		return false
 	}
 	h := &a.hist

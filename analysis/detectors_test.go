@@ -372,6 +372,78 @@ func TestAutoSeenBefore(t *testing.T) {
 	}
 }
 
+// TestAutoSeenBeforeReach checks the edge of the seen-before test's reach:
+// a spike repeats Window + Tolerance after the first, which has left the
+// window; the history still holds the first when Period = Window +
+// 2·Tolerance (its phase, −Tolerance, is the oldest instant kept), so the
+// repeat is not news; a minute longer a period and no history is kept,
+// and the repeat alarms.
+func TestAutoSeenBeforeReach(t *testing.T) {
+	const minute = 60_000
+	const window, tol = 60 * minute, 10 * minute
+	for _, c := range []struct {
+		period      int64
+		wantHistory bool
+		wantAlarm   bool
+	}{
+		{period: window + 2*tol, wantHistory: true, wantAlarm: false},
+		{period: window + 2*tol + minute, wantHistory: false, wantAlarm: true},
+	} {
+		a := NewAuto(AutoConfig{Window: window, Period: c.period, Tolerance: tol, PhaseK: -1})
+		rng := rand.New(rand.NewPCG(7, 8))
+		const first = 200
+		second := int64(first + (window+tol)/minute)
+		var repeat Result
+		for i := range int64(second + 1) {
+			v := 100 + rng.NormFloat64()
+			if i == first || i == second {
+				v = 200
+			}
+			r := a.Observe(i*minute, v)
+			if i == first && !r.Anomalous() {
+				t.Fatalf("period %d min: the first spike scored %v, want an alarm", c.period/minute, r.Score)
+			}
+			if i == second {
+				repeat = r
+			}
+		}
+		if got := a.hist.len() > 0; got != c.wantHistory {
+			t.Errorf("period %d min: history kept = %v, want %v", c.period/minute, got, c.wantHistory)
+		}
+		if repeat.Anomalous() != c.wantAlarm {
+			t.Errorf("period %d min: the repeated spike scored %v, want an alarm = %v", c.period/minute, repeat.Score, c.wantAlarm)
+		}
+	}
+}
+
+// TestAutoWithoutHistory checks that an Auto whose period lies beyond its
+// history's reach, and so keeps none, scores every stream exactly as one
+// made to keep it.
+func TestAutoWithoutHistory(t *testing.T) {
+	for _, c := range []AutoConfig{
+		{Window: 240 * 15_000},                                       // 1 h on a 15 s step, one-day period
+		{Window: 1440 * 15_000, Tolerance: 30 * 60_000},              // 6 h
+		{Window: 3_600_000, Period: 7_200_001, Tolerance: 1_800_000}, // a minute past the edge
+	} {
+		for name, stream := range batchStreams() {
+			lean, full := NewAuto(c), NewAuto(c)
+			if lean.past {
+				t.Fatalf("%+v: keeps a history it can never read", c)
+			}
+			full.past = true
+			for i, s := range stream {
+				a, b := lean.Observe(s.t, s.v), full.Observe(s.t, s.v)
+				if !identicalResult(a, b) {
+					t.Fatalf("%+v, %s, sample %d: %+v without the history, %+v with it", c, name, i, a, b)
+				}
+			}
+			if lean.hist.len() != 0 || full.hist.len() == 0 {
+				t.Fatalf("%+v, %s: histories of %d and %d samples", c, name, lean.hist.len(), full.hist.len())
+			}
+		}
+	}
+}
+
 // TestSteadyStateAllocs requires that a detector whose window has filled
 // allocates nothing per sample: a history that slides must reuse its
 // arrays, or 100,000 series make garbage at the rate they are scored.
