@@ -70,8 +70,9 @@ const heapSeries = 200
 // steadyHeap returns the heap (runtime.MemStats) that a detector made by f
 // holds per series once nothing it keeps grows any more: measured over
 // heapSeries detectors fed four windows of points samples each. One
-// window is not enough: auto's history reaches two hours further back
-// than its window, and its arrays settle only after they first slide.
+// window is not enough: where auto keeps a past-period history, it
+// reaches further back than its window, and its arrays settle only after
+// they first slide.
 func steadyHeap(f func() Detector, points int, noise []float64) float64 {
 	n := 4*points + 1
 	tbuf := make([]int64, n)

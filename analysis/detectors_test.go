@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -449,8 +450,18 @@ func TestAutoWithoutHistory(t *testing.T) {
 // arrays, or 100,000 series make garbage at the rate they are scored.
 func TestSteadyStateAllocs(t *testing.T) {
 	noise := benchNoise()
-	for _, name := range []string{"sigma", "ewma", "robust", "levelshift", "auto"} {
-		f, err := Build(Spec{Name: name, Window: 240 * benchStep})
+	for _, spec := range []Spec{
+		{Name: "sigma"}, {Name: "ewma"}, {Name: "robust"}, {Name: "levelshift"}, {Name: "auto"},
+		// A period within the window's reach: auto keeps its past-period
+		// history and, two periods fitting, the phase test's residuals.
+		{Name: "auto", Params: map[string]string{"period": "20m"}},
+	} {
+		spec.Window = 240 * benchStep
+		name := spec.Name
+		if spec.Params != nil {
+			name += fmt.Sprint(spec.Params)
+		}
+		f, err := Build(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -478,8 +489,9 @@ func TestSteadyStateAllocs(t *testing.T) {
 			i += batch
 		}
 		for _, batch := range []int{1, 16} {
-			// Auto keeps its window plus the tolerance of its
-			// past-period test: a few thousand samples fill both.
+			// Auto's history holds its window plus the tolerance
+			// of its past-period test: a few thousand samples fill
+			// both.
 			for range 5000 / batch {
 				next(batch)
 			}
