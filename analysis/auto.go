@@ -160,21 +160,23 @@ type AutoConfig struct {
 //
 // Auto holds its window sorted (about 11 bytes a sample) and, when a past
 // period can fall within the seen-before test's reach (Period ≤ Window +
-// 2·Tolerance), again in arrival order with timestamps (16 bytes a sample)
-// reaching Tolerance further back; with the phase test, whose window must
-// reach two periods back, also the phase residuals (4 bytes a sample).
-// With the default one-day period and two-hour tolerance (measured): a
-// 15 s step keeps no history at 240 samples (2.8 KB) or 1,440 (6 hours,
-// 16.0 KB); a 1-minute step does at 1,440 (43 KB) and 2,000 (62 KB), and a
-// 5-minute step's 2,000 samples with the phase test take 62 KB. The
-// stream rules of Sigma apply. An Auto is not safe for concurrent use.
+// 2·Tolerance), a history of the window and the Tolerance before it: the
+// timestamps (8 bytes a sample), with the values of the samples that have
+// left the window (the others it reads from the window); with the phase
+// test, whose window must reach two periods back, also the phase
+// residuals (4 bytes a sample). With the default one-day period and
+// two-hour tolerance (measured): a 15 s step keeps no history at 240
+// samples (2.8 KB) or 1,440 (6 hours, 16.0 KB); a 1-minute step does at
+// 1,440 (31 KB) and 2,000 (41 KB), and a 5-minute step's 2,000 samples
+// with the phase test take 46 KB. The stream rules of Sigma apply. An Auto
+// is not safe for concurrent use.
 type Auto struct {
 	k, p, zp, floor       float64
 	refractory, minPoints int
 
 	w           sortedWindow
 	res         resolution
-	hist        ring[point]   // the samples of the window and the tolerance before it, oldest first
+	hist        pastHist      // the samples of the window and the tolerance before it, oldest first
 	hr          ring[float32] // hist's phase residuals, NaN where there was none (phase test on)
 	period, tol int64
 	past        bool // hist is kept: a past period's phase can fall within its reach
@@ -237,6 +239,7 @@ func NewAuto(c AutoConfig) *Auto {
 	// on a window of hours) the history would never be read, and is not
 	// kept.
 	a.past = c.Period > 0 && (a.ph.on() || c.Period <= c.Window || uint64(c.Period-c.Window) <= 2*uint64(c.Tolerance))
+	a.hist.w = &a.w
 	return a
 }
 
@@ -264,13 +267,13 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 		a.ph.minStep = int64(d)
 	}
 	a.last, a.hasLast = t, true
-	at := a.w.evictFor(t, v, hot)
+	at := a.evictFor(t, v, hot)
 	if a.past {
 		a.forget(t)
 	}
 	if a.w.len() < a.minPoints {
 		a.res.add(v)
-		a.w.pushAt(t, v, at)
+		a.pushAt(t, v, at)
 		a.hold = max(0, a.hold-1)
 		if a.past {
 			r := math.NaN()
@@ -311,11 +314,36 @@ func (a *Auto) observe(t int64, v float64, hot bool) Result {
 		a.hold = a.refractory
 	}
 	a.res.add(v)
-	a.w.pushAt(t, v, at)
+	a.pushAt(t, v, at)
 	if a.past {
 		a.remember(t, v, r)
 	}
 	return res
+}
+
+// evictFor is the window's evictFor; the samples that leave the window
+// stay in the history's tail.
+func (a *Auto) evictFor(t int64, v float64, hot bool) int {
+	n, head := a.w.n, a.w.head
+	at := a.w.evictFor(t, v, hot)
+	if a.past {
+		for range n - a.w.n {
+			a.hist.keep(a.w.vals[head], uint64(a.tol))
+			if head++; head == len(a.w.vals) {
+				head = 0
+			}
+		}
+	}
+	return at
+}
+
+// pushAt is the window's pushAt; the oldest sample, when a full window
+// drops it, stays in the history's tail.
+func (a *Auto) pushAt(t int64, v float64, at int) {
+	if a.past && a.w.n == maxSortedWindow {
+		a.hist.keep(a.w.vals[a.w.head], uint64(a.tol))
+	}
+	a.w.pushAt(t, v, at)
 }
 
 // forget drops from the history of the past-period tests what lies
@@ -324,9 +352,9 @@ func (a *Auto) forget(t int64) {
 	i := 0
 	on := a.ph.on()
 	reach := uint64(a.w.window) + uint64(a.tol)
-	for i < a.hist.len() && uint64(t)-uint64(a.hist.at(i).t) > reach {
+	for i < a.hist.len() && uint64(t)-uint64(a.hist.time(i)) > reach {
 		if on {
-			a.ph.drop(a.hist.at(i).v, a.hr.at(i))
+			a.ph.drop(a.hist.value(i), a.hr.at(i))
 		}
 		i++
 	}
@@ -336,17 +364,18 @@ func (a *Auto) forget(t int64) {
 	}
 }
 
-// remember adds (t, v) and, with the phase test on, its phase residual r
-// (NaN when it has none) to the history of the past-period tests.
+// remember adds (t, v), which the window has just taken, and, with the
+// phase test on, its phase residual r (NaN when it has none) to the
+// history of the past-period tests.
 func (a *Auto) remember(t int64, v, r float64) {
-	if a.hist.full() {
+	if a.hist.t.full() {
 		c := a.historyRoom(t)
-		a.hist.grow(c)
+		a.hist.t.grow(c)
 		if a.ph.on() {
 			a.hr.grow(c)
 		}
 	}
-	a.hist.push(point{t, v})
+	a.hist.t.push(t)
 	if a.ph.on() {
 		sr := storedResidual(r)
 		a.hr.push(sr)
@@ -360,9 +389,54 @@ func (a *Auto) remember(t int64, v, r float64) {
 func (a *Auto) historyRoom(t int64) int {
 	var oldest int64
 	if a.hist.len() > 0 {
-		oldest = a.hist.at(0).t
+		oldest = a.hist.time(0)
 	}
 	return ringRoom(a.hist.len(), oldest, t, uint64(a.w.window)+uint64(a.tol))
+}
+
+// pastHist is the history of the past-period tests: the samples of the
+// window and of the Tolerance before it, oldest first. It keeps their
+// timestamps; their values it reads from the window, but for those that
+// have left it, which it keeps in a tail of their own. The window's
+// values are so held once, not twice.
+type pastHist struct {
+	t    ring[int64]   // the timestamps
+	tail ring[float64] // the values of the oldest t.len() − w.len()
+	w    *sortedWindow // the values of the others
+}
+
+// len returns the number of samples held.
+func (h *pastHist) len() int { return h.t.len() }
+
+// time returns the timestamp of the i-th oldest sample.
+func (h *pastHist) time(i int) int64 { return h.t.at(i) }
+
+// value returns the value of the i-th oldest sample.
+func (h *pastHist) value(i int) float64 {
+	if i < h.tail.len() {
+		return h.tail.at(i)
+	}
+	w := h.w
+	i += w.head - h.tail.len()
+	if i >= len(w.vals) {
+		i -= len(w.vals)
+	}
+	return w.vals[i]
+}
+
+// keep takes v, the value of the oldest sample of the window, which is
+// leaving it; the tail holds reach ms of such samples.
+func (h *pastHist) keep(v float64, reach uint64) {
+	if n := h.tail.len(); h.tail.full() {
+		h.tail.grow(ringRoom(n, h.t.at(0), h.t.at(n), reach))
+	}
+	h.tail.push(v)
+}
+
+// drop removes the k oldest samples, which have all left the window.
+func (h *pastHist) drop(k int) {
+	h.t.drop(k)
+	h.tail.drop(k)
 }
 
 // ring is a FIFO of items in a circular array, which grows only when asked
@@ -427,11 +501,11 @@ func (a *Auto) seenBefore(t int64, v float64, up bool) bool {
 	h := &a.hist
 	for j := int64(1); ; j++ {
 		at := t - j*a.period
-		if at > t || h.len() == 0 || at+a.tol < h.at(0).t {
+		if at > t || h.len() == 0 || at+a.tol < h.time(0) {
 			return false
 		}
-		for k := searchTime(h, at-a.tol); k < h.len() && h.at(k).t <= at+a.tol; k++ {
-			if x := h.at(k).v; up && x >= v || !up && x <= v {
+		for k := searchTime(h, at-a.tol); k < h.len() && h.time(k) <= at+a.tol; k++ {
+			if x := h.value(k); up && x >= v || !up && x <= v {
 				return true
 			}
 		}
@@ -439,8 +513,8 @@ func (a *Auto) seenBefore(t int64, v float64, up bool) bool {
 }
 
 // searchTime returns the index of the first sample of h at or after t.
-func searchTime(h *ring[point], t int64) int {
-	return sort.Search(h.len(), func(i int) bool { return h.at(i).t >= t })
+func searchTime(h *pastHist, t int64) int {
+	return sort.Search(h.len(), func(i int) bool { return h.time(i) >= t })
 }
 
 // normQuantile returns Φ⁻¹(p), the p-quantile of the standard normal.

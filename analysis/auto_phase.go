@@ -44,7 +44,7 @@ func (p *phaseTest) on() bool { return p.k > 0 }
 // at = t − j·period (at least half a step, at most half a period), the
 // index of the one nearest to at (into hits) and its value (into es). It
 // returns how many periods had one.
-func (p *phaseTest) look(hist *ring[point], t, period int64) int {
+func (p *phaseTest) look(hist *pastHist, t, period int64) int {
 	p.es, p.hits = p.es[:0], p.hits[:0]
 	if p.minStep == math.MaxInt64 || p.minStep <= 0 || hist.len() == 0 {
 		return 0
@@ -52,21 +52,21 @@ func (p *phaseTest) look(hist *ring[point], t, period int64) int {
 	span := p.span(period)
 	for j := int64(1); j <= maxPhasePeriods; j++ {
 		at := t - j*period
-		if oldest := hist.at(0).t; at > t || at < oldest && absDiff(at, oldest) > span {
+		if oldest := hist.time(0); at > t || at < oldest && absDiff(at, oldest) > span {
 			break
 		}
 		i := p.search(hist, at)
 		best, bestD := -1, span
 		for _, k := range [2]int{i - 1, i} {
 			if k >= 0 && k < hist.len() {
-				if d := absDiff(hist.at(k).t, at); d <= bestD {
+				if d := absDiff(hist.time(k), at); d <= bestD {
 					best, bestD = k, d
 				}
 			}
 		}
 		if best >= 0 {
 			p.hits = append(p.hits, phaseHit{best, at})
-			p.es = append(p.es, hist.at(best).v)
+			p.es = append(p.es, hist.value(best))
 		}
 	}
 	return len(p.es)
@@ -82,17 +82,17 @@ func (p *phaseTest) span(period int64) uint64 {
 // back from the newest; a few steps from there are walked before a binary
 // search, so that each period costs one read of the history rather than a
 // search's worth of cold cache lines.
-func (p *phaseTest) search(hist *ring[point], at int64) int {
+func (p *phaseTest) search(hist *pastHist, at int64) int {
 	n := hist.len()
 	g := n
-	if newest := hist.at(n - 1).t; at <= newest {
+	if newest := hist.time(n - 1); at <= newest {
 		g = n - 1 - int(min(absDiff(newest, at)/uint64(p.minStep), uint64(n-1)))
 	}
 	for range 8 {
 		switch {
-		case g < n && hist.at(g).t < at:
+		case g < n && hist.time(g) < at:
 			g++
-		case g > 0 && hist.at(g-1).t >= at:
+		case g > 0 && hist.time(g-1) >= at:
 			g--
 		default:
 			return g
@@ -104,7 +104,7 @@ func (p *phaseTest) search(hist *ring[point], at int64) int {
 // residual returns v minus the median of the past periods' values at t's
 // phase, or NaN when fewer than two periods have one. It leaves the
 // periods found in p's scratch.
-func (p *phaseTest) residual(hist *ring[point], t int64, v float64, period int64) float64 {
+func (p *phaseTest) residual(hist *pastHist, t int64, v float64, period int64) float64 {
 	if !p.on() || p.look(hist, t, period) < 2 {
 		return math.NaN()
 	}
@@ -117,7 +117,7 @@ func (p *phaseTest) residual(hist *ring[point], t int64, v float64, period int64
 // periods predict the series well and v scores ≥ 1, and leaves it zero
 // otherwise. step (the series' resolution) and floor bound the spread from
 // below, as in Robust. It returns v's residual (NaN when it has none).
-func (p *phaseTest) score(hist *ring[point], t int64, v float64, period int64, step, floor float64, res *Result) float64 {
+func (p *phaseTest) score(hist *pastHist, t int64, v float64, period int64, step, floor float64, res *Result) float64 {
 	r := p.residual(hist, t, v, period)
 	if math.IsNaN(r) {
 		return r
@@ -141,20 +141,20 @@ func (p *phaseTest) score(hist *ring[point], t int64, v float64, period int64, s
 	p.ys, p.lo, p.hi = p.ys[:0], p.lo[:0], p.hi[:0]
 	for _, h := range p.hits {
 		best, at := h.i, h.at
-		lo, hi := hist.at(best).v, hist.at(best).v
+		lo, hi := hist.value(best), hist.value(best)
 		for k := best - 1; k >= 0; k-- {
-			q := hist.at(k)
-			if absDiff(q.t, at) > span {
+			if absDiff(hist.time(k), at) > span {
 				break
 			}
-			lo, hi = min(lo, q.v), max(hi, q.v)
+			x := hist.value(k)
+			lo, hi = min(lo, x), max(hi, x)
 		}
 		for k := best + 1; k < hist.len(); k++ {
-			q := hist.at(k)
-			if absDiff(q.t, at) > span {
+			if absDiff(hist.time(k), at) > span {
 				break
 			}
-			lo, hi = min(lo, q.v), max(hi, q.v)
+			x := hist.value(k)
+			lo, hi = min(lo, x), max(hi, x)
 		}
 		d := 0.0
 		if v > hi {
@@ -197,7 +197,7 @@ func (p *phaseTest) fits(period int64) bool {
 // add counts x, with its residual r as stored in the history, and every
 // so often recomputes the sums from the history (hist and hr, which end
 // with x and r) so that rounding does not build up.
-func (p *phaseTest) add(x float64, r float32, hist *ring[point], hr *ring[float32]) {
+func (p *phaseTest) add(x float64, r float32, hist *pastHist, hr *ring[float32]) {
 	if !p.on() {
 		return
 	}
@@ -234,14 +234,14 @@ func (p *phaseTest) count(x, r, sign float64) {
 }
 
 // recompute sets the sums from the history, about its current mean.
-func (p *phaseTest) recompute(hist *ring[point], hr *ring[float32]) {
+func (p *phaseTest) recompute(hist *pastHist, hr *ring[float32]) {
 	p.since = 0
 	p.n, p.sumR2, p.sumX, p.sX2 = 0, 0, 0, 0
 	var sum float64
 	for i := range hist.len() {
 		if !math.IsNaN(float64(hr.at(i))) {
 			p.n++
-			sum += hist.at(i).v
+			sum += hist.value(i)
 		}
 	}
 	if p.n == 0 {
@@ -252,7 +252,7 @@ func (p *phaseTest) recompute(hist *ring[point], hr *ring[float32]) {
 		sum = 0
 		for i := range hist.len() {
 			if !math.IsNaN(float64(hr.at(i))) {
-				sum += hist.at(i).v / float64(p.n)
+				sum += hist.value(i) / float64(p.n)
 			}
 		}
 		p.c = sum
@@ -260,7 +260,7 @@ func (p *phaseTest) recompute(hist *ring[point], hr *ring[float32]) {
 	p.n = 0
 	for i := range hist.len() {
 		if r := float64(hr.at(i)); !math.IsNaN(r) {
-			p.count(hist.at(i).v, r, 1)
+			p.count(hist.value(i), r, 1)
 		}
 	}
 }

@@ -153,7 +153,7 @@ func TestAutoPhaseMemory(t *testing.T) {
 	}
 	added := 4*cap(a.hr.buf) + 8*(cap(a.ph.es)+cap(a.ph.ys)+cap(a.ph.lo)+cap(a.ph.hi)) + 16*cap(a.ph.hits)
 	hr, hist := a.hr.len(), a.hist.len()
-	t.Logf("phase test: %d residuals, %d bytes; history %d bytes", hr, added, 16*cap(a.hist.buf))
+	t.Logf("phase test: %d residuals, %d bytes; history %d bytes", hr, added, 8*cap(a.hist.t.buf)+8*cap(a.hist.tail.buf))
 	if hr != hist || added > 12*1024 {
 		t.Errorf("phase test holds %d bytes for %d residuals (history %d), want under 12 KiB", added, hr, hist)
 	}
@@ -284,6 +284,15 @@ func TestAutoRejectsNegativeTolerance(t *testing.T) {
 		}
 	}()
 	NewAuto(AutoConfig{Window: 3_600_000, Tolerance: -1})
+}
+
+// items returns a copy of the samples held, oldest first.
+func (h *pastHist) items() []point {
+	out := make([]point, h.len())
+	for i := range out {
+		out[i] = point{h.time(i), h.value(i)}
+	}
+	return out
 }
 
 // items returns a copy of the items held, oldest first.

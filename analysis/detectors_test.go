@@ -417,6 +417,58 @@ func TestAutoSeenBeforeReach(t *testing.T) {
 	}
 }
 
+// TestAutoHistory checks that the past-period history holds exactly the
+// samples within the window and the tolerance before it, whether their
+// values are read from the window or kept after they left it: on irregular
+// steps with gaps that empty the window, and past the most samples a
+// window holds.
+func TestAutoHistory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	var irregular, dense []sample
+	tm := int64(0)
+	for range 20_000 {
+		switch u := rng.Float64(); {
+		case u < 0.002:
+			tm += 400_000 // longer than window and tolerance
+		case u < 0.5:
+			tm += 1000
+		default:
+			tm += 1 + rng.Int64N(3000)
+		}
+		irregular = append(irregular, sample{tm, rng.NormFloat64()})
+	}
+	for i := range maxSortedWindow + 5000 {
+		dense = append(dense, sample{int64(i), rng.NormFloat64()})
+	}
+	for _, c := range []struct {
+		name   string
+		cfg    AutoConfig
+		stream []sample
+	}{
+		{"irregular", AutoConfig{Window: 120_000, Period: 60_000, Tolerance: 30_000}, irregular},
+		{"irregular, phase test", AutoConfig{Window: 120_000, Period: 50_000, Tolerance: 5_000}, irregular},
+		{"beyond the window's capacity", AutoConfig{Window: 1 << 40, Period: 1000, Tolerance: 100}, dense},
+	} {
+		a := NewAuto(c.cfg)
+		reach := c.cfg.Window + c.cfg.Tolerance
+		for i, s := range c.stream {
+			a.Observe(s.t, s.v)
+			if i%997 != 0 && i != len(c.stream)-1 {
+				continue
+			}
+			var want []point
+			for _, p := range c.stream[:i+1] {
+				if s.t-p.t <= reach {
+					want = append(want, point{p.t, p.v})
+				}
+			}
+			if got := a.hist.items(); !slices.Equal(got, want) {
+				t.Fatalf("%s, after sample %d: history of %d samples, want %d (first %v, want %v)", c.name, i, len(got), len(want), got[:min(1, len(got))], want[:min(1, len(want))])
+			}
+		}
+	}
+}
+
 // TestAutoWithoutHistory checks that an Auto whose period lies beyond its
 // history's reach, and so keeps none, scores every stream exactly as one
 // made to keep it.
