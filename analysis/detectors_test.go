@@ -476,7 +476,7 @@ func TestAutoWithoutHistory(t *testing.T) {
 	for _, c := range []AutoConfig{
 		{Window: 240 * 15_000},                                       // 1 h on a 15 s step, one-day period
 		{Window: 1440 * 15_000, Tolerance: 30 * 60_000},              // 6 h
-		{Window: 3_600_000, Period: 7_200_001, Tolerance: 1_800_000}, // a minute past the edge
+		{Window: 3_600_000, Period: 7_200_001, Tolerance: 1_800_000}, // a millisecond past the edge
 	} {
 		for name, stream := range batchStreams() {
 			lean, full := NewAuto(c), NewAuto(c)
