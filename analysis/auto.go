@@ -18,12 +18,6 @@ const (
 	DefaultAutoTolerance = 12
 	// DefaultAutoPoints is the window, in samples, when a rule gives none.
 	DefaultAutoPoints = 2000
-	// DefaultAutoSpan is the longest that window reaches back, in ms: a
-	// week. The defaults were chosen on 5-minute series, where 2,000
-	// samples are 6.9 days; on an hourly series they would be 83 days, and
-	// the largest values of its first days would set the tail quantiles
-	// for months.
-	DefaultAutoSpan = 7 * 24 * 3600 * 1000
 	// DefaultAutoPhaseK is the width of the phase test's band in residual
 	// RMSs.
 	DefaultAutoPhaseK = 3.0

@@ -25,7 +25,7 @@ func TestNABLeaveOneCategoryOut(t *testing.T) {
 	files := loadNAB(t)
 	auto := func(points int, c AutoConfig) func() Detector {
 		return func() Detector {
-			return &stepWindow{points: points, span: DefaultAutoSpan, build: func(w int64) Detector {
+			return &stepWindow{points: points, build: func(w int64) Detector {
 				c := c
 				c.Window = w
 				return NewAuto(c)
@@ -147,7 +147,7 @@ func TestNABAutoPhaseRealFiles(t *testing.T) {
 	files := loadNAB(t)
 	with := runNAB(files, newDefault("auto"))
 	without := runNAB(files, func() Detector {
-		return &stepWindow{points: DefaultAutoPoints, span: DefaultAutoSpan, build: func(w int64) Detector {
+		return &stepWindow{points: DefaultAutoPoints, build: func(w int64) Detector {
 			return NewAuto(AutoConfig{Window: w, PhaseK: -1})
 		}}
 	})

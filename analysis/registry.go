@@ -15,7 +15,6 @@ import (
 type detectorDef struct {
 	name   string
 	points int      // default window in samples; 0: the detector's own default
-	span   int64    // the longest default window, in ms; 0: no limit
 	params []string // the parameters it accepts, sorted
 	// build validates the parameters and returns the constructor of one
 	// series' detector for a window in ms (> 0 when points > 0).
@@ -27,7 +26,7 @@ type detectorDef struct {
 // (Spec.Window == 0): points × the series' step, measured from its first
 // samples (see stepWindow). 0 means the detector has its own default.
 var detectors = []detectorDef{
-	{name: "auto", points: DefaultAutoPoints, span: DefaultAutoSpan, params: []string{"floor", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "tolerance"}, build: buildAuto},
+	{name: "auto", points: DefaultAutoPoints, params: []string{"floor", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "tolerance"}, build: buildAuto},
 	{name: "ewma", params: []string{"alpha", "halflife", "k", "min_points"}, build: buildEWMA},
 	{name: "levelshift", points: DefaultPoints, params: []string{"drift", "floor", "h", "min_points"}, build: buildLevelShift},
 	{name: "robust", points: DefaultPoints, params: []string{"floor", "k", "min_points"}, build: buildRobust},
@@ -173,11 +172,10 @@ func Names() []string {
 // position: the caller knows the file and line of the rule.
 //
 // Spec.Window == 0 means the detector's default window: for sigma, robust
-// and levelshift DefaultPoints samples, for auto DefaultAutoPoints but at
-// most DefaultAutoSpan, each times the series' step as measured from its
-// first samples (the first four intervals are held back to measure it);
-// for ewma an alpha of 2/(DefaultEWMAPoints+1); for seasonal
-// DefaultSeasonalPeriods periods.
+// and levelshift DefaultPoints samples, for auto DefaultAutoPoints, each
+// times the series' step as measured from its first samples (the first
+// four intervals are held back to measure it); for ewma an alpha of
+// 2/(DefaultEWMAPoints+1); for seasonal DefaultSeasonalPeriods periods.
 func Build(spec Spec) (Factory, error) {
 	i := slices.IndexFunc(detectors, func(d detectorDef) bool { return d.name == spec.Name })
 	if i < 0 {
@@ -205,8 +203,8 @@ func Build(spec Spec) (Factory, error) {
 		w := spec.Window
 		return func() Detector { return mk(w) }, nil
 	}
-	points, span := d.points, d.span
-	return func() Detector { return &stepWindow{points: points, span: span, build: mk} }, nil
+	points := d.points
+	return func() Detector { return &stepWindow{points: points, build: mk} }, nil
 }
 
 // params reads a detector's parameters as written in a rule. A reader

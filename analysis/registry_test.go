@@ -99,47 +99,6 @@ func TestAutoParams(t *testing.T) {
 	}
 }
 
-// TestDefaultWindows: with no window given, a detector's window is its
-// default number of the series' steps; auto's reaches back at most a week,
-// so an hourly series is judged against its last 7 days, not 83.
-func TestDefaultWindows(t *testing.T) {
-	const minute = 60_000
-	window := func(name string, step int64) int64 {
-		t.Helper()
-		fac, err := Build(Spec{Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := fac()
-		for i := range int64(stepProbe + 1) {
-			d.Observe(1_700_000_000_000+i*step, float64(i))
-		}
-		switch d := d.(*stepWindow).d.(type) {
-		case *Auto:
-			return d.w.window
-		case *Robust:
-			return d.w.window
-		default:
-			t.Fatalf("%s made a %T", name, d)
-			return 0
-		}
-	}
-	for _, c := range []struct {
-		name       string
-		step, want int64
-	}{
-		{"auto", 15_000, DefaultAutoPoints * 15_000},         // 8 h 20 min
-		{"auto", 5 * minute, DefaultAutoPoints * 5 * minute}, // 6.9 days
-		{"auto", 6 * minute, DefaultAutoSpan},                // 8.3 days, capped
-		{"auto", 60 * minute, DefaultAutoSpan},
-		{"robust", 60 * minute, DefaultPoints * 60 * minute}, // 10 days: no cap
-	} {
-		if got := window(c.name, c.step); got != c.want {
-			t.Errorf("%s at a %d ms step: window %d ms, want %d", c.name, c.step, got, c.want)
-		}
-	}
-}
-
 func TestNames(t *testing.T) {
 	names := Names()
 	if !slices.Equal(names, []string{"auto", "ewma", "levelshift", "robust", "seasonal", "sigma"}) {

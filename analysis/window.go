@@ -413,12 +413,11 @@ func (w *sortedWindow) kthDistance(med float64, p, k int, next bool) (kth, after
 // stepWindow makes a detector whose window is given in samples rather than
 // in time: it holds back the first samples until it has seen stepProbe
 // intervals, takes the smallest as the series' step, builds the detector
-// with a window of points × step (at most span ms when span > 0), replays
-// the held samples into it and from then on passes every sample through.
-// The held samples are not scored (their results are not Ready).
+// with a window of points × step, replays the held samples into it and
+// from then on passes every sample through. The held samples are not
+// scored (their results are not Ready).
 type stepWindow struct {
 	points int
-	span   int64
 	build  func(window int64) Detector
 	d      Detector
 	held   []point
@@ -446,9 +445,6 @@ func (s *stepWindow) Observe(t int64, v float64) Result {
 	win := uint64(s.points) * step
 	if step != 0 && win/step != uint64(s.points) || win > math.MaxInt64 {
 		win = math.MaxInt64
-	}
-	if s.span > 0 {
-		win = min(win, uint64(s.span))
 	}
 	s.d = s.build(int64(win))
 	var r Result
