@@ -31,7 +31,8 @@ type detectorFlags struct {
 func (d *detectorFlags) register(fs *flag.FlagSet) {
 	d.params = paramFlag{}
 	fs.StringVar(&d.name, "detector", analysis.DefaultDetector, "detector: "+strings.Join(analysis.Names(), ", "))
-	fs.StringVar(&d.window, "window", "", "the history each point is scored against, a MetricsQL duration (5m, 1d); default: the detector's own, measured in steps of the series")
+	fs.StringVar(&d.window, "window", "", fmt.Sprintf("the history each point is scored against, a MetricsQL duration (5m, 1d); default: the detector's own, a number of the series' steps (auto: %d; sigma, robust, levelshift: %d)",
+		analysis.DefaultAutoPoints, analysis.DefaultPoints))
 	fs.Var(d.params, "param", "a detector parameter key=value (repeatable), e.g. --param k=3")
 }
 
