@@ -11,9 +11,9 @@ import (
 const ModelBottomUp = "bottom_up"
 
 // PartCandidates are the models a [Sum] lets auto (the default) choose
-// among for each part when its options name none: the last value, or the last value plus
-// the step the part took one period before (seasonal_step). Ties go to the
-// last value.
+// among for each part when its options name none: the last value, or the
+// last value plus the step the part took one period before
+// (seasonal_step). Ties go to the last value.
 var PartCandidates = []string{ModelNaive, ModelSeasonalStep}
 
 // Sum forecasts the sum of several series (a service's traffic, from the
