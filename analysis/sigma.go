@@ -163,19 +163,11 @@ func (s *Sigma) ObserveBatch(t []int64, v []float64, out []Result) {
 // results are identical to Observe's.
 func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 	// Each sample evicts one and adds one: the window it is scored
-	// against holds s.n−1 samples. The timestamps must be on the run of
-	// unchanged steps that the queue holds at both ends.
-	q := &s.ts
-	if !s.hasLast || s.n-1 < s.minPoints || s.n-1 != s.invFor ||
-		q.count < 2 || q.buf[q.head] != 0 || q.run == 0 {
+	// against holds s.n−1 samples.
+	if !s.hasLast || s.n-1 < s.minPoints || s.n-1 != s.invFor {
 		return i
 	}
-	hc := q.head + 1 // the length byte of the run at the head
-	if hc == len(q.buf) {
-		hc = 0
-	}
 	var (
-		win    = uint64(s.window)
 		vals   = s.vals
 		head   = s.head
 		tail   = s.head + s.n // where the next sample goes
@@ -185,62 +177,31 @@ func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 		lim    = max(s.exactN, 1) - s.evict // evictions left before a recomputation
 		inv    = s.inv
 		inv1   = s.inv1
-		last   = s.last
-		step   = q.ld // the step of the run at the tail
-		first  = q.first
-		fd     = q.fd // the step of the run at the head
-		// Timestamps popped off the head run and pushed onto the tail
-		// run stay within both, and are written back at the end.
-		moved = 0
-		room  = min(int(q.buf[hc])-1, maxRun-int(q.buf[q.run-1]))
-		start = i
 	)
 	if tail >= len(vals) {
 		tail -= len(vals)
 	}
-	if hc == q.run-1 {
-		// One run holds every step: a sample popped off its head and
-		// one pushed onto its tail leave its length as it is.
-		room = len(t)
-	}
-	// The run: as many samples as the queue's runs and the evictions
-	// left before a recomputation allow, each one step after the last.
-	// With the head run on the same step, the first sample's eviction of
-	// exactly one sample holds for all of them.
-	end := min(len(t), i+room, i+lim-1)
-	if fd != step || end <= i {
+	// The run: as many samples as slide along the timestamp queue and
+	// as the evictions left before a recomputation allow.
+	end := i + s.ts.slideRun(t[i:], uint64(s.window), lim-1)
+	if end <= i {
 		return i
-	}
-	if ti := t[i]; ti <= last || uint64(ti)-uint64(last) != step ||
-		uint64(ti)-uint64(first) <= win || uint64(ti)-uint64(int64(uint64(first)+fd)) > win {
-		return i
-	}
-	for j := i + 1; j < end; j++ {
-		if t[j] <= t[j-1] || uint64(t[j])-uint64(t[j-1]) != step {
-			end = j
-			break
-		}
 	}
 	// t[i:end] is on the step: from here on only the values can stop
 	// the run.
 	sums := runSums{s1: s1, s2: s2, peak: peak, shift: shift, inv: inv, inv1: inv1, k: s.k}
 	m := sums.score(vals, head, tail, v[i:end], out[i:end])
 	s1, s2, peak = sums.s1, sums.s2, sums.peak
-	i += m
 	// m < len(vals): a recomputation is due within one window.
 	if head += m; head >= len(vals) {
 		head -= len(vals)
 	}
-	moved = i - start
-	lim -= moved
-	if moved > 0 {
-		first = int64(uint64(first) + uint64(moved)*fd)
-		last = t[i-1]
+	if m > 0 {
+		s.ts.slide(m, t[i+m-1])
 	}
-	q.buf[hc] -= byte(moved)
-	q.buf[q.run-1] += byte(moved)
-	q.first, q.last = first, last
-	s.head, s.s1, s.s2, s.peak, s.last = head, s1, s2, peak, last
+	i += m
+	lim -= m
+	s.head, s.s1, s.s2, s.peak, s.last = head, s1, s2, peak, s.ts.last
 	s.evict = max(s.exactN, 1) - lim
 	return i
 }

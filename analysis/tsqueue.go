@@ -118,6 +118,59 @@ func (q *tsQueue) pop() {
 	q.first = int64(uint64(q.first) + q.fd)
 }
 
+// slideRun returns how many of the timestamps t, at most limit, can join
+// the queue by slide: each one step after the one before (the first one
+// step after the newest held), and each leaving a window of win ms with
+// exactly the oldest timestamp held gone. That is the common case of a
+// detector's window on a regular step, checked once for a run of samples:
+// the queue must hold a run of unchanged steps at both ends, on that step,
+// with room for the run's samples in the runs' lengths.
+func (q *tsQueue) slideRun(t []int64, win uint64, limit int) int {
+	if q.count < 2 || q.buf[q.head] != 0 || q.run == 0 {
+		return 0
+	}
+	hc := q.headRun()
+	room := min(int(q.buf[hc])-1, maxRun-int(q.buf[q.run-1]))
+	if hc == q.run-1 {
+		// One run holds every step: a timestamp popped off its head and
+		// one pushed onto its tail leave its length as it is.
+		room = len(t)
+	}
+	end := min(len(t), room, limit)
+	step, first, fd := q.ld, q.first, q.fd
+	if fd != step || end <= 0 {
+		return 0
+	}
+	if t0 := t[0]; t0 <= q.last || uint64(t0)-uint64(q.last) != step ||
+		uint64(t0)-uint64(first) <= win || uint64(t0)-uint64(int64(uint64(first)+fd)) > win {
+		return 0
+	}
+	for j := 1; j < end; j++ {
+		if t[j] <= t[j-1] || uint64(t[j])-uint64(t[j-1]) != step {
+			return j
+		}
+	}
+	return end
+}
+
+// slide pops the m oldest timestamps and pushes m that slideRun allowed,
+// the newest of them last: the runs' lengths move, no token is written.
+func (q *tsQueue) slide(m int, last int64) {
+	q.buf[q.headRun()] -= byte(m)
+	q.buf[q.run-1] += byte(m)
+	q.first = int64(uint64(q.first) + uint64(m)*q.fd)
+	q.last = last
+}
+
+// headRun returns the index of the length byte of the run at the head.
+func (q *tsQueue) headRun() int {
+	hc := q.head + 1
+	if hc == len(q.buf) {
+		hc = 0
+	}
+	return hc
+}
+
 func (q *tsQueue) putByte(b byte) {
 	if q.size == len(q.buf) {
 		q.grow()
