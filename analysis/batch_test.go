@@ -117,8 +117,9 @@ func TestSigmaObserveBatch(t *testing.T) {
 	}
 }
 
-// TestWindowDetectorsObserveBatch covers the detectors over a sorted
-// window: robust, auto (with and without a period) and levelshift.
+// TestWindowDetectorsObserveBatch covers robust (over its ring and fitter)
+// and the detectors over a sorted window: auto (with and without a period)
+// and levelshift.
 func TestWindowDetectorsObserveBatch(t *testing.T) {
 	for _, c := range []RobustConfig{
 		{Window: 240 * 15_000},
@@ -126,7 +127,7 @@ func TestWindowDetectorsObserveBatch(t *testing.T) {
 		{Window: 10_000, MinPoints: 2, Floor: 1e-6},
 	} {
 		checkBatch(t, "robust", func() Detector { return NewRobust(c) })
-		// Auto and LevelShift keep the same sorted window.
+		// Auto and LevelShift keep a sorted window.
 		a := AutoConfig{Window: c.Window, MinPoints: c.MinPoints, Floor: c.Floor}
 		checkBatch(t, "auto", func() Detector { return NewAuto(a) })
 		l := LevelShiftConfig{Window: c.Window, MinPoints: c.MinPoints, Floor: c.Floor, Quiet: c.Quiet}

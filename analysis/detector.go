@@ -48,7 +48,7 @@ type Factory func() Detector
 //
 // t and v must have the same length and out at least that length. Observe
 // may take the series' state to be cold in cache, as it is when a cycle
-// reaches one series among thousands, and prepare for it (robust, auto and
+// reaches one series among thousands, and prepare for it (auto and
 // levelshift read their window's cache lines first); ObserveBatch prepares
 // once per run, so a caller scoring a run of samples of one series passes
 // them together. A caller that holds a Detector uses the batch path only

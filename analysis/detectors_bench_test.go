@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -209,8 +210,8 @@ func BenchmarkRobustBatch(b *testing.B)     { benchDetectorsBatch(b, "robust") }
 func BenchmarkAutoBatch(b *testing.B)       { benchDetectorsBatch(b, "auto") }
 func BenchmarkLevelShiftBatch(b *testing.B) { benchDetectorsBatch(b, "levelshift") }
 
-// BenchmarkSortedWindow measures the sorted window behind robust, auto,
-// levelshift and seasonal on its own, hot in cache: per point one
+// BenchmarkSortedWindow measures the sorted window behind auto, levelshift
+// and seasonal on its own, hot in cache: per point one
 // eviction, the median and MAD, and one addition. ns/op is ns per point.
 func BenchmarkSortedWindow(b *testing.B) {
 	for _, points := range []int{240, 1440} {
@@ -236,5 +237,41 @@ func BenchmarkSortedWindow(b *testing.B) {
 				b.Fatalf("MAD sums to %g", sum)
 			}
 		})
+	}
+}
+
+// BenchmarkRobustShapes scores one series whose values are normal noise,
+// quantised (integers around 100), or mostly one value (90% zeros), in
+// batches of 240: ties, which leave the MAD at 0 and the fitter without
+// zones, must not make a fit cost more than O(n).
+func BenchmarkRobustShapes(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	shapes := map[string]func() float64{
+		"normal":     func() float64 { return 100 + 10*rng.NormFloat64() },
+		"quantised":  func() float64 { return math.Round(100 + 3*rng.NormFloat64()) },
+		"mostlyzero": func() float64 { return float64(rng.IntN(50) / 45 * rng.IntN(5)) },
+	}
+	for _, shape := range []string{"normal", "quantised", "mostlyzero"} {
+		for _, points := range []int{240, 1440} {
+			b.Run(shape+"/window="+strconv.Itoa(points), func(b *testing.B) {
+				vals := make([]float64, 8192)
+				for i := range vals {
+					vals[i] = shapes[shape]()
+				}
+				r := NewRobust(RobustConfig{Window: int64(points) * benchStep})
+				ts, out := make([]int64, 240), make([]Result, 240)
+				tm, i := int64(benchT0), 0
+				for b.Loop() {
+					for j := range ts {
+						ts[j] = tm
+						tm += benchStep
+					}
+					o := (i * 240) % (len(vals) - 240)
+					r.ObserveBatch(ts, vals[o:o+240], out)
+					i++
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(b.N, 1)*240), "ns/point")
+			})
+		}
 	}
 }

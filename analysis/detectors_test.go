@@ -227,7 +227,7 @@ func TestRobustMemory(t *testing.T) {
 	for i := range int64(3 * 1440) {
 		r.Observe(i*60_000, float64(i%97))
 	}
-	bytes := 8*cap(r.w.vals) + 2*cap(r.w.idx) + cap(r.w.ts.buf)
+	bytes := 8*cap(r.vals) + cap(r.ts.buf) + 2*cap(r.fitter.slots)
 	if r.Len() != 1441 || bytes > 16*1024-200 {
 		t.Errorf("holds %d samples in %d bytes, want 1441 in under 16 KiB", r.Len(), bytes)
 	}

@@ -29,7 +29,7 @@ var detectors = []detectorDef{
 	{name: "auto", points: DefaultAutoPoints, params: []string{"floor", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "tolerance"}, build: buildAuto},
 	{name: "ewma", params: []string{"alpha", "halflife", "k", "min_points"}, build: buildEWMA},
 	{name: "levelshift", points: DefaultPoints, params: []string{"drift", "floor", "h", "min_points"}, build: buildLevelShift},
-	{name: "robust", points: DefaultPoints, params: []string{"floor", "k", "min_points"}, build: buildRobust},
+	{name: "robust", points: DefaultPoints, params: []string{"floor", "k", "min_points", "refit"}, build: buildRobust},
 	{name: "seasonal", params: []string{"floor", "k", "min_periods", "period"}, build: buildSeasonal},
 	{name: "sigma", points: DefaultPoints, params: []string{"k", "min_points"}, build: buildSigma},
 }
@@ -59,6 +59,7 @@ func buildRobust(window int64, p *params) (func(int64) Detector, error) {
 		K:         p.float("k", DefaultRobustK),
 		MinPoints: p.int("min_points", DefaultRobustMinPoints, 2),
 		Floor:     p.float("floor", DefaultRobustFloor),
+		Refit:     p.int("refit", 0, 1),
 	}
 	return built(p, func(w int64) Detector {
 		c := c

@@ -99,6 +99,39 @@ func TestAutoParams(t *testing.T) {
 	}
 }
 
+// TestRobustRefit: robust's refit is set from a rule, whole and ≥ 1.
+func TestRobustRefit(t *testing.T) {
+	for _, c := range []struct {
+		refit string
+		want  int
+		err   string
+	}{
+		{"", 0, ""},
+		{"1", 1, ""},
+		{" 60 ", 60, ""},
+		{"0", 0, `parameter refit of detector robust: "0" must be ≥ 1`},
+		{"1.5", 0, `parameter refit of detector robust: "1.5" is not an integer`},
+	} {
+		params := map[string]string{"refit": c.refit}
+		if c.refit == "" {
+			params = nil
+		}
+		fac, err := Build(Spec{Name: "robust", Window: 3_600_000, Params: params})
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("refit %q: error %v, want %s", c.refit, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("refit %q: %v", c.refit, err)
+		}
+		if got := fac().(*Robust).refit; got != c.want {
+			t.Errorf("refit %q: %d, want %d", c.refit, got, c.want)
+		}
+	}
+}
+
 func TestNames(t *testing.T) {
 	names := Names()
 	if !slices.Equal(names, []string{"auto", "ewma", "levelshift", "robust", "seasonal", "sigma"}) {

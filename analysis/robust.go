@@ -47,14 +47,19 @@ type RobustConfig struct {
 	// Quiet is how many samples in a row must score below 1 after an
 	// alarm before the next alarm (default DefaultQuiet; negative: none).
 	Quiet int
+	// Refit is how many samples may join the window, or leave it, before
+	// its median, MAD and quantiles are fitted again (default 0: a third
+	// of the samples the window held at the last fit; 1: at every sample).
+	Refit int
 }
 
 // Robust is the streaming median/MAD detector of one series.
 //
-// A sample (t, x) is scored against the samples with timestamps in
-// [t−Window, t). With m their median, MAD the median of |xᵢ − m|, Q(q)
-// their q-quantiles and δ the series' resolution (the smallest non-zero
-// change between consecutive samples seen so far):
+// A sample (t, x) is scored against a fit of the window of samples before
+// it, those with timestamps in [t−Window, t), as the window was at most
+// Refit samples ago (see below). With m the window's median, MAD the median
+// of |xᵢ − m|, Q(q) its q-quantiles and δ the series' resolution (the
+// smallest non-zero change between consecutive samples seen so far):
 //
 //	s        = 1.4826·MAD                        (σ for normal data)
 //	s₉₀      = (Q(0.95) − Q(0.05))/(2·1.6449)    (σ for normal data too)
@@ -70,28 +75,52 @@ type RobustConfig struct {
 // robust, to 5% of spikes — measures that movement; δ keeps a quantised
 // series (integers, a metric rounded to 0.002) from alarming on one step.
 //
+// The fit. m, MAD and the quantiles are found by selection, exactly, with
+// no sort (see fitter). A fit serves the samples that follow it until
+// Refit samples have joined the window since, or Refit have left it; by
+// default Refit is a third of the window's samples, so that fitting costs
+// O(1) a sample and the band a sample is scored against is never more than
+// a third of a window behind: a level shift is followed after half a
+// window at the most, as with a fit at every sample, and a third more at
+// most. Scores stay causal, and δ, the floors and the window itself are
+// kept sample by sample. Refit 1 fits at every sample, as robust
+// detectors over a sliding window classically do: about 0.9 µs a sample
+// at 240 samples, against 40 ns by default (one core, in batches).
+//
 // One incident raises one alarm: after a score ≥ 1 the scores are capped
 // at 0.99 until Quiet samples in a row have scored below 1 (the band is
 // still reported).
 //
 // The same stream rules as Sigma apply: not Ready below MinPoints samples,
 // non-finite and out-of-order samples neither scored nor added, scores
-// saturate at math.MaxFloat64. A window holds at most 65,536 samples (the
-// newest).
-//
-// The window is kept sorted (a search, then a move of 2-byte slot
-// numbers), so each Observe costs O(log n) comparisons plus an O(n) memmove
-// of 2n bytes; a regular series costs about 11 bytes per sample held.
+// saturate at math.MaxFloat64. The window's values are held in a ring
+// sized to need and its timestamps as changes of step (see tsQueue); the
+// fitter's zones take 2 bytes for each value in them (about a quarter of
+// a 1,440-sample window), so a regular series costs about 9 bytes per
+// sample held (13.8 KiB of heap at 1,440 samples, on normal noise).
 //
 // A Robust is not safe for concurrent use.
 type Robust struct {
+	window    int64
 	k, floor  float64
 	minPoints int
-	w         sortedWindow
-	res       resolution
-	gate      rearm
-	last      int64
-	hasLast   bool
+	refit     int // see RobustConfig.Refit; 0: a third of the window
+
+	vals []float64 // ring of the window's values, oldest at head
+	head int
+	n    int
+	ts   tsQueue // the window's timestamps, in the same order
+
+	fitter         fitter
+	fit            windowFit // the last fit, when fitted
+	fitted         bool
+	added, evicted int // samples that joined and left the window since
+	serves         int // how many of each the fit serves
+
+	res     resolution
+	gate    rearm
+	last    int64
+	hasLast bool
 }
 
 var _ BatchDetector = (*Robust)(nil)
@@ -112,17 +141,19 @@ func NewRobust(c RobustConfig) *Robust {
 		panic(fmt.Sprintf("analysis.NewRobust: MinPoints must be ≥ 2, got %d", c.MinPoints))
 	case !(c.Floor >= 0) || math.IsInf(c.Floor, 0):
 		panic(fmt.Sprintf("analysis.NewRobust: Floor must be a finite number ≥ 0, got %v", c.Floor))
+	case c.Refit < 0:
+		panic(fmt.Sprintf("analysis.NewRobust: Refit must be ≥ 0, got %d", c.Refit))
 	}
-	return &Robust{k: c.K, floor: c.Floor, minPoints: c.MinPoints, w: sortedWindow{window: c.Window}, gate: newRearm(c.Quiet)}
+	return &Robust{window: c.Window, k: c.K, floor: c.Floor, minPoints: c.MinPoints, refit: c.Refit, gate: newRearm(c.Quiet)}
 }
 
 // Len returns the number of samples held.
-func (r *Robust) Len() int { return r.w.len() }
+func (r *Robust) Len() int { return r.n }
 
 // Observe scores (t, v) against the preceding window and then adds it.
 func (r *Robust) Observe(t int64, v float64) Result {
 	var res Result
-	r.observe(t, v, &res, false)
+	r.observe(t, v, &res)
 	return res
 }
 
@@ -131,45 +162,156 @@ func (r *Robust) Observe(t int64, v float64) Result {
 // place.
 func (r *Robust) ObserveBatch(t []int64, v []float64, out []Result) {
 	v, out = v[:len(t)], out[:len(t)]
-	for i := range t {
-		// The first sample finds the window cold in cache, the others hot.
-		r.observe(t[i], v[i], &out[i], i > 0)
+	for i := 0; i < len(t); i++ {
+		i = r.observeRun(t, v, out, i)
+		if i < len(t) {
+			r.observe(t[i], v[i], &out[i])
+		}
 	}
+}
+
+// observeRun scores t[i:], v[i:] into out[i:] for as long as the samples
+// take the common path, and returns the index of the first one that does
+// not, untouched, or len(t): the window ready, each sample one step after
+// the last and evicting the oldest (see tsQueue.slideRun), finite, and
+// the fit not due. The steps are observe's, in its order, on values held
+// in registers; the results are identical.
+func (r *Robust) observeRun(t []int64, v []float64, out []Result, i int) int {
+	if !r.hasLast || !r.fitted || r.n-1 < r.minPoints {
+		return i
+	}
+	// Sample j of the run finds the fit due after its eviction when
+	// added+j ≥ serves or evicted+j+1 ≥ serves.
+	free := min(r.serves-r.added, r.serves-r.evicted-1)
+	end := i + r.ts.slideRun(t[i:], uint64(r.window), free)
+	if end <= i {
+		return i
+	}
+	var (
+		vals = r.vals
+		head = r.head
+		tail = r.head + r.n
+		m    = r.fit.median
+		gate = r.gate
+		res  = r.res
+	)
+	if tail >= len(vals) {
+		tail -= len(vals)
+	}
+	// The band, as bandScoreTo computes it, until δ changes.
+	half := r.k * robustSpread(max(r.fit.spread, res.min), m, r.floor)
+	lower, upper := clampInf(m-half), clampInf(m+half)
+	j := i
+	for ; j < end; j++ {
+		x := v[j]
+		dev := math.Abs(x - m)
+		if math.IsNaN(x) || math.IsInf(dev, 0) { // also x infinite
+			break
+		}
+		r.fitter.evict(vals[head])
+		score := dev / half
+		if score != score { // 0/0
+			score = 0
+		}
+		o := &out[j]
+		o.Score = gate.pass(saturate(score))
+		o.Expected, o.Lower, o.Upper, o.Ready = m, lower, upper, true
+		if d := math.Abs(x - res.prev); d > 0 && !math.IsInf(d, 0) && (res.min == 0 || d < res.min) {
+			res.min = d
+			half = r.k * robustSpread(max(r.fit.spread, d), m, r.floor)
+			lower, upper = clampInf(m-half), clampInf(m+half)
+		}
+		res.prev = x
+		vals[tail] = x
+		if head++; head == len(vals) {
+			head = 0
+		}
+		if tail++; tail == len(vals) {
+			tail = 0
+		}
+	}
+	if c := j - i; c > 0 {
+		r.ts.slide(c, t[j-1])
+		r.head = head
+		r.added += c
+		r.evicted += c
+		r.gate, r.res = gate, res
+		r.last = t[j-1]
+	}
+	return j
 }
 
 // observe is Observe writing its result to res field by field: a
 // composite literal would be built on the stack and copied, which stalls
-// store forwarding. hot tells that the window is in cache (see evictFor).
-func (r *Robust) observe(t int64, v float64, res *Result, hot bool) {
+// store forwarding.
+func (r *Robust) observe(t int64, v float64, res *Result) {
 	if math.IsNaN(v) || math.IsInf(v, 0) || (r.hasLast && t <= r.last) {
 		*res = notReady()
 		return
 	}
-	at := r.w.evictFor(t, v, hot)
-	if r.w.len() >= r.minPoints {
-		m := r.w.median()
-		s := max(windowSpread(&r.w, m), r.res.step())
-		bandScoreTo(res, v, m, r.k, robustSpread(s, m, r.floor))
+	r.evictBefore(t)
+	if r.n >= r.minPoints {
+		if !r.fitted || r.added >= r.serves || r.evicted >= r.serves {
+			r.refresh()
+		}
+		m := r.fit.median
+		bandScoreTo(res, v, m, r.k, robustSpread(max(r.fit.spread, r.res.step()), m, r.floor))
 		res.Score = r.gate.pass(res.Score)
 	} else {
 		*res = notReady()
+		r.fitted = false
 	}
 	r.res.add(v)
-	r.w.pushAt(t, v, at)
+	r.push(t, v)
 	r.last, r.hasLast = t, true
 }
 
-// windowSpread returns the larger of two normal-consistent spreads of the
-// window w with median m: 1.4826·MAD and that of its central 90%.
-func windowSpread(w *sortedWindow, m float64) float64 {
-	s := madScale * w.mad(m)
-	if w.len() >= 2 {
-		s = max(s, (w.quantile(1-tailP)-w.quantile(tailP))/tailSigmas)
+// evictBefore drops the samples older than t − window.
+func (r *Robust) evictBefore(t int64) {
+	lim := uint64(r.window)
+	for r.n > 0 && uint64(t)-uint64(r.ts.oldest()) > lim {
+		r.fitter.evict(r.vals[r.head])
+		r.head++
+		if r.head == len(r.vals) {
+			r.head = 0
+		}
+		r.n--
+		r.evicted++
+		r.ts.pop()
 	}
-	if math.IsInf(s, 0) || math.IsNaN(s) { // opposite extremes
-		s = math.MaxFloat64
+	if r.n == 0 {
+		r.head = 0
 	}
-	return s
+}
+
+// push adds (t, v) at the ring's tail, growing it as Sigma's grows.
+func (r *Robust) push(t int64, v float64) {
+	if r.n == len(r.vals) {
+		c := ringRoom(r.n, r.ts.oldest(), t, uint64(r.window))
+		nv := make([]float64, c)
+		k := copy(nv, r.vals[r.head:r.head+min(r.n, len(r.vals)-r.head)])
+		copy(nv[k:], r.vals[:r.n-k])
+		r.vals, r.head = nv, 0
+		r.fitter.moved()
+	}
+	i := r.head + r.n
+	if i >= len(r.vals) {
+		i -= len(r.vals)
+	}
+	r.vals[i] = v
+	r.n++
+	r.added++
+	r.ts.push(t)
+}
+
+// refresh fits the window as it is now.
+func (r *Robust) refresh() {
+	r.fit = r.fitter.fit(r.vals, r.head, r.n)
+	r.fitted, r.added, r.evicted = true, 0, 0
+	r.serves = r.refit
+	if r.serves == 0 {
+		r.serves = max(1, r.n/3)
+	}
 }
 
 // resolution tracks δ, the smallest non-zero change between consecutive

@@ -79,9 +79,9 @@ func (w *sortedWindow) evictFor(t int64, x float64, hot bool) int {
 // take, before a sample finds them cold: the loads do not depend on each
 // other, so the lines arrive together instead of one per step of the
 // searches, the move of the order, and the median and MAD that follow.
-// Measured for robust over 10,000 series, in batches of 16: 134 → 122 ns
-// a sample at a 240-point window and 358 → 215 at 1,440; one sample a
-// call: 614 → 400 and 1,373 → 1,132 ns.
+// Measured for robust when it kept this window, over 10,000 series, in
+// batches of 16: 134 → 122 ns a sample at a 240-point window and 358 → 215
+// at 1,440; one sample a call: 614 → 400 and 1,373 → 1,132 ns.
 func (w *sortedWindow) warm() {
 	var sum uint64
 	idx := w.idx[:w.n]
@@ -110,9 +110,9 @@ func observeWarm(t []int64, v []float64, out []Result, observe func(t int64, v f
 // ways rather than two: each step reads three positions, independent of
 // each other, and keeps the quarter that holds the bound, so a 240-point
 // window takes four dependent steps instead of eight. The chain of
-// dependent loads is what the search waits on: measured, robust scores a
-// sample of a 240-point window in ~104 ns this way and ~125 by branch-free
-// halving. A window just warmed (see warm) is searched this way too: a
+// dependent loads is what the search waits on: measured when robust kept
+// this window, it scored a sample of a 240-point window in ~104 ns this
+// way and ~125 by branch-free halving. A window just warmed (see warm) is searched this way too: a
 // binary search with branches, which speculates down the predicted path,
 // measured slower there (360 ns a sample against 323, one sample a call,
 // 240 points).
@@ -478,4 +478,18 @@ var _ BatchDetector = (*stepWindow)(nil)
 type point struct {
 	t int64
 	v float64
+}
+
+// windowSpread returns the larger of two normal-consistent spreads of the
+// window w with median m: 1.4826·MAD and that of its central 90% (see
+// Robust).
+func windowSpread(w *sortedWindow, m float64) float64 {
+	s := madScale * w.mad(m)
+	if w.len() >= 2 {
+		s = max(s, (w.quantile(1-tailP)-w.quantile(tailP))/tailSigmas)
+	}
+	if math.IsInf(s, 0) || math.IsNaN(s) { // opposite extremes
+		s = math.MaxFloat64
+	}
+	return s
 }
