@@ -216,12 +216,11 @@ func (r *Robust) observeRun(t []int64, v []float64, out []Result, i int) int {
 		o := &out[j]
 		o.Score = gate.pass(saturate(score))
 		o.Expected, o.Lower, o.Upper, o.Ready = m, lower, upper, true
-		if d := math.Abs(x - res.prev); d > 0 && !math.IsInf(d, 0) && (res.min == 0 || d < res.min) {
-			res.min = d
-			half = r.k * robustSpread(max(r.fit.spread, d), m, r.floor)
+		δ := res.min
+		if res.add(x); res.min != δ {
+			half = r.k * robustSpread(max(r.fit.spread, res.min), m, r.floor)
 			lower, upper = clampInf(m-half), clampInf(m+half)
 		}
-		res.prev = x
 		vals[tail] = x
 		if head++; head == len(vals) {
 			head = 0
