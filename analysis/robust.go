@@ -97,7 +97,7 @@ type RobustConfig struct {
 // sized to need and its timestamps as changes of step (see tsQueue); the
 // fitter's zones take 2 bytes for each value in them (about a quarter of
 // a 1,440-sample window), so a regular series costs about 9 bytes per
-// sample held (13.8 KiB of heap at 1,440 samples, on normal noise).
+// sample held (about 14 KiB of heap at 1,440 samples, on normal noise).
 //
 // A Robust is not safe for concurrent use.
 type Robust struct {
