@@ -286,11 +286,7 @@ func (r *Robust) evictBefore(t int64) {
 // push adds (t, v) at the ring's tail, growing it as Sigma's grows.
 func (r *Robust) push(t int64, v float64) {
 	if r.n == len(r.vals) {
-		c := ringRoom(r.n, r.ts.oldest(), t, uint64(r.window))
-		nv := make([]float64, c)
-		k := copy(nv, r.vals[r.head:r.head+min(r.n, len(r.vals)-r.head)])
-		copy(nv[k:], r.vals[:r.n-k])
-		r.vals, r.head = nv, 0
+		r.vals, r.head = unwrap(r.vals, r.head, ringRoom(r.n, r.ts.oldest(), t, uint64(r.window))), 0
 		r.fitter.moved()
 	}
 	i := r.head + r.n

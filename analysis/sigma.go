@@ -411,11 +411,16 @@ func (s *Sigma) add(t int64, v float64) {
 // Window/step + 1 slots. A later overflow (an irregular step) grows by at
 // least a sixteenth.
 func (s *Sigma) grow(t int64) {
-	c := ringRoom(len(s.vals), s.ts.first, t, uint64(s.window))
+	s.vals, s.head = unwrap(s.vals, s.head, ringRoom(len(s.vals), s.ts.first, t, uint64(s.window))), 0
+}
+
+// unwrap returns a ring of c slots holding the values of the full ring
+// vals, oldest first.
+func unwrap(vals []float64, head, c int) []float64 {
 	nv := make([]float64, c)
-	k := copy(nv, s.vals[s.head:])
-	copy(nv[k:], s.vals[:s.head])
-	s.vals, s.head = nv, 0
+	k := copy(nv, vals[head:])
+	copy(nv[k:], vals[:head])
+	return nv
 }
 
 // recompute sets the shift to the window's mean, as the running sums give
