@@ -219,3 +219,23 @@ func TestRobustMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRobustReference compares Robust with robustRef on any stream of
+// samples, windows and refit intervals.
+func FuzzRobustReference(f *testing.F) {
+	f.Add([]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40\x01\x00\x00\x00\x00\x00\x00\x00\x24\x40"), int64(5000), uint8(0))
+	f.Add([]byte("\xe8\x03\x00\x00\x00\x00\x00\x00\xf0\x7f\xe8\x03\xff\xff\xff\xff\xff\xff\xef\x7f\xe8\x03\xff\xff\xff\xff\xff\xff\xef\xff"), int64(0), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, window int64, refit uint8) {
+		c := RobustConfig{Window: 1 + window&math.MaxInt32, MinPoints: 2, Refit: int(refit % 8)}
+		d := NewRobust(c)
+		c.K, c.Floor = DefaultRobustK, DefaultRobustFloor
+		ref := &robustRef{c: c, gate: newRearm(DefaultQuiet)}
+		i := 0
+		fuzzSamples(data, func(tm int64, v float64) {
+			if got, want := d.Observe(tm, v), ref.Observe(tm, v); !identicalResult(got, want) {
+				t.Fatalf("sample %d (%g at %d): %+v, reference %+v", i, v, tm, got, want)
+			}
+			i++
+		})
+	})
+}
