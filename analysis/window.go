@@ -112,10 +112,10 @@ func observeWarm(t []int64, v []float64, out []Result, observe func(t int64, v f
 // window takes four dependent steps instead of eight. The chain of
 // dependent loads is what the search waits on: measured when robust kept
 // this window, it scored a sample of a 240-point window in ~104 ns this
-// way and ~125 by branch-free halving. A window just warmed (see warm) is searched this way too: a
-// binary search with branches, which speculates down the predicted path,
-// measured slower there (360 ns a sample against 323, one sample a call,
-// 240 points).
+// way and ~125 by branch-free halving. A window just warmed (see warm) is
+// searched this way too: a binary search with branches, which speculates
+// down the predicted path, measured slower there (360 ns a sample against
+// 323, one sample a call, 240 points).
 //
 // The quarter [lo, lo+ln] holding a bound shrinks from ln+1 candidates to
 // ⌈(ln+1)/4⌉; positions past the end read the last value, which keeps
