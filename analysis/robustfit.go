@@ -53,7 +53,7 @@ type fitter struct {
 	// and how many of its samples the window still holds; those that
 	// left are the slots from head0 on.
 	head0, cap0, kept, left int
-	narrow                  int // the zones are 2^narrow times narrower than zoneMid…
+	narrow                  int // zones are collected 2^narrow times narrower (see store)
 
 	// Fits made, those made from zones collected anew, and those made
 	// from the whole window (for tests and measurements).
@@ -399,18 +399,16 @@ func spreadFit(m, d float64, q [2]float64, n int) windowFit {
 	return windowFit{median: m, spread: s}
 }
 
-// quantileAround returns the q-quantile of w (type 7, as
-// sortedWindow.quantile), where selectIn has put the order statistic mid
-// in place: it selects on q's side of mid only, and leaves w[mid] where it
-// is.
+// quantileAround returns the q-quantile (0 ≤ q < 1) of w, at least two
+// values (type 7, as sortedWindow.quantile), where selectIn has put the
+// order statistic mid in place: it selects on q's side of mid only, and
+// leaves w[mid] where it is.
 func quantileAround(w []float64, mid int, q float64) float64 {
 	n := len(w)
 	h := q * float64(n-1)
 	i := int(h)
 	var x, y float64
 	switch {
-	case i >= n-1:
-		return maxOf(w[mid:])
 	case i < mid:
 		x = selectIn(w, 0, mid, i)
 		y = w[mid]
@@ -512,15 +510,6 @@ func minOf(v []float64) float64 {
 	m := v[0]
 	for _, x := range v[1:] {
 		m = min(m, x)
-	}
-	return m
-}
-
-// maxOf returns the largest of v, which must not be empty.
-func maxOf(v []float64) float64 {
-	m := v[0]
-	for _, x := range v[1:] {
-		m = max(m, x)
 	}
 	return m
 }
