@@ -7,7 +7,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // The knee, spikiness and imbalance rules: window rules like correlate and
@@ -37,7 +37,7 @@ func pairUp(a, b *window, on []string, fn func(key ingest.Labels, a, b *buffered
 // kneeAt finds, per pair of concurrency and QPS series, the knee of the
 // QPS-vs-concurrency curve over (τ − lookback, τ] and judges the current
 // concurrency against it.
-func kneeAt(c *rules.Knee, cw, qw *window, τ int64, lookback, step time.Duration) []verdict {
+func kneeAt(c *rulefmt.Knee, cw, qw *window, τ int64, lookback, step time.Duration) []verdict {
 	from := τ - lookback.Milliseconds()
 	recent := c.Recent
 	if recent <= 0 {
@@ -80,7 +80,7 @@ func kneeAt(c *rules.Knee, cw, qw *window, τ int64, lookback, step time.Duratio
 
 // spikinessAt compares, per series, the samples of the last Recent with the
 // P99 and P999 of the rest of the window.
-func spikinessAt(c *rules.Spikiness, w *window, τ int64, lookback time.Duration) []verdict {
+func spikinessAt(c *rulefmt.Spikiness, w *window, τ int64, lookback time.Duration) []verdict {
 	from, cut := τ-lookback.Milliseconds(), τ-c.Recent.Milliseconds()
 	var out []verdict
 	for _, b := range w.series {
@@ -140,7 +140,7 @@ func levelOf(s analysis.Spikiness) int {
 // imbalanceAt judges the load imbalance index over (τ − lookback, τ]:
 // between paired series of two queries, or between the most and the least
 // loaded series of each group that differ only in the Across label.
-func imbalanceAt(c *rules.Imbalance, ws []*window, τ int64, lookback time.Duration) []verdict {
+func imbalanceAt(c *rulefmt.Imbalance, ws []*window, τ int64, lookback time.Duration) []verdict {
 	from := τ - lookback.Milliseconds()
 	th := analysis.ImbalanceThresholds{Warn: c.Warn, Critical: c.Critical}
 	judge := func(key ingest.Labels, a, b []float64, details map[string]any) verdict {

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
-func runWindowRule(t *testing.T, r rules.Rule, byExpr map[string][]ingest.Series, now time.Time, backfill time.Duration) []Finding {
+func runWindowRule(t *testing.T, r rulefmt.Rule, byExpr map[string][]ingest.Series, now time.Time, backfill time.Duration) []Finding {
 	t.Helper()
-	g := []rules.Group{{Name: "g", Interval: 5 * time.Minute, Rules: []rules.Rule{r}}}
+	g := []rulefmt.Group{{Name: "g", Interval: 5 * time.Minute, Rules: []rulefmt.Rule{r}}}
 	out := &recorder{}
 	e, err := NewEngine(EngineOptions{Groups: g, Querier: &exprStore{byExpr: byExpr}, Output: out,
 		Backfill: backfill, Now: func() time.Time { return now }})
@@ -43,9 +43,9 @@ func TestKneeRuleFiresWhenConcurrencyRunsPastTheKnee(t *testing.T) {
 	qa := podSeries("qps", "a", n, func(i int) float64 { return qps(conc(i), i) })
 	cb := podSeries("conc", "b", n, func(i int) float64 { return math.Min(conc(i), 15) })
 	qb := podSeries("qps", "b", n, func(i int) float64 { return qps(math.Min(conc(i), 15), i) })
-	got := runWindowRule(t, rules.Rule{
+	got := runWindowRule(t, rulefmt.Rule{
 		Name: "knee", Step: time.Minute, Lookback: 12 * time.Hour,
-		Knee: &rules.Knee{Concurrency: "conc", QPS: "qps", On: []string{"pod"}, Method: "kneedle", Margin: 1.5},
+		Knee: &rulefmt.Knee{Concurrency: "conc", QPS: "qps", On: []string{"pod"}, Method: "kneedle", Margin: 1.5},
 	}, map[string][]ingest.Series{"conc": {ca, cb}, "qps": {qa, qb}}, t0.Add((n-1)*time.Minute), 0)
 	if len(got) != 1 {
 		t.Fatalf("want 1 finding (a), got %d: %+v", len(got), got)
@@ -71,9 +71,9 @@ func TestSpikinessRuleLevels(t *testing.T) {
 			return base(i)
 		})
 	}
-	got := runWindowRule(t, rules.Rule{
+	got := runWindowRule(t, rulefmt.Rule{
 		Name: "spiky", Expr: "lat", Step: time.Minute, Lookback: 24 * time.Hour,
-		Spikiness: &rules.Spikiness{Recent: 5 * time.Minute, Factor: 1.2},
+		Spikiness: &rulefmt.Spikiness{Recent: 5 * time.Minute, Factor: 1.2},
 	}, map[string][]ingest.Series{"lat": {mk("a", 1.15), mk("b", 2.0), mk("c", 0)}}, t0.Add((n-1)*time.Minute), 0)
 	sev := map[string]string{}
 	for _, f := range got {
@@ -96,9 +96,9 @@ func TestImbalanceRuleAcrossPods(t *testing.T) {
 		s.Labels = ingest.Labels{{Name: "__name__", Value: "gpu"}, {Name: "model", Value: model}, {Name: "pod", Value: pod}}
 		return s
 	}
-	got := runWindowRule(t, rules.Rule{
+	got := runWindowRule(t, rulefmt.Rule{
 		Name: "imb", Expr: "gpu", Step: time.Minute, Lookback: time.Hour,
-		Imbalance: &rules.Imbalance{Across: "pod", Warn: 0.2, Critical: 0.5},
+		Imbalance: &rulefmt.Imbalance{Across: "pod", Warn: 0.2, Critical: 0.5},
 	}, map[string][]ingest.Series{"gpu": {mk("m", "p0", 90), mk("m", "p1", 40), mk("n", "q0", 60), mk("n", "q1", 55)}},
 		t0.Add((n-1)*time.Minute), 0)
 	if len(got) != 1 {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // Querier is what the engine needs from a store: the samples of a query over
@@ -34,7 +34,7 @@ type Output interface {
 
 // EngineOptions configures an Engine. Groups, Querier and Output are required.
 type EngineOptions struct {
-	Groups  []rules.Group
+	Groups  []rulefmt.Group
 	Querier Querier
 	Output  Output
 	// EvaluationDelay is subtracted from the evaluation time: the newest
@@ -48,7 +48,7 @@ type EngineOptions struct {
 	// (default 100,000); past it the oldest are dropped, logged and counted.
 	MaxPending int
 	// Events receives the forecasts and scale signals of forecast and
-	// scale rules; required when there are such rules. EventPrefix is
+	// scale rules; required when there are such rulefmt. EventPrefix is
 	// the first part of their subjects (default "inferwatch"):
 	// <prefix>.forecasts.<rule> and <prefix>.scale.<rule>.
 	Events      EventOutput
@@ -91,7 +91,7 @@ type engineMetrics struct {
 }
 
 type group struct {
-	cfg    rules.Group
+	cfg    rulefmt.Group
 	offset time.Duration
 	rules  []*rule
 
@@ -100,7 +100,7 @@ type group struct {
 }
 
 type rule struct {
-	cfg      rules.Rule
+	cfg      rulefmt.Rule
 	group    string
 	interval time.Duration
 	factory  analysis.Factory
@@ -135,13 +135,13 @@ type episode struct {
 // Compile checks what only the analysis package can check in a
 // configuration (detector names and parameters) and reports every problem
 // with the position of the rule's detector.
-func Compile(cfg *rules.Config) error {
+func Compile(cfg *rulefmt.Config) error {
 	_, errs := compile(cfg.Groups)
 	return errs.Err()
 }
 
-func compile(groups []rules.Group) ([][]analysis.Factory, rules.Errors) {
-	var errs rules.Errors
+func compile(groups []rulefmt.Group) ([][]analysis.Factory, rulefmt.Errors) {
+	var errs rulefmt.Errors
 	out := make([][]analysis.Factory, len(groups))
 	for gi, g := range groups {
 		out[gi] = make([]analysis.Factory, len(g.Rules))
@@ -277,7 +277,7 @@ func NewEngine(o EngineOptions) (*Engine, error) {
 			g.rules = append(g.rules, nr)
 		}
 		// Scale rules read their forecast rule's newest outlook: they are
-		// evaluated after the group's other rules.
+		// evaluated after the group's other rulefmt.
 		for _, sr := range scales {
 			fr := byName[sr.cfg.Scale.Forecast]
 			if fr == nil || fr.fc == nil {

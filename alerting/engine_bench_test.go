@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // genStore answers every query with n series of one-minute samples over
@@ -90,9 +90,9 @@ func BenchmarkEngineCycle(b *testing.B) {
 			store := newGenStore(n)
 			now := t0
 			e, err := NewEngine(EngineOptions{
-				Groups: []rules.Group{{Name: "latency", Interval: time.Minute, Rules: []rules.Rule{{
+				Groups: []rulefmt.Group{{Name: "latency", Interval: time.Minute, Rules: []rulefmt.Rule{{
 					Name: "ttft", Expr: "ttft", Lookback: 4 * time.Hour, Step: time.Minute,
-					Detector: rules.Detector{Name: "auto"},
+					Detector: rulefmt.Detector{Name: "auto"},
 				}}}},
 				Querier: store, Output: &discard{},
 				Now: func() time.Time { return now },

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // memStore serves query_range from in-memory series, whatever the query,
@@ -85,17 +85,17 @@ func minuteSeries(name string, n int, spikes map[int]float64) ingest.Series {
 	return s
 }
 
-func testGroups(forDur time.Duration) []rules.Group {
-	return []rules.Group{{
+func testGroups(forDur time.Duration) []rulefmt.Group {
+	return []rulefmt.Group{{
 		Name:     "latency",
 		Interval: time.Minute,
-		Rules: []rules.Rule{{
+		Rules: []rulefmt.Rule{{
 			Name:     "ttft",
 			Expr:     "ttft",
 			Lookback: 30 * time.Minute,
 			Step:     time.Minute,
 			For:      forDur,
-			Detector: rules.Detector{Name: "sigma", Params: map[string]string{"k": "3", "min_points": "10"}},
+			Detector: rulefmt.Detector{Name: "sigma", Params: map[string]string{"k": "3", "min_points": "10"}},
 			Labels:   map[string]string{"team": "serving"},
 		}},
 	}}
@@ -263,8 +263,8 @@ func TestEngineStoreFailureIsReportedAndCounted(t *testing.T) {
 
 func TestNewEngineRejectsUnknownDetectorWithPosition(t *testing.T) {
 	g := testGroups(0)
-	g[0].Rules[0].Detector = rules.Detector{Name: "nosuch"}
-	g[0].Rules[0].DetectorPos = rules.Pos{File: "x.yml", Line: 9, Column: 7}
+	g[0].Rules[0].Detector = rulefmt.Detector{Name: "nosuch"}
+	g[0].Rules[0].DetectorPos = rulefmt.Pos{File: "x.yml", Line: 9, Column: 7}
 	_, err := NewEngine(EngineOptions{Groups: g, Querier: &memStore{}, Output: &recorder{}})
 	if err == nil || !strings.Contains(err.Error(), "x.yml:9:7") || !strings.Contains(err.Error(), "nosuch") {
 		t.Fatalf("want an error at x.yml:9:7 naming the detector, got %v", err)

@@ -18,7 +18,7 @@ import (
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // Forecast rules keep a forecasting.Forecaster per series over the window
@@ -148,7 +148,7 @@ func newEvent(typ, id, subject string, t time.Time, data any) (Event, error) {
 // calibration window of samples (seven periods otherwise, half the memory),
 // and auto offers the weekly models once a series has that much. Shorter
 // histories keep today's memory use.
-func forecastOptions(fc *rules.Forecast) forecasting.Options {
+func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
 	h := int((fc.Horizon + fc.Step - 1) / fc.Step)
 	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: max(h, 1), Level: fc.Level,
 		Period: int(fc.Period / fc.Step), Weekly: fc.Period > 0 && fc.History >= 2*7*fc.Period}
@@ -228,7 +228,7 @@ func (a *accRing) summary(lead time.Duration) Accuracy {
 	return out
 }
 
-func newForecastRule(rc rules.Rule) (*forecastRule, error) {
+func newForecastRule(rc rulefmt.Rule) (*forecastRule, error) {
 	opts := forecastOptions(rc.Forecast)
 	if _, err := forecasting.New(opts); err != nil {
 		return nil, err
@@ -519,7 +519,7 @@ func metricsCounter(set *metrics.Set, name string) *metrics.Counter {
 
 // scaleRule is the state of a scale rule.
 type scaleRule struct {
-	cfg                     *rules.Scale
+	cfg                     *rulefmt.Scale
 	fr                      *rule // the forecast rule
 	replicas                *window
 	gpu, waiting, p99, conc *window
@@ -527,7 +527,7 @@ type scaleRule struct {
 	policy                  ScalePolicy
 }
 
-func newScaleRule(rc rules.Rule, interval time.Duration) *scaleRule {
+func newScaleRule(rc rulefmt.Rule, interval time.Duration) *scaleRule {
 	s := rc.Scale
 	sr := &scaleRule{cfg: s, replicas: newWindow(s.Replicas), states: map[string]*ScaleState{}}
 	opt := func(expr string) *window {
@@ -660,7 +660,7 @@ func (e *Engine) evalScaleRule(ctx context.Context, r *rule, at time.Time) error
 // sloCapacity is the per-replica capacity by Little's law from the
 // concurrency a replica holds within the SLO and the SLO's latency; NaN
 // when either is unknown.
-func sloCapacity(conc float64, slo *rules.SLO) float64 {
+func sloCapacity(conc float64, slo *rulefmt.SLO) float64 {
 	if slo == nil || !known(conc) || conc <= 0 {
 		return math.NaN()
 	}

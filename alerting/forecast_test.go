@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 type eventRecorder struct {
@@ -66,13 +66,13 @@ func constant(labels ingest.Labels, n int, v float64) ingest.Series {
 	return s
 }
 
-func forecastGroups() []rules.Group {
-	return []rules.Group{{Name: "fc", Interval: time.Minute, Rules: []rules.Rule{
+func forecastGroups() []rulefmt.Group {
+	return []rulefmt.Group{{Name: "fc", Interval: time.Minute, Rules: []rulefmt.Rule{
 		{Name: "rate", Expr: "rate", Step: time.Minute, Lookback: 6 * time.Hour, Labels: map[string]string{"team": "serving"},
-			Forecast: &rules.Forecast{Expr: "rate", Step: time.Minute, History: 6 * time.Hour, Horizon: 10 * time.Minute,
+			Forecast: &rulefmt.Forecast{Expr: "rate", Step: time.Minute, History: 6 * time.Hour, Horizon: 10 * time.Minute,
 				Model: "auto", Level: 0.9, Period: time.Hour}},
 		{Name: "deploy", Expr: "replicas", Step: time.Minute, Lookback: time.Hour,
-			Scale: &rules.Scale{Forecast: "rate", On: []string{"model"}, Replicas: "replicas", Waiting: "waiting",
+			Scale: &rulefmt.Scale{Forecast: "rate", On: []string{"model"}, Replicas: "replicas", Waiting: "waiting",
 				CapacityPerReplica: 10, MinReplicas: 1, MaxReplicas: 20, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute,
 				GPUMemoryHigh: 0.8, WaitingPerReplica: 5, P99Near: 0.9}},
 	}}}
@@ -259,8 +259,8 @@ func TestEngineNeedsEventsForForecastRules(t *testing.T) {
 	}
 	g := forecastGroups()
 	g[0].Rules[0].Forecast.Model = "nosuch"
-	g[0].Rules[0].Pos = rules.Pos{File: "x.yaml", Line: 7, Column: 9}
-	err = Compile(&rules.Config{Groups: g})
+	g[0].Rules[0].Pos = rulefmt.Pos{File: "x.yaml", Line: 7, Column: 9}
+	err = Compile(&rulefmt.Config{Groups: g})
 	if err == nil || !strings.Contains(err.Error(), "x.yaml:7:9") || !strings.Contains(err.Error(), `unknown forecasting model "nosuch"`) {
 		t.Fatalf("err = %v", err)
 	}

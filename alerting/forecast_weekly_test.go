@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/forecasting"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // A forecast rule whose history holds two weeks (fourteen periods) keeps
@@ -27,7 +27,7 @@ func TestForecastOptionsWeekly(t *testing.T) {
 		{5 * time.Minute, 7 * day, day, false, max(7*288, 2*288+288)},       // the default history at 5m
 		{time.Minute, 10_000 * time.Minute, 12 * time.Hour, false, 7 * 720}, // 10,000 minutes < 14 half-days
 	} {
-		opts := forecastOptions(&rules.Forecast{Step: c.step, History: c.history, Period: c.period, Horizon: 10 * time.Minute, Model: "auto", Level: 0.9})
+		opts := forecastOptions(&rulefmt.Forecast{Step: c.step, History: c.history, Period: c.period, Horizon: 10 * time.Minute, Model: "auto", Level: 0.9})
 		f, err := forecasting.New(opts)
 		if err != nil {
 			t.Fatalf("%+v: %v", c, err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // Window rules (correlate, decay) judge a whole lookback window at each
@@ -202,7 +202,7 @@ func matchKey(ls ingest.Labels, on []string) ingest.Labels {
 
 // correlateAt judges, for each pair of X and Y series matched by labels,
 // the coupling of X with Y (or Y's jitter) over (τ − lookback, τ].
-func correlateAt(c *rules.Correlate, xw, yw *window, τ int64, lookback, step time.Duration) []verdict {
+func correlateAt(c *rulefmt.Correlate, xw, yw *window, τ int64, lookback, step time.Duration) []verdict {
 	from := τ - lookback.Milliseconds()
 	jitter := c.YJitter.Milliseconds()
 	ys := map[string]*buffered{}
@@ -274,7 +274,7 @@ func correlateAt(c *rules.Correlate, xw, yw *window, τ int64, lookback, step ti
 // of a backfill judged a steady model, whose per-request throughput rises
 // at night, decaying — and while its newest sample is at most two steps
 // old: a series that stopped is not decaying.
-func decayAt(c *rules.Decay, w *window, τ int64, lookback, step time.Duration) []verdict {
+func decayAt(c *rulefmt.Decay, w *window, τ int64, lookback, step time.Duration) []verdict {
 	from := τ - lookback.Milliseconds()
 	var out []verdict
 	for _, b := range w.series {
@@ -347,7 +347,7 @@ func isWindowKind(kind string) bool {
 	return false
 }
 
-func windowExprs(r rules.Rule) ([]string, error) {
+func windowExprs(r rulefmt.Rule) ([]string, error) {
 	switch {
 	case r.Correlate != nil:
 		return []string{r.Correlate.X, r.Correlate.Y}, nil

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // exprStore answers each query with its own series.
@@ -51,9 +51,9 @@ func TestCorrelateRuleFindsSaturationMakingLatencyJittery(t *testing.T) {
 	util1 := podSeries("gpu", "p1", n, func(i int) float64 { return 60 + 5*wobble(i+3) })
 	lat1 := podSeries("lat", "p1", n, func(i int) float64 { return 0.2 + 0.01*wobble(i+11) })
 	store := &exprStore{byExpr: map[string][]ingest.Series{"gpu": {util0, util1}, "lat": {lat0, lat1}}}
-	g := []rules.Group{{Name: "sat", Interval: 5 * time.Minute, Rules: []rules.Rule{{
+	g := []rulefmt.Group{{Name: "sat", Interval: 5 * time.Minute, Rules: []rulefmt.Rule{{
 		Name: "coupling", Step: time.Minute, Lookback: 2 * time.Hour,
-		Correlate: &rules.Correlate{X: "gpu", Y: "lat", YJitter: 15 * time.Minute, On: []string{"pod"},
+		Correlate: &rulefmt.Correlate{X: "gpu", Y: "lat", YJitter: 15 * time.Minute, On: []string{"pod"},
 			MaxLag: 5 * time.Minute, MinAbsR: 0.5, MaxP: 0.01, MinPoints: 30, XAbove: 95},
 	}}}}
 	out := &recorder{}
@@ -94,7 +94,7 @@ func TestDecayWaitsForAFullWindow(t *testing.T) {
 	}
 	w := newWindow("tput")
 	w.series["a"] = &buffered{labels: s.Labels, t: s.Timestamps, v: s.Values}
-	c := &rules.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95}
+	c := &rulefmt.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95}
 	at := func(h int) verdict {
 		return decayAt(c, w, t0.Add(time.Duration(h)*time.Hour).UnixMilli(), 24*time.Hour, 5*time.Minute)[0]
 	}
@@ -141,9 +141,9 @@ func TestDecayRuleFindsSustainedThroughputLoss(t *testing.T) {
 		b.Timestamps[i] = a.Timestamps[i]
 	}
 	store := &exprStore{byExpr: map[string][]ingest.Series{"tput": {a, b}}}
-	g := []rules.Group{{Name: "d", Interval: 5 * time.Minute, Rules: []rules.Rule{{
+	g := []rulefmt.Group{{Name: "d", Interval: 5 * time.Minute, Rules: []rulefmt.Rule{{
 		Name: "decay", Expr: "tput", Step: 5 * time.Minute, Lookback: 24 * time.Hour,
-		Decay: &rules.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95},
+		Decay: &rulefmt.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95},
 	}}}}
 	out := &recorder{}
 	e, err := NewEngine(EngineOptions{Groups: g, Querier: store, Output: out,

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/inferwatch/inferwatch/alerting"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
@@ -36,13 +36,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 
 // loadConfig reads and checks a configuration completely: the file itself
 // (rules) and the detectors it names (analysis), reporting every problem.
-func loadConfig(file string) (*rules.Config, error) {
-	cfg, err := rules.Load(file)
+func loadConfig(file string) (*rulefmt.Config, error) {
+	cfg, err := rulefmt.Load(file)
 	if err != nil {
 		return nil, err
 	}
 	if err := alerting.Compile(cfg); err != nil {
-		var errs rules.Errors
+		var errs rulefmt.Errors
 		if errors.As(err, &errs) {
 			return nil, errs
 		}

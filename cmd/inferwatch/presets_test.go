@@ -15,7 +15,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 func TestCheckAcceptsThePresetsExample(t *testing.T) {
@@ -76,7 +76,7 @@ func TestPresetsOnTheFleet(t *testing.T) {
 	if err := os.WriteFile(file, []byte(presetsConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := rules.Load(file)
+	cfg, err := rulefmt.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
-// Package rules reads and checks inferwatch's configuration: where series
-// come from, where findings go, and the groups of rules that say what to
-// watch. It is the start of the one-way flow and imports no other package of
-// inferwatch.
-package rules
+// Package rulefmt is the configuration file format: where series come from,
+// where findings go, and the groups of rules that say what to watch. It reads
+// and checks a file with every problem's file:line:column, expands presets,
+// and fills defaults; it evaluates nothing (package rules does).
+package rulefmt
 
 import (
 	"time"

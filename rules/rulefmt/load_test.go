@@ -1,4 +1,4 @@
-package rules
+package rulefmt
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/config"
 )
 
-const configDir = "../testdata/config"
+const configDir = "../../testdata/config"
 
 func TestLoadGood(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(configDir, "*.good.yaml"))
@@ -510,7 +510,7 @@ func BenchmarkParseFull(b *testing.B) {
 }
 
 func TestAnalysisRulesAndTheirDefaults(t *testing.T) {
-	cfg, err := Load("../testdata/config/analyses.good.yaml")
+	cfg, err := Load("../../testdata/config/analyses.good.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
