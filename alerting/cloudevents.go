@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"sort"
 	"strings"
@@ -25,7 +24,40 @@ const (
 	DefaultEventSource = "/inferwatch"
 	// FindingEventTypePrefix precedes a finding's kind in the event type.
 	FindingEventTypePrefix = "io.inferwatch.finding."
+	// ForecastEventType and ScaleEventType are the types of forecasts and
+	// scale signals.
+	ForecastEventType = "io.inferwatch.forecast"
+	ScaleEventType    = "io.inferwatch.scale"
 )
+
+// The classes of events, as the self-metrics label them (kind="…").
+const (
+	ClassFinding  = "finding"
+	ClassForecast = "forecast"
+	ClassScale    = "scale"
+	ClassOther    = "other"
+)
+
+// EventClass names the class of an event type: finding, forecast, scale,
+// or other for a type inferwatch does not publish itself.
+func EventClass(typ string) string {
+	switch {
+	case strings.HasPrefix(typ, FindingEventTypePrefix):
+		return ClassFinding
+	case typ == ForecastEventType:
+		return ClassForecast
+	case typ == ScaleEventType:
+		return ClassScale
+	}
+	return ClassOther
+}
+
+// FindingSubject, ForecastSubject and ScaleSubject are the subjects events
+// are published on under prefix: <prefix>.findings.<kind>,
+// <prefix>.forecasts.<rule> and <prefix>.scale.<rule>.
+func FindingSubject(prefix, kind string) string  { return prefix + ".findings." + kind }
+func ForecastSubject(prefix, rule string) string { return prefix + ".forecasts." + rule }
+func ScaleSubject(prefix, rule string) string    { return prefix + ".scale." + rule }
 
 // Event is a CloudEvents 1.0 envelope in structured-mode JSON.
 type Event struct {
@@ -114,8 +146,8 @@ func ValidSubjectToken(s string) bool {
 	return true
 }
 
-// validSubject reports why s is not a literal NATS subject, or nil.
-func validSubject(s string) error {
+// ValidSubject reports why s is not a literal NATS subject, or nil.
+func ValidSubject(s string) error {
 	if s == "" {
 		return errors.New("subject is empty")
 	}
@@ -142,8 +174,8 @@ func NewFindingEvent(f Finding, source string) (Event, error) {
 		return Event{}, fmt.Errorf("cloudevents source %q is not a URI-reference: %w", source, err)
 	}
 	data, err := json.Marshal(findingData{findingAlias: (*findingAlias)(&f),
-		Value: jsonFloat(f.Value), Expected: jsonFloat(f.Expected), Lower: jsonFloat(f.Lower),
-		Upper: jsonFloat(f.Upper), Score: jsonFloat(f.Score)})
+		Value: JSONFloat(f.Value), Expected: JSONFloat(f.Expected), Lower: JSONFloat(f.Lower),
+		Upper: JSONFloat(f.Upper), Score: JSONFloat(f.Score)})
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding finding of rule %q in group %q: %w", f.Rule, f.Group, err)
 	}
@@ -168,20 +200,72 @@ type findingAlias Finding
 // of a given name, so these shadow the embedded ones.
 type findingData struct {
 	*findingAlias
-	Value    jsonFloat `json:"value"`
-	Expected jsonFloat `json:"expected"`
-	Lower    jsonFloat `json:"lower"`
-	Upper    jsonFloat `json:"upper"`
-	Score    jsonFloat `json:"score"`
+	Value    JSONFloat `json:"value"`
+	Expected JSONFloat `json:"expected"`
+	Lower    JSONFloat `json:"lower"`
+	Upper    JSONFloat `json:"upper"`
+	Score    JSONFloat `json:"score"`
 }
 
-// jsonFloat is a float64 that encodes NaN and ±Inf as null.
-type jsonFloat float64
-
-func (v jsonFloat) MarshalJSON() ([]byte, error) {
-	f := float64(v)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
+// NewForecastEvent wraps a forecast in a CloudEvent from source (""
+// means DefaultEventSource). Its id is stable over (group, rule, labels,
+// origin): an outlook published again is the same event.
+func NewForecastEvent(d ForecastData, source string) (Event, error) {
+	id := eventID("inferwatch.forecast.v1", d.Group, d.Rule, d.Labels, d.Origin.UnixMilli())
+	ev, err := newEvent(ForecastEventType, id, d.Series, source, d.Origin, d)
+	if err != nil {
+		return Event{}, fmt.Errorf("encoding the forecast of %s: %w", d.Series, err)
 	}
-	return json.Marshal(f)
+	return ev, nil
+}
+
+// NewScaleEvent wraps a scale signal in a CloudEvent from source; its id
+// is stable over (group, rule, labels, time).
+func NewScaleEvent(d ScaleData, source string) (Event, error) {
+	id := eventID("inferwatch.scale.v1", d.Group, d.Rule, d.Labels, d.Time.UnixMilli())
+	ev, err := newEvent(ScaleEventType, id, d.Target, source, d.Time, d)
+	if err != nil {
+		return Event{}, fmt.Errorf("encoding the scale signal for %s: %w", d.Target, err)
+	}
+	return ev, nil
+}
+
+// eventID is a stable id over a tag, the group, the rule, the labels and
+// a time, each string length-prefixed (as FindingID).
+func eventID(tag, group, rule string, labels map[string]string, ms int64) string {
+	h := sha256.New()
+	var buf [binary.MaxVarintLen64]byte
+	w := func(s string) {
+		n := binary.PutUvarint(buf[:], uint64(len(s)))
+		h.Write(buf[:n])
+		h.Write([]byte(s))
+	}
+	w(tag)
+	w(group)
+	w(rule)
+	names := make([]string, 0, len(labels))
+	for k := range labels {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		w(k)
+		w(labels[k])
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(ms))
+	h.Write(b[:])
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func newEvent(typ, id, subject, source string, t time.Time, data any) (Event, error) {
+	if source == "" {
+		source = DefaultEventSource
+	}
+	body, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{SpecVersion: CloudEventsSpecVersion, ID: id, Source: source, Type: typ,
+		Subject: subject, Time: t.UTC(), DataContentType: "application/json", Data: body}, nil
 }

@@ -117,64 +117,6 @@ func finite(xs []float64) []float64 {
 	return out
 }
 
-// quantileSelect returns the q-quantile of xs, which must be finite and
-// non-empty, by linear interpolation between order statistics (the
-// definition of R's type 7 and NumPy's default: h = (n−1)·q, the value at
-// rank ⌊h⌋ plus (h−⌊h⌋) times the step to the next one). It reorders xs and
-// runs in O(n) expected time by selection, without sorting.
-func quantileSelect(xs []float64, q float64) float64 {
-	n := len(xs)
-	h := float64(n-1) * q
-	lo := int(math.Floor(h))
-	lo = max(0, min(lo, n-1))
-	a := selectKth(xs, lo)
-	frac := h - float64(lo)
-	if frac == 0 || lo == n-1 {
-		return a
-	}
-	// After selection xs[lo+1:] holds the values ≥ a: the next order
-	// statistic is their minimum.
-	b := slices.Min(xs[lo+1:])
-	return a + frac*(b-a)
-}
-
-// selectKth reorders xs so that xs[k] is the value of rank k (0-based) in
-// ascending order, everything before it ≤ it and everything after it ≥ it,
-// and returns xs[k]. It is Hoare's selection with a median-of-three pivot and
-// three-way partitioning, so runs of equal values cost O(n).
-func selectKth(xs []float64, k int) float64 {
-	lo, hi := 0, len(xs)-1
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		a, b, c := xs[lo], xs[mid], xs[hi]
-		pivot := max(min(a, b), min(max(a, b), c))
-		// Dutch national flag: [lo, lt) < pivot, [lt, i) == pivot, (gt, hi] > pivot.
-		lt, i, gt := lo, lo, hi
-		for i <= gt {
-			switch {
-			case xs[i] < pivot:
-				xs[lt], xs[i] = xs[i], xs[lt]
-				lt++
-				i++
-			case xs[i] > pivot:
-				xs[i], xs[gt] = xs[gt], xs[i]
-				gt--
-			default:
-				i++
-			}
-		}
-		switch {
-		case k < lt:
-			hi = lt - 1
-		case k > gt:
-			lo = gt + 1
-		default:
-			return xs[k]
-		}
-	}
-	return xs[k]
-}
-
 // meanFinite is the mean of the finite values of xs and how many there were;
 // NaN when there are none.
 func meanFinite(xs []float64) (float64, int) {

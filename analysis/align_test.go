@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -55,56 +54,4 @@ func TestAlignPanics(t *testing.T) {
 	}
 	f("step 0", func() { Align(nil, nil, nil, nil, 0) })
 	f("length mismatch", func() { Align([]int64{1}, nil, nil, nil, 10) })
-}
-
-// TestQuantileSelect compares selection with the type-7 quantile of a
-// sorted copy, on data with many ties.
-func TestQuantileSelect(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{1, 2, 3, 10, 101, 1000} {
-		for _, q := range []float64{0, 0.01, 0.25, 0.5, 0.75, 0.99, 0.999, 1} {
-			xs := make([]float64, n)
-			for i := range xs {
-				xs[i] = float64(rng.IntN(n/3 + 1))
-			}
-			sorted := slices.Clone(xs)
-			slices.Sort(sorted)
-			h := float64(n-1) * q
-			lo := int(math.Floor(h))
-			want := sorted[lo]
-			if lo+1 < n {
-				want += (h - float64(lo)) * (sorted[lo+1] - sorted[lo])
-			}
-			if got := quantileSelect(xs, q); math.Abs(got-want) > 1e-12 {
-				t.Errorf("n=%d q=%v: quantileSelect = %v, want %v", n, q, got, want)
-			}
-		}
-	}
-}
-
-func TestSelectKth(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 200 {
-		n := 1 + rng.IntN(50)
-		xs := make([]float64, n)
-		for i := range xs {
-			xs[i] = float64(rng.IntN(5))
-		}
-		sorted := slices.Clone(xs)
-		slices.Sort(sorted)
-		k := rng.IntN(n)
-		if got := selectKth(xs, k); got != sorted[k] {
-			t.Fatalf("selectKth(%v, %d) = %v, want %v", sorted, k, got, sorted[k])
-		}
-		for i := range k {
-			if xs[i] > xs[k] {
-				t.Fatalf("xs[%d]=%v > xs[k=%d]=%v after selection", i, xs[i], k, xs[k])
-			}
-		}
-		for i := k + 1; i < n; i++ {
-			if xs[i] < xs[k] {
-				t.Fatalf("xs[%d]=%v < xs[k=%d]=%v after selection", i, xs[i], k, xs[k])
-			}
-		}
-	}
 }

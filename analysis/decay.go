@@ -6,12 +6,15 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/inferwatch/inferwatch/internal/order"
+
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Millisecond spans used by the decay analysis.
 const (
-	dayMs  int64 = 24 * 60 * 60 * 1000
+	hourMs int64 = 60 * 60 * 1000
+	dayMs        = 24 * hourMs
 	weekMs       = 7 * dayMs
 )
 
@@ -112,7 +115,7 @@ func TheilSen(x, y []float64, confidence float64) (TheilSenFit, error) {
 	for i := range xs {
 		resid[i] = ys[i] - fit.Slope*xs[i]
 	}
-	fit.Intercept = quantileSelect(resid, 0.5)
+	fit.Intercept = order.Quantile(resid, 0.5)
 	return fit, nil
 }
 
@@ -126,7 +129,7 @@ func rankSelect(xs []float64, r float64) float64 {
 	if len(xs) == 1 {
 		return xs[0]
 	}
-	return quantileSelect(xs, (r-1)/float64(len(xs)-1))
+	return order.Quantile(xs, (r-1)/float64(len(xs)-1))
 }
 
 // kendallVar is the variance of Kendall's S under the null hypothesis for
@@ -154,6 +157,8 @@ const (
 	DefaultDecayReference    = weekMs
 	DefaultDecayMinSlope     = 0.01
 	DefaultDecayConfidence   = 0.95
+	DefaultDecayCurrent      = hourMs
+	DefaultDecayMinEta       = 0.15
 )
 
 // DecayConfig configures ThroughputDecay. Zero fields take their defaults.
@@ -170,10 +175,14 @@ type DecayConfig struct {
 	// uses all of it).
 	Reference int64
 	// MinSlope is the least trend of η, in fraction of the peak per day,
-	// that counts (default 0.01: one percentage point per day).
+	// that counts (default 0.01: one point of the peak per day; a decay
+	// rule, which pages someone, defaults to 0.1).
 	MinSlope float64
 	// Confidence is the level of the slope's interval (default 0.95).
 	Confidence float64
+	// Current is the span, in milliseconds up to the last sample, whose
+	// median η is Decay.EtaCurrent (default one hour).
+	Current int64
 }
 
 // Decay is the throughput decay of a serving replica.
@@ -188,6 +197,9 @@ type Decay struct {
 	// sample: Trend.Slope is the change of η per day (positive: the
 	// throughput is decaying), with its confidence interval.
 	Trend TheilSenFit
+	// EtaCurrent is η now: the median of the finite η over the last
+	// Current up to the newest sample; NaN when there is none.
+	EtaCurrent float64
 	// Significant is true when the interval excludes 0 on the decaying
 	// side (Trend.Lower > 0) and Trend.Slope ≥ MinSlope. A recovering
 	// throughput is never significant decay.
@@ -225,6 +237,9 @@ func ThroughputDecay(t []int64, throughput []float64, c DecayConfig) (Decay, err
 	if c.Confidence == 0 {
 		c.Confidence = DefaultDecayConfidence
 	}
+	if c.Current == 0 {
+		c.Current = DefaultDecayCurrent
+	}
 	switch {
 	case c.Peak < 0 || math.IsNaN(c.Peak) || math.IsInf(c.Peak, 0):
 		return Decay{}, fmt.Errorf("throughput decay: peak must be a finite number ≥ 0 (0: estimate it), got %v", c.Peak)
@@ -232,6 +247,8 @@ func ThroughputDecay(t []int64, throughput []float64, c DecayConfig) (Decay, err
 		return Decay{}, fmt.Errorf("throughput decay: peak quantile must be in (0, 1], got %v", c.PeakQuantile)
 	case c.Reference < 0:
 		return Decay{}, fmt.Errorf("throughput decay: reference window must be > 0 ms, got %d", c.Reference)
+	case c.Current < 0:
+		return Decay{}, fmt.Errorf("throughput decay: the span of the current η must be > 0 ms, got %d", c.Current)
 	}
 	if len(t) == 0 {
 		return Decay{}, errors.New("throughput decay: no samples")
@@ -248,7 +265,7 @@ func ThroughputDecay(t []int64, throughput []float64, c DecayConfig) (Decay, err
 		if len(ref) == 0 {
 			return Decay{}, errors.New("throughput decay: no finite throughput in the reference window to estimate the peak from")
 		}
-		peak = quantileSelect(ref, c.PeakQuantile)
+		peak = order.Quantile(ref, c.PeakQuantile)
 		if !(peak > 0) {
 			return Decay{}, fmt.Errorf("throughput decay: the estimated peak (q%v over the reference window) is %v; set Peak", c.PeakQuantile, peak)
 		}
@@ -268,6 +285,13 @@ func ThroughputDecay(t []int64, throughput []float64, c DecayConfig) (Decay, err
 	}
 	d.Trend = fit
 	d.Significant = fit.Lower > 0 && fit.Slope >= c.MinSlope
+	var recent []float64
+	for i := len(t) - 1; i >= 0 && t[i] > last-c.Current; i-- {
+		if isFinite(d.Eta[i]) {
+			recent = append(recent, d.Eta[i])
+		}
+	}
+	d.EtaCurrent = order.Median(recent)
 	now := windowMean(t, d.Eta, last-dayMs, last)
 	d.DayOverDay = now - windowMean(t, d.Eta, last-2*dayMs, last-dayMs)
 	d.WeekOverWeek = now - windowMean(t, d.Eta, last-weekMs-dayMs, last-weekMs)

@@ -3,6 +3,8 @@ package analysis
 import (
 	"fmt"
 	"math"
+
+	"github.com/inferwatch/inferwatch/internal/order"
 )
 
 // RollingStd measures jitter: for each sample i, the sample standard
@@ -109,8 +111,8 @@ func RollingIQR(t []int64, v []float64, window int64, minPoints int) []float64 {
 		if len(buf) < minPoints {
 			continue
 		}
-		q1 := quantileSelect(buf, 0.25)
-		q3 := quantileSelect(buf, 0.75)
+		q1 := order.Quantile(buf, 0.25)
+		q3 := order.Quantile(buf, 0.75)
 		out[i] = q3 - q1
 	}
 	return out

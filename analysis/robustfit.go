@@ -3,6 +3,8 @@ package analysis
 import (
 	"math"
 	"sync"
+
+	"github.com/inferwatch/inferwatch/internal/order"
 )
 
 // windowFit is what robust scores a sample against: the median of a window
@@ -369,9 +371,9 @@ func whole(a, b []float64, n int, w []float64) (m float64, q [2]float64, d float
 	w = w[:n]
 	copy(w[copy(w, a):], b)
 	mid, even := (n-1)/2, n&1 == 0
-	m = selectIn(w, 0, n, mid)
+	m = order.SelectIn(w, 0, n, mid)
 	if even {
-		m = m/2 + minOf(w[mid+1:])/2
+		m = m/2 + order.Min(w[mid+1:])/2
 	}
 	if n >= 2 {
 		q = [2]float64{quantileAround(w, mid, tailP), quantileAround(w, mid, 1-tailP)}
@@ -410,16 +412,16 @@ func quantileAround(w []float64, mid int, q float64) float64 {
 	var x, y float64
 	switch {
 	case i < mid:
-		x = selectIn(w, 0, mid, i)
+		x = order.SelectIn(w, 0, mid, i)
 		y = w[mid]
 		if i+1 < mid {
-			y = minOf(w[i+1 : mid])
+			y = order.Min(w[i+1 : mid])
 		}
 	case i == mid:
-		x, y = w[mid], minOf(w[mid+1:])
+		x, y = w[mid], order.Min(w[mid+1:])
 	default:
-		x = selectIn(w, mid+1, n, i)
-		y = minOf(w[i+1:])
+		x = order.SelectIn(w, mid+1, n, i)
+		y = order.Min(w[i+1:])
 	}
 	return x + (h-float64(i))*(y-x)
 }
@@ -427,89 +429,9 @@ func quantileAround(w []float64, mid int, q float64) float64 {
 // pair returns the order statistic of rank r of v and, when next is set,
 // that of rank r+1 (which must exist); v is reordered.
 func pair(v []float64, r int, next bool) (x, y float64) {
-	x = selectIn(v, 0, len(v), r)
+	x = order.SelectIn(v, 0, len(v), r)
 	if next {
-		y = minOf(v[r+1:])
+		y = order.Min(v[r+1:])
 	}
 	return x, y
-}
-
-// selectIn rearranges v[lo:hi] so that v[k] holds the value that sorting
-// it would put there, everything in v[lo:k] is ≤ that value and everything
-// in v[k+1:hi] ≥ it, and returns it: quickselect, O(hi−lo) expected steps.
-// The values must not be NaN; lo ≤ k < hi.
-//
-// The partition moves every value whichever side it belongs to, counting
-// those below the pivot without a branch: on values in random order half
-// of a partition's branches would be mispredicted. Pivots are medians of
-// three, ties of a pivot are gathered when they would leave a split
-// lopsided (so a window mostly on one value costs O(n) too), and ranges of
-// up to 8 values are finished by insertion.
-func selectIn(v []float64, lo, hi, k int) float64 {
-	hi-- // inclusive from here on
-	for hi-lo >= 8 {
-		m := int(uint(lo+hi) >> 1)
-		if v[m] < v[lo] {
-			v[m], v[lo] = v[lo], v[m]
-		}
-		if v[hi] < v[lo] {
-			v[hi], v[lo] = v[lo], v[hi]
-		}
-		if v[hi] < v[m] {
-			v[hi], v[m] = v[m], v[hi]
-		}
-		// v[lo] ≤ v[m] ≤ v[hi]: partition v[lo+1:hi−1] around p = v[m],
-		// parked at hi−1.
-		p := v[m]
-		v[m], v[hi-1] = v[hi-1], v[m]
-		s := lo + 1
-		for i := lo + 1; i < hi-1; i++ {
-			x := v[i]
-			v[i] = v[s]
-			v[s] = x
-			s += b2i(x < p)
-		}
-		v[s], v[hi-1] = v[hi-1], v[s]
-		switch {
-		case k < s:
-			hi = s - 1
-		case k > s && 4*(hi-s) > 3*(hi-lo):
-			// Most values went right: they may be ties of p (a window
-			// mostly on one value), which this partition cannot split.
-			// Gather those equal to p after it, and go on past them.
-			e := s + 1
-			for i := s + 1; i <= hi; i++ {
-				x := v[i]
-				v[i] = v[e]
-				v[e] = x
-				e += b2i(!(p < x))
-			}
-			if k < e {
-				return p
-			}
-			lo = e
-		case k > s:
-			lo = s + 1
-		default:
-			return v[k]
-		}
-	}
-	for i := lo + 1; i <= hi; i++ {
-		x := v[i]
-		j := i
-		for ; j > lo && v[j-1] > x; j-- {
-			v[j] = v[j-1]
-		}
-		v[j] = x
-	}
-	return v[k]
-}
-
-// minOf returns the smallest of v, which must not be empty.
-func minOf(v []float64) float64 {
-	m := v[0]
-	for _, x := range v[1:] {
-		m = min(m, x)
-	}
-	return m
 }

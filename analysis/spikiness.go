@@ -1,6 +1,10 @@
 package analysis
 
-import "math"
+import (
+	"math"
+
+	"github.com/inferwatch/inferwatch/internal/order"
+)
 
 // DefaultSpikeFactor is how far above the P999 baseline a latency must be,
 // on top of exceeding the P99 baseline, to be a level-2 spike.
@@ -20,8 +24,8 @@ func BaselineOf(latency []float64) SpikeBaseline {
 	xs := finite(latency)
 	b := SpikeBaseline{P99: math.NaN(), P999: math.NaN(), Factor: DefaultSpikeFactor}
 	if len(xs) > 0 {
-		b.P99 = quantileSelect(xs, 0.99)
-		b.P999 = quantileSelect(xs, 0.999)
+		b.P99 = order.Quantile(xs, 0.99)
+		b.P999 = order.Quantile(xs, 0.999)
 	}
 	return b
 }

@@ -1,6 +1,8 @@
 package forecasting
 
 import (
+	"github.com/inferwatch/inferwatch/internal/order"
+
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -181,11 +183,11 @@ func TestMedianBySelection(t *testing.T) {
 		{[]float64{3}, 3}, {[]float64{2, 1}, 1.5}, {[]float64{5, 1, 4, 2, 3}, 3},
 		{[]float64{1, 1, 1, 2}, 1}, {[]float64{9, 8, 7, 6, 5, 4}, 6.5},
 	} {
-		if got := median(append([]float64(nil), c.x...)); got != c.want {
-			t.Errorf("median(%v) = %g, want %g", c.x, got, c.want)
+		if got := order.Median(append([]float64(nil), c.x...)); got != c.want {
+			t.Errorf("order.Median(%v) = %g, want %g", c.x, got, c.want)
 		}
 	}
-	if !math.IsNaN(median(nil)) {
+	if !math.IsNaN(order.Median(nil)) {
 		t.Error("median of nothing is not NaN")
 	}
 }

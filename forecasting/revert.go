@@ -1,6 +1,8 @@
 package forecasting
 
 import (
+	"github.com/inferwatch/inferwatch/internal/order"
+
 	"math"
 )
 
@@ -193,7 +195,7 @@ func fitRevert(c []float64, xs [][revertK + 1]float64, d, w []float64, k int) {
 			}
 			res[i] = math.Abs(r)
 		}
-		s := 1.4826 * median(append([]float64(nil), res...))
+		s := 1.4826 * order.Median(append([]float64(nil), res...))
 		if !(s > 0) {
 			return
 		}

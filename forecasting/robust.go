@@ -1,6 +1,8 @@
 package forecasting
 
 import (
+	"github.com/inferwatch/inferwatch/internal/order"
+
 	"math"
 
 	"gonum.org/v1/gonum/optimize"
@@ -47,7 +49,7 @@ func (m *robust) buildProfile(dst, y []float64) {
 				}
 			}
 		}
-		dst[j] = median(buf)
+		dst[j] = order.Median(buf)
 		m.scratch = buf
 	}
 }
@@ -119,11 +121,11 @@ func (m *robust) setClip(prof, y []float64) {
 	for i := 1; i < len(y); i++ {
 		buf = append(buf, (y[i]-prof[i%m.p])-(y[i-1]-prof[(i-1)%m.p]))
 	}
-	med := median(buf)
+	med := order.Median(buf)
 	for i := range buf {
 		buf[i] = math.Abs(buf[i] - med)
 	}
-	mad := median(buf)
+	mad := order.Median(buf)
 	m.scratch = buf
 	m.clip = 3 * 1.4826 * mad
 	if m.clip == 0 {
@@ -143,66 +145,4 @@ func (m *robust) predict(out []float64) {
 	for i := range out {
 		out[i] = m.profile[(m.pos+i)%m.p] + m.corr
 	}
-}
-
-// median returns the median of x by selection (it reorders x); NaN when x
-// is empty.
-func median(x []float64) float64 {
-	n := len(x)
-	if n == 0 {
-		return math.NaN()
-	}
-	k := n / 2
-	hi := selectK(x, k)
-	if n%2 == 1 {
-		return hi
-	}
-	// The lower middle is the largest of the elements before k.
-	lo := x[0]
-	for _, v := range x[1:k] {
-		lo = math.Max(lo, v)
-	}
-	return (lo + hi) / 2
-}
-
-// selectK reorders x so that x[k] is the k-th smallest, smaller ones
-// before it, and returns it (Hoare's quickselect, median-of-three pivot).
-func selectK(x []float64, k int) float64 {
-	lo, hi := 0, len(x)-1
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if x[mid] < x[lo] {
-			x[mid], x[lo] = x[lo], x[mid]
-		}
-		if x[hi] < x[lo] {
-			x[hi], x[lo] = x[lo], x[hi]
-		}
-		if x[hi] < x[mid] {
-			x[hi], x[mid] = x[mid], x[hi]
-		}
-		pivot := x[mid]
-		i, j := lo, hi
-		for i <= j {
-			for x[i] < pivot {
-				i++
-			}
-			for x[j] > pivot {
-				j--
-			}
-			if i <= j {
-				x[i], x[j] = x[j], x[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return x[k]
-		}
-	}
-	return x[k]
 }

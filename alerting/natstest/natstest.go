@@ -12,14 +12,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
 )
 
 // Start runs an embedded NATS server with JetStream on a random port of
 // 127.0.0.1, storing into t.TempDir(), and shuts it down when the test ends.
-func Start(t testing.TB) *alerting.EmbeddedNATS {
+func Start(t testing.TB) *natsjs.Embedded {
 	t.Helper()
-	e, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{
+	e, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{
 		Listen:   "127.0.0.1:0",
 		StoreDir: t.TempDir(),
 	})

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/VictoriaMetrics/metricsql"
 
+	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
 )
@@ -75,10 +73,6 @@ type correlateOptions struct {
 // when --max-lag is not given.
 const defaultMaxLagSteps = 10
 
-// jitterMinPoints is the least number of samples in a --y-jitter window
-// for its standard deviation to count.
-const jitterMinPoints = 3
-
 func cmdCorrelate(args []string, stdout, stderr io.Writer) int {
 	var o correlateOptions
 	var yJitter, alignStep, maxLag durationFlag
@@ -87,7 +81,7 @@ func cmdCorrelate(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.yFile, "y", "", "`FILE` holding the y series (the candidate effect, e.g. latency)")
 	fs.StringVar(&o.xSeries, "x-series", "", "series `SELECTOR` picking one series of the x file, e.g. 'DCGM_FI_DEV_GPU_UTIL{pod=\"p0\"}'")
 	fs.StringVar(&o.ySeries, "y-series", "", "series `SELECTOR` picking one series of the y file")
-	fs.Var(&yJitter, "y-jitter", "correlate with the jitter of y instead of y: its standard deviation over the trailing `WINDOW` (e.g. 5m) at each sample, needing at least 3 samples in the window")
+	fs.Var(&yJitter, "y-jitter", "correlate with the jitter of y instead of y: its standard deviation over the trailing `WINDOW` (e.g. 5m) at each sample, needing at least 5 samples in the window")
 	fs.Var(&maxLag, "max-lag", "largest lag to try either way, a `DURATION` (e.g. 10m; default 10 align steps; 0: lag 0 only)")
 	fs.Var(&alignStep, "align-step", "bucket width of the common grid, a `DURATION` (default: the coarser of the two series' median steps)")
 	fs.IntVar(&o.minPairs, "min-pairs", analysis.DefaultCouplingMinN, "least number of pairs a lag needs to compete for best_lag (at least 3)")
@@ -111,21 +105,21 @@ func cmdCorrelate(args []string, stdout, stderr io.Writer) int {
 }
 
 type correlateResult struct {
-	N                  int       `json:"n"`
-	Pearson            jsonFloat `json:"pearson"`
-	PValue             jsonFloat `json:"p_value"`
-	Spearman           jsonFloat `json:"spearman"`
-	SpearmanPValue     jsonFloat `json:"spearman_p_value"`
-	BestLagSeconds     jsonFloat `json:"best_lag_seconds"`
-	BestLagSteps       *int      `json:"best_lag_steps"`
-	BestLagCorrelation jsonFloat `json:"best_lag_correlation"`
-	BestLagPValue      jsonFloat `json:"best_lag_p_value"`
-	BestLagN           int       `json:"best_lag_n"`
-	AlignStepSeconds   float64   `json:"align_step_seconds"`
-	MaxLagSeconds      float64   `json:"max_lag_seconds"`
-	YJitterSeconds     float64   `json:"y_jitter_seconds,omitempty"`
-	X                  inputInfo `json:"x"`
-	Y                  inputInfo `json:"y"`
+	N                  int                `json:"n"`
+	Pearson            alerting.JSONFloat `json:"pearson"`
+	PValue             alerting.JSONFloat `json:"p_value"`
+	Spearman           alerting.JSONFloat `json:"spearman"`
+	SpearmanPValue     alerting.JSONFloat `json:"spearman_p_value"`
+	BestLagSeconds     alerting.JSONFloat `json:"best_lag_seconds"`
+	BestLagSteps       *int               `json:"best_lag_steps"`
+	BestLagCorrelation alerting.JSONFloat `json:"best_lag_correlation"`
+	BestLagPValue      alerting.JSONFloat `json:"best_lag_p_value"`
+	BestLagN           int                `json:"best_lag_n"`
+	AlignStepSeconds   float64            `json:"align_step_seconds"`
+	MaxLagSeconds      float64            `json:"max_lag_seconds"`
+	YJitterSeconds     float64            `json:"y_jitter_seconds,omitempty"`
+	X                  inputInfo          `json:"x"`
+	Y                  inputInfo          `json:"y"`
 }
 
 // inputInfo describes one input series of an offline command.
@@ -149,53 +143,41 @@ func correlate(o correlateOptions) (correlateResult, error) {
 		return correlateResult{}, err
 	}
 	res := correlateResult{X: xi, Y: yi}
-	if o.yJitter > 0 {
-		w := o.yJitter.Milliseconds()
-		jit := analysis.RollingStd(ys.Timestamps, ys.Values, w, jitterMinPoints)
-		ys.Values = jit
-		ys.Clean()
-		if len(ys.Values) < minSeriesPoints {
-			return res, fmt.Errorf("%s: the jitter of %s over %s is defined at %d sample%s, need at least %d: widen --y-jitter (every window needs %d samples) or give a longer series",
-				o.yFile, yi.Series, o.yJitter, len(ys.Values), pluralS(len(ys.Values)), minSeriesPoints, jitterMinPoints)
-		}
-		res.YJitterSeconds = o.yJitter.Seconds()
-	}
-
 	step := o.alignStep.Milliseconds()
 	if step <= 0 {
 		step = max(xi.medianStep, yi.medianStep)
 	}
 	res.AlignStepSeconds = float64(step) / 1000
-
-	_, x, y := analysis.Align(xs.Timestamps, xs.Values, ys.Timestamps, ys.Values, step)
-	if len(x) < minSeriesPoints {
-		return res, fmt.Errorf("%s and %s share %d bucket%s of %s, need at least %d: x covers %s, y covers %s (do they overlap in time? is --align-step too coarse?)",
-			o.xFile, o.yFile, len(x), pluralS(len(x)), time.Duration(step)*time.Millisecond, minSeriesPoints,
-			timeRange(xs.Timestamps), timeRange(ys.Timestamps))
-	}
-	p, s := analysis.Pearson(x, y), analysis.Spearman(x, y)
-	res.N = p.N
-	res.Pearson, res.PValue = jsonFloat(p.R), jsonFloat(p.P)
-	res.Spearman, res.SpearmanPValue = jsonFloat(s.R), jsonFloat(s.P)
-
-	// The lag search pairs the two resampled series by timestamp, so
-	// buckets one series lacks do not shift the other.
-	xt, xv := analysis.Resample(xs.Timestamps, xs.Values, step)
-	yt, yv := analysis.Resample(ys.Timestamps, ys.Values, step)
 	maxLag := defaultMaxLagSteps
 	if o.maxLagSet {
 		maxLag = int(o.maxLag.Milliseconds() / step)
 	}
-	// A lag longer than both series together pairs nothing: bound the work.
-	span := (max(xt[len(xt)-1], yt[len(yt)-1]) - min(xt[0], yt[0])) / step
-	maxLag = int(min(int64(maxLag), span))
-	res.MaxLagSeconds = float64(int64(maxLag)*step) / 1000
-	lc := analysis.CrossCorrelation(xt, xv, yt, yv, step, maxLag, o.minPairs)
-	res.BestLagSeconds, res.BestLagCorrelation, res.BestLagPValue = jsonFloat(math.NaN()), jsonFloat(lc.R), jsonFloat(lc.P)
+	c := analysis.CorrelateConfig{Step: step, From: math.MinInt64, MaxLag: maxLag, MinPairs: o.minPairs}
+	if o.yJitter > 0 {
+		c.YJitter = o.yJitter.Milliseconds()
+		res.YJitterSeconds = o.yJitter.Seconds()
+	}
+	m := analysis.Correlate(xs.Timestamps, xs.Values, ys.Timestamps, ys.Values, c)
+	if o.yJitter > 0 && m.JitterDefined < minSeriesPoints {
+		return res, fmt.Errorf("%s: the jitter of %s over %s is defined at %d sample%s, need at least %d: widen --y-jitter (every window needs %d samples) or give a longer series",
+			o.yFile, yi.Series, o.yJitter, m.JitterDefined, pluralS(m.JitterDefined), minSeriesPoints, analysis.DefaultJitterMinPoints)
+	}
+	if m.Pearson.N < minSeriesPoints {
+		return res, fmt.Errorf("%s and %s share %d bucket%s of %s, need at least %d: x covers %s, y covers %s (do they overlap in time? is --align-step too coarse?)",
+			o.xFile, o.yFile, m.Pearson.N, pluralS(m.Pearson.N), time.Duration(step)*time.Millisecond, minSeriesPoints,
+			timeRange(xs.Timestamps), timeRange(ys.Timestamps))
+	}
+	p, s := m.Pearson, m.Spearman
+	res.N = p.N
+	res.Pearson, res.PValue = alerting.JSONFloat(p.R), alerting.JSONFloat(p.P)
+	res.Spearman, res.SpearmanPValue = alerting.JSONFloat(s.R), alerting.JSONFloat(s.P)
+	res.MaxLagSeconds = float64(int64(m.MaxLag)*step) / 1000
+	lc := m.Lag
+	res.BestLagSeconds, res.BestLagCorrelation, res.BestLagPValue = alerting.JSONFloat(math.NaN()), alerting.JSONFloat(lc.R), alerting.JSONFloat(lc.P)
 	if !math.IsNaN(lc.R) {
 		lag := lc.Lag
 		res.BestLagSteps = &lag
-		res.BestLagSeconds = jsonFloat(float64(int64(lag)*step) / 1000)
+		res.BestLagSeconds = alerting.JSONFloat(float64(int64(lag)*step) / 1000)
 		res.BestLagN = lc.N
 	}
 	return res, nil
@@ -208,70 +190,6 @@ func correlate(o correlateOptions) (correlateResult, error) {
 // command works with: below it a correlation has no p-value and a trend no
 // interval.
 const minSeriesPoints = 3
-
-// newOfflineFlagSet returns a flag set whose usage prints help, then the
-// flags.
-func newOfflineFlagSet(name, help string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), help)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseOfflineFlags parses args. done is true when the command must stop
-// with code: 0 after --help (the help goes to stdout), 2 on a usage error
-// (the error and the help go to stderr).
-func parseOfflineFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
-	var buf bytes.Buffer
-	fs.SetOutput(&buf)
-	err := fs.Parse(args)
-	fs.SetOutput(stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		stdout.Write(buf.Bytes())
-		return 0, true
-	case err != nil:
-		stderr.Write(buf.Bytes())
-		return 2, true
-	case fs.NArg() > 0:
-		return usageError(stderr, fs, fmt.Sprintf("unexpected argument %q (every input is given with a flag)", fs.Arg(0))), true
-	}
-	return 0, false
-}
-
-// usageError reports a usage error and returns exit code 2.
-func usageError(stderr io.Writer, fs *flag.FlagSet, msg string) int {
-	fmt.Fprintf(stderr, "%s: %s\nRun \"%s --help\" for the flags.\n", fs.Name(), msg, fs.Name())
-	return 2
-}
-
-// writeJSON prints v as indented JSON on stdout.
-func writeJSON(stdout, stderr io.Writer, v any) int {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		fmt.Fprintln(stderr, "inferwatch: encoding the result:", err)
-		return 1
-	}
-	b = append(b, '\n')
-	if _, err := stdout.Write(b); err != nil {
-		fmt.Fprintln(stderr, "inferwatch: writing the result:", err)
-		return 1
-	}
-	return 0
-}
-
-// jsonFloat is a float64 that encodes NaN and ±Inf as null: an undefined
-// statistic.
-type jsonFloat float64
-
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
-	if x := float64(f); math.IsNaN(x) || math.IsInf(x, 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float64(f))
-}
 
 // readOneSeries reads the file with ingest.ReadFile and returns the one
 // series it holds, or the one the selector picks, with its non-finite

@@ -132,7 +132,7 @@ groups:
 		t.Fatalf("/healthz: %d %q %v", code, body, err)
 	}
 	for _, want := range []string{"inferwatch_group_evaluations_total", "inferwatch_group_missed_iterations_total",
-		"inferwatch_group_evaluation_duration_seconds", "inferwatch_findings_published_total",
+		"inferwatch_group_evaluation_duration_seconds", `inferwatch_events_published_total{kind="finding"}`, "inferwatch_findings_pending",
 		"inferwatch_publish_retries_total", `inferwatch_source_requests_total{path="/api/v1/query_range",code="error"}`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

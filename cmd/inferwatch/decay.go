@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/analysis"
 )
 
@@ -94,21 +95,21 @@ func cmdDecay(args []string, stdout, stderr io.Writer) int {
 }
 
 type decayResult struct {
-	Peak            jsonFloat `json:"peak"`
-	PeakEstimated   bool      `json:"peak_estimated"`
-	EtaCurrent      jsonFloat `json:"eta_current"`
-	EtaTrendPerDay  jsonFloat `json:"eta_trend_per_day"`
-	EtaTrendCILower jsonFloat `json:"eta_trend_ci_lower"`
-	EtaTrendCIUpper jsonFloat `json:"eta_trend_ci_upper"`
-	Confidence      float64   `json:"confidence"`
-	Significant     bool      `json:"significant"`
-	MinSlopePerDay  float64   `json:"min_slope_per_day"`
-	DayOverDay      jsonFloat `json:"day_over_day"`
-	WeekOverWeek    jsonFloat `json:"week_over_week"`
-	N               int       `json:"n"`
-	From            string    `json:"from"`
-	To              string    `json:"to"`
-	Input           inputInfo `json:"input"`
+	Peak            alerting.JSONFloat `json:"peak"`
+	PeakEstimated   bool               `json:"peak_estimated"`
+	EtaCurrent      alerting.JSONFloat `json:"eta_current"`
+	EtaTrendPerDay  alerting.JSONFloat `json:"eta_trend_per_day"`
+	EtaTrendCILower alerting.JSONFloat `json:"eta_trend_ci_lower"`
+	EtaTrendCIUpper alerting.JSONFloat `json:"eta_trend_ci_upper"`
+	Confidence      float64            `json:"confidence"`
+	Significant     bool               `json:"significant"`
+	MinSlopePerDay  float64            `json:"min_slope_per_day"`
+	DayOverDay      alerting.JSONFloat `json:"day_over_day"`
+	WeekOverWeek    alerting.JSONFloat `json:"week_over_week"`
+	N               int                `json:"n"`
+	From            string             `json:"from"`
+	To              string             `json:"to"`
+	Input           inputInfo          `json:"input"`
 }
 
 func decay(o decayOptions) (decayResult, error) {
@@ -118,7 +119,7 @@ func decay(o decayOptions) (decayResult, error) {
 	}
 	ts, vs := s.Timestamps, s.Values
 	last := ts[len(ts)-1]
-	cfg := analysis.DecayConfig{Peak: o.peak, MinSlope: o.minSlope, Confidence: o.confid}
+	cfg := analysis.DecayConfig{Peak: o.peak, MinSlope: o.minSlope, Confidence: o.confid, Current: o.current.Milliseconds()}
 	if o.window > 0 {
 		w := o.window.Milliseconds()
 		first, _ := slices.BinarySearch(ts, last-w+1) // samples in (last − w, last]
@@ -134,41 +135,21 @@ func decay(o decayOptions) (decayResult, error) {
 		return decayResult{}, fmt.Errorf("%s: %s: %w", o.file, info.Series, err)
 	}
 	res := decayResult{
-		Peak:            jsonFloat(d.Peak),
+		Peak:            alerting.JSONFloat(d.Peak),
 		PeakEstimated:   o.peak == 0,
-		EtaCurrent:      jsonFloat(recentMedian(ts, d.Eta, o.current.Milliseconds())),
-		EtaTrendPerDay:  jsonFloat(d.Trend.Slope),
-		EtaTrendCILower: jsonFloat(d.Trend.Lower),
-		EtaTrendCIUpper: jsonFloat(d.Trend.Upper),
+		EtaCurrent:      alerting.JSONFloat(d.EtaCurrent),
+		EtaTrendPerDay:  alerting.JSONFloat(d.Trend.Slope),
+		EtaTrendCILower: alerting.JSONFloat(d.Trend.Lower),
+		EtaTrendCIUpper: alerting.JSONFloat(d.Trend.Upper),
 		Confidence:      o.confid,
 		Significant:     d.Significant,
 		MinSlopePerDay:  o.minSlope,
-		DayOverDay:      jsonFloat(d.DayOverDay),
-		WeekOverWeek:    jsonFloat(d.WeekOverWeek),
+		DayOverDay:      alerting.JSONFloat(d.DayOverDay),
+		WeekOverWeek:    alerting.JSONFloat(d.WeekOverWeek),
 		N:               d.Trend.N,
 		From:            time.UnixMilli(ts[0]).UTC().Format(time.RFC3339),
 		To:              time.UnixMilli(last).UTC().Format(time.RFC3339),
 		Input:           info,
 	}
 	return res, nil
-}
-
-// recentMedian is the median of the finite v with t in (last − span, last],
-// where last is the newest timestamp; NaN when there is none.
-func recentMedian(t []int64, v []float64, span int64) float64 {
-	last := t[len(t)-1]
-	var w []float64
-	for i := len(t) - 1; i >= 0 && t[i] > last-span; i-- {
-		if x := v[i]; !math.IsNaN(x) && !math.IsInf(x, 0) {
-			w = append(w, x)
-		}
-	}
-	if len(w) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(w)
-	if n := len(w); n%2 == 0 {
-		return (w[n/2-1] + w[n/2]) / 2
-	}
-	return w[len(w)/2]
 }

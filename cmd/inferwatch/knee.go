@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/analysis"
 )
 
@@ -86,15 +87,15 @@ func cmdKnee(args []string, stdout, stderr io.Writer) int {
 }
 
 type kneeResult struct {
-	KneeConcurrency float64   `json:"knee_concurrency"`
-	KneeQPS         float64   `json:"knee_qps"`
-	Method          string    `json:"method"`
-	Strength        jsonFloat `json:"strength"`
-	Inside          bool      `json:"inside"`
-	N               int       `json:"n"`
-	ConcurrencyMin  float64   `json:"concurrency_min"`
-	ConcurrencyMax  float64   `json:"concurrency_max"`
-	File            string    `json:"file"`
+	KneeConcurrency float64            `json:"knee_concurrency"`
+	KneeQPS         float64            `json:"knee_qps"`
+	Method          string             `json:"method"`
+	Strength        alerting.JSONFloat `json:"strength"`
+	Inside          bool               `json:"inside"`
+	N               int                `json:"n"`
+	ConcurrencyMin  float64            `json:"concurrency_min"`
+	ConcurrencyMax  float64            `json:"concurrency_max"`
+	File            string             `json:"file"`
 }
 
 func knee(file string, cfg analysis.KneeConfig) (kneeResult, error) {
@@ -117,7 +118,7 @@ func knee(file string, cfg analysis.KneeConfig) (kneeResult, error) {
 		KneeConcurrency: k.Concurrency,
 		KneeQPS:         k.QPS,
 		Method:          string(k.Method),
-		Strength:        jsonFloat(k.Strength),
+		Strength:        alerting.JSONFloat(k.Strength),
 		Inside:          k.Inside,
 		N:               len(conc),
 		ConcurrencyMin:  conc[0],
@@ -125,7 +126,7 @@ func knee(file string, cfg analysis.KneeConfig) (kneeResult, error) {
 		File:            file,
 	}
 	if k.Method != analysis.KneeKneedle {
-		res.Strength = jsonFloat(math.NaN()) // Kneedle's measure only
+		res.Strength = alerting.JSONFloat(math.NaN()) // Kneedle's measure only
 	}
 	for _, c := range conc {
 		res.ConcurrencyMin = min(res.ConcurrencyMin, c)

@@ -109,8 +109,8 @@ func TestPresetsOnTheFleet(t *testing.T) {
 	for _, r := range cfg.Groups[0].Rules {
 		presetRules[r.Name] = true
 		queries := []string{r.Expr}
-		if r.Correlate != nil {
-			queries = []string{r.Correlate.X, r.Correlate.Y}
+		if c, ok := r.Spec.(*rulefmt.Correlate); ok {
+			queries = []string{c.X, c.Y}
 		}
 		for _, q := range queries {
 			found := false

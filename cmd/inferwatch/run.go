@@ -3,14 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
+	"os"
+	"os/signal"
+	"reflect"
+	"syscall"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -18,7 +20,10 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // durationFlag is a flag holding a duration in MetricsQL syntax (30s, 1h, 7d).
@@ -37,6 +42,22 @@ func (f *durationFlag) Set(s string) error {
 	return nil
 }
 
+const runHelp = `Usage: inferwatch run --config FILE [flags]
+
+Evaluates the rule groups of FILE on their schedule against the store of
+source.url and publishes what they find on NATS JetStream (an embedded
+server when nats.url is empty), until SIGINT or SIGTERM: then the
+evaluations in flight finish, what is pending is published, and it exits 0.
+SIGHUP reloads FILE: when the new configuration is valid its groups replace
+the old ones (a rule that did not change keeps its state); when it is not,
+the errors are logged and the old configuration keeps running.
+
+Exit status: 0 after a stop or a successful --once, 1 when the daemon could
+not start or an evaluation of --once failed, 2 on a usage error.
+
+Flags:
+`
+
 type runFlags struct {
 	configFile  string
 	once        bool
@@ -51,9 +72,8 @@ type runFlags struct {
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := flag.NewFlagSet("inferwatch run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&f.configFile, "config", "", "configuration file")
+	fs := newOfflineFlagSet("inferwatch run", runHelp)
+	fs.StringVar(&f.configFile, "config", "", "configuration `FILE`")
 	fs.BoolVar(&f.once, "once", false, "evaluate every group once, publish, and exit (non-zero if any evaluation failed)")
 	fs.Var(&f.backfill, "backfill", "on the first evaluation of each rule, also report the anomalies of this much history (e.g. 7d)")
 	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for /metrics and /healthz (empty: none)")
@@ -62,17 +82,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log.format", "logfmt", "log format: logfmt or json")
 	fs.DurationVar(&f.connectWait, "nats.connect-timeout", 2*time.Minute, "how long to keep retrying to reach NATS at start")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	if f.configFile == "" {
-		fmt.Fprintln(stderr, "inferwatch run: --config FILE is required")
-		return 2
+		return usageError(stderr, fs, "--config FILE is required")
 	}
 	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
-		fmt.Fprintln(stderr, "inferwatch run:", err)
-		return 2
+		return usageError(stderr, fs, err.Error())
 	}
 	if err := run(ctx, f, logger); err != nil {
 		logger.Error("inferwatch stopped", "err", err)
@@ -96,12 +114,12 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log.format: %q is not one of logfmt, json", format)
 }
 
-// run is the daemon: it wires the configuration, the store client, NATS and
-// the engine together and runs them until ctx is cancelled.
-func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
-	cfg, err := loadConfig(f.configFile)
+// load reads, checks and builds the configuration with the flags'
+// overrides applied.
+func (f runFlags) load() (*rulefmt.Config, []*rules.Group, error) {
+	cfg, groups, err := loadConfig(f.configFile)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if f.sourceURL != "" {
 		cfg.Source.URL = f.sourceURL
@@ -109,7 +127,21 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if f.natsURL != "" {
 		cfg.NATS.URL = f.natsURL
 	}
+	return cfg, groups, nil
+}
+
+// run is the daemon: it wires the configuration, the store client, NATS and
+// the rule manager together and runs them until ctx is cancelled.
+func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
+	cfg, groups, err := f.load()
+	if err != nil {
+		return err
+	}
 	set := metrics.NewSet()
+	reloadOK := set.NewGauge("inferwatch_config_last_reload_successful", nil)
+	reloadAt := set.NewGauge("inferwatch_config_last_reload_success_timestamp_seconds", nil)
+	reloadOK.Set(1)
+	reloadAt.Set(float64(time.Now().Unix()))
 
 	if f.listenAddr != "" {
 		stopWeb, err := serveWeb(f.listenAddr, set, logger)
@@ -121,7 +153,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 
 	natsURL := cfg.NATS.URL
 	if natsURL == "" {
-		srv, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{
+		srv, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{
 			Listen:   cfg.NATS.Embedded.Listen,
 			StoreDir: cfg.NATS.Embedded.StoreDir,
 			Logger:   logger,
@@ -134,7 +166,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		logger.Info("embedded NATS server with JetStream started", "url", natsURL)
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, f.connectWait)
-	js, err := alerting.ConnectJetStream(connectCtx, alerting.JetStreamOptions{
+	js, err := natsjs.Connect(connectCtx, natsjs.Options{
 		URL:             natsURL,
 		Prefix:          cfg.NATS.SubjectPrefix,
 		Stream:          cfg.NATS.Stream,
@@ -144,15 +176,23 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("connecting to NATS at %s: %w", natsURL, err)
+		return fmt.Errorf("connecting to NATS: %w", err)
 	}
 	defer func() {
 		if err := js.Close(); err != nil {
 			logger.Warn("draining the NATS connection", "err", err)
 		}
 	}()
+	pub, err := alerting.NewPublisher(alerting.PublisherOptions{
+		Output:  js,
+		Prefix:  cfg.NATS.SubjectPrefix,
+		Logger:  logger,
+		Metrics: set,
+	})
+	if err != nil {
+		return err
+	}
 
-	cfg.Source.HTTPClientConfig.SetDirectory(filepath.Dir(cfg.File))
 	httpClient, err := config.NewClientFromConfig(cfg.Source.HTTPClientConfig, "inferwatch")
 	if err != nil {
 		return fmt.Errorf("%s: source: %w", cfg.File, err)
@@ -168,32 +208,77 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	engine, err := alerting.NewEngine(alerting.EngineOptions{
-		Groups:          cfg.Groups,
+	manager, err := rules.NewManager(rules.ManagerOptions{
 		Querier:         client,
-		Output:          js,
-		Events:          js,
-		EventPrefix:     cfg.NATS.SubjectPrefix,
+		Sink:            pub,
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
 		Logger:          logger,
 		Metrics:         set,
-	})
+	}, groups)
 	if err != nil {
 		return err
 	}
 	logger.Info("inferwatch started", "config", cfg.File, "source", redact(cfg.Source.URL),
-		"groups", len(cfg.Groups), "once", f.once)
+		"groups", len(groups), "rules", countRules(groups), "once", f.once)
 	if f.once {
-		if err := engine.RunOnce(ctx); err != nil {
+		err := manager.RunOnce(ctx)
+		if ferr := pub.Flush(ctx); ferr != nil && err == nil {
+			err = ferr
+		}
+		if err != nil {
 			return fmt.Errorf("evaluating once: %w", err)
 		}
 		logger.Info("evaluated every group once")
 		return nil
 	}
-	engine.Run(ctx)
-	logger.Info("stopping: the evaluations in flight have finished")
-	return nil
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		manager.Run(ctx)
+	}()
+	for {
+		select {
+		case <-done:
+			logger.Info("stopping: the evaluations in flight have finished", "findings_pending", pub.Pending())
+			return nil
+		case <-hup:
+			reload(f, cfg, manager, logger, reloadOK, reloadAt)
+		}
+	}
+}
+
+// reload reads the configuration again and hands its groups to the
+// manager; an invalid configuration is logged and the running one kept.
+// Sections the running daemon cannot change (source, nats) are reported
+// as needing a restart.
+func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.Logger, ok, at *metrics.Gauge) {
+	logger.Info("SIGHUP: reloading the configuration", "config", f.configFile)
+	cfg, groups, err := f.load()
+	if err != nil {
+		ok.Set(0)
+		logger.Error("reloading the configuration failed; the previous configuration keeps running", "config", f.configFile, "err", err)
+		return
+	}
+	if !reflect.DeepEqual(cfg.Source, running.Source) || !reflect.DeepEqual(cfg.NATS, running.NATS) {
+		logger.Warn("the source and nats sections changed: they take effect at the next restart; the groups are reloaded now")
+	}
+	kept := m.Update(groups)
+	ok.Set(1)
+	at.Set(float64(time.Now().Unix()))
+	logger.Info("configuration reloaded", "config", f.configFile, "groups", len(groups), "rules", countRules(groups), "rules_kept", kept)
+}
+
+func countRules(groups []*rules.Group) int {
+	n := 0
+	for _, g := range groups {
+		n += len(g.Rules())
+	}
+	return n
 }
 
 // serveWeb serves /metrics and /healthz and returns a function that stops

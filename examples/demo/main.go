@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
@@ -93,7 +94,7 @@ func run(ctx context.Context) error {
 	}
 
 	step("Starting an embedded NATS server with JetStream and subscribing to inferwatch.findings.>")
-	srv, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{Listen: "127.0.0.1:0"})
+	srv, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		return err
 	}

@@ -26,9 +26,9 @@ func ExampleNew() {
 	// llama-3.1-70b-instruct 3 pods, quiet: false
 	// qwen2.5-32b-instruct 2 pods, quiet: false
 	// mistral-7b-instruct 2 pods, quiet: true
-	// Mon 21:21 6h30m0s throughput_decay llama-3.1-70b-instruct (every pod)
-	// Wed 19:21 31m0s traffic_surge qwen2.5-32b-instruct (every pod)
-	// Fri 01:57 1h7m0s gpu_saturation_jitter llama-3.1-70b-instruct vllm-llama-70b-2
-	// Sat 12:41 6m0s latency_spike llama-3.1-70b-instruct vllm-llama-70b-1
-	// Sun 15:59 9m0s latency_spike qwen2.5-32b-instruct vllm-qwen-32b-0
+	// Tue 00:04 6h30m0s throughput_decay llama-3.1-70b-instruct (every pod)
+	// Wed 12:26 31m0s traffic_surge qwen2.5-32b-instruct (every pod)
+	// Thu 15:15 1h7m0s gpu_saturation_jitter llama-3.1-70b-instruct vllm-llama-70b-2
+	// Fri 20:00 6m0s latency_spike llama-3.1-70b-instruct vllm-llama-70b-1
+	// Sat 21:18 9m0s latency_spike qwen2.5-32b-instruct vllm-qwen-32b-0
 }

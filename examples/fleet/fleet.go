@@ -223,6 +223,16 @@ func placeIncidents(seed int64, ms []Model, first, end time.Time) ([]Incident, [
 	}
 	t := lo.Truncate(time.Minute).Add(time.Minute)
 	slack := int((hi.Sub(t) - busy) / time.Minute)
+	// Where the span allows, start from the next midnight (UTC) with a
+	// slack that does not depend on the time of day of end, so that each
+	// incident falls at the same time of day in every fleet of a seed: a
+	// traffic surge at the daily peak and one in the quiet hours are not
+	// the same incident.
+	if day := 24 * time.Hour; end.Sub(lo) >= day+time.Hour {
+		if fixed := int((end.Sub(lo) - day - time.Hour - busy) / time.Minute); fixed >= 0 {
+			t, slack = lo.Truncate(day).Add(day), fixed
+		}
+	}
 	if slack < 0 {
 		return nil, nil, fmt.Errorf("fleet: the span from %v to %v cannot hold the incidents: lengthen Options.Duration", first, end)
 	}

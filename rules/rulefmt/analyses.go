@@ -8,17 +8,23 @@ import (
 
 	"github.com/VictoriaMetrics/metricsql"
 	"gopkg.in/yaml.v3"
+
+	"github.com/inferwatch/inferwatch/analysis"
 )
 
-// Defaults of the analysis rules.
+// Defaults of the analysis rules: the analyses' own.
 const (
-	DefaultCorrelateMinAbsR   = 0.5
-	DefaultCorrelateMaxP      = 0.01
-	DefaultCorrelateMinPoints = 30
-	DefaultDecayPeakQuantile  = 0.99
-	DefaultDecayMinSlope      = 0.1
-	DefaultDecayMinEta        = 0.15
-	DefaultDecayConfidence    = 0.95
+	DefaultCorrelateMinAbsR   = analysis.DefaultCouplingMinAbsR
+	DefaultCorrelateMaxP      = analysis.DefaultCouplingMaxP
+	DefaultCorrelateMinPoints = analysis.DefaultCouplingMinN
+	DefaultDecayPeakQuantile  = analysis.DefaultDecayPeakQuantile
+	// DefaultDecayMinSlope is a rule's: a trend that pages someone is ten
+	// points of the peak a day, where the offline report's
+	// (analysis.DefaultDecayMinSlope) calls one point a day significant.
+	DefaultDecayMinSlope   = 0.1
+	DefaultDecayMinEta     = analysis.DefaultDecayMinEta
+	DefaultDecayConfidence = analysis.DefaultDecayConfidence
+	DefaultDecayCurrent    = time.Duration(analysis.DefaultDecayCurrent) * time.Millisecond
 )
 
 // number reads a scalar number in [lo, hi] (bounds inclusive unless
@@ -97,11 +103,11 @@ func (p *parser) correlate(n *yaml.Node) *Correlate {
 	return c
 }
 
-var decayKeys = []string{"peak", "peak_quantile", "min_slope", "min_eta", "confidence"}
+var decayKeys = []string{"peak", "peak_quantile", "min_slope", "min_eta", "confidence", "current"}
 
 func (p *parser) decay(n *yaml.Node) *Decay {
 	d := &Decay{PeakQuantile: DefaultDecayPeakQuantile, MinSlope: DefaultDecayMinSlope,
-		MinEta: DefaultDecayMinEta, Confidence: DefaultDecayConfidence}
+		MinEta: DefaultDecayMinEta, Confidence: DefaultDecayConfidence, Current: DefaultDecayCurrent}
 	if isNull(n) {
 		return d
 	}
@@ -122,6 +128,9 @@ func (p *parser) decay(n *yaml.Node) *Decay {
 	if kv, ok := f["min_eta"]; ok {
 		d.MinEta = p.number(kv, "decay.min_eta", d.MinEta, 0, 1, false)
 	}
+	if kv, ok := f["current"]; ok {
+		d.Current, _ = p.positive(kv, true, "decay.current", DefaultDecayCurrent, false)
+	}
 	if kv, ok := f["confidence"]; ok {
 		d.Confidence = p.number(kv, "decay.confidence", d.Confidence, 0.5, 1, true)
 		if d.Confidence == 1 {
@@ -134,11 +143,11 @@ func (p *parser) decay(n *yaml.Node) *Decay {
 
 // Defaults of the knee, spikiness and imbalance rules.
 const (
-	DefaultKneeMargin        = 1.0
+	DefaultKneeMargin        = analysis.DefaultKneeMargin
 	DefaultSpikinessRecent   = 5 * time.Minute
-	DefaultSpikinessFactor   = 1.2
-	DefaultImbalanceWarn     = 0.2
-	DefaultImbalanceCritical = 0.5
+	DefaultSpikinessFactor   = analysis.DefaultSpikeFactor
+	DefaultImbalanceWarn     = analysis.DefaultImbalanceWarn
+	DefaultImbalanceCritical = analysis.DefaultImbalanceCritical
 )
 
 // Knee configures a knee rule: the knee of the QPS-vs-concurrency curve over

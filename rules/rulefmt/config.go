@@ -73,55 +73,67 @@ type Group struct {
 	Pos Pos `yaml:"-"`
 }
 
-// Rule watches the series of one query with one detector.
+// Rule is one rule of a group: what it watches (its queries), how (its
+// kind and that kind's Spec), and the settings every kind shares.
 type Rule struct {
 	Name string `yaml:"name"`
+	// Kind is what the rule computes; Spec holds the settings of that kind.
+	Kind Kind `yaml:"-"`
+	Spec Spec `yaml:"-"`
+	// Expr is the query whose series the rule watches: an anomaly, decay,
+	// spikiness or imbalance-across rule's own, a forecast rule's
+	// forecast.expr, a scale rule's scale.replicas; empty for the kinds
+	// whose queries are all in their block (correlate, knee, imbalance of
+	// a and b).
 	Expr string `yaml:"expr"`
-	// Lookback is the history each point is scored against (default 1h).
+	// Lookback is the history each point is scored against, or the window
+	// a window kind judges (default 1h); a forecast rule's forecast.history.
 	Lookback time.Duration `yaml:"-"`
 	// Step is the resolution of the query (default: the group interval).
 	Step time.Duration `yaml:"-"`
-	// Detector names the detector and holds its parameters.
-	Detector Detector `yaml:"detector"`
 	// Labels are added to every finding of the rule.
 	Labels map[string]string `yaml:"labels"`
 	// For is how long a breach must last before it fires (default 0: at
 	// the first anomalous point).
 	For time.Duration `yaml:"-"`
-
 	// MinDev is the smallest absolute deviation |value − expected| that
 	// counts as anomalous (default 0), so tiny changes on flat series do
 	// not page anyone.
 	MinDev float64 `yaml:"min_dev"`
 
-	// Correlate, when set, makes the rule a correlation rule: instead of
-	// scoring Expr with a detector it correlates two queries per series
-	// pair over the lookback window. Expr is then empty.
-	Correlate *Correlate `yaml:"-"`
-	// Decay, when set, makes the rule a throughput-decay rule over Expr
-	// (a throughput series) and the lookback window.
-	Decay *Decay `yaml:"-"`
-	// Forecast, when set, makes the rule a forecast rule over
-	// Forecast.Expr (also in Expr); Step and Lookback are then the
-	// forecast's step and history.
-	Forecast *Forecast `yaml:"-"`
-	// Scale, when set, makes the rule a scale rule: it publishes the
-	// desired replicas of each target from a forecast rule of its group.
-	// Expr is then Scale.Replicas, the query whose series are the targets.
-	Scale *Scale `yaml:"-"`
-	// Knee, Spikiness and Imbalance make the rule one of those analyses
-	// over its lookback window (see rules/analyses.go).
-	Knee      *Knee      `yaml:"-"`
-	Spikiness *Spikiness `yaml:"-"`
-	Imbalance *Imbalance `yaml:"-"`
-
-	// Pos is where the rule starts in the file; DetectorPos where its
-	// detector block starts (or the rule's position when it has none).
-	Pos         Pos `yaml:"-"`
-	DetectorPos Pos `yaml:"-"`
+	// Pos is where the rule starts in the file; SpecPos where its kind's
+	// block starts (the rule's own position when it has none, as an
+	// anomaly rule with the default detector).
+	Pos     Pos `yaml:"-"`
+	SpecPos Pos `yaml:"-"`
 }
 
-// Detector is a rule's detector: its name (default "auto") and its
+// Kind is what a rule computes. The kinds of findings (anomaly,
+// correlation, decay, knee, spikiness, imbalance) are also the last token
+// of the subject their findings are published on; forecast and scale rules
+// publish forecasts and scale signals instead.
+type Kind string
+
+// The rule kinds, each with its block in the file (an anomaly rule's is
+// detector, which may be left out for the default detector).
+const (
+	KindAnomaly     Kind = "anomaly"
+	KindCorrelation Kind = "correlation"
+	KindDecay       Kind = "decay"
+	KindKnee        Kind = "knee"
+	KindSpikiness   Kind = "spikiness"
+	KindImbalance   Kind = "imbalance"
+	KindForecast    Kind = "forecast"
+	KindScale       Kind = "scale"
+)
+
+// Spec is the settings of one rule kind: *Detector (anomaly), *Correlate,
+// *Decay, *Knee, *Spikiness, *Imbalance, *Forecast or *Scale.
+type Spec interface {
+	Kind() Kind
+}
+
+// Detector is an anomaly rule's detector: its name (default "auto") and its
 // parameters as written, e.g. {"k": "3", "min_points": "20"}.
 type Detector struct {
 	Name   string
@@ -134,29 +146,14 @@ type Pos struct {
 	Line, Column int
 }
 
-// Kind is what a rule computes: "anomaly" (a detector over Expr),
-// "correlation" or "decay" — the kind of the rule's findings — or
-// "forecast" or "scale", which publish forecasts and scale signals
-// instead of findings.
-func (r *Rule) Kind() string {
-	switch {
-	case r.Forecast != nil:
-		return "forecast"
-	case r.Scale != nil:
-		return "scale"
-	case r.Correlate != nil:
-		return "correlation"
-	case r.Decay != nil:
-		return "decay"
-	case r.Knee != nil:
-		return "knee"
-	case r.Spikiness != nil:
-		return "spikiness"
-	case r.Imbalance != nil:
-		return "imbalance"
-	}
-	return "anomaly"
-}
+func (*Detector) Kind() Kind  { return KindAnomaly }
+func (*Correlate) Kind() Kind { return KindCorrelation }
+func (*Decay) Kind() Kind     { return KindDecay }
+func (*Knee) Kind() Kind      { return KindKnee }
+func (*Spikiness) Kind() Kind { return KindSpikiness }
+func (*Imbalance) Kind() Kind { return KindImbalance }
+func (*Forecast) Kind() Kind  { return KindForecast }
+func (*Scale) Kind() Kind     { return KindScale }
 
 // Correlate configures a correlation rule: the series of X and Y are
 // matched by the On labels, Y optionally turned into its jitter (rolling
@@ -194,4 +191,7 @@ type Decay struct {
 	// (default 0.15); Confidence the level of the trend's interval
 	// (default 0.95).
 	MinSlope, MinEta, Confidence float64
+	// Current is the span up to the newest sample whose median η is the
+	// current η (default 1h).
+	Current time.Duration
 }

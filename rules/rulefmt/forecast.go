@@ -304,20 +304,21 @@ func (p *parser) labelList(v *yaml.Node, name string) []string {
 // checkScaleRefs checks what needs the whole group: a scale rule names a
 // forecast rule of its group.
 func (p *parser) checkScaleRefs(rs []Rule) {
-	kinds := map[string]string{}
+	kinds := map[string]Kind{}
 	for _, r := range rs {
-		kinds[r.Name] = r.Kind()
+		kinds[r.Name] = r.Kind
 	}
 	for _, r := range rs {
-		if r.Scale == nil || r.Scale.Forecast == "" {
+		sc, ok := r.Spec.(*Scale)
+		if !ok || sc.Forecast == "" {
 			continue
 		}
 		p.rule = r.Name
-		switch k, ok := kinds[r.Scale.Forecast]; {
+		switch k, ok := kinds[sc.Forecast]; {
 		case !ok:
-			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q names no rule of this group; add a forecast rule of that name", r.Scale.Forecast)
-		case k != "forecast":
-			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q is an %s rule, not a forecast rule", r.Scale.Forecast, k)
+			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q names no rule of this group; add a forecast rule of that name", sc.Forecast)
+		case k != KindForecast:
+			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q is an %s rule, not a forecast rule", sc.Forecast, k)
 		}
 	}
 	p.rule = ""
@@ -327,38 +328,35 @@ func (p *parser) checkScaleRefs(rs []Rule) {
 // have no meaning for it are errors, and its name must be a single NATS
 // subject token since it ends the subject it is published on.
 func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
-	what := "a " + r.Kind() + " rule"
-	for _, key := range []string{"expr", "detector", "lookback", "for", "min_dev", "correlate", "decay"} {
+	what := "a " + string(r.Kind) + " rule"
+	for _, key := range []string{"expr", "lookback", "for", "min_dev"} {
 		if kv, ok := f[key]; ok {
 			msg := "has no " + key
 			switch key {
 			case "expr":
-				if r.Forecast != nil {
+				if r.Kind == KindForecast {
 					msg = "takes its query from forecast.expr, not expr"
 				} else {
 					msg = "takes its queries from the scale block, not expr"
 				}
 			case "lookback":
-				if r.Forecast != nil {
+				if r.Kind == KindForecast {
 					msg = "takes its lookback from forecast.history"
 				}
 			}
 			p.errorf(resolve(kv.k), "%s %s: remove %s", what, msg, key)
 		}
 	}
-	if r.Forecast != nil && r.Scale != nil {
-		p.errorf(n, "a rule is either a forecast rule or a scale rule, not both")
-	}
 	if strings.Contains(r.Name, ".") {
 		p.errorf(n, "%s's name %q ends a NATS subject and must not contain '.'; use '_', '-' or ':' instead", what, r.Name)
 	}
-	if r.Scale != nil {
-		r.Expr = r.Scale.Replicas
-	}
-	if r.Forecast != nil {
-		r.Expr = r.Forecast.Expr
-		r.Step = r.Forecast.Step
-		r.Lookback = r.Forecast.History
+	switch s := r.Spec.(type) {
+	case *Scale:
+		r.Expr = s.Replicas
+	case *Forecast:
+		r.Expr = s.Expr
+		r.Step = s.Step
+		r.Lookback = s.History
 	}
 }
 

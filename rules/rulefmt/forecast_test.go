@@ -33,10 +33,10 @@ func TestForecastAndScaleRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	fr, sr := cfg.Groups[0].Rules[0], cfg.Groups[0].Rules[1]
-	if fr.Kind() != "forecast" || sr.Kind() != "scale" {
-		t.Fatalf("kinds %q, %q", fr.Kind(), sr.Kind())
+	if fr.Kind != "forecast" || sr.Kind != "scale" {
+		t.Fatalf("kinds %q, %q", fr.Kind, sr.Kind)
 	}
-	fc := fr.Forecast
+	fc := specOf[*Forecast](fr)
 	if fc.Step != time.Minute || fc.History != 7*24*time.Hour || fc.Horizon != 10*time.Minute || fc.Model != "auto" || fc.Level != 0.9 || fc.Period != 24*time.Hour {
 		t.Errorf("forecast %+v", *fc)
 	}
@@ -44,7 +44,7 @@ func TestForecastAndScaleRules(t *testing.T) {
 	if fr.Expr != fc.Expr || fr.Step != fc.Step || fr.Lookback != fc.History {
 		t.Errorf("rule expr %q step %v lookback %v; forecast %+v", fr.Expr, fr.Step, fr.Lookback, *fc)
 	}
-	sc := sr.Scale
+	sc := specOf[*Scale](sr)
 	if sc.Forecast != "request_rate" || len(sc.On) != 1 || sc.On[0] != "model" || sc.CapacityPerReplica != 7 ||
 		sc.SLO == nil || sc.SLO.P99 != 30*time.Second || sc.MinReplicas != 1 || sc.MaxReplicas != 8 ||
 		sc.ScaleDownStableIntervals != 3 || sc.Cooldown != 5*time.Minute || sc.GPUMemoryHigh != 0.8 ||
@@ -65,20 +65,20 @@ func TestForecastDefaults(t *testing.T) {
 		}
 	}
 	f("      - {name: fc, forecast: {expr: up}}\n", func(r Rule) bool {
-		fc := r.Forecast
+		fc := specOf[*Forecast](r)
 		return fc.Step == 30*time.Second && fc.History == 10_000*30*time.Second && fc.Horizon == DefaultForecastHorizon &&
 			fc.Model == "auto" && fc.Level == 0.9 && r.Step == 30*time.Second && r.Lookback == fc.History
 	})
 	f("      - {name: fc, step: 5m, forecast: {expr: up, history: 2d, model: robust}}\n", func(r Rule) bool {
-		return r.Forecast.Step == 5*time.Minute && r.Lookback == 48*time.Hour && r.Forecast.Model == "robust"
+		return specOf[*Forecast](r).Step == 5*time.Minute && r.Lookback == 48*time.Hour && specOf[*Forecast](r).Model == "robust"
 	})
 	f("      - {name: fc, forecast: {expr: up, sum_by: [model_name, zone]}}\n", func(r Rule) bool {
-		return r.Forecast.BottomUp && len(r.Forecast.SumBy) == 2 && r.Forecast.SumBy[1] == "zone"
+		return specOf[*Forecast](r).BottomUp && len(specOf[*Forecast](r).SumBy) == 2 && specOf[*Forecast](r).SumBy[1] == "zone"
 	})
 	f("      - {name: fc, forecast: {expr: up, sum_by: []}}\n", func(r Rule) bool {
-		return r.Forecast.BottomUp && len(r.Forecast.SumBy) == 0
+		return specOf[*Forecast](r).BottomUp && len(specOf[*Forecast](r).SumBy) == 0
 	})
-	f("      - {name: fc, forecast: {expr: up}}\n", func(r Rule) bool { return !r.Forecast.BottomUp })
+	f("      - {name: fc, forecast: {expr: up}}\n", func(r Rule) bool { return !specOf[*Forecast](r).BottomUp })
 	f("      - {name: fc, forecast: {expr: up}}\n      - {name: s, scale: {forecast: fc, replicas: up, slo: {p99: 2s, concurrency: '64'}}}\n", func(r Rule) bool {
 		return true
 	})
@@ -86,7 +86,7 @@ func TestForecastDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := cfg.Groups[0].Rules[1].Scale
+	s := specOf[*Scale](cfg.Groups[0].Rules[1])
 	if s.MinReplicas != 1 || s.MaxReplicas != 0 || s.ScaleDownStableIntervals != 3 || s.Cooldown != 5*time.Minute ||
 		s.CapacityPerReplica != 0 || s.SLO.Concurrency != "64" || s.SLO.P99 != 2*time.Second {
 		t.Errorf("scale defaults %+v slo %+v", *s, *s.SLO)

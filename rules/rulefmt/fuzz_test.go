@@ -55,12 +55,12 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("bad group accepted: %+v", g)
 			}
 			for _, r := range g.Rules {
-				if r.Correlate != nil && (r.Correlate.X == "" || r.Correlate.Y == "" || r.Expr != "") {
-					t.Fatalf("bad correlate rule accepted: %+v", r.Correlate)
+				if specOf[*Correlate](r) != nil && (specOf[*Correlate](r).X == "" || specOf[*Correlate](r).Y == "" || r.Expr != "") {
+					t.Fatalf("bad correlate rule accepted: %+v", specOf[*Correlate](r))
 				}
-				ownQueries := r.Correlate != nil || r.Knee != nil || (r.Imbalance != nil && r.Imbalance.Across == "") || r.Scale != nil || r.Forecast != nil
+				ownQueries := specOf[*Correlate](r) != nil || specOf[*Knee](r) != nil || (specOf[*Imbalance](r) != nil && specOf[*Imbalance](r).Across == "") || specOf[*Scale](r) != nil || specOf[*Forecast](r) != nil
 				if r.Name == "" || (r.Expr == "" && !ownQueries) || r.Lookback <= 0 || r.Step <= 0 || r.Step > r.Lookback ||
-					r.For < 0 || r.Detector.Name == "" || r.Lookback/r.Step > MaxPointsPerQuery {
+					r.For < 0 || (r.Kind == KindAnomaly && specOf[*Detector](r).Name == "") || r.Spec == nil || r.Spec.Kind() != r.Kind || r.Lookback/r.Step > MaxPointsPerQuery {
 					t.Fatalf("bad rule accepted: %+v", r)
 				}
 			}

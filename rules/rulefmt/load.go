@@ -772,17 +772,29 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	return g, true
 }
 
-var ruleKeys = []string{"name", "expr", "lookback", "step", "for", "min_dev", "labels", "detector", "correlate", "decay", "forecast", "scale", "knee", "spikiness", "imbalance"}
+// kindBlocks are the rule keys that say what a rule computes, each the
+// block of one kind's settings; a rule has at most one (none: an anomaly
+// rule with the default detector).
+var kindBlocks = []struct {
+	key  string
+	kind Kind
+}{
+	{"detector", KindAnomaly}, {"correlate", KindCorrelation}, {"decay", KindDecay}, {"forecast", KindForecast},
+	{"scale", KindScale}, {"knee", KindKnee}, {"spikiness", KindSpikiness}, {"imbalance", KindImbalance},
+}
 
-// kindKeys are the rule keys that say what a rule computes; a rule has at
-// most one (none: a detector rule with the default detector).
-var kindKeys = []string{"detector", "correlate", "decay", "forecast", "scale", "knee", "spikiness", "imbalance"}
+var ruleKeys = func() []string {
+	keys := []string{"name", "expr", "lookback", "step", "for", "min_dev", "labels"}
+	for _, b := range kindBlocks {
+		keys = append(keys, b.key)
+	}
+	return keys
+}()
 
 func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, names map[string]int) (Rule, bool) {
 	p.rule = ""
-	r := Rule{Lookback: DefaultLookback, Step: interval, Pos: p.pos(n)}
-	r.DetectorPos = r.Pos
-	r.Detector.Name = DefaultDetector
+	r := Rule{Kind: KindAnomaly, Lookback: DefaultLookback, Step: interval, Pos: p.pos(n)}
+	r.SpecPos = r.Pos
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "a rule must be a mapping with name, expr and detector, got %s", kind(n))
 		return r, false
@@ -807,42 +819,53 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	if r.Name == "" {
 		p.errorf(n, "a rule needs a name")
 	}
-	cor, hasCorrelate := f["correlate"]
-	dec, hasDecay := f["decay"]
-	det, hasDetector := f["detector"]
-	var kinds []pair
-	for _, k := range kindKeys {
-		if kv, ok := f[k]; ok {
-			kinds = append(kinds, kv)
+	// The kind: the block present, at most one.
+	var block pair
+	var blocks []pair
+	for _, b := range kindBlocks {
+		if kv, ok := f[b.key]; ok {
+			if len(blocks) == 0 {
+				r.Kind, block = b.kind, kv
+			}
+			blocks = append(blocks, kv)
 		}
 	}
-	if len(kinds) > 1 {
-		p.errorf(resolve(kinds[1].k), "a rule computes one thing: it has %s and %s; split it into two rules", kinds[0].k.Value, kinds[1].k.Value)
+	if len(blocks) > 1 {
+		p.errorf(resolve(blocks[1].k), "a rule computes one thing: it has %s and %s; split it into two rules", blocks[0].k.Value, blocks[1].k.Value)
 	}
-	if hasCorrelate {
-		r.Correlate = p.correlate(resolve(cor.v))
+	if block.v != nil {
+		r.SpecPos = p.pos(resolve(block.v))
 	}
-	if hasDecay {
-		r.Decay = p.decay(resolve(dec.v))
-	}
-	if kv, ok := f["knee"]; ok {
-		r.Knee = p.knee(resolve(kv.v))
-	}
-	if kv, ok := f["spikiness"]; ok {
-		r.Spikiness = p.spikiness(resolve(kv.v))
-	}
-	if kv, ok := f["imbalance"]; ok {
-		r.Imbalance = p.imbalance(resolve(kv.v))
+	// The blocks whose settings do not depend on the rule's step.
+	switch r.Kind {
+	case KindAnomaly:
+		d := &Detector{Name: DefaultDetector}
+		if block.v != nil {
+			d = p.detector(resolve(block.v))
+		}
+		r.Spec = d
+	case KindCorrelation:
+		r.Spec = p.correlate(resolve(block.v))
+	case KindDecay:
+		r.Spec = p.decay(resolve(block.v))
+	case KindKnee:
+		r.Spec = p.knee(resolve(block.v))
+	case KindSpikiness:
+		r.Spec = p.spikiness(resolve(block.v))
+	case KindImbalance:
+		r.Spec = p.imbalance(resolve(block.v))
 	}
 	// Rules whose queries are all in their block take no expr.
 	ownQueries := ""
-	switch {
-	case hasCorrelate:
+	switch r.Kind {
+	case KindCorrelation:
 		ownQueries = "a correlate rule takes its queries from correlate.x and correlate.y, not expr"
-	case r.Knee != nil:
+	case KindKnee:
 		ownQueries = "a knee rule takes its queries from knee.concurrency and knee.qps, not expr"
-	case r.Imbalance != nil && r.Imbalance.Across == "":
-		ownQueries = "an imbalance rule with a and b takes no expr (or use across: LABEL with expr)"
+	case KindImbalance:
+		if r.Spec.(*Imbalance).Across == "" {
+			ownQueries = "an imbalance rule with a and b takes no expr (or use across: LABEL with expr)"
+		}
 	}
 	if e, ok := f["expr"]; ok {
 		if ownQueries != "" {
@@ -854,7 +877,7 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		} else if _, err := metricsql.Parse(r.Expr); err != nil {
 			p.errorf(resolve(e.v), "expr %q is not valid MetricsQL: %v", r.Expr, err)
 		}
-	} else if _, fc := f["forecast"]; ownQueries == "" && !fc && !hasKey(f, "scale") {
+	} else if ownQueries == "" && r.Kind != KindForecast && r.Kind != KindScale {
 		p.errorf(n, "a rule needs an expr (a MetricsQL or PromQL query)")
 	}
 	e, ok := f["lookback"]
@@ -895,19 +918,15 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	if e, ok := f["labels"]; ok {
 		r.Labels = p.labels(resolve(e.v))
 	}
-	if hasDetector {
-		r.Detector, r.DetectorPos = p.detector(resolve(det.v))
+	if c, ok := r.Spec.(*Correlate); ok && c.YJitter >= r.Lookback && lookbackOK {
+		p.errorf(resolve(block.v), "correlate.y_jitter %s must be shorter than lookback %s", fmtDuration(c.YJitter), fmtDuration(r.Lookback))
 	}
-	if r.Correlate != nil && r.Correlate.YJitter >= r.Lookback && lookbackOK {
-		p.errorf(resolve(cor.v), "correlate.y_jitter %s must be shorter than lookback %s", fmtDuration(r.Correlate.YJitter), fmtDuration(r.Lookback))
-	}
-	if e, ok := f["forecast"]; ok {
-		r.Forecast = p.forecast(resolve(e.v), r.Step)
-	}
-	if e, ok := f["scale"]; ok {
-		r.Scale = p.scale(resolve(e.v))
-	}
-	if r.Forecast != nil || r.Scale != nil {
+	switch r.Kind {
+	case KindForecast:
+		r.Spec = p.forecast(resolve(block.v), r.Step)
+		p.forecastRule(&r, n, f)
+	case KindScale:
+		r.Spec = p.scale(resolve(block.v))
 		p.forecastRule(&r, n, f)
 	}
 	return r, true
@@ -942,9 +961,8 @@ func (p *parser) labels(n *yaml.Node) map[string]string {
 	return out
 }
 
-func (p *parser) detector(n *yaml.Node) (Detector, Pos) {
-	d := Detector{Name: DefaultDetector}
-	pos := p.pos(n)
+func (p *parser) detector(n *yaml.Node) *Detector {
+	d := &Detector{Name: DefaultDetector}
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if !isNull(n) && strings.TrimSpace(n.Value) != "" {
@@ -971,7 +989,7 @@ func (p *parser) detector(n *yaml.Node) (Detector, Pos) {
 	default:
 		p.errorf(n, "detector must be a name (detector: sigma) or a mapping (detector: {name: sigma, k: 3}), got %s", kind(n))
 	}
-	return d, pos
+	return d
 }
 
 // yamlErrMsg strips the positions yaml.v3 puts in its messages: the

@@ -40,8 +40,8 @@ func TestLoadGood(t *testing.T) {
 				}
 				for _, r := range g.Rules {
 					// An aliased detector may lie before its rule.
-					if r.Pos.Line <= g.Pos.Line || r.DetectorPos.Line <= g.Pos.Line {
-						t.Errorf("rule %q: Pos %v, DetectorPos %v, group at %v", r.Name, r.Pos, r.DetectorPos, g.Pos)
+					if r.Pos.Line <= g.Pos.Line || r.SpecPos.Line <= g.Pos.Line {
+						t.Errorf("rule %q: Pos %v, DetectorPos %v, group at %v", r.Name, r.Pos, r.SpecPos, g.Pos)
 					}
 				}
 			}
@@ -201,10 +201,10 @@ groups:
 	}
 	r := g.Rules[0]
 	want := Rule{Name: "r", Expr: "up", Lookback: time.Hour, Step: time.Minute, For: 0,
-		Detector: Detector{Name: "auto"}, Pos: Pos{Line: 6, Column: 9}, DetectorPos: Pos{Line: 6, Column: 9}}
+		Kind: KindAnomaly, Spec: &Detector{Name: "auto"}, Pos: Pos{Line: 6, Column: 9}, SpecPos: Pos{Line: 6, Column: 9}}
 	if r.Name != want.Name || r.Expr != want.Expr || r.Lookback != want.Lookback || r.Step != want.Step ||
-		r.For != want.For || r.Detector.Name != want.Detector.Name || len(r.Detector.Params) != 0 ||
-		len(r.Labels) != 0 || r.Pos != want.Pos || r.DetectorPos != want.DetectorPos {
+		r.For != want.For || r.Kind != want.Kind || specOf[*Detector](r).Name != specOf[*Detector](want).Name || len(specOf[*Detector](r).Params) != 0 ||
+		len(r.Labels) != 0 || r.Pos != want.Pos || r.SpecPos != want.SpecPos {
 		t.Errorf("rule = %+v\nwant %+v", r, want)
 	}
 }
@@ -264,15 +264,15 @@ func TestFullValues(t *testing.T) {
 		r.Labels["team"] != "llm-serving" || r.Labels["severity"] != "page" || len(r.Labels) != 2 || r.MinDev != 0.05 {
 		t.Errorf("rule = %+v", r)
 	}
-	if r.Detector.Name != "sigma" || len(r.Detector.Params) != 2 || r.Detector.Params["k"] != "3" ||
-		r.Detector.Params["min_points"] != "20" || r.DetectorPos != (Pos{File: file, Line: 48, Column: 11}) {
-		t.Errorf("detector = %+v at %v", r.Detector, r.DetectorPos)
+	if specOf[*Detector](r).Name != "sigma" || len(specOf[*Detector](r).Params) != 2 || specOf[*Detector](r).Params["k"] != "3" ||
+		specOf[*Detector](r).Params["min_points"] != "20" || r.SpecPos != (Pos{File: file, Line: 48, Column: 11}) {
+		t.Errorf("detector = %+v at %v", specOf[*Detector](r), r.SpecPos)
 	}
-	if d := cfg.Groups[0].Rules[1].Detector; d.Name != "robust" || d.Params != nil {
+	if d := specOf[*Detector](cfg.Groups[0].Rules[1]); d.Name != "robust" || d.Params != nil {
 		t.Errorf("scalar detector = %+v", d)
 	}
 	g := cfg.Groups[1]
-	if g.Interval != 90*time.Minute || g.Rules[0].Lookback != 7*24*time.Hour || g.Rules[0].Detector.Params["period"] != "1d" {
+	if g.Interval != 90*time.Minute || g.Rules[0].Lookback != 7*24*time.Hour || specOf[*Detector](g.Rules[0]).Params["period"] != "1d" {
 		t.Errorf("group gpu = %+v", g)
 	}
 }
@@ -299,7 +299,7 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 	}
 	rs := cfg.Groups[0].Rules
 	if rs[1].Name != "running" || rs[1].Expr != "sum(vllm:num_requests_running)" || rs[1].Lookback != 2*time.Hour ||
-		rs[1].Detector.Params["k"] != "4" {
+		specOf[*Detector](rs[1]).Params["k"] != "4" {
 		t.Errorf("merged rule = %+v", rs[1])
 	}
 }
@@ -405,9 +405,9 @@ groups:
 		{rs[3], "ewma", map[string]string{"alpha": "0.3", "warmup": "10"}, Pos{"d.yaml", 13, 19}},
 	}
 	for _, tt := range tests {
-		d := tt.rule.Detector
-		if d.Name != tt.name || len(d.Params) != len(tt.params) || tt.rule.DetectorPos != tt.pos {
-			t.Errorf("rule %s: detector %+v at %v, want %s %v at %v", tt.rule.Name, d, tt.rule.DetectorPos, tt.name, tt.params, tt.pos)
+		d := specOf[*Detector](tt.rule)
+		if d.Name != tt.name || len(d.Params) != len(tt.params) || tt.rule.SpecPos != tt.pos {
+			t.Errorf("rule %s: detector %+v at %v, want %s %v at %v", tt.rule.Name, d, tt.rule.SpecPos, tt.name, tt.params, tt.pos)
 		}
 		for k, v := range tt.params {
 			if d.Params[k] != v {
@@ -515,32 +515,32 @@ func TestAnalysisRulesAndTheirDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := cfg.Groups[0].Rules
-	c := rs[0].Correlate
-	if rs[0].Kind() != "correlation" || c == nil || c.X == "" || c.Y == "" || c.YJitter != 15*time.Minute ||
+	c := specOf[*Correlate](rs[0])
+	if rs[0].Kind != "correlation" || c == nil || c.X == "" || c.Y == "" || c.YJitter != 15*time.Minute ||
 		len(c.On) != 1 || c.On[0] != "pod" || c.MaxLag != 5*time.Minute || c.MinAbsR != 0.6 ||
 		c.MaxP != 0.001 || c.MinPoints != 40 || c.XAbove != 95 || rs[0].Expr != "" {
-		t.Errorf("correlate = %+v (kind %s)", c, rs[0].Kind())
+		t.Errorf("correlate = %+v (kind %s)", c, rs[0].Kind)
 	}
-	d := rs[1].Decay
-	if rs[1].Kind() != "decay" || d == nil || d.Peak != 2400 || d.MinEta != 0.2 || d.MinSlope != 0.05 ||
+	d := specOf[*Decay](rs[1])
+	if rs[1].Kind != "decay" || d == nil || d.Peak != 2400 || d.MinEta != 0.2 || d.MinSlope != 0.05 ||
 		d.Confidence != 0.9 || d.PeakQuantile != 0.95 {
 		t.Errorf("decay = %+v", d)
 	}
-	if k := rs[3].Knee; rs[3].Kind() != "knee" || k == nil || k.Method != "cubic" || k.Margin != 0.9 || k.Recent != 10*time.Minute || len(k.On) != 1 || k.QPS == "" || rs[3].Expr != "" {
+	if k := specOf[*Knee](rs[3]); rs[3].Kind != "knee" || k == nil || k.Method != "cubic" || k.Margin != 0.9 || k.Recent != 10*time.Minute || len(k.On) != 1 || k.QPS == "" || rs[3].Expr != "" {
 		t.Errorf("knee = %+v", k)
 	}
-	if sp := rs[4].Spikiness; rs[4].Kind() != "spikiness" || sp == nil || sp.Recent != 10*time.Minute || sp.Factor != 1.5 {
+	if sp := specOf[*Spikiness](rs[4]); rs[4].Kind != "spikiness" || sp == nil || sp.Recent != 10*time.Minute || sp.Factor != 1.5 {
 		t.Errorf("spikiness = %+v", sp)
 	}
-	if m := rs[5].Imbalance; rs[5].Kind() != "imbalance" || m == nil || m.Across != "pod" || m.Warn != 0.3 || m.Critical != 0.6 || rs[5].Expr == "" {
+	if m := specOf[*Imbalance](rs[5]); rs[5].Kind != "imbalance" || m == nil || m.Across != "pod" || m.Warn != 0.3 || m.Critical != 0.6 || rs[5].Expr == "" {
 		t.Errorf("imbalance across = %+v", m)
 	}
-	if m := rs[6].Imbalance; m == nil || m.A == "" || m.B == "" || len(m.On) != 1 || m.Warn != DefaultImbalanceWarn || m.Critical != DefaultImbalanceCritical {
+	if m := specOf[*Imbalance](rs[6]); m == nil || m.A == "" || m.B == "" || len(m.On) != 1 || m.Warn != DefaultImbalanceWarn || m.Critical != DefaultImbalanceCritical {
 		t.Errorf("imbalance a/b = %+v", m)
 	}
 	want := Decay{PeakQuantile: DefaultDecayPeakQuantile, MinSlope: DefaultDecayMinSlope,
-		MinEta: DefaultDecayMinEta, Confidence: DefaultDecayConfidence}
-	if d := rs[2].Decay; d == nil || *d != want {
+		MinEta: DefaultDecayMinEta, Confidence: DefaultDecayConfidence, Current: time.Hour}
+	if d := specOf[*Decay](rs[2]); d == nil || *d != want {
 		t.Errorf("decay defaults = %+v, want %+v", d, want)
 	}
 }

@@ -242,7 +242,7 @@ func ExpandPresets(o PresetOptions) ([]Rule, error) {
 				lookback: 2 * time.Hour,
 			}
 			r := pr.rule(sel, on)
-			r.Correlate.On = slices.Clone(on)
+			r.Spec.(*Correlate).On = slices.Clone(on)
 			out = append(out, r)
 		}
 	}
@@ -284,21 +284,18 @@ func (pr presetRule) rule(sel string, by []string) Rule {
 	}
 	switch {
 	case pr.x != "":
-		r.Correlate = &Correlate{
+		r.Kind, r.Spec = KindCorrelation, &Correlate{
 			X: fill(pr.x, sel, by), Y: fill(pr.y, sel, by),
 			YJitter: 15 * time.Minute, MaxLag: 5 * time.Minute, XAbove: 95,
 			MinAbsR: DefaultCorrelateMinAbsR, MaxP: DefaultCorrelateMaxP, MinPoints: DefaultCorrelateMinPoints,
 		}
 	case pr.decay != nil:
 		d := *pr.decay
-		r.Expr, r.Decay = fill(pr.expr, sel, by), &d
+		r.Expr, r.Kind, r.Spec = fill(pr.expr, sel, by), KindDecay, &d
 	default:
 		r.Expr = fill(pr.expr, sel, by)
 		// The parameters are sigma's, whatever the default detector is.
-		r.Detector = Detector{Name: "sigma", Params: map[string]string{"k": pr.k, "min_points": "30"}}
-	}
-	if r.Kind() != "anomaly" {
-		r.Detector = Detector{Name: DefaultDetector}
+		r.Kind, r.Spec = KindAnomaly, &Detector{Name: "sigma", Params: map[string]string{"k": pr.k, "min_points": "30"}}
 	}
 	return r
 }
@@ -413,7 +410,7 @@ func (p *parser) groupPresets(kv pair, selector, by *pair) []Rule {
 	}
 	pos := p.pos(resolve(kv.k))
 	for i := range rs {
-		rs[i].Pos, rs[i].DetectorPos = pos, pos
+		rs[i].Pos, rs[i].SpecPos = pos, pos
 	}
 	return rs
 }

@@ -24,8 +24,8 @@ func init() {
 
 // queries returns the queries of r.
 func queries(r Rule) []string {
-	if r.Correlate != nil {
-		return []string{r.Correlate.X, r.Correlate.Y}
+	if specOf[*Correlate](r) != nil {
+		return []string{specOf[*Correlate](r).X, specOf[*Correlate](r).Y}
 	}
 	return []string{r.Expr}
 }
@@ -51,8 +51,8 @@ func TestEveryPresetExpandsToValidQueriesWithTheSelectorEverywhere(t *testing.T)
 				if r.Step <= 0 || r.Lookback < r.Step || r.Lookback/r.Step > MaxPointsPerQuery {
 					t.Errorf("%s: step %v, lookback %v", r.Name, r.Step, r.Lookback)
 				}
-				if r.Kind() == "anomaly" && (r.Detector.Name != "sigma" || r.Detector.Params["k"] == "" || r.Detector.Params["min_points"] != "30") {
-					t.Errorf("%s: detector %+v", r.Name, r.Detector)
+				if r.Kind == "anomaly" && (specOf[*Detector](r).Name != "sigma" || specOf[*Detector](r).Params["k"] == "" || specOf[*Detector](r).Params["min_points"] != "30") {
+					t.Errorf("%s: detector %+v", r.Name, specOf[*Detector](r))
 				}
 				for _, q := range queries(r) {
 					if strings.Contains(q, "$") {
@@ -126,7 +126,7 @@ func TestGPUCorrelationOnlyWithDCGM(t *testing.T) {
 		}
 		var cors []Rule
 		for _, r := range rs {
-			if r.Correlate != nil {
+			if specOf[*Correlate](r) != nil {
 				cors = append(cors, r)
 			}
 		}
@@ -139,7 +139,7 @@ func TestGPUCorrelationOnlyWithDCGM(t *testing.T) {
 		if len(cors) != 1 {
 			t.Fatalf("%v: %d correlation rules, want 1", o.Names, len(cors))
 		}
-		c := cors[0].Correlate
+		c := specOf[*Correlate](cors[0])
 		if !slices.Equal(c.On, wantOn) || c.XAbove != 95 || c.YJitter <= 0 || c.MinPoints != DefaultCorrelateMinPoints {
 			t.Errorf("%v: %+v", o.Names, c)
 		}
@@ -200,7 +200,7 @@ groups:
 	for i, r := range g.Rules {
 		switch {
 		case r.Name == "vllm_ttft_mean":
-			if r.Expr != "max(up)" || r.Detector.Params["k"] != "5" || r.Pos.Line != 8 {
+			if r.Expr != "max(up)" || specOf[*Detector](r).Params["k"] != "5" || r.Pos.Line != 8 {
 				t.Errorf("the user's rule did not override the preset's: %+v", r)
 			}
 		case r.Name == "extra":
@@ -211,8 +211,8 @@ groups:
 			if r.Name != want[i].Name || r.Expr != want[i].Expr {
 				t.Errorf("rule %d: %s %q, want %s %q", i, r.Name, r.Expr, want[i].Name, want[i].Expr)
 			}
-			if r.Pos != (Pos{File: "c.yaml", Line: 4, Column: 5}) || r.DetectorPos != r.Pos {
-				t.Errorf("%s: Pos %v DetectorPos %v, want the preset key at c.yaml:4:5", r.Name, r.Pos, r.DetectorPos)
+			if r.Pos != (Pos{File: "c.yaml", Line: 4, Column: 5}) || r.SpecPos != r.Pos {
+				t.Errorf("%s: Pos %v DetectorPos %v, want the preset key at c.yaml:4:5", r.Name, r.Pos, r.SpecPos)
 			}
 		}
 	}
@@ -270,7 +270,7 @@ func ExampleExpandPresets() {
 		return
 	}
 	for _, r := range rs {
-		fmt.Printf("%s (%s)\n", r.Name, r.Kind())
+		fmt.Printf("%s (%s)\n", r.Name, r.Kind)
 	}
 	fmt.Println(rs[5].Expr)
 	// Output:

@@ -1,4 +1,4 @@
-package alerting_test
+package natsjs_test
 
 import (
 	"os"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 )
 
-func TestEmbeddedNATS(t *testing.T) {
-	srv, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{Listen: "127.0.0.1:0"})
+func TestEmbedded(t *testing.T) {
+	srv, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +47,9 @@ func TestEmbeddedNATS(t *testing.T) {
 	srv.Shutdown() // a second Shutdown is harmless
 }
 
-func TestEmbeddedNATSKeepsGivenStore(t *testing.T) {
+func TestEmbeddedKeepsGivenStore(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: dir})
+	srv, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestEmbeddedNATSKeepsGivenStore(t *testing.T) {
 	}
 }
 
-func TestEmbeddedNATSErrors(t *testing.T) {
+func TestEmbeddedErrors(t *testing.T) {
 	taken := natstest.Start(t)
 	for _, tc := range []struct {
 		listen, wantErr string
@@ -69,7 +69,7 @@ func TestEmbeddedNATSErrors(t *testing.T) {
 		{"127.0.0.1:70000", `port "70000" is not a number from 0 to 65535`},
 		{taken.Addr(), "did not accept clients within 1s"},
 	} {
-		e, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{Listen: tc.listen, StoreDir: t.TempDir(), ReadyTimeout: time.Second})
+		e, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{Listen: tc.listen, StoreDir: t.TempDir(), ReadyTimeout: time.Second})
 		if err == nil {
 			e.Shutdown()
 		}

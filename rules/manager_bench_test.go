@@ -1,4 +1,4 @@
-package alerting
+package rules
 
 import (
 	"context"
@@ -70,14 +70,6 @@ func mix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// discard accepts every finding.
-type discard struct{ n int }
-
-func (d *discard) Publish(_ context.Context, fs []Finding) (int, error) {
-	d.n += len(fs)
-	return len(fs), nil
-}
-
 // BenchmarkEngineCycle measures one evaluation cycle of one anomaly rule
 // with the default detector over many series, each of which has one new
 // point since the previous cycle (after a first cycle that warmed every
@@ -89,13 +81,13 @@ func BenchmarkEngineCycle(b *testing.B) {
 		b.Run("series="+strconv.Itoa(n), func(b *testing.B) {
 			store := newGenStore(n)
 			now := t0
-			e, err := NewEngine(EngineOptions{
+			e, err := newTestManager(testOptions{
 				Groups: []rulefmt.Group{{Name: "latency", Interval: time.Minute, Rules: []rulefmt.Rule{{
 					Name: "ttft", Expr: "ttft", Lookback: 4 * time.Hour, Step: time.Minute,
-					Detector: rulefmt.Detector{Name: "auto"},
+					Kind: rulefmt.KindAnomaly, Spec: &rulefmt.Detector{Name: "auto"},
 				}}}},
-				Querier: store, Output: &discard{},
-				Now: func() time.Time { return now },
+				Querier: store,
+				Now:     func() time.Time { return now },
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -115,7 +107,7 @@ func BenchmarkEngineCycle(b *testing.B) {
 				cycles++
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(cycles*n), "ns/series")
-			if got := len(e.groups[0].rules[0].series); got != n {
+			if got := len(e.groups[0].rules[0].(*anomalyRule).series); got != n {
 				b.Fatalf("%d series tracked, want %d", got, n)
 			}
 		})

@@ -1,13 +1,16 @@
-package alerting
+package rules
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
 
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
@@ -16,11 +19,11 @@ import (
 type eventRecorder struct {
 	mu       sync.Mutex
 	subjects []string
-	events   []Event
+	events   []alerting.Event
 	fail     bool
 }
 
-func (r *eventRecorder) PublishEvent(_ context.Context, subject string, ev Event) error {
+func (r *eventRecorder) PublishEvent(_ context.Context, subject string, ev alerting.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail {
@@ -34,7 +37,7 @@ func (r *eventRecorder) PublishEvent(_ context.Context, subject string, ev Event
 	return nil
 }
 
-func (r *eventRecorder) take() ([]string, []Event) {
+func (r *eventRecorder) take() ([]string, []alerting.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, e := r.subjects, r.events
@@ -69,10 +72,10 @@ func constant(labels ingest.Labels, n int, v float64) ingest.Series {
 func forecastGroups() []rulefmt.Group {
 	return []rulefmt.Group{{Name: "fc", Interval: time.Minute, Rules: []rulefmt.Rule{
 		{Name: "rate", Expr: "rate", Step: time.Minute, Lookback: 6 * time.Hour, Labels: map[string]string{"team": "serving"},
-			Forecast: &rulefmt.Forecast{Expr: "rate", Step: time.Minute, History: 6 * time.Hour, Horizon: 10 * time.Minute,
+			Kind: rulefmt.KindForecast, Spec: &rulefmt.Forecast{Expr: "rate", Step: time.Minute, History: 6 * time.Hour, Horizon: 10 * time.Minute,
 				Model: "auto", Level: 0.9, Period: time.Hour}},
 		{Name: "deploy", Expr: "replicas", Step: time.Minute, Lookback: time.Hour,
-			Scale: &rulefmt.Scale{Forecast: "rate", On: []string{"model"}, Replicas: "replicas", Waiting: "waiting",
+			Kind: rulefmt.KindScale, Spec: &rulefmt.Scale{Forecast: "rate", On: []string{"model"}, Replicas: "replicas", Waiting: "waiting",
 				CapacityPerReplica: 10, MinReplicas: 1, MaxReplicas: 20, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute,
 				GPUMemoryHigh: 0.8, WaitingPerReplica: 5, P99Near: 0.9}},
 	}}}
@@ -83,7 +86,7 @@ func TestForecastRulePublishesTheOutlook(t *testing.T) {
 	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {hourly("a", n, 1, 0, 0)}}}
 	events := &eventRecorder{}
 	now := t0.Add(time.Duration(n-2) * time.Minute)
-	e, err := NewEngine(EngineOptions{Groups: forecastGroups()[:1], Querier: store, Output: &recorder{}, Events: events,
+	e, err := newTestManager(testOptions{Groups: forecastGroups()[:1], Querier: store, Output: &recorder{}, Events: events,
 		EventPrefix: "iw", Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -92,10 +95,10 @@ func TestForecastRulePublishesTheOutlook(t *testing.T) {
 		t.Fatal(err)
 	}
 	subjects, evs := events.take()
-	if len(evs) != 1 || subjects[0] != "iw.forecasts.rate" || evs[0].Type != ForecastEventType {
+	if len(evs) != 1 || subjects[0] != "iw.forecasts.rate" || evs[0].Type != alerting.ForecastEventType {
 		t.Fatalf("subjects %v events %+v", subjects, evs)
 	}
-	var d ForecastData
+	var d alerting.ForecastData
 	if err := json.Unmarshal(evs[0].Data, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +135,7 @@ func TestForecastRulePublishesTheOutlook(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, evs2 := events.take()
-	var d2 ForecastData
+	var d2 alerting.ForecastData
 	if len(evs2) != 1 || json.Unmarshal(evs2[0].Data, &d2) != nil || !d2.Origin.Equal(origin.Add(time.Minute)) || evs2[0].ID == evs[0].ID {
 		t.Fatalf("second forecast %+v", evs2)
 	}
@@ -145,7 +148,7 @@ func TestForecastRuleWithTooLittleHistorySaysSo(t *testing.T) {
 	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {hourly("a", 30, 1, 0, 0)}}}
 	events := &eventRecorder{}
 	now := t0.Add(29 * time.Minute)
-	e, err := NewEngine(EngineOptions{Groups: forecastGroups()[:1], Querier: store, Output: &recorder{}, Events: events, Now: func() time.Time { return now }})
+	e, err := newTestManager(testOptions{Groups: forecastGroups()[:1], Querier: store, Output: &recorder{}, Events: events, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +156,7 @@ func TestForecastRuleWithTooLittleHistorySaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, evs := events.take()
-	var d ForecastData
+	var d alerting.ForecastData
 	if len(evs) != 1 || json.Unmarshal(evs[0].Data, &d) != nil {
 		t.Fatalf("events %+v", evs)
 	}
@@ -183,7 +186,7 @@ func TestScaleRuleFollowsASurgeWithoutFlapping(t *testing.T) {
 	}}
 	events := &eventRecorder{}
 	now := t0.Add(time.Duration(n-1) * time.Minute)
-	e, err := NewEngine(EngineOptions{Groups: forecastGroups(), Querier: store, Output: &recorder{}, Events: events,
+	e, err := newTestManager(testOptions{Groups: forecastGroups(), Querier: store, Output: &recorder{}, Events: events,
 		Backfill: 4 * time.Hour, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -192,14 +195,14 @@ func TestScaleRuleFollowsASurgeWithoutFlapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	subjects, evs := events.take()
-	var signals []ScaleData
+	var signals []alerting.ScaleData
 	forecasts := 0
 	for i, ev := range evs {
 		switch subjects[i] {
 		case "inferwatch.forecasts.rate":
 			forecasts++
 		case "inferwatch.scale.deploy":
-			var d ScaleData
+			var d alerting.ScaleData
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +219,7 @@ func TestScaleRuleFollowsASurgeWithoutFlapping(t *testing.T) {
 	peak, peakTier := 0, 0
 	var ups, downs int
 	for i, s := range signals {
-		if s.Labels["model"] != "a" || s.Target != "deploy" || s.CapacityPerReplica != 10 || s.CurrentReplicas != 4 {
+		if s.Labels["model"] != "a" || s.Target != `{model="a"}` || s.CapacityPerReplica != 10 || s.CurrentReplicas != 4 {
 			t.Fatalf("signal %+v", s)
 		}
 		if s.DesiredReplicas > peak {
@@ -252,53 +255,18 @@ func TestScaleRuleFollowsASurgeWithoutFlapping(t *testing.T) {
 	t.Logf("%d signals, %d up, %d down, peak %d (tier %d), newest %d: %s", len(signals), ups, downs, peak, peakTier, last.DesiredReplicas, last.Reason)
 }
 
-func TestEngineNeedsEventsForForecastRules(t *testing.T) {
-	_, err := NewEngine(EngineOptions{Groups: forecastGroups(), Querier: &memStore{}, Output: &recorder{}})
-	if err == nil || !strings.Contains(err.Error(), `rule "rate" is a forecast rule: EngineOptions needs Events`) {
-		t.Fatalf("err = %v", err)
-	}
+func TestBuildRejectsAnUnknownForecastModelAtItsBlock(t *testing.T) {
 	g := forecastGroups()
-	g[0].Rules[0].Forecast.Model = "nosuch"
-	g[0].Rules[0].Pos = rulefmt.Pos{File: "x.yaml", Line: 7, Column: 9}
-	err = Compile(&rulefmt.Config{Groups: g})
-	if err == nil || !strings.Contains(err.Error(), "x.yaml:7:9") || !strings.Contains(err.Error(), `unknown forecasting model "nosuch"`) {
+	g[0].Rules[0].Spec.(*rulefmt.Forecast).Model = "nosuch"
+	g[0].Rules[0].SpecPos = rulefmt.Pos{File: "x.yaml", Line: 7, Column: 9}
+	_, err := Build(g)
+	var errs rulefmt.Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || !strings.Contains(err.Error(), "x.yaml:7:9") ||
+		!strings.Contains(err.Error(), `group "fc": rule "rate"`) || !strings.Contains(err.Error(), `unknown forecasting model "nosuch"`) {
 		t.Fatalf("err = %v", err)
 	}
 }
 
-func TestFailedEventsAreCountedNotKept(t *testing.T) {
-	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {hourly("a", 120, 1, 0, 0)}}}
-	events := &eventRecorder{fail: true}
-	now := t0.Add(119 * time.Minute)
-	e, err := NewEngine(EngineOptions{Groups: forecastGroups()[:1], Querier: store, Output: &recorder{}, Events: events, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	e.m.set.WritePrometheus(&b)
-	if !strings.Contains(b.String(), `inferwatch_event_publish_failures_total{kind="forecast"} 1`) {
-		t.Fatalf("metrics:\n%s", b.String())
-	}
-	// The broker is back: the next evaluation publishes its own forecast.
-	events.fail = false
-	now = now.Add(time.Minute)
-	store.byExpr["rate"] = []ingest.Series{hourly("a", 121, 1, 0, 0)}
-	if err := e.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if _, evs := events.take(); len(evs) != 1 {
-		t.Fatalf("%d events after the broker came back, want 1", len(evs))
-	}
-}
-
-// TestBottomUpForecastRule: with sum_by, the rule forecasts each model's
-// traffic as the sum of its clients' forecasts. Client c2 of model a runs
-// a job from minute 20 to 40 of every hour, which its own series shows
-// and the bottom-up forecast carries; a client that appears later joins
-// the sum at the next evaluation.
 func TestBottomUpForecastRule(t *testing.T) {
 	const n = 480
 	client := func(model, c string, from int, f func(i int) float64) ingest.Series {
@@ -322,10 +290,11 @@ func TestBottomUpForecastRule(t *testing.T) {
 		client("b", "c1", 0, func(int) float64 { return 5 }),
 	}}}
 	g := forecastGroups()[:1]
-	g[0].Rules[0].Forecast.BottomUp, g[0].Rules[0].Forecast.SumBy = true, []string{"model"}
+	fc := g[0].Rules[0].Spec.(*rulefmt.Forecast)
+	fc.BottomUp, fc.SumBy = true, []string{"model"}
 	events := &eventRecorder{}
 	now := t0.Add(435*time.Minute + 10*time.Second) // minute 15 of the hour: the job starts at lead 5
-	e, err := NewEngine(EngineOptions{Groups: g, Querier: store, Output: &recorder{}, Events: events,
+	e, err := newTestManager(testOptions{Groups: g, Querier: store, Output: &recorder{}, Events: events,
 		EventPrefix: "iw", Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -337,9 +306,9 @@ func TestBottomUpForecastRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, evs := events.take()
-		byModel := map[string]ForecastData{}
+		byModel := map[string]alerting.ForecastData{}
 		for _, ev := range evs {
-			var d ForecastData
+			var d alerting.ForecastData
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package alerting_test
+package natsjs_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 )
 
@@ -45,7 +46,7 @@ func finding(kind, pod string, end time.Time) alerting.Finding {
 var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // connect opens the output with short timeouts and closes it at the end.
-func connect(t *testing.T, o alerting.JetStreamOptions) *alerting.JetStream {
+func connect(t *testing.T, o natsjs.Options) *natsjs.JetStream {
 	t.Helper()
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
@@ -55,7 +56,7 @@ func connect(t *testing.T, o alerting.JetStreamOptions) *alerting.JetStream {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	j, err := alerting.ConnectJetStream(ctx, o)
+	j, err := natsjs.Connect(ctx, o)
 	if err != nil {
 		t.Fatalf("ConnectJetStream: %v", err)
 	}
@@ -64,6 +65,35 @@ func connect(t *testing.T, o alerting.JetStreamOptions) *alerting.JetStream {
 }
 
 func counter(s *metrics.Set, name string) uint64 { return s.GetOrCreateCounter(name).Get() }
+
+// The self-metrics of findings, by name as /metrics shows them.
+const (
+	publishedFindings  = `inferwatch_events_published_total{kind="finding"}`
+	duplicateFindings  = `inferwatch_events_duplicate_total{kind="finding"}`
+	findingRetries     = `inferwatch_publish_retries_total{kind="finding"}`
+	findingFailures    = `inferwatch_publish_failures_total{kind="finding"}`
+	rejectedFindings   = `inferwatch_findings_dropped_total{reason="rejected"}`
+	defaultSource      = "/inferwatch"
+	testSubjectsPrefix = "inferwatch"
+)
+
+// publisher publishes through j as the daemon does: findings in order,
+// kept while the stream does not acknowledge them.
+func publisher(t testing.TB, j *natsjs.JetStream, set *metrics.Set, source string) *alerting.Publisher {
+	t.Helper()
+	p, err := alerting.NewPublisher(alerting.PublisherOptions{Output: j, Source: source, Metrics: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// publish sends fs and returns how many of them are no longer pending.
+func publish(ctx context.Context, p *alerting.Publisher, fs []alerting.Finding) (int, error) {
+	before := p.Pending()
+	err := p.Send(ctx, alerting.Batch{Findings: fs})
+	return before + len(fs) - p.Pending(), err
+}
 
 // streamInfo reads the stream's state through a separate connection.
 func streamInfo(t *testing.T, url, stream string) *jetstream.StreamInfo {
@@ -81,7 +111,8 @@ func streamInfo(t *testing.T, url, stream string) *jetstream.StreamInfo {
 func TestPublishReadBack(t *testing.T) {
 	srv := natstest.Start(t)
 	set := metrics.NewSet()
-	j := connect(t, alerting.JetStreamOptions{URL: srv.ClientURL(), Metrics: set, Source: "/inferwatch/test"})
+	j := connect(t, natsjs.Options{URL: srv.ClientURL(), Metrics: set})
+	p := publisher(t, j, set, "/inferwatch/test")
 
 	fs := []alerting.Finding{
 		finding("anomaly", "p0", t0),
@@ -91,7 +122,7 @@ func TestPublishReadBack(t *testing.T) {
 	fs[1].Lower = math.Inf(-1) // one-sided band: encoded as null
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := j.Publish(ctx, fs)
+	n, err := publish(ctx, p, fs)
 	if err != nil || n != len(fs) {
 		t.Fatalf("Publish = %d, %v; want %d, nil", n, err, len(fs))
 	}
@@ -159,10 +190,10 @@ func TestPublishReadBack(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]uint64{
-		"inferwatch_findings_published_total": 3,
-		"inferwatch_findings_duplicate_total": 0,
-		"inferwatch_publish_retries_total":    0,
-		"inferwatch_publish_failures_total":   0,
+		publishedFindings: 3,
+		duplicateFindings: 0,
+		findingRetries:    0,
+		findingFailures:   0,
 	} {
 		if got := counter(set, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
@@ -188,14 +219,15 @@ func equalFinding(a, b alerting.Finding) bool {
 func TestPublishDuplicate(t *testing.T) {
 	srv := natstest.Start(t)
 	set := metrics.NewSet()
-	j := connect(t, alerting.JetStreamOptions{URL: srv.ClientURL(), Metrics: set})
+	j := connect(t, natsjs.Options{URL: srv.ClientURL(), Metrics: set})
+	p := publisher(t, j, set, "")
 	ctx := context.Background()
 
 	f := finding("anomaly", "p0", t0)
 	again := finding("anomaly", "p0", t0)
 	again.Score, again.Value = 9, 55 // a later evaluation of the same window
 	for i, batch := range [][]alerting.Finding{{f}, {again}, {f, again}} {
-		if n, err := j.Publish(ctx, batch); err != nil || n != len(batch) {
+		if n, err := publish(ctx, p, batch); err != nil || n != len(batch) {
 			t.Fatalf("batch %d: Publish = %d, %v", i, n, err)
 		}
 	}
@@ -205,10 +237,10 @@ func TestPublishDuplicate(t *testing.T) {
 	if got := natstest.Collect(t, srv.ClientURL(), "inferwatch.>")(2, 500*time.Millisecond); len(got) != 1 {
 		t.Errorf("subscriber saw %d messages, want 1", len(got))
 	}
-	if got := counter(set, "inferwatch_findings_published_total"); got != 4 {
+	if got := counter(set, publishedFindings); got != 4 {
 		t.Errorf("published_total = %d, want 4", got)
 	}
-	if got := counter(set, "inferwatch_findings_duplicate_total"); got != 3 {
+	if got := counter(set, duplicateFindings); got != 3 {
 		t.Errorf("duplicate_total = %d, want 3", got)
 	}
 }
@@ -229,7 +261,7 @@ func TestStreamUpdate(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	connect(t, alerting.JetStreamOptions{URL: srv.ClientURL(), DuplicateWindow: 10 * time.Minute})
+	connect(t, natsjs.Options{URL: srv.ClientURL(), DuplicateWindow: 10 * time.Minute})
 	info := streamInfo(t, srv.ClientURL(), "INFERWATCH")
 	if info.Config.Duplicates != 10*time.Minute || info.Config.MaxAge != 48*time.Hour ||
 		strings.Join(info.Config.Subjects, " ") != "inferwatch.> legacy.findings" {
@@ -241,19 +273,19 @@ func TestStreamUpdate(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.x"}}); err != nil {
 		t.Fatal(err)
 	}
-	connect(t, alerting.JetStreamOptions{URL: srv.ClientURL(), Prefix: "acme", Stream: "OTHER"})
+	connect(t, natsjs.Options{URL: srv.ClientURL(), Prefix: "acme", Stream: "OTHER"})
 	info = streamInfo(t, srv.ClientURL(), "OTHER")
 	if strings.Join(info.Config.Subjects, " ") != "other.x acme.>" || info.Config.Duplicates != 24*time.Hour {
 		t.Errorf("stream OTHER: subjects %v, duplicates %v", info.Config.Subjects, info.Config.Duplicates)
 	}
 
 	// A window longer than the stream keeps messages cannot work: say so.
-	_, err := alerting.ConnectJetStream(ctx, alerting.JetStreamOptions{URL: srv.ClientURL(), DuplicateWindow: 72 * time.Hour})
+	_, err := natsjs.Connect(ctx, natsjs.Options{URL: srv.ClientURL(), DuplicateWindow: 72 * time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "stream INFERWATCH keeps messages for 48h0m0s, less than the duplicate window 72h0m0s") {
 		t.Errorf("window beyond max age: err = %v", err)
 	}
 	// Another stream already owns the subjects: the server's reason is kept.
-	_, err = alerting.ConnectJetStream(ctx, alerting.JetStreamOptions{URL: srv.ClientURL(), Stream: "SECOND"})
+	_, err = natsjs.Connect(ctx, natsjs.Options{URL: srv.ClientURL(), Stream: "SECOND"})
 	if err == nil || !strings.Contains(err.Error(), "creating or updating stream SECOND over inferwatch.>") ||
 		!strings.Contains(err.Error(), "overlap") {
 		t.Errorf("overlapping stream: err = %v", err)
@@ -297,12 +329,12 @@ func TestConnectWaitsForNATS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	type result struct {
-		j   *alerting.JetStream
+		j   *natsjs.JetStream
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		j, err := alerting.ConnectJetStream(ctx, alerting.JetStreamOptions{
+		j, err := natsjs.Connect(ctx, natsjs.Options{
 			URL: url, ConnectBackoffMax: 300 * time.Millisecond, Metrics: set,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		})
@@ -310,7 +342,7 @@ func TestConnectWaitsForNATS(t *testing.T) {
 	}()
 
 	time.Sleep(1500 * time.Millisecond)
-	srv, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{Listen: addr, StoreDir: t.TempDir()})
+	srv, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{Listen: addr, StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +365,7 @@ func TestConnectWaitsForNATS(t *testing.T) {
 	if got := counter(set, "inferwatch_nats_connect_retries_total"); got < 2 {
 		t.Errorf("connect retries = %d, want at least 2", got)
 	}
-	n, err := r.j.Publish(ctx, []alerting.Finding{finding("anomaly", "p0", t0)})
+	n, err := publish(ctx, publisher(t, r.j, set, ""), []alerting.Finding{finding("anomaly", "p0", t0)})
 	if err != nil || n != 1 {
 		t.Fatalf("Publish = %d, %v", n, err)
 	}
@@ -346,7 +378,7 @@ func TestConnectGivesUp(t *testing.T) {
 	url := "nats://user:hunter2@" + freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
-	_, err := alerting.ConnectJetStream(ctx, alerting.JetStreamOptions{URL: url})
+	_, err := natsjs.Connect(ctx, natsjs.Options{URL: url})
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "gave up after") ||
 		!strings.Contains(err.Error(), "nats://user:xxxxx@127.0.0.1") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("err = %v, want a deadline error naming the redacted URL", err)
@@ -356,14 +388,15 @@ func TestConnectGivesUp(t *testing.T) {
 func TestPublishServerStopsMidway(t *testing.T) {
 	addr := freePort(t)
 	store := t.TempDir()
-	srv, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{Listen: addr, StoreDir: store})
+	srv, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{Listen: addr, StoreDir: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
 	set := metrics.NewSet()
-	j := connect(t, alerting.JetStreamOptions{URL: srv.ClientURL(), Metrics: set,
+	j := connect(t, natsjs.Options{URL: srv.ClientURL(), Metrics: set,
 		AckTimeout: 150 * time.Millisecond, MaxPublishRetries: 2, ConnectBackoffMax: 100 * time.Millisecond})
+	p := publisher(t, j, set, "")
 
 	// A watcher stops the server when it sees the third finding, while the
 	// publisher is still working through the batch.
@@ -391,7 +424,7 @@ func TestPublishServerStopsMidway(t *testing.T) {
 		fs[i] = finding("anomaly", fmt.Sprintf("p%d", i), t0)
 	}
 	ctx := context.Background()
-	n, err := j.Publish(ctx, fs)
+	n, err := publish(ctx, p, fs)
 	<-stopped
 	if err == nil || n >= len(fs) || n < 2 {
 		t.Fatalf("Publish = %d, %v; want 2 ≤ n < %d and an error", n, err, len(fs))
@@ -400,13 +433,16 @@ func TestPublishServerStopsMidway(t *testing.T) {
 		!strings.Contains(err.Error(), "no ack after 3 attempts") || errors.Is(err, alerting.ErrRejected) {
 		t.Errorf("error does not say which finding failed and why: %v", err)
 	}
-	if got := counter(set, "inferwatch_publish_retries_total"); got != 2 {
+	if got := counter(set, findingRetries); got != 2 {
 		t.Errorf("retries = %d, want 2", got)
 	}
-	if got := counter(set, "inferwatch_publish_failures_total"); got != 1 {
+	if got := counter(set, findingFailures); got != 1 {
 		t.Errorf("failures = %d, want 1", got)
 	}
-	if got := counter(set, "inferwatch_findings_published_total"); got != uint64(n) {
+	if got := p.Pending(); got != len(fs)-n {
+		t.Errorf("pending = %d, want %d", got, len(fs)-n)
+	}
+	if got := counter(set, publishedFindings); got != uint64(n) {
 		t.Errorf("published_total = %d, want %d", got, n)
 	}
 
@@ -414,20 +450,18 @@ func TestPublishServerStopsMidway(t *testing.T) {
 
 	// The caller kept fs[n:]; once NATS is back, publishing them completes
 	// the stream without loss or duplicates.
-	srv2, err := alerting.StartEmbeddedNATS(alerting.EmbeddedOptions{Listen: addr, StoreDir: store})
+	srv2, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{Listen: addr, StoreDir: store})
 	if err != nil {
 		t.Fatalf("restarting NATS on %s: %v", addr, err)
 	}
 	t.Cleanup(srv2.Shutdown)
-	rest := fs[n:]
-	var m, try int
-	for ; try < 50 && len(rest) > 0; try++ { // until the client has reconnected
-		m, err = j.Publish(ctx, rest)
-		rest = rest[m:]
+	var try int
+	for ; try < 50 && p.Pending() > 0; try++ { // until the client has reconnected
+		err = p.Flush(ctx)
 	}
 	t.Logf("republished after restart in %d calls", try)
-	if len(rest) > 0 {
-		t.Fatalf("after restart, %d findings still unpublished: %v", len(rest), err)
+	if p.Pending() > 0 {
+		t.Fatalf("after restart, %d findings still unpublished: %v", p.Pending(), err)
 	}
 	info := streamInfo(t, srv2.ClientURL(), "INFERWATCH")
 	if info.State.Msgs != uint64(len(fs)) {
@@ -448,16 +482,22 @@ func TestPublishServerStopsMidway(t *testing.T) {
 func TestPublishRejects(t *testing.T) {
 	srv := natstest.Start(t)
 	set := metrics.NewSet()
-	j := connect(t, alerting.JetStreamOptions{URL: srv.ClientURL(), Metrics: set})
+	j := connect(t, natsjs.Options{URL: srv.ClientURL(), Metrics: set})
 	ctx := context.Background()
 
-	fs := []alerting.Finding{finding("anomaly", "p0", t0), finding("bad.kind", "p1", t0), finding("anomaly", "p2", t0)}
-	n, err := j.Publish(ctx, fs)
-	if n != 1 || !errors.Is(err, alerting.ErrRejected) || !strings.Contains(err.Error(), "finding 2 of 3") ||
-		!strings.Contains(err.Error(), `kind "bad.kind"`) {
-		t.Errorf("Publish = %d, %v; want 1 and a rejection of finding 2", n, err)
+	var logs lockedBuffer
+	p, err := alerting.NewPublisher(alerting.PublisherOptions{Output: j, Metrics: set, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := counter(set, "inferwatch_publish_retries_total"); got != 0 {
+	fs := []alerting.Finding{finding("anomaly", "p0", t0), finding("bad.kind", "p1", t0), finding("anomaly", "p2", t0)}
+	n, err := publish(ctx, p, fs)
+	if n != 3 || err != nil || counter(set, publishedFindings) != 2 || counter(set, rejectedFindings) != 1 ||
+		!strings.Contains(logs.String(), `kind \"bad.kind\" is not a single NATS subject token`) {
+		t.Errorf("Publish = %d, %v, published %d, rejected %d; want the bad kind dropped, counted and logged, the others published\n%s",
+			n, err, counter(set, publishedFindings), counter(set, rejectedFindings), logs.String())
+	}
+	if got := counter(set, findingRetries); got != 0 {
 		t.Errorf("a rejected finding was retried %d times", got)
 	}
 
@@ -483,7 +523,7 @@ func TestPublishRejects(t *testing.T) {
 
 func TestPublishEvent(t *testing.T) {
 	srv := natstest.Start(t)
-	j := connect(t, alerting.JetStreamOptions{URL: srv.ClientURL()})
+	j := connect(t, natsjs.Options{URL: srv.ClientURL()})
 	ev := alerting.Event{
 		SpecVersion: "1.0", ID: "scale-1", Source: "/inferwatch", Type: "io.inferwatch.scale.up",
 		Time: t0, DataContentType: "application/json", Data: json.RawMessage(`{"replicas":3}`),
@@ -512,11 +552,12 @@ func TestCloseThenPublish(t *testing.T) {
 	srv := natstest.Start(t)
 	set := metrics.NewSet()
 	ctx := context.Background()
-	j, err := alerting.ConnectJetStream(ctx, alerting.JetStreamOptions{URL: srv.ClientURL(), Metrics: set})
+	j, err := natsjs.Connect(ctx, natsjs.Options{URL: srv.ClientURL(), Metrics: set})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Publish(ctx, []alerting.Finding{finding("anomaly", "p0", t0)}); err != nil {
+	p := publisher(t, j, set, "")
+	if _, err := publish(ctx, p, []alerting.Finding{finding("anomaly", "p0", t0)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Close(); err != nil {
@@ -525,11 +566,11 @@ func TestCloseThenPublish(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	n, err := j.Publish(ctx, []alerting.Finding{finding("anomaly", "p1", t0)})
+	n, err := publish(ctx, p, []alerting.Finding{finding("anomaly", "p1", t0)})
 	if n != 0 || !errors.Is(err, nats.ErrConnectionClosed) {
 		t.Errorf("Publish after Close = %d, %v; want 0 and the connection-closed error", n, err)
 	}
-	if got := counter(set, "inferwatch_publish_retries_total"); got != 0 {
+	if got := counter(set, findingRetries); got != 0 {
 		t.Errorf("publishing on a closed connection was retried %d times", got)
 	}
 }
@@ -537,11 +578,12 @@ func TestCloseThenPublish(t *testing.T) {
 func BenchmarkPublish(b *testing.B) {
 	srv := natstest.Start(b)
 	ctx := context.Background()
-	j, err := alerting.ConnectJetStream(ctx, alerting.JetStreamOptions{URL: srv.ClientURL()})
+	j, err := natsjs.Connect(ctx, natsjs.Options{URL: srv.ClientURL()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = j.Close() })
+	p := publisher(b, j, nil, "")
 	batch := make([]alerting.Finding, 100)
 	i := 0
 	for b.Loop() {
@@ -549,7 +591,7 @@ func BenchmarkPublish(b *testing.B) {
 			batch[k] = finding("anomaly", fmt.Sprintf("p%d", k), t0.Add(time.Duration(i)*time.Second))
 		}
 		i++
-		if n, err := j.Publish(ctx, batch); err != nil || n != len(batch) {
+		if n, err := publish(ctx, p, batch); err != nil || n != len(batch) {
 			b.Fatal(n, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package alerting
+package rules
 
 import (
 	"context"
@@ -53,11 +53,11 @@ func TestCorrelateRuleFindsSaturationMakingLatencyJittery(t *testing.T) {
 	store := &exprStore{byExpr: map[string][]ingest.Series{"gpu": {util0, util1}, "lat": {lat0, lat1}}}
 	g := []rulefmt.Group{{Name: "sat", Interval: 5 * time.Minute, Rules: []rulefmt.Rule{{
 		Name: "coupling", Step: time.Minute, Lookback: 2 * time.Hour,
-		Correlate: &rulefmt.Correlate{X: "gpu", Y: "lat", YJitter: 15 * time.Minute, On: []string{"pod"},
+		Kind: rulefmt.KindCorrelation, Spec: &rulefmt.Correlate{X: "gpu", Y: "lat", YJitter: 15 * time.Minute, On: []string{"pod"},
 			MaxLag: 5 * time.Minute, MinAbsR: 0.5, MaxP: 0.01, MinPoints: 30, XAbove: 95},
 	}}}}
 	out := &recorder{}
-	e, err := NewEngine(EngineOptions{Groups: g, Querier: store, Output: out,
+	e, err := newTestManager(testOptions{Groups: g, Querier: store, Output: out,
 		Backfill: 8 * time.Hour, Now: func() time.Time { return t0.Add((n - 1) * time.Minute) }})
 	if err != nil {
 		t.Fatal(err)
@@ -92,25 +92,28 @@ func TestDecayWaitsForAFullWindow(t *testing.T) {
 	for i := range s.Timestamps {
 		s.Timestamps[i] = t0.Add(time.Duration(i) * 5 * time.Minute).UnixMilli()
 	}
-	w := newWindow("tput")
-	w.series["a"] = &buffered{labels: s.Labels, t: s.Timestamps, v: s.Values}
-	c := &rulefmt.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95}
-	at := func(h int) verdict {
-		return decayAt(c, w, t0.Add(time.Duration(h)*time.Hour).UnixMilli(), 24*time.Hour, 5*time.Minute)[0]
+	g := rulefmt.Group{Name: "d", Interval: 5 * time.Minute}
+	r, err := newDecayRule(g, rulefmt.Rule{Name: "decay", Expr: "tput", Step: 5 * time.Minute, Lookback: 24 * time.Hour,
+		Kind: rulefmt.KindDecay, Spec: &rulefmt.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95, Current: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	dr := r.(*decayRule)
+	dr.windows[0].series["a"] = &buffered{labels: s.Labels, t: s.Timestamps, v: s.Values}
+	judged := func(d time.Duration) bool { return len(dr.judge(t0.Add(d).UnixMilli())) > 0 }
 	for _, h := range []int{4, 11, 16, 23} {
-		if v := at(h); v.res.Ready {
-			t.Errorf("hour %d: judged on %d hours of a 24-hour lookback: score %.2f", h, h, v.res.Score)
+		if judged(time.Duration(h) * time.Hour) {
+			t.Errorf("hour %d: judged on %d hours of a 24-hour lookback", h, h)
 		}
 	}
 	// The series ends at 23:55: at hour 24 the window holds the whole
 	// day, its newest sample one step old; judged up to two steps later,
 	// not after.
-	if v := at(24); !v.res.Ready {
+	if !judged(24 * time.Hour) {
 		t.Errorf("hour 24: a full window and not judged")
 	}
-	if v := decayAt(c, w, t0.Add(24*time.Hour+10*time.Minute).UnixMilli(), 24*time.Hour, 5*time.Minute)[0]; v.res.Ready {
-		t.Errorf("15 minutes after the series stopped: judged, score %.2f", v.res.Score)
+	if judged(24*time.Hour + 10*time.Minute) {
+		t.Errorf("15 minutes after the series stopped: judged")
 	}
 }
 
@@ -143,10 +146,10 @@ func TestDecayRuleFindsSustainedThroughputLoss(t *testing.T) {
 	store := &exprStore{byExpr: map[string][]ingest.Series{"tput": {a, b}}}
 	g := []rulefmt.Group{{Name: "d", Interval: 5 * time.Minute, Rules: []rulefmt.Rule{{
 		Name: "decay", Expr: "tput", Step: 5 * time.Minute, Lookback: 24 * time.Hour,
-		Decay: &rulefmt.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95},
+		Kind: rulefmt.KindDecay, Spec: &rulefmt.Decay{PeakQuantile: 0.99, MinSlope: 0.1, MinEta: 0.25, Confidence: 0.95},
 	}}}}
 	out := &recorder{}
-	e, err := NewEngine(EngineOptions{Groups: g, Querier: store, Output: out,
+	e, err := newTestManager(testOptions{Groups: g, Querier: store, Output: out,
 		Backfill: 40 * time.Hour, Now: func() time.Time { return t0.Add((n - 1) * 5 * time.Minute) }})
 	if err != nil {
 		t.Fatal(err)

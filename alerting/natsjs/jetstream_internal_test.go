@@ -1,4 +1,4 @@
-package alerting
+package natsjs
 
 import (
 	"context"
@@ -80,32 +80,31 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
-func TestJetStreamOptionsFill(t *testing.T) {
-	o := JetStreamOptions{URL: "nats://127.0.0.1:4222", Prefix: "acme.infer-watch"}
+func TestOptionsFill(t *testing.T) {
+	o := Options{URL: "nats://127.0.0.1:4222", Prefix: "acme.infer-watch"}
 	if err := o.fill(); err != nil {
 		t.Fatal(err)
 	}
-	if o.Stream != "ACME_INFER_WATCH" || o.DuplicateWindow != 24*time.Hour || o.Source != "/inferwatch" ||
+	if o.Stream != "ACME_INFER_WATCH" || o.DuplicateWindow != 24*time.Hour ||
 		o.Name != "inferwatch" || o.ConnectBackoffMax != 10*time.Second || o.AckTimeout != 5*time.Second ||
 		o.MaxPublishRetries != 5 || o.Logger == nil || o.Metrics == nil {
 		t.Errorf("defaults not filled: %+v", o)
 	}
-	o = JetStreamOptions{URL: "nats://127.0.0.1:4222"}
+	o = Options{URL: "nats://127.0.0.1:4222"}
 	if err := o.fill(); err != nil || o.Prefix != "inferwatch" || o.Stream != "INFERWATCH" {
 		t.Errorf("default prefix and stream: %v, %q, %q", err, o.Prefix, o.Stream)
 	}
 
-	bad := func(o JetStreamOptions, wantErr string) {
+	bad := func(o Options, wantErr string) {
 		t.Helper()
 		err := o.fill()
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("fill(%+v) = %v, want it to contain %q", o, err, wantErr)
 		}
 	}
-	bad(JetStreamOptions{}, "url is empty")
-	bad(JetStreamOptions{URL: "nats://h", Prefix: "a..b"}, `subject prefix: subject "a..b": token 2`)
-	bad(JetStreamOptions{URL: "nats://h", Prefix: "a.>"}, `token 2 (">")`)
-	bad(JetStreamOptions{URL: "nats://h", Stream: "A.B"}, `stream name "A.B"`)
-	bad(JetStreamOptions{URL: "nats://h", MaxPublishRetries: -1}, "max publish retries is -1")
-	bad(JetStreamOptions{URL: "nats://h", Source: "http://[::1"}, "cloudevents source")
+	bad(Options{}, "url is empty")
+	bad(Options{URL: "nats://h", Prefix: "a..b"}, `subject prefix: subject "a..b": token 2`)
+	bad(Options{URL: "nats://h", Prefix: "a.>"}, `token 2 (">")`)
+	bad(Options{URL: "nats://h", Stream: "A.B"}, `stream name "A.B"`)
+	bad(Options{URL: "nats://h", MaxPublishRetries: -1}, "max publish retries is -1")
 }

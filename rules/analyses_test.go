@@ -1,4 +1,4 @@
-package alerting
+package rules
 
 import (
 	"context"
@@ -6,15 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferwatch/inferwatch/alerting"
+
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
-func runWindowRule(t *testing.T, r rulefmt.Rule, byExpr map[string][]ingest.Series, now time.Time, backfill time.Duration) []Finding {
+func runWindowRule(t *testing.T, r rulefmt.Rule, byExpr map[string][]ingest.Series, now time.Time, backfill time.Duration) []alerting.Finding {
 	t.Helper()
 	g := []rulefmt.Group{{Name: "g", Interval: 5 * time.Minute, Rules: []rulefmt.Rule{r}}}
 	out := &recorder{}
-	e, err := NewEngine(EngineOptions{Groups: g, Querier: &exprStore{byExpr: byExpr}, Output: out,
+	e, err := newTestManager(testOptions{Groups: g, Querier: &exprStore{byExpr: byExpr}, Output: out,
 		Backfill: backfill, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +47,7 @@ func TestKneeRuleFiresWhenConcurrencyRunsPastTheKnee(t *testing.T) {
 	qb := podSeries("qps", "b", n, func(i int) float64 { return qps(math.Min(conc(i), 15), i) })
 	got := runWindowRule(t, rulefmt.Rule{
 		Name: "knee", Step: time.Minute, Lookback: 12 * time.Hour,
-		Knee: &rulefmt.Knee{Concurrency: "conc", QPS: "qps", On: []string{"pod"}, Method: "kneedle", Margin: 1.5},
+		Kind: rulefmt.KindKnee, Spec: &rulefmt.Knee{Concurrency: "conc", QPS: "qps", On: []string{"pod"}, Method: "kneedle", Margin: 1.5},
 	}, map[string][]ingest.Series{"conc": {ca, cb}, "qps": {qa, qb}}, t0.Add((n-1)*time.Minute), 0)
 	if len(got) != 1 {
 		t.Fatalf("want 1 finding (a), got %d: %+v", len(got), got)
@@ -73,7 +75,7 @@ func TestSpikinessRuleLevels(t *testing.T) {
 	}
 	got := runWindowRule(t, rulefmt.Rule{
 		Name: "spiky", Expr: "lat", Step: time.Minute, Lookback: 24 * time.Hour,
-		Spikiness: &rulefmt.Spikiness{Recent: 5 * time.Minute, Factor: 1.2},
+		Kind: rulefmt.KindSpikiness, Spec: &rulefmt.Spikiness{Recent: 5 * time.Minute, Factor: 1.2},
 	}, map[string][]ingest.Series{"lat": {mk("a", 1.15), mk("b", 2.0), mk("c", 0)}}, t0.Add((n-1)*time.Minute), 0)
 	sev := map[string]string{}
 	for _, f := range got {
@@ -98,7 +100,7 @@ func TestImbalanceRuleAcrossPods(t *testing.T) {
 	}
 	got := runWindowRule(t, rulefmt.Rule{
 		Name: "imb", Expr: "gpu", Step: time.Minute, Lookback: time.Hour,
-		Imbalance: &rulefmt.Imbalance{Across: "pod", Warn: 0.2, Critical: 0.5},
+		Kind: rulefmt.KindImbalance, Spec: &rulefmt.Imbalance{Across: "pod", Warn: 0.2, Critical: 0.5},
 	}, map[string][]ingest.Series{"gpu": {mk("m", "p0", 90), mk("m", "p1", 40), mk("n", "q0", 60), mk("n", "q1", 55)}},
 		t0.Add((n-1)*time.Minute), 0)
 	if len(got) != 1 {

@@ -1,4 +1,4 @@
-package alerting
+package forecasting
 
 import (
 	"fmt"
@@ -54,6 +54,10 @@ type ScaleInputs struct {
 	// fraction; Waiting the requests waiting over all its replicas; P99
 	// the 99th percentile of latency in seconds.
 	GPUMemory, Waiting, P99 float64
+	// NoForecast, when there is no forecast, says why (default: "no
+	// forecast yet"); Notes are said in the reason as they are.
+	NoForecast string
+	Notes      []string
 }
 
 // ScaleState is what a decision remembers for the next one.
@@ -123,7 +127,7 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 	sig := ScaleSignal{PredictedLoad: math.NaN(), PredictedUpper: math.NaN(), CapacityPerReplica: math.NaN(), ValidUntil: now.Add(p.ValidFor)}
 	var notes []string
 	cur := 0
-	if known(in.Current) && in.Current >= 0 {
+	if isFinite(in.Current) && in.Current >= 0 {
 		cur = int(math.Round(in.Current))
 		sig.CurrentKnown = true
 	} else {
@@ -146,40 +150,44 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 	// stepping down: the forecast's need with the hysteresis band.
 	hold := 0
 	// Tier 1: saturated now.
-	if known(in.GPUMemory) && p.GPUMemoryHigh > 0 && in.GPUMemory > p.GPUMemoryHigh {
+	if isFinite(in.GPUMemory) && p.GPUMemoryHigh > 0 && in.GPUMemory > p.GPUMemoryHigh {
 		n := max(ceil(float64(base)*in.GPUMemory/p.GPUMemoryHigh), cur+1)
 		asks = append(asks, ask{1, n, fmt.Sprintf("GPU memory use %.0f%% above %.0f%%", 100*in.GPUMemory, 100*p.GPUMemoryHigh)})
 	}
-	if known(in.Waiting) && p.WaitingPerReplica > 0 && in.Waiting/float64(base) > p.WaitingPerReplica {
+	if isFinite(in.Waiting) && p.WaitingPerReplica > 0 && in.Waiting/float64(base) > p.WaitingPerReplica {
 		n := max(ceil(in.Waiting/p.WaitingPerReplica), cur+1)
 		asks = append(asks, ask{1, n, fmt.Sprintf("%.1f waiting requests per replica, above %g", in.Waiting/float64(base), p.WaitingPerReplica)})
 	}
 	// Tier 2: the tail nears the objective.
 	if p.SLOP99 > 0 && p.P99Near > 0 {
-		if known(in.P99) && in.P99 >= p.P99Near*p.SLOP99 {
+		if isFinite(in.P99) && in.P99 >= p.P99Near*p.SLOP99 {
 			n := max(ceil(float64(base)*in.P99/(p.P99Near*p.SLOP99)), cur+1)
 			asks = append(asks, ask{2, n, fmt.Sprintf("P99 %.3gs is %.0f%% of the %.3gs SLO", in.P99, 100*in.P99/p.SLOP99, p.SLOP99)})
-		} else if !known(in.P99) {
+		} else if !isFinite(in.P99) {
 			notes = append(notes, "P99 unknown")
 		}
 	}
 	// Tier 3: the forecast.
-	capOK := known(in.CapacityPerReplica) && in.CapacityPerReplica > 0
+	capOK := isFinite(in.CapacityPerReplica) && in.CapacityPerReplica > 0
 	if capOK {
 		sig.CapacityPerReplica = in.CapacityPerReplica
 	}
 	switch {
 	case !in.HasForecast:
-		notes = append(notes, "no forecast yet: tiers 1 and 2 only")
+		why := in.NoForecast
+		if why == "" {
+			why = "no forecast yet"
+		}
+		notes = append(notes, why+": tiers 1 and 2 only")
 	case !capOK:
 		notes = append(notes, "capacity per replica unknown: tiers 1 and 2 only")
 	default:
 		sig.PredictedLoad, sig.PredictedUpper = in.PredictedLoad, in.PredictedUpper
 		upper := in.PredictedUpper
-		if !known(upper) {
+		if !isFinite(upper) {
 			upper = in.PredictedLoad
 		}
-		if known(upper) {
+		if isFinite(upper) {
 			n := ceil(upper / in.CapacityPerReplica)
 			hold = ceil(upper / (in.CapacityPerReplica * (1 - margin)))
 			why := fmt.Sprintf("forecast peak %.3g req/s (upper %.3g) at %.3g req/s per replica", in.PredictedLoad, upper, in.CapacityPerReplica)
@@ -261,18 +269,17 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 		parts = append(parts, fmt.Sprintf("raised to min_replicas %d", minR))
 	}
 	parts = append(parts, notes...)
+	parts = append(parts, in.Notes...)
 	sig.Reason = strings.Join(parts, "; ")
 	return sig, next
 }
-
-func known(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // DefaultScaleDownMargin is the default hysteresis band of ScalePolicy.
 const DefaultScaleDownMargin = 0.15
 
 // ceil is ⌈x⌉ as an int, tolerant of rounding just above a whole number.
 func ceil(x float64) int {
-	if !known(x) || x <= 0 {
+	if !isFinite(x) || x <= 0 {
 		return 0
 	}
 	return int(math.Ceil(x - 1e-9))

@@ -1,4 +1,4 @@
-package alerting
+package rules
 
 import (
 	"context"
@@ -46,28 +46,6 @@ func (m *memStore) QueryRange(_ context.Context, _ string, start, end time.Time,
 	return out, nil
 }
 
-type recorder struct {
-	mu       sync.Mutex
-	got      []Finding
-	failNext int // reject the next n calls
-}
-
-func (r *recorder) Publish(_ context.Context, fs []Finding) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.failNext > 0 {
-		r.failNext--
-		// Accept the first one, then fail: the engine must keep the rest.
-		if len(fs) == 0 {
-			return 0, nil
-		}
-		r.got = append(r.got, fs[0])
-		return 1, errors.New("broker unavailable")
-	}
-	r.got = append(r.got, fs...)
-	return len(fs), nil
-}
-
 var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 // minuteSeries returns n one-minute samples from t0 with a small
@@ -95,8 +73,8 @@ func testGroups(forDur time.Duration) []rulefmt.Group {
 			Lookback: 30 * time.Minute,
 			Step:     time.Minute,
 			For:      forDur,
-			Detector: rulefmt.Detector{Name: "sigma", Params: map[string]string{"k": "3", "min_points": "10"}},
-			Labels:   map[string]string{"team": "serving"},
+			Kind:     rulefmt.KindAnomaly, Spec: &rulefmt.Detector{Name: "sigma", Params: map[string]string{"k": "3", "min_points": "10"}},
+			Labels: map[string]string{"team": "serving"},
 		}},
 	}}
 }
@@ -106,7 +84,7 @@ func TestEngineFiresOncePerEpisodeAfterFor(t *testing.T) {
 	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{100: 50, 101: 60, 102: 55})}}
 	out := &recorder{}
 	now := t0.Add(199 * time.Minute)
-	e, err := NewEngine(EngineOptions{
+	e, err := newTestManager(testOptions{
 		Groups: testGroups(time.Minute), Querier: store, Output: out,
 		Backfill: 3 * time.Hour, Now: func() time.Time { return now },
 	})
@@ -145,7 +123,7 @@ func TestEngineFiresOncePerEpisodeAfterFor(t *testing.T) {
 func TestEngineForSuppressesSinglePointBlips(t *testing.T) {
 	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{100: 50})}}
 	out := &recorder{}
-	e, err := NewEngine(EngineOptions{
+	e, err := newTestManager(testOptions{
 		Groups: testGroups(time.Minute), Querier: store, Output: out,
 		Backfill: 3 * time.Hour, Now: func() time.Time { return t0.Add(199 * time.Minute) },
 	})
@@ -164,7 +142,7 @@ func TestEngineFetchesOnlyNewPoints(t *testing.T) {
 	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 300, map[int]float64{250: 80, 251: 90})}}
 	out := &recorder{}
 	now := t0.Add(200 * time.Minute)
-	e, err := NewEngine(EngineOptions{
+	e, err := newTestManager(testOptions{
 		Groups: testGroups(0), Querier: store, Output: out,
 		EvaluationDelay: 30 * time.Second,
 		Now:             func() time.Time { return now },
@@ -200,44 +178,9 @@ func TestEngineFetchesOnlyNewPoints(t *testing.T) {
 	}
 }
 
-func TestEngineKeepsFindingsTheOutputRejected(t *testing.T) {
-	a := minuteSeries("ttft", 200, map[int]float64{100: 50, 150: 70})
-	b := minuteSeries("ttft", 200, map[int]float64{120: 40})
-	b.Labels = ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p1"}}
-	store := &memStore{series: []ingest.Series{a, b}}
-	out := &recorder{failNext: 1}
-	now := t0.Add(199 * time.Minute)
-	e, err := NewEngine(EngineOptions{
-		Groups: testGroups(0), Querier: store, Output: out,
-		Backfill: 3 * time.Hour, Now: func() time.Time { return now },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = e.RunOnce(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "2 kept for the next cycle") {
-		t.Fatalf("want an error saying 2 findings were kept, got %v", err)
-	}
-	now = now.Add(time.Minute)
-	if err := e.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(out.got) != 3 {
-		t.Fatalf("want all 3 findings delivered in the end, got %d", len(out.got))
-	}
-	seen := map[string]bool{}
-	for _, f := range out.got {
-		id := FindingID(f)
-		if seen[id] {
-			t.Fatalf("finding %s delivered twice", id)
-		}
-		seen[id] = true
-	}
-}
-
 func TestEngineStoreFailureIsReportedAndCounted(t *testing.T) {
 	store := &memStore{err: errors.New(`query_range http://127.0.0.1:1/api/v1/query_range: connection refused`)}
-	e, err := NewEngine(EngineOptions{
+	e, err := newTestManager(testOptions{
 		Groups: testGroups(0), Querier: store, Output: &recorder{},
 		Now: func() time.Time { return t0 },
 	})
@@ -263,9 +206,9 @@ func TestEngineStoreFailureIsReportedAndCounted(t *testing.T) {
 
 func TestNewEngineRejectsUnknownDetectorWithPosition(t *testing.T) {
 	g := testGroups(0)
-	g[0].Rules[0].Detector = rulefmt.Detector{Name: "nosuch"}
-	g[0].Rules[0].DetectorPos = rulefmt.Pos{File: "x.yml", Line: 9, Column: 7}
-	_, err := NewEngine(EngineOptions{Groups: g, Querier: &memStore{}, Output: &recorder{}})
+	g[0].Rules[0].Spec = &rulefmt.Detector{Name: "nosuch"}
+	g[0].Rules[0].SpecPos = rulefmt.Pos{File: "x.yml", Line: 9, Column: 7}
+	_, err := newTestManager(testOptions{Groups: g, Querier: &memStore{}, Output: &recorder{}})
 	if err == nil || !strings.Contains(err.Error(), "x.yml:9:7") || !strings.Contains(err.Error(), "nosuch") {
 		t.Fatalf("want an error at x.yml:9:7 naming the detector, got %v", err)
 	}
@@ -298,7 +241,7 @@ func TestRunSkipsAndCountsMissedTicks(t *testing.T) {
 	g[0].Rules[0].Step = 10 * time.Millisecond
 	g[0].Rules[0].Lookback = time.Second
 	store := &slowStore{delay: 100 * time.Millisecond}
-	e, err := NewEngine(EngineOptions{Groups: g, Querier: store, Output: &recorder{}})
+	e, err := newTestManager(testOptions{Groups: g, Querier: store, Output: &recorder{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,46 +275,6 @@ func (s *slowStore) QueryRange(ctx context.Context, _ string, _, _ time.Time, _ 
 
 func (s *slowStore) n() int { s.mu.Lock(); defer s.mu.Unlock(); return s.count }
 
-// rejecter refuses, for good, any finding on pod p1.
-type rejecter struct{ got []Finding }
-
-func (r *rejecter) Publish(_ context.Context, fs []Finding) (int, error) {
-	for i, f := range fs {
-		if f.Labels["pod"] == "p1" {
-			return i, fmt.Errorf("publishing finding %d: %w: bad subject", i+1, ErrRejected)
-		}
-		r.got = append(r.got, f)
-	}
-	return len(fs), nil
-}
-
-func TestEngineSkipsAFindingTheOutputCanNeverTake(t *testing.T) {
-	a := minuteSeries("ttft", 200, map[int]float64{150: 70})
-	b := minuteSeries("ttft", 200, map[int]float64{120: 40})
-	b.Labels = ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p1"}}
-	c := minuteSeries("ttft", 200, map[int]float64{130: 40})
-	c.Labels = ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p2"}}
-	out := &rejecter{}
-	e, err := NewEngine(EngineOptions{
-		Groups: testGroups(0), Querier: &memStore{series: []ingest.Series{a, b, c}}, Output: out,
-		Backfill: 3 * time.Hour, Now: func() time.Time { return t0.Add(199 * time.Minute) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(out.got) != 2 {
-		t.Fatalf("want the 2 findings behind the rejected one delivered, got %d", len(out.got))
-	}
-	var b2 strings.Builder
-	e.o.Metrics.WritePrometheus(&b2)
-	if !strings.Contains(b2.String(), "inferwatch_findings_dropped_total 1") {
-		t.Fatalf("the rejected finding was not counted:\n%s", b2.String())
-	}
-}
-
 func TestEngineMinDevIgnoresTinyDeviationsOnFlatSeries(t *testing.T) {
 	// A near-flat series (ripple 0.1) with a step of +0.5 at minute 100:
 	// far outside 3σ, but below a min_dev of 1 — and a real jump of +5 at
@@ -387,7 +290,7 @@ func TestEngineMinDevIgnoresTinyDeviationsOnFlatSeries(t *testing.T) {
 		g := testGroups(0)
 		g[0].Rules[0].MinDev = tc.minDev
 		out := &recorder{}
-		e, err := NewEngine(EngineOptions{
+		e, err := newTestManager(testOptions{
 			Groups: g, Querier: &memStore{series: []ingest.Series{s}}, Output: out,
 			Backfill: 3 * time.Hour, Now: func() time.Time { return t0.Add(199 * time.Minute) },
 		})

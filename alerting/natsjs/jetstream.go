@@ -1,4 +1,9 @@
-package alerting
+// Package natsjs is inferwatch's NATS JetStream output: the connection
+// (retried at start, reconnecting forever after), the stream over
+// <prefix>.>, publishing with JetStream's acknowledgement and message-id
+// deduplication, and the embedded server the daemon starts when no NATS is
+// configured.
+package natsjs
 
 import (
 	"cmp"
@@ -14,12 +19,14 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// JetStreamOptions configure the JetStream output.
-type JetStreamOptions struct {
+// Options configure the JetStream output.
+type Options struct {
 	// URL of the NATS server, e.g. nats://127.0.0.1:4222. Required.
 	URL string
 	// Prefix of every subject, default "inferwatch"; findings go to
@@ -31,8 +38,6 @@ type JetStreamOptions struct {
 	// DuplicateWindow is how long JetStream remembers message IDs to drop
 	// re-published findings, default 24h.
 	DuplicateWindow time.Duration
-	// Source is the CloudEvents source, default "/inferwatch".
-	Source string
 	// Name is the NATS connection name, default "inferwatch".
 	Name string
 	// ConnectBackoffMax caps the wait between connection attempts at start,
@@ -49,9 +54,8 @@ type JetStreamOptions struct {
 	Metrics *metrics.Set
 }
 
-// Defaults of JetStreamOptions.
+// Defaults of Options.
 const (
-	DefaultSubjectPrefix     = "inferwatch"
 	DefaultDuplicateWindow   = 24 * time.Hour
 	DefaultConnectionName    = "inferwatch"
 	DefaultConnectBackoffMax = 10 * time.Second
@@ -62,56 +66,51 @@ const (
 	backoffBase = 100 * time.Millisecond
 )
 
-// ErrRejected marks a publish that can never succeed as is: a finding whose
-// kind is no subject token, an event that fails validation, or a message the
-// stream refuses with a client error. Retrying it is pointless; the caller
-// should log it, count it and move past it.
-var ErrRejected = errors.New("rejected")
-
-// JetStream publishes findings and other events as CloudEvents on NATS
-// JetStream, at least once, with JetStream's message-ID deduplication making
-// re-publishing within the duplicate window harmless.
+// JetStream publishes CloudEvents on NATS JetStream, at least once, with
+// JetStream's message-ID deduplication making re-publishing within the
+// duplicate window harmless. It implements alerting.Output.
 type JetStream struct {
-	o      JetStreamOptions
+	o      Options
 	url    string // redacted, for logs and errors
 	nc     *nats.Conn
 	js     jetstream.Publisher
 	closed chan struct{}
 
-	published  *metrics.Counter
-	duplicates *metrics.Counter
-	retries    *metrics.Counter
-	failures   *metrics.Counter
-	connRetry  *metrics.Counter
-	disconns   *metrics.Counter
-	reconns    *metrics.Counter
+	// by event class (finding, forecast, scale, other)
+	published, duplicates, retries, failures map[string]*metrics.Counter
+
+	connRetry *metrics.Counter
+	disconns  *metrics.Counter
+	reconns   *metrics.Counter
+}
+
+var classes = []string{alerting.ClassFinding, alerting.ClassForecast, alerting.ClassScale, alerting.ClassOther}
+
+// StreamName is the default stream name for a subject prefix: the prefix
+// upper-cased with '.' and '-' turned into '_'.
+func StreamName(prefix string) string {
+	return strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(prefix))
 }
 
 // fill sets defaults and checks o.
-func (o *JetStreamOptions) fill() error {
+func (o *Options) fill() error {
 	if o.URL == "" {
 		return errors.New("NATS output: url is empty; set it, e.g. nats://127.0.0.1:4222")
 	}
 	if o.Prefix == "" {
-		o.Prefix = DefaultSubjectPrefix
+		o.Prefix = alerting.DefaultSubjectPrefix
 	}
-	if err := validSubject(o.Prefix); err != nil {
+	if err := alerting.ValidSubject(o.Prefix); err != nil {
 		return fmt.Errorf("NATS output: subject prefix: %w", err)
 	}
 	if o.Stream == "" {
-		o.Stream = strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(o.Prefix))
+		o.Stream = StreamName(o.Prefix)
 	}
 	if strings.ContainsAny(o.Stream, ".*>/\\ \t\r\n") {
 		return fmt.Errorf("NATS output: stream name %q holds '.', '*', '>', a path separator or white space", o.Stream)
 	}
 	if o.DuplicateWindow <= 0 {
 		o.DuplicateWindow = DefaultDuplicateWindow
-	}
-	if o.Source == "" {
-		o.Source = DefaultEventSource
-	}
-	if _, err := url.Parse(o.Source); err != nil {
-		return fmt.Errorf("NATS output: cloudevents source %q is not a URI-reference: %w", o.Source, err)
 	}
 	if o.Name == "" {
 		o.Name = DefaultConnectionName
@@ -135,10 +134,10 @@ func (o *JetStreamOptions) fill() error {
 	return nil
 }
 
-// ConnectJetStream connects to NATS, retrying with capped exponential
-// backoff until ctx is done, and creates or updates the stream over
-// <prefix>.>. Once connected, the connection reconnects forever on its own.
-func ConnectJetStream(ctx context.Context, o JetStreamOptions) (*JetStream, error) {
+// Connect connects to NATS, retrying with capped exponential backoff until
+// ctx is done, and creates or updates the stream over <prefix>.>. Once
+// connected, the connection reconnects forever on its own.
+func Connect(ctx context.Context, o Options) (*JetStream, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
@@ -146,13 +145,19 @@ func ConnectJetStream(ctx context.Context, o JetStreamOptions) (*JetStream, erro
 		o:          o,
 		url:        redactURL(o.URL),
 		closed:     make(chan struct{}),
-		published:  o.Metrics.GetOrCreateCounter("inferwatch_findings_published_total"),
-		duplicates: o.Metrics.GetOrCreateCounter("inferwatch_findings_duplicate_total"),
-		retries:    o.Metrics.GetOrCreateCounter("inferwatch_publish_retries_total"),
-		failures:   o.Metrics.GetOrCreateCounter("inferwatch_publish_failures_total"),
+		published:  map[string]*metrics.Counter{},
+		duplicates: map[string]*metrics.Counter{},
+		retries:    map[string]*metrics.Counter{},
+		failures:   map[string]*metrics.Counter{},
 		connRetry:  o.Metrics.GetOrCreateCounter("inferwatch_nats_connect_retries_total"),
 		disconns:   o.Metrics.GetOrCreateCounter("inferwatch_nats_disconnects_total"),
 		reconns:    o.Metrics.GetOrCreateCounter("inferwatch_nats_reconnects_total"),
+	}
+	for _, c := range classes {
+		j.published[c] = o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_events_published_total", "kind", c))
+		j.duplicates[c] = o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_events_duplicate_total", "kind", c))
+		j.retries[c] = o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_publish_retries_total", "kind", c))
+		j.failures[c] = o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_publish_failures_total", "kind", c))
 	}
 	log := o.Logger.With("url", j.url)
 	natsOpts := []nats.Option{
@@ -205,7 +210,7 @@ func ConnectJetStream(ctx context.Context, o JetStreamOptions) (*JetStream, erro
 		j.nc.Close()
 		return nil, fmt.Errorf("NATS at %s: %w", j.url, err)
 	}
-	log.Info("publishing findings on NATS JetStream", "stream", o.Stream,
+	log.Info("publishing on NATS JetStream", "stream", o.Stream,
 		"subjects", o.Prefix+".>", "duplicate_window", o.DuplicateWindow)
 	return j, nil
 }
@@ -220,7 +225,7 @@ type streamManager interface {
 // updates an existing one to capture <prefix>.> with the duplicate window,
 // keeping whatever else its operators configured (limits, replicas,
 // storage, which cannot change).
-func ensureStream(ctx context.Context, sm streamManager, o JetStreamOptions) error {
+func ensureStream(ctx context.Context, sm streamManager, o Options) error {
 	subject := o.Prefix + ".>"
 	cfg := jetstream.StreamConfig{
 		Name:        o.Stream,
@@ -253,59 +258,36 @@ func ensureStream(ctx context.Context, sm streamManager, o JetStreamOptions) err
 	return nil
 }
 
-// Publish publishes fs in order, each as a CloudEvent on
-// <prefix>.findings.<kind> with its FindingID as Nats-Msg-Id, waiting for
-// JetStream's ack. A finding the stream reports as a duplicate counts as
-// published. It stops at the first finding that still fails after the
-// retries and returns how many were published before it, so the caller
-// keeps fs[published:]; the error wraps ErrRejected when retrying that
-// finding cannot help.
-func (j *JetStream) Publish(ctx context.Context, fs []Finding) (published int, err error) {
-	for i, f := range fs {
-		ev, err := NewFindingEvent(f, j.o.Source)
-		if err != nil {
-			j.failures.Inc()
-			return i, fmt.Errorf("publishing finding %d of %d: %w: %w", i+1, len(fs), ErrRejected, err)
-		}
-		subject := j.o.Prefix + ".findings." + f.Kind
-		if err := j.publish(ctx, subject, ev); err != nil {
-			return i, fmt.Errorf("publishing finding %d of %d (rule %q, group %q, series %s): %w", i+1, len(fs), f.Rule, f.Group, f.Series, err)
-		}
-	}
-	return len(fs), nil
-}
-
 // PublishEvent publishes one CloudEvent on subject, which must lie under the
-// prefix, with ev.ID as Nats-Msg-Id and the same ack, retry and
-// deduplication rules as Publish.
-func (j *JetStream) PublishEvent(ctx context.Context, subject string, ev Event) error {
-	if err := validSubject(subject); err != nil {
-		j.failures.Inc()
-		return fmt.Errorf("publishing event %q: %w: %w", ev.ID, ErrRejected, err)
+// prefix, in structured mode (Content-Type application/cloudevents+json)
+// with ev.ID as Nats-Msg-Id, and waits for JetStream's ack: an ack timeout,
+// no responders or a connection error is retried with capped backoff up to
+// MaxPublishRetries times; an event JetStream reports as a duplicate counts
+// as published. The error wraps alerting.ErrRejected when retrying cannot
+// help.
+func (j *JetStream) PublishEvent(ctx context.Context, subject string, ev alerting.Event) error {
+	class := alerting.EventClass(ev.Type)
+	if err := alerting.ValidSubject(subject); err != nil {
+		j.failures[class].Inc()
+		return fmt.Errorf("publishing event %q: %w: %w", ev.ID, alerting.ErrRejected, err)
 	}
 	if !strings.HasPrefix(subject, j.o.Prefix+".") {
-		j.failures.Inc()
-		return fmt.Errorf("publishing event %q: %w: subject %q is outside the stream's subjects %s.>", ev.ID, ErrRejected, subject, j.o.Prefix)
+		j.failures[class].Inc()
+		return fmt.Errorf("publishing event %q: %w: subject %q is outside the stream's subjects %s.>", ev.ID, alerting.ErrRejected, subject, j.o.Prefix)
 	}
 	if err := ev.Validate(); err != nil {
-		j.failures.Inc()
-		return fmt.Errorf("publishing event: %w: %w", ErrRejected, err)
+		j.failures[class].Inc()
+		return fmt.Errorf("publishing event: %w: %w", alerting.ErrRejected, err)
 	}
-	return j.publish(ctx, subject, ev)
-}
-
-// publish sends one event and waits for its ack, retrying what can succeed
-// on retry.
-func (j *JetStream) publish(ctx context.Context, subject string, ev Event) error {
 	body, err := json.Marshal(ev)
 	if err != nil {
-		j.failures.Inc()
-		return fmt.Errorf("encoding event %q: %w: %w", ev.ID, ErrRejected, err)
+		j.failures[class].Inc()
+		return fmt.Errorf("encoding event %q: %w: %w", ev.ID, alerting.ErrRejected, err)
 	}
 	var lastErr error
 	for attempt := 0; attempt <= j.o.MaxPublishRetries; attempt++ {
 		if attempt > 0 {
-			j.retries.Inc()
+			j.retries[class].Inc()
 			wait := backoffDelay(attempt-1, backoffBase, j.o.ConnectBackoffMax)
 			j.o.Logger.Warn("NATS publish failed; retrying", "url", j.url, "subject", subject,
 				"id", ev.ID, "attempt", attempt, "wait", wait, "err", lastErr)
@@ -314,15 +296,15 @@ func (j *JetStream) publish(ctx context.Context, subject string, ev Event) error
 			}
 		}
 		msg := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{}}
-		msg.Header.Set("Content-Type", CloudEventsContentType)
+		msg.Header.Set("Content-Type", alerting.CloudEventsContentType)
 		actx, cancel := context.WithTimeout(ctx, j.o.AckTimeout)
 		// Retries are ours, with backoff: no inner retry on no responders.
 		ack, err := j.js.PublishMsg(actx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithRetryAttempts(0))
 		cancel()
 		if err == nil {
-			j.published.Inc()
+			j.published[class].Inc()
 			if ack.Duplicate {
-				j.duplicates.Inc()
+				j.duplicates[class].Inc()
 			}
 			return nil
 		}
@@ -335,15 +317,15 @@ func (j *JetStream) publish(ctx context.Context, subject string, ev Event) error
 		}
 		lastErr = err
 		if !retriable(err) {
-			j.failures.Inc()
+			j.failures[class].Inc()
 			var apiErr *jetstream.APIError
 			if errors.As(err, &apiErr) && apiErr.Code >= 400 && apiErr.Code < 500 {
-				return fmt.Errorf("stream %s refused event %q on %s: %w: %w", j.o.Stream, ev.ID, subject, ErrRejected, err)
+				return fmt.Errorf("stream %s refused event %q on %s: %w: %w", j.o.Stream, ev.ID, subject, alerting.ErrRejected, err)
 			}
 			return fmt.Errorf("publishing event %q on %s to %s: %w", ev.ID, subject, j.url, err)
 		}
 	}
-	j.failures.Inc()
+	j.failures[class].Inc()
 	if ctx.Err() != nil {
 		return fmt.Errorf("publishing event %q on %s to %s: %w (last error: %v)", ev.ID, subject, j.url, ctx.Err(), lastErr)
 	}

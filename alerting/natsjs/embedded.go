@@ -1,4 +1,4 @@
-package alerting
+package natsjs
 
 import (
 	"context"
@@ -27,9 +27,9 @@ type EmbeddedOptions struct {
 	ReadyTimeout time.Duration
 }
 
-// EmbeddedNATS is a NATS server with JetStream running in this process, for
+// Embedded is a NATS server with JetStream running in this process, for
 // the demo, single-binary installs and tests.
-type EmbeddedNATS struct {
+type Embedded struct {
 	srv      *server.Server
 	storeDir string
 	tempDir  string
@@ -38,10 +38,10 @@ type EmbeddedNATS struct {
 // DefaultEmbeddedListen is where the embedded server listens by default.
 const DefaultEmbeddedListen = "127.0.0.1:4222"
 
-// StartEmbeddedNATS starts a NATS server with JetStream enabled and waits,
+// StartEmbedded starts a NATS server with JetStream enabled and waits,
 // bounded by o.ReadyTimeout, until it accepts clients. It never installs
 // signal handlers: the daemon owns the signals.
-func StartEmbeddedNATS(o EmbeddedOptions) (*EmbeddedNATS, error) {
+func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 	if o.Listen == "" {
 		o.Listen = DefaultEmbeddedListen
 	}
@@ -62,7 +62,7 @@ func StartEmbeddedNATS(o EmbeddedOptions) (*EmbeddedNATS, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	e := &EmbeddedNATS{}
+	e := &Embedded{}
 	storeDir := o.StoreDir
 	if storeDir == "" {
 		dir, err := os.MkdirTemp("", "inferwatch-nats-")
@@ -108,23 +108,23 @@ func StartEmbeddedNATS(o EmbeddedOptions) (*EmbeddedNATS, error) {
 }
 
 // ClientURL is the nats:// URL clients connect to.
-func (e *EmbeddedNATS) ClientURL() string { return e.srv.ClientURL() }
+func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
 
 // Addr is the TCP address the server listens on for clients.
-func (e *EmbeddedNATS) Addr() string { return e.srv.Addr().String() }
+func (e *Embedded) Addr() string { return e.srv.Addr().String() }
 
 // StoreDir is the directory holding the JetStream data.
-func (e *EmbeddedNATS) StoreDir() string { return e.storeDir }
+func (e *Embedded) StoreDir() string { return e.storeDir }
 
 // Shutdown stops the server, waits until it has stopped and removes the
 // temporary store, if one was created. It is safe to call more than once.
-func (e *EmbeddedNATS) Shutdown() {
+func (e *Embedded) Shutdown() {
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
 	e.removeTemp()
 }
 
-func (e *EmbeddedNATS) removeTemp() {
+func (e *Embedded) removeTemp() {
 	if e.tempDir != "" {
 		_ = os.RemoveAll(e.tempDir)
 	}

@@ -1,0 +1,133 @@
+// Package alerting is what happens to the results of inferwatch's rules:
+// the events people and machines receive (findings, forecasts, scale
+// signals), their CloudEvents encoding, and the Publisher that hands them
+// to an output in order, keeping findings the output has not accepted. The
+// outputs live in sub-packages, one per sink (natsjs: NATS JetStream and
+// the embedded server). It imports nothing of the rules that produce the
+// results: they reach it through the types here.
+package alerting
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+)
+
+// Finding is one thing inferwatch noticed about one series.
+type Finding struct {
+	// Kind names what was found, e.g. "anomaly"; it is the last token of
+	// the subject <prefix>.findings.<kind>.
+	Kind  string `json:"kind"`
+	Group string `json:"group"`
+	Rule  string `json:"rule"`
+	// Detector is the detector that scored the series, e.g. "sigma", or
+	// the analysis of a window rule, e.g. "correlate".
+	Detector string `json:"detector"`
+	// Labels are the series' labels plus the rule's extra labels.
+	Labels map[string]string `json:"labels"`
+	// Series is the series' identity in Prometheus selector syntax.
+	Series string `json:"series"`
+	// WindowStart and WindowEnd bound the anomalous stretch: from its first
+	// anomalous sample to the sample at which the finding fired.
+	WindowStart time.Time `json:"window_start"`
+	WindowEnd   time.Time `json:"window_end"`
+	// Value is the sample with the highest score in the window, at ValueTime.
+	Value     float64   `json:"value"`
+	ValueTime time.Time `json:"value_time"`
+	// Expected, Lower and Upper are the detector's estimate and band at
+	// ValueTime.
+	Expected float64 `json:"expected"`
+	Lower    float64 `json:"lower"`
+	Upper    float64 `json:"upper"`
+	// Score is the highest score in the window (≥ 1).
+	Score    float64 `json:"score"`
+	Severity string  `json:"severity"`
+	// Details holds what the rule kind measured beyond the value and band:
+	// for a correlation, the coefficients, p-value, n and best lag; for a
+	// decay, the peak, η and its trend with its interval.
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// ForecastPoint is the forecast at one lead.
+type ForecastPoint struct {
+	Time  time.Time `json:"time"`
+	Mean  JSONFloat `json:"mean"`
+	Lower JSONFloat `json:"lower"`
+	Upper JSONFloat `json:"upper"`
+}
+
+// ForecastAccuracy measures a series' own recent forecasts at the horizon
+// against what came: MAE, the share of actuals inside the interval, and the
+// MAE of the naive forecast (the value at the origin) on the same origins.
+type ForecastAccuracy struct {
+	LeadSeconds float64   `json:"lead_seconds"`
+	N           int       `json:"n"`
+	MAE         JSONFloat `json:"mae"`
+	Coverage    JSONFloat `json:"coverage"`
+	NaiveMAE    JSONFloat `json:"naive_mae"`
+}
+
+// ForecastData is the data of a forecast event: one series' outlook.
+type ForecastData struct {
+	Group          string            `json:"group"`
+	Rule           string            `json:"rule"`
+	Labels         map[string]string `json:"labels"`
+	Series         string            `json:"series"`
+	Origin         time.Time         `json:"origin"`
+	LastValue      JSONFloat         `json:"last_value"`
+	StepSeconds    float64           `json:"step_seconds"`
+	HorizonSeconds float64           `json:"horizon_seconds"`
+	Model          string            `json:"model"`
+	Fallback       string            `json:"fallback,omitempty"`
+	Level          float64           `json:"level"`
+	Points         []ForecastPoint   `json:"points"`
+	Peak           JSONFloat         `json:"peak"`
+	PeakTime       time.Time         `json:"peak_time"`
+	UpperPeak      JSONFloat         `json:"upper_peak"`
+	GapsFilled     int               `json:"gaps_filled"`
+	Accuracy       ForecastAccuracy  `json:"accuracy"`
+}
+
+// ScaleData is the data of a scale signal: the desired replicas of one
+// target.
+type ScaleData struct {
+	Group string `json:"group"`
+	Rule  string `json:"rule"`
+	// Target is the target's identity: its labels in selector syntax,
+	// e.g. {model="qwen2.5-32b-instruct"}.
+	Target             string            `json:"target"`
+	Labels             map[string]string `json:"labels"`
+	Time               time.Time         `json:"time"`
+	DesiredReplicas    int               `json:"desired_replicas"`
+	CurrentReplicas    int               `json:"current_replicas"`
+	CurrentKnown       bool              `json:"current_known"`
+	PredictedLoad      JSONFloat         `json:"predicted_load"`
+	PredictedUpper     JSONFloat         `json:"predicted_upper"`
+	CapacityPerReplica JSONFloat         `json:"capacity_per_replica"`
+	Tier               int               `json:"tier"`
+	Reason             string            `json:"reason"`
+	ValidUntil         time.Time         `json:"valid_until"`
+	ForecastModel      string            `json:"forecast_model,omitempty"`
+}
+
+// Batch is what one evaluation of a rule group produced, in order.
+type Batch struct {
+	Findings  []Finding
+	Forecasts []ForecastData
+	Scales    []ScaleData
+}
+
+// Len is the number of results in b.
+func (b *Batch) Len() int { return len(b.Findings) + len(b.Forecasts) + len(b.Scales) }
+
+// JSONFloat is a float64 that encodes NaN and ±Inf as null: an undefined
+// figure.
+type JSONFloat float64
+
+// MarshalJSON writes f, or null when f is not finite.
+func (f JSONFloat) MarshalJSON() ([]byte, error) {
+	if x := float64(f); math.IsNaN(x) || math.IsInf(x, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}

@@ -1,0 +1,465 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
+)
+
+// A forecast rule keeps a forecasting.Forecaster per series over a window
+// of its samples: the first evaluation fits it on the history, later ones
+// feed it only the new points (refitting when it says a refit is due), and
+// each evaluation publishes the outlook from the newest point. It hands
+// its outlooks to the scale rules of its group as an Outlook.
+
+// Outlook is what a forecast rule's evaluation hands to the scale rules of
+// its group: each series' outlook at each of the evaluation's times (the
+// backfill's, when it replayed one, then the newest).
+type Outlook struct {
+	Rule  string
+	Times []time.Time
+	// Horizon is how far ahead the forecasts reach.
+	Horizon time.Duration
+	// Series are the series forecast, in the order of their identities.
+	Series []OutlookSeries
+}
+
+// OutlookSeries is one series' outlook at each of Outlook.Times.
+type OutlookSeries struct {
+	Labels ingest.Labels
+	At     []Snapshot
+}
+
+// Snapshot is a series' outlook at one time: from its newest point at or
+// before it, the peak of the forecast mean over the horizon and of its
+// upper bound. OK is false where the series had no outlook yet.
+type Snapshot struct {
+	OK              bool
+	Origin          time.Time
+	Peak, Upper     float64
+	Last            float64
+	PeakTime        time.Time
+	Model, Fallback string
+}
+
+// forecastOptions maps a forecast rule to the forecaster's options. A
+// history of two weeks (fourteen periods) or more turns on
+// forecasting.Options.Weekly: each series then keeps two weeks plus a
+// calibration window of samples (seven periods otherwise, half the memory),
+// and auto offers the weekly models once a series has that much. Shorter
+// histories keep today's memory use.
+func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
+	h := int((fc.Horizon + fc.Step - 1) / fc.Step)
+	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: max(h, 1), Level: fc.Level,
+		Period: int(fc.Period / fc.Step), Weekly: fc.Period > 0 && fc.History >= 2*7*fc.Period}
+}
+
+type forecastRule struct {
+	base
+	opts   forecasting.Options
+	w      *window
+	series map[string]*fcSeries // by series, or by group with sum_by
+	// bottomUp forecasts the sums of the series grouped by sumBy; grids
+	// keeps each group's arrays from one evaluation to the next.
+	bottomUp bool
+	sumBy    []string
+	grids    map[string]*fcGrid
+}
+
+type fcSeries struct {
+	labels   ingest.Labels
+	f        *forecasting.Forecaster // one series
+	sum      *forecasting.Sum        // or the sum of a group's parts
+	parts    []string                // the parts' keys, with sum
+	ys       []float64               // a sample of each part, reused
+	lastT    int64
+	lastV    float64
+	fc       forecasting.Forecast
+	acc      forecasting.Accuracy
+	lastPub  int64
+	lastSeen time.Time
+}
+
+func newForecastRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
+	fc := r.Spec.(*rulefmt.Forecast)
+	opts := forecastOptions(fc)
+	if _, err := forecasting.New(opts); err != nil {
+		return nil, specError(r, g, err)
+	}
+	return &forecastRule{base: newBase(g, r), opts: opts, w: newWindow(r.Expr), series: map[string]*fcSeries{},
+		bottomUp: fc.BottomUp, sumBy: fc.SumBy, grids: map[string]*fcGrid{}}, nil
+}
+
+// Eval fetches the new points of the rule's series, feeds them to each
+// series' forecaster and publishes the outlook from the newest point. On
+// the first evaluation with a backfill it fits on the history before the
+// backfill and replays it, keeping the outlook at each evaluation time for
+// the scale rules; it publishes only the newest.
+func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, error) {
+	var res Result
+	step := r.cfg.Step
+	stepMs := step.Milliseconds()
+	end := r.end(at, env)
+	replay := time.Duration(0)
+	if r.w.next.IsZero() && env.Backfill > 0 {
+		replay = env.Backfill
+	}
+	first := end.Add(-replay - r.cfg.Lookback)
+	dropped, err := r.w.fetch(ctx, env.Querier, step, first, end, at)
+	res.Dropped = dropped
+	if err != nil {
+		return res, err
+	}
+	out := &Outlook{Rule: r.cfg.Name, Times: evalTimes(end, replay, max(r.interval, step)),
+		Horizon: time.Duration(r.opts.Horizon) * step}
+
+	var errs []error
+	for _, it := range r.items(stepMs) {
+		key, b := it.key, it.b
+		s := r.series[key]
+		if s == nil {
+			s = &fcSeries{labels: b.labels, lastT: math.MinInt64}
+			r.series[key] = s
+		}
+		if it.parts != nil && !slices.Equal(s.parts, it.names) {
+			// Parts came or went: fit the sum of the new set afresh.
+			s.f, s.sum, s.lastT = nil, nil, math.MinInt64
+		}
+		s.lastSeen = at
+		snaps := make([]Snapshot, len(out.Times))
+		k := 0
+		snapTo := func(t int64) { // record the outlook at every evaluation time before t
+			for ; k < len(out.Times) && out.Times[k].UnixMilli() < t; k++ {
+				if (s.f != nil || s.sum != nil) && s.lastT <= out.Times[k].UnixMilli() {
+					snaps[k] = s.snap(stepMs)
+				}
+			}
+		}
+		if s.f == nil && s.sum == nil {
+			// Fit on what lies at or before the first evaluation time (at
+			// least the first sample). The last part of it (up to a period)
+			// is held back and fed point by point, so the first outlook
+			// already comes with its accuracy on forecasts it did not see
+			// the answers to.
+			cut := out.Times[0].UnixMilli()
+			n := sort.Search(len(b.t), func(i int) bool { return b.t[i] > cut })
+			n = max(n-min(n/4, r.opts.Period), 1)
+			if err := s.fit(r.opts, &it, 0, n, stepMs); err != nil {
+				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
+				continue
+			}
+		}
+		for i, t := range b.t {
+			if t <= s.lastT {
+				continue
+			}
+			snapTo(t)
+			if err := s.update(r.opts, &it, i, stepMs); err != nil {
+				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
+				break
+			}
+		}
+		snapTo(math.MaxInt64)
+		out.Series = append(out.Series, OutlookSeries{Labels: b.labels, At: snaps})
+		res.Scored += len(b.t)
+		if s.lastT == s.lastPub || s.lastT < end.Add(-r.cfg.Lookback).UnixMilli() {
+			continue // nothing new, or nothing recent
+		}
+		res.Forecasts = append(res.Forecasts, r.forecastData(s))
+		s.lastPub = s.lastT
+	}
+	forget := r.forget()
+	r.w.trim(end.Add(-r.cfg.Lookback).UnixMilli(), at, forget)
+	for k, s := range r.series {
+		if at.Sub(s.lastSeen) > forget {
+			delete(r.series, k)
+		}
+	}
+	res.Outlook, res.Series = out, len(r.series)
+	return res, errors.Join(errs...)
+}
+
+// fit fits a new forecaster on the samples [from, to) of it (one series:
+// sorted, on the step grid of the first, missing steps being gaps the
+// forecaster fills; a sum: its parts on one grid).
+func (s *fcSeries) fit(opts forecasting.Options, it *fcItem, from, to int, stepMs int64) error {
+	t, v := it.b.t[from:to], it.b.v[from:to]
+	if it.parts != nil {
+		sum, err := forecasting.NewSum(opts, len(it.parts))
+		if err != nil {
+			return err
+		}
+		data := make([][]float64, len(it.parts))
+		for k, p := range it.parts {
+			data[k] = p[from:to]
+		}
+		if err := sum.Fit(t[0], data); err != nil {
+			return err
+		}
+		s.f, s.sum, s.parts = nil, sum, it.names
+		s.lastT = t[len(t)-1]
+		// The newest known sum: a part's missing sample leaves a gap.
+		for i := len(v) - 1; i >= 0; i-- {
+			if isFinite(v[i]) {
+				s.lastV = v[i]
+				break
+			}
+		}
+		s.sum.ForecastInto(&s.fc)
+		s.track(stepMs)
+		return nil
+	}
+	f, err := forecasting.New(opts)
+	if err != nil {
+		return err
+	}
+	t0, y := grid(t, v, stepMs)
+	if err := f.Fit(t0, y); err != nil {
+		return err
+	}
+	s.f, s.sum = f, nil
+	s.lastT = t0 + int64(len(y)-1)*stepMs
+	s.lastV = y[len(y)-1]
+	s.f.ForecastInto(&s.fc)
+	s.track(stepMs)
+	return nil
+}
+
+// outlook is what fcSeries needs of a fitted forecaster beyond an update.
+type outlook interface {
+	RefitDue() bool
+	Refit() error
+	ForecastInto(*forecasting.Forecast)
+	Options() forecasting.Options
+}
+
+// update feeds sample i of it; a gap longer than the forecaster fills
+// makes it fit again on the samples held.
+func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs int64) error {
+	tn, vn := it.b.t[i], it.b.v[i]
+	// A sum fitted afresh replays samples whose targets were scored
+	// before: the accuracy counts each target once.
+	s.acc.Observe(tn, vn)
+	var o outlook
+	var err error
+	if s.sum != nil {
+		s.ys = slices.Grow(s.ys[:0], len(it.parts))[:len(it.parts)]
+		for k, p := range it.parts {
+			s.ys[k] = p[i]
+		}
+		o, err = s.sum, s.sum.Update(tn, s.ys)
+	} else {
+		o, err = s.f, s.f.Update(tn, vn)
+	}
+	switch {
+	case errors.Is(err, forecasting.ErrGap):
+		return s.fit(opts, it, max(0, i+1-o.Options().MaxHistory), i+1, stepMs)
+	case err != nil:
+		return err
+	}
+	if o.RefitDue() {
+		if err := o.Refit(); err != nil {
+			return err
+		}
+	}
+	s.lastT = tn
+	if isFinite(vn) { // a gap in a sum keeps the last known value
+		s.lastV = vn
+	}
+	o.ForecastInto(&s.fc)
+	s.track(stepMs)
+	return nil
+}
+
+// track remembers the forecast at the horizon for scoring when its
+// target arrives.
+func (s *fcSeries) track(stepMs int64) {
+	h := len(s.fc.Mean)
+	if h == 0 {
+		return
+	}
+	target := s.fc.Origin + int64(h)*stepMs
+	s.acc.Forecast(target, s.fc.Mean[h-1], s.fc.Lower[h-1], s.fc.Upper[h-1], s.lastV)
+}
+
+func (s *fcSeries) snap(stepMs int64) Snapshot {
+	return Snapshot{OK: true, Origin: time.UnixMilli(s.fc.Origin), Peak: s.fc.Peak, Upper: s.fc.UpperPeak, Last: s.lastV,
+		PeakTime: time.UnixMilli(s.fc.Origin + int64(s.fc.PeakLead)*stepMs), Model: s.fc.Model, Fallback: s.fc.Fallback}
+}
+
+// grid lays samples on the step grid of the first one, NaN where missing.
+func grid(t []int64, v []float64, stepMs int64) (int64, []float64) {
+	t0 := t[0]
+	n := int((t[len(t)-1]-t0+stepMs/2)/stepMs) + 1
+	y := make([]float64, n)
+	for i := range y {
+		y[i] = math.NaN()
+	}
+	for i, ti := range t {
+		y[int((ti-t0+stepMs/2)/stepMs)] = v[i]
+	}
+	return t0, y
+}
+
+// forecastData is the outlook of s from its newest point, as published.
+func (r *forecastRule) forecastData(s *fcSeries) alerting.ForecastData {
+	fc := &s.fc
+	step := fc.Step
+	labels := s.labels.Map()
+	delete(labels, "__name__")
+	for k, v := range r.cfg.Labels {
+		labels[k] = v
+	}
+	horizon := time.Duration(len(fc.Mean)) * step
+	acc := s.acc.Summary()
+	d := alerting.ForecastData{
+		Group: r.group, Rule: r.cfg.Name, Labels: labels, Series: s.labels.String(),
+		Origin: time.UnixMilli(fc.Origin).UTC(), LastValue: alerting.JSONFloat(s.lastV),
+		StepSeconds: step.Seconds(), HorizonSeconds: horizon.Seconds(),
+		Model: fc.Model, Fallback: fc.Fallback, Level: fc.Level,
+		Peak: alerting.JSONFloat(fc.Peak), PeakTime: time.UnixMilli(fc.Origin + int64(fc.PeakLead)*step.Milliseconds()).UTC(),
+		UpperPeak: alerting.JSONFloat(fc.UpperPeak), GapsFilled: fc.Gaps,
+		Accuracy: alerting.ForecastAccuracy{LeadSeconds: horizon.Seconds(), N: acc.N, MAE: alerting.JSONFloat(acc.MAE),
+			Coverage: alerting.JSONFloat(acc.Coverage), NaiveMAE: alerting.JSONFloat(acc.NaiveMAE)},
+	}
+	for i := range fc.Mean {
+		d.Points = append(d.Points, alerting.ForecastPoint{Time: time.UnixMilli(fc.Origin + int64(i+1)*step.Milliseconds()).UTC(),
+			Mean: alerting.JSONFloat(fc.Mean[i]), Lower: alerting.JSONFloat(fc.Lower[i]), Upper: alerting.JSONFloat(fc.Upper[i])})
+	}
+	return d
+}
+
+func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// fcItem is one thing a forecast rule forecasts: a series, or with sum_by
+// the sum of a group of series (its parts) laid on one step grid.
+type fcItem struct {
+	key   string
+	b     *buffered   // the series; for a group, the sum on the grid, with the group's labels
+	parts [][]float64 // the parts on the grid of b.t; nil for a series
+	names []string    // the parts' keys, sorted
+}
+
+// items lists what the rule forecasts from the samples held. A group's
+// labels are its values of the sum_by labels (those a series lacks are
+// left out, as PromQL's sum by does). On the group's grid, from its
+// earliest sample to its newest, a part is 0 before its own first sample
+// (a client that had not started) and NaN where a step of its is missing
+// after it; the sum is NaN where a part is.
+func (fr *forecastRule) items(stepMs int64) []fcItem {
+	var out []fcItem
+	if !fr.bottomUp {
+		for _, b := range sortedSeries(fr.w) {
+			out = append(out, fcItem{key: b.labels.String(), b: b})
+		}
+		return out
+	}
+	type group struct {
+		labels ingest.Labels
+		names  []string
+	}
+	groups := map[string]*group{}
+	for k, b := range fr.w.series {
+		if len(b.t) == 0 {
+			continue
+		}
+		var ls ingest.Labels
+		for _, name := range fr.sumBy {
+			if v := b.labels.Get(name); v != "" {
+				ls = append(ls, ingest.Label{Name: name, Value: v})
+			}
+		}
+		ls.Sort()
+		gk := ls.String()
+		g := groups[gk]
+		if g == nil {
+			g = &group{labels: ls}
+			groups[gk] = g
+		}
+		g.names = append(g.names, k)
+	}
+	for gk := range fr.grids {
+		if groups[gk] == nil {
+			delete(fr.grids, gk)
+		}
+	}
+	gks := make([]string, 0, len(groups))
+	for gk := range groups {
+		gks = append(gks, gk)
+	}
+	slices.Sort(gks)
+	for _, gk := range gks {
+		g := groups[gk]
+		slices.Sort(g.names)
+		first, last := int64(math.MaxInt64), int64(math.MinInt64)
+		for _, k := range g.names {
+			b := fr.w.series[k]
+			first, last = min(first, b.t[0]), max(last, b.t[len(b.t)-1])
+		}
+		n := int((last-first+stepMs/2)/stepMs) + 1
+		gr := fr.grids[gk]
+		if gr == nil {
+			gr = &fcGrid{}
+			fr.grids[gk] = gr
+		}
+		gr.resize(n, len(g.names))
+		sum := &buffered{labels: g.labels, t: gr.t, v: gr.v}
+		for i := range sum.t {
+			sum.t[i] = first + int64(i)*stepMs
+		}
+		clear(sum.v)
+		for j, k := range g.names {
+			b := fr.w.series[k]
+			p := gr.parts[j]
+			start := int((b.t[0] - first + stepMs/2) / stepMs)
+			clear(p[:start])
+			for i := start; i < n; i++ {
+				p[i] = math.NaN()
+			}
+			for i, t := range b.t {
+				p[(t-first+stepMs/2)/stepMs] = b.v[i]
+			}
+			for i, v := range p {
+				sum.v[i] += v
+			}
+		}
+		out = append(out, fcItem{key: gk, b: sum, parts: gr.parts, names: g.names})
+	}
+	return out
+}
+
+// fcGrid holds a group's arrays on its step grid: the times, the sum and
+// each part, reused from one evaluation to the next (the forecasters copy
+// what they keep).
+type fcGrid struct {
+	t     []int64
+	v     []float64
+	parts [][]float64
+}
+
+// resize makes the arrays hold n steps of k parts.
+func (g *fcGrid) resize(n, k int) {
+	if cap(g.t) < n {
+		g.t, g.v = make([]int64, n), make([]float64, n)
+	}
+	g.t, g.v = g.t[:n], g.v[:n]
+	if cap(g.parts) < k {
+		g.parts = append(g.parts[:cap(g.parts)], make([][]float64, k-cap(g.parts))...)
+	}
+	g.parts = g.parts[:k]
+	for j, p := range g.parts {
+		if cap(p) < n {
+			p = make([]float64, n)
+		}
+		g.parts[j] = p[:n]
+	}
+}

@@ -1,0 +1,81 @@
+package rules
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
+)
+
+// testOptions is what a test sets up a manager with: the groups as a
+// configuration gives them, the store, and where findings (Output) and
+// forecasts and scale signals (Events) are recorded.
+type testOptions struct {
+	Groups          []rulefmt.Group
+	Querier         Querier
+	Output          *recorder
+	Events          *eventRecorder
+	EventPrefix     string
+	EvaluationDelay time.Duration
+	Backfill        time.Duration
+	Now             func() time.Time
+	Metrics         *metrics.Set
+}
+
+// newTestManager builds the groups and a manager over them whose sink hands
+// findings to o.Output and forecasts and scale signals, as the events a
+// subscriber receives, to o.Events.
+func newTestManager(o testOptions) (*Manager, error) {
+	groups, err := Build(o.Groups)
+	if err != nil {
+		return nil, err
+	}
+	if o.Output == nil {
+		o.Output = &recorder{}
+	}
+	if o.EventPrefix == "" {
+		o.EventPrefix = alerting.DefaultSubjectPrefix
+	}
+	return NewManager(ManagerOptions{Querier: o.Querier, Sink: &testSink{o: o}, EvaluationDelay: o.EvaluationDelay,
+		Backfill: o.Backfill, Now: o.Now, Metrics: o.Metrics}, groups)
+}
+
+type testSink struct{ o testOptions }
+
+func (s *testSink) Send(ctx context.Context, b alerting.Batch) error {
+	s.o.Output.add(b.Findings)
+	if s.o.Events == nil {
+		return nil
+	}
+	for _, d := range b.Forecasts {
+		ev, err := alerting.NewForecastEvent(d, "")
+		if err != nil {
+			return err
+		}
+		s.o.Events.PublishEvent(ctx, alerting.ForecastSubject(s.o.EventPrefix, d.Rule), ev)
+	}
+	for _, d := range b.Scales {
+		ev, err := alerting.NewScaleEvent(d, "")
+		if err != nil {
+			return err
+		}
+		s.o.Events.PublishEvent(ctx, alerting.ScaleSubject(s.o.EventPrefix, d.Rule), ev)
+	}
+	return nil
+}
+
+// recorder records findings.
+type recorder struct {
+	mu  sync.Mutex
+	got []alerting.Finding
+}
+
+func (r *recorder) add(fs []alerting.Finding) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, fs...)
+}

@@ -1,0 +1,383 @@
+// Package rules evaluates inferwatch's rule groups: a Manager owns the
+// groups (Build makes them from the configuration, Update replaces them on
+// reload), schedules each on its interval, and hands what each evaluation
+// produced to a Sink. One type per rule kind implements Rule; the
+// statistics and verdicts they apply are package analysis' and
+// forecasting's, and the file format is package rulefmt's.
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/metricname"
+)
+
+// Querier is what rules need from a store: the samples of a query over a
+// range. It must stop when ctx is cancelled. *ingest.Client implements it.
+type Querier interface {
+	QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]ingest.Series, error)
+}
+
+// Sink receives what one evaluation of a group produced. It must not hold
+// evaluation up for long: *alerting.Publisher queues what it cannot send at
+// once and keeps the findings its output has not taken.
+type Sink interface {
+	Send(ctx context.Context, b alerting.Batch) error
+}
+
+// ManagerOptions configure a Manager. Querier and Sink are required.
+type ManagerOptions struct {
+	Querier Querier
+	Sink    Sink
+	// EvaluationDelay is subtracted from the evaluation time: the newest
+	// point judged lies that far behind the clock.
+	EvaluationDelay time.Duration
+	// Backfill makes the first evaluation of each rule also report what it
+	// finds in this much history (default 0: only the newest interval).
+	Backfill time.Duration
+	// SummaryEvery is how often Run logs a summary of what it did at info
+	// level (default 10m; negative: never).
+	SummaryEvery time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger (nil: discard) and Metrics (nil: unregistered) are for the
+	// manager's own reporting.
+	Logger  *slog.Logger
+	Metrics *metrics.Set
+}
+
+// DefaultSummaryEvery is how often Run logs its summary by default.
+const DefaultSummaryEvery = 10 * time.Minute
+
+// Manager evaluates rule groups and hands what they find to a Sink. Its
+// rules keep the streaming state of every series they watch, so each cycle
+// fetches and judges only the points that are new since the previous one.
+// Managers share nothing: several can run in one process.
+type Manager struct {
+	o   ManagerOptions
+	log *slog.Logger
+	set *metrics.Set
+
+	mu      sync.Mutex // guards groups, gm, tracked
+	groups  []*Group
+	gm      map[string]*groupMetrics // by group name
+	tracked map[string]int           // series with state, by group
+	changed chan struct{}
+
+	scored                 *metrics.Counter
+	droppedNaN, droppedInf *metrics.Counter
+	droppedStale           *metrics.Counter
+
+	// since the last summary
+	sumEvals, sumFailures, sumFindings, sumForecasts, sumScales, sumMissed atomic.Int64
+}
+
+type groupMetrics struct {
+	names                   []string // to unregister
+	evals, failures, missed *metrics.Counter
+	duration                *metrics.Summary
+	ruleFailures, findings  map[string]*metrics.Counter
+}
+
+// NewManager prepares the groups Build made.
+func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
+	if o.Querier == nil || o.Sink == nil {
+		return nil, errors.New("rules: ManagerOptions needs a Querier and a Sink")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.SummaryEvery == 0 {
+		o.SummaryEvery = DefaultSummaryEvery
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.NewSet()
+	}
+	m := &Manager{o: o, log: o.Logger, set: o.Metrics, gm: map[string]*groupMetrics{}, tracked: map[string]int{},
+		changed: make(chan struct{}, 1)}
+	set := o.Metrics
+	m.scored = set.GetOrCreateCounter("inferwatch_samples_scored_total")
+	m.droppedNaN = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "nan"))
+	m.droppedInf = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "inf"))
+	m.droppedStale = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "stale"))
+	set.GetOrCreateGauge("inferwatch_series_tracked", func() float64 {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		n := 0
+		for _, v := range m.tracked {
+			n += v
+		}
+		return float64(n)
+	})
+	m.setGroups(groups)
+	return m, nil
+}
+
+// Groups are the groups being evaluated.
+func (m *Manager) Groups() []*Group {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.groups
+}
+
+// Update replaces the groups, as after a reload of the configuration. A
+// rule whose group and configuration are unchanged (positions aside) keeps
+// its state: its series' detectors, windows and forecasters, and its
+// schedule. Run picks the new groups up once the evaluations in flight have
+// finished. It returns how many rules kept their state.
+func (m *Manager) Update(groups []*Group) (kept int) {
+	m.mu.Lock()
+	old := map[string]*Group{}
+	for _, g := range m.groups {
+		old[g.cfg.Name] = g
+	}
+	for _, g := range groups {
+		og := old[g.cfg.Name]
+		if og == nil || og.cfg.Interval != g.cfg.Interval {
+			continue
+		}
+		byName := map[string]Rule{}
+		for _, r := range og.rules {
+			byName[r.Name()] = r
+		}
+		for i, r := range g.rules {
+			if or := byName[r.Name()]; or != nil && sameRule(or.Config(), r.Config()) {
+				g.rules[i] = or
+				kept++
+			}
+		}
+	}
+	m.mu.Unlock()
+	m.setGroups(groups)
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+	return kept
+}
+
+// setGroups installs groups and their metrics, unregistering those of
+// groups and rules that are gone.
+func (m *Manager) setGroups(groups []*Group) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keep := map[string]bool{}
+	gm := map[string]*groupMetrics{}
+	for _, g := range groups {
+		name := g.cfg.Name
+		x := &groupMetrics{ruleFailures: map[string]*metrics.Counter{}, findings: map[string]*metrics.Counter{}}
+		counter := func(n string) *metrics.Counter {
+			x.names = append(x.names, n)
+			keep[n] = true
+			return m.set.GetOrCreateCounter(n)
+		}
+		x.evals = counter(metricname.Name("inferwatch_group_evaluations_total", "group", name))
+		x.failures = counter(metricname.Name("inferwatch_group_evaluation_failures_total", "group", name))
+		x.missed = counter(metricname.Name("inferwatch_group_missed_iterations_total", "group", name))
+		dn := metricname.Name("inferwatch_group_evaluation_duration_seconds", "group", name)
+		x.names = append(x.names, dn)
+		keep[dn] = true
+		x.duration = m.set.GetOrCreateSummary(dn)
+		for _, r := range g.rules {
+			x.ruleFailures[r.Name()] = counter(metricname.Name("inferwatch_rule_evaluation_failures_total", "group", name, "rule", r.Name()))
+			x.findings[r.Name()] = counter(metricname.Name("inferwatch_findings_total", "group", name, "rule", r.Name()))
+		}
+		gm[name] = x
+	}
+	for _, x := range m.gm {
+		for _, n := range x.names {
+			if !keep[n] {
+				m.set.UnregisterMetric(n)
+			}
+		}
+	}
+	for name := range m.tracked {
+		if gm[name] == nil {
+			delete(m.tracked, name)
+		}
+	}
+	m.groups, m.gm = groups, gm
+}
+
+// RunOnce evaluates every group once at the current time and hands what
+// each found to the sink. It returns the joined errors of the evaluations
+// that failed. It must not run while Run does.
+func (m *Manager) RunOnce(ctx context.Context) error {
+	now := m.o.Now()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, g := range m.Groups() {
+		wg.Go(func() {
+			if err := m.evalGroup(ctx, g, now); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Run evaluates each group on its interval until ctx is cancelled, then
+// lets the evaluations in flight finish and returns. A tick missed because
+// an evaluation overran is skipped and counted, never queued. After an
+// Update it goes on with the new groups.
+func (m *Manager) Run(ctx context.Context) {
+	var summary sync.WaitGroup
+	if m.o.SummaryEvery > 0 {
+		summary.Go(func() { m.summarise(ctx) })
+	}
+	defer summary.Wait()
+	for {
+		gctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for _, g := range m.Groups() {
+			wg.Go(func() { m.runGroup(gctx, g) })
+		}
+		select {
+		case <-ctx.Done():
+			cancel()
+			wg.Wait()
+			return
+		case <-m.changed:
+			cancel()
+			wg.Wait()
+			m.log.Info("evaluating the new groups", "groups", len(m.Groups()))
+		}
+	}
+}
+
+func (m *Manager) runGroup(ctx context.Context, g *Group) {
+	interval := g.cfg.Interval
+	tick := nextTick(m.o.Now(), interval, g.offset)
+	timer := time.NewTimer(time.Until(tick))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		// The evaluation in flight finishes even when a stop is asked for;
+		// it is bounded by the group interval (and at least a minute).
+		evalCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(interval, time.Minute))
+		if err := m.evalGroup(evalCtx, g, tick); err != nil {
+			m.log.Error("group evaluation failed", "group", g.cfg.Name, "err", err)
+		}
+		cancel()
+		next := nextTick(m.o.Now(), interval, g.offset)
+		if skipped := int((next.Sub(tick) / interval) - 1); skipped > 0 {
+			m.metrics(g).missed.Add(skipped)
+			m.sumMissed.Add(int64(skipped))
+			m.log.Warn("group evaluation overran its interval; ticks skipped",
+				"group", g.cfg.Name, "interval", interval, "skipped", skipped)
+		}
+		tick = next
+		timer.Reset(time.Until(tick))
+	}
+}
+
+func (m *Manager) metrics(g *Group) *groupMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gm[g.cfg.Name]
+}
+
+// evalGroup evaluates the rules of g at time at, in order, and hands the
+// results to the sink. A failing rule does not stop the others.
+func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
+	start := time.Now()
+	gm := m.metrics(g)
+	gm.evals.Inc()
+	m.sumEvals.Add(1)
+	env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
+		Outlooks: map[string]*Outlook{}}
+	var errs []error
+	var batch alerting.Batch
+	tracked := 0
+	for _, r := range g.rules {
+		began := time.Now()
+		res, err := r.Eval(ctx, at, env)
+		if err != nil {
+			gm.ruleFailures[r.Name()].Inc()
+			m.log.Error("rule evaluation failed", "group", g.cfg.Name, "rule", r.Name(), "err", err)
+			errs = append(errs, fmt.Errorf("group %q rule %q: %w", g.cfg.Name, r.Name(), err))
+		}
+		if res.Outlook != nil {
+			env.Outlooks[r.Name()] = res.Outlook
+		}
+		gm.findings[r.Name()].Add(len(res.Findings))
+		m.scored.Add(res.Scored)
+		m.droppedNaN.Add(res.Dropped.NaN)
+		m.droppedInf.Add(res.Dropped.Inf)
+		m.droppedStale.Add(res.Dropped.Stale)
+		tracked += res.Series
+		batch.Findings = append(batch.Findings, res.Findings...)
+		batch.Forecasts = append(batch.Forecasts, res.Forecasts...)
+		batch.Scales = append(batch.Scales, res.Scales...)
+		m.log.Debug("rule evaluated", "group", g.cfg.Name, "rule", r.Name(), "kind", r.Kind(), "at", at.UTC(),
+			"scored", res.Scored, "series", res.Series, "findings", len(res.Findings), "forecasts", len(res.Forecasts),
+			"scale_signals", len(res.Scales), "took", time.Since(began))
+		for _, f := range res.Findings {
+			m.log.Debug("finding", "group", f.Group, "rule", f.Rule, "series", f.Series, "severity", f.Severity,
+				"score", f.Score, "value", f.Value, "window_end", f.WindowEnd)
+		}
+	}
+	m.mu.Lock()
+	m.tracked[g.cfg.Name] = tracked
+	m.mu.Unlock()
+	m.sumFindings.Add(int64(len(batch.Findings)))
+	m.sumForecasts.Add(int64(len(batch.Forecasts)))
+	m.sumScales.Add(int64(len(batch.Scales)))
+	// An empty batch is sent too: it retries what the sink kept.
+	if err := m.o.Sink.Send(ctx, batch); err != nil {
+		errs = append(errs, fmt.Errorf("group %q: %w", g.cfg.Name, err))
+	}
+	gm.duration.UpdateDuration(start)
+	if len(errs) > 0 {
+		gm.failures.Inc()
+		m.sumFailures.Add(1)
+	}
+	m.log.Debug("group evaluated", "group", g.cfg.Name, "at", at.UTC(), "findings", len(batch.Findings),
+		"forecasts", len(batch.Forecasts), "scale_signals", len(batch.Scales), "failed", len(errs) > 0, "took", time.Since(start))
+	return errors.Join(errs...)
+}
+
+// summarise logs what the manager did every SummaryEvery until ctx is done.
+func (m *Manager) summarise(ctx context.Context) {
+	t := time.NewTicker(m.o.SummaryEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		series := 0
+		for _, n := range m.tracked {
+			series += n
+		}
+		m.mu.Unlock()
+		m.log.Info("evaluation summary", "since", m.o.SummaryEvery, "evaluations", m.sumEvals.Swap(0),
+			"failed", m.sumFailures.Swap(0), "findings", m.sumFindings.Swap(0), "forecasts", m.sumForecasts.Swap(0),
+			"scale_signals", m.sumScales.Swap(0), "ticks_skipped", m.sumMissed.Swap(0), "series_tracked", series)
+	}
+}

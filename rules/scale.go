@@ -1,0 +1,287 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/analysis"
+	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
+)
+
+// scaleRule decides, for each target (each series of its replicas query),
+// a desired number of replicas from the outlook of its forecast rule (the
+// hand-over of Env.Outlooks: the group evaluates the forecast rule first)
+// and the target's current state, by forecasting.Decide.
+type scaleRule struct {
+	base
+	c                       *rulefmt.Scale
+	replicas                *window
+	gpu, waiting, p99, conc *window
+	states                  map[string]*forecasting.ScaleState
+	policy                  forecasting.ScalePolicy
+}
+
+func newScaleRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
+	s := r.Spec.(*rulefmt.Scale)
+	sr := &scaleRule{base: newBase(g, r), c: s, replicas: newWindow(s.Replicas), states: map[string]*forecasting.ScaleState{}}
+	opt := func(expr string) *window {
+		if expr == "" {
+			return nil
+		}
+		return newWindow(expr)
+	}
+	sr.gpu, sr.waiting, sr.p99 = opt(s.GPUMemory), opt(s.Waiting), opt(s.P99)
+	if s.SLO != nil {
+		sr.conc = opt(s.SLO.Concurrency)
+	}
+	sr.policy = forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
+		Cooldown: s.Cooldown, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
+	if s.SLO != nil {
+		sr.policy.SLOP99 = s.SLO.P99.Seconds()
+	}
+	return sr, nil
+}
+
+// dependsOn names the forecast rule a scale rule reads: the group
+// evaluates it first.
+func (r *scaleRule) dependsOn() string { return r.c.Forecast }
+
+func (r *scaleRule) windows() []*window {
+	var out []*window
+	for _, w := range []*window{r.replicas, r.gpu, r.waiting, r.p99, r.conc} {
+		if w != nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Eval decides, for each target, the desired replicas at each time of its
+// forecast rule's outlook, and returns the newest decision and, through a
+// backfill, every decision that changed the desired replicas.
+func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, error) {
+	var res Result
+	step := r.cfg.Step
+	end := r.end(at, env)
+	out := env.Outlooks[r.c.Forecast]
+	times := []time.Time{end}
+	noForecast := fmt.Sprintf("no outlook from forecast rule %q this cycle", r.c.Forecast)
+	if out != nil {
+		times, noForecast = out.Times, ""
+	}
+	look := max(5*step, 2*r.interval)
+	first := times[0].Add(-look)
+	last := end
+	if tl := times[len(times)-1]; tl.After(last) {
+		last = tl
+	}
+	for _, w := range r.windows() {
+		d, err := w.fetch(ctx, env.Querier, step, first, last, at)
+		res.Dropped.Add(d)
+		if err != nil {
+			return res, err
+		}
+	}
+	validFor := r.interval
+	if out != nil {
+		validFor = max(out.Horizon, r.interval)
+	}
+	r.policy.ValidFor = validFor
+	forecasts := newMatcher[*OutlookSeries]()
+	if out != nil {
+		for i := range out.Series {
+			forecasts.add(out.Series[i].Labels, &out.Series[i])
+		}
+	}
+	inputs := map[string]*matcher[*buffered]{}
+	for name, w := range map[string]*window{"gpu_memory": r.gpu, "waiting": r.waiting, "p99": r.p99, "slo.concurrency": r.conc} {
+		if w == nil {
+			continue
+		}
+		m := newMatcher[*buffered]()
+		for _, b := range w.series {
+			m.add(b.labels, b)
+		}
+		inputs[name] = m
+	}
+	for _, b := range sortedSeries(r.replicas) {
+		on := r.c.On
+		if len(on) == 0 {
+			for _, l := range b.labels {
+				if l.Name != "__name__" {
+					on = append(on, l.Name)
+				}
+			}
+		}
+		key := matchKey(b.labels, on)
+		target := key.String()
+		st := r.states[target]
+		if st == nil {
+			st = &forecasting.ScaleState{}
+			r.states[target] = st
+		}
+		var notes []string
+		fs := forecasts.match(on, target, false)
+		var fc *OutlookSeries
+		switch {
+		case out == nil:
+		case len(fs) == 1:
+			fc = fs[0]
+		case len(fs) == 0:
+			noForecast = fmt.Sprintf("forecast rule %q has no series matching %s", r.c.Forecast, target)
+		default:
+			noForecast = fmt.Sprintf("%d series of forecast rule %q match %s (%s); aggregate the forecast (sum_by) or set scale.on",
+				len(fs), r.c.Forecast, target, seriesNames(fs))
+		}
+		input := func(name string, from, to int64) float64 {
+			m := inputs[name]
+			if m == nil {
+				return math.NaN()
+			}
+			bs := m.match(on, target, true)
+			if len(bs) > 1 {
+				notes = append(notes, fmt.Sprintf("%s unknown: %d of its series match %s; aggregate it by the on labels", name, len(bs), target))
+				return math.NaN()
+			}
+			if len(bs) == 0 {
+				return math.NaN()
+			}
+			return lastIn(bs[0], from, to)
+		}
+		for k, τ := range times {
+			ms := τ.UnixMilli()
+			from := ms - look.Milliseconds()
+			notes = notes[:0]
+			in := forecasting.ScaleInputs{
+				Current:   lastIn(b, from, ms),
+				GPUMemory: input("gpu_memory", from, ms),
+				Waiting:   input("waiting", from, ms),
+				P99:       input("p99", from, ms),
+			}
+			in.CapacityPerReplica = r.c.CapacityPerReplica
+			if in.CapacityPerReplica == 0 {
+				in.CapacityPerReplica = sloCapacity(input("slo.concurrency", from, ms), r.c.SLO)
+			}
+			var model string
+			in.NoForecast = noForecast
+			if fc != nil && fc.At[k].OK {
+				sn := fc.At[k]
+				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, sn.Peak, sn.Upper
+				in.PeakTime, in.Fallback, model = sn.PeakTime, sn.Fallback, sn.Model
+			}
+			in.Notes = notes
+			prev := st.Desired
+			sig, next := forecasting.Decide(*st, in, r.policy, τ)
+			*st = next
+			if k != len(times)-1 && sig.Desired == prev {
+				continue
+			}
+			labels := key.Map()
+			for lk, lv := range r.cfg.Labels {
+				labels[lk] = lv
+			}
+			res.Scales = append(res.Scales, alerting.ScaleData{Group: r.group, Rule: r.cfg.Name, Target: target, Labels: labels, Time: τ.UTC(),
+				DesiredReplicas: sig.Desired, CurrentReplicas: sig.Current, CurrentKnown: sig.CurrentKnown,
+				PredictedLoad: alerting.JSONFloat(sig.PredictedLoad), PredictedUpper: alerting.JSONFloat(sig.PredictedUpper),
+				CapacityPerReplica: alerting.JSONFloat(sig.CapacityPerReplica), Tier: sig.Tier, Reason: sig.Reason,
+				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model})
+		}
+	}
+	forget := max(look, 10*r.interval)
+	for _, w := range r.windows() {
+		w.trim(end.Add(-look).UnixMilli(), at, forget)
+	}
+	res.Series = len(r.states)
+	return res, nil
+}
+
+// matcher finds the items whose labels match a target's on the labels on,
+// through an index built once per on-list: one map lookup per target
+// instead of a scan of every series with a string built per comparison.
+type matcher[T any] struct {
+	items  []matchItem[T]
+	byOn   map[string]map[string][]T // on-list → key → items
+	global map[string][]T            // on-list → items without any on label
+}
+
+type matchItem[T any] struct {
+	labels ingest.Labels
+	v      T
+}
+
+func newMatcher[T any]() *matcher[T] {
+	return &matcher[T]{byOn: map[string]map[string][]T{}, global: map[string][]T{}}
+}
+
+func (m *matcher[T]) add(ls ingest.Labels, v T) { m.items = append(m.items, matchItem[T]{ls, v}) }
+
+// match returns the items whose on labels equal key's, in the order they
+// were added; with constants, when there are none, the items that have
+// none of the on labels (a constant such as `4` applies to every target).
+func (m *matcher[T]) match(on []string, key string, constants bool) []T {
+	sig := strings.Join(on, "\x00")
+	idx, ok := m.byOn[sig]
+	if !ok {
+		idx = map[string][]T{}
+		for _, it := range m.items {
+			mk := matchKey(it.labels, on)
+			if len(mk) == 0 {
+				m.global[sig] = append(m.global[sig], it.v)
+				continue
+			}
+			k := mk.String()
+			idx[k] = append(idx[k], it.v)
+		}
+		m.byOn[sig] = idx
+	}
+	if got := idx[key]; len(got) > 0 || !constants {
+		return got
+	}
+	return m.global[sig]
+}
+
+func seriesNames(fs []*OutlookSeries) string {
+	names := make([]string, 0, min(len(fs), 3))
+	for i, f := range fs {
+		if i == 3 {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, f.Labels.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+// sloCapacity is the per-replica capacity by Little's law from the
+// concurrency a replica holds within the SLO and the SLO's latency; NaN
+// when either is unknown.
+func sloCapacity(conc float64, slo *rulefmt.SLO) float64 {
+	if slo == nil || !isFinite(conc) || conc <= 0 {
+		return math.NaN()
+	}
+	c, err := analysis.SLOCapacity(analysis.CapacityInput{Concurrency: conc, Latency: slo.P99.Seconds()})
+	if err != nil {
+		return math.NaN()
+	}
+	return c.PerReplica
+}
+
+// lastIn is the newest finite value of b in (from, to]; NaN when none.
+func lastIn(b *buffered, from, to int64) float64 {
+	if b == nil {
+		return math.NaN()
+	}
+	_, v := b.span(from, to)
+	for i := len(v) - 1; i >= 0; i-- {
+		if isFinite(v[i]) {
+			return v[i]
+		}
+	}
+	return math.NaN()
+}

@@ -1,0 +1,224 @@
+package rules
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/inferwatch/inferwatch/analysis"
+	"github.com/inferwatch/inferwatch/ingest"
+)
+
+// Window rules (correlation, decay, knee, spikiness, imbalance) judge a
+// whole lookback window at each evaluation rather than one sample at a
+// time. They keep the window's samples per series and fetch only the points
+// that are new each cycle; the statistics and the verdict are package
+// analysis'.
+
+// window holds the samples of one query over a rule's lookback.
+type window struct {
+	expr   string
+	next   time.Time // start of the next fetch; zero before the first
+	series map[string]*buffered
+}
+
+type buffered struct {
+	labels   ingest.Labels
+	t        []int64
+	v        []float64
+	lastSeen time.Time
+}
+
+func newWindow(expr string) *window { return &window{expr: expr, series: map[string]*buffered{}} }
+
+// fetch adds the samples of (start, end] not yet held. On the first call it
+// fetches from first.
+func (w *window) fetch(ctx context.Context, q Querier, step time.Duration, first, end, at time.Time) (ingest.Dropped, error) {
+	var dropped ingest.Dropped
+	start := w.next
+	if start.IsZero() || start.Before(first) {
+		start = first
+	}
+	if start.After(end) {
+		return dropped, nil
+	}
+	got, err := q.QueryRange(ctx, w.expr, start, end, step)
+	if err != nil {
+		return dropped, err
+	}
+	w.next = end.Add(step)
+	for i := range got {
+		s := &got[i]
+		dropped.Add(s.Clean())
+		key := s.Labels.String()
+		b := w.series[key]
+		if b == nil {
+			b = &buffered{labels: s.Labels}
+			w.series[key] = b
+		}
+		b.lastSeen = at
+		for j, t := range s.Timestamps {
+			if n := len(b.t); n > 0 && t <= b.t[n-1] {
+				continue
+			}
+			b.t = append(b.t, t)
+			b.v = append(b.v, s.Values[j])
+		}
+	}
+	return dropped, nil
+}
+
+// trim drops samples at or before from, and series unseen for forget.
+func (w *window) trim(from int64, at time.Time, forget time.Duration) {
+	for k, b := range w.series {
+		i := sort.Search(len(b.t), func(i int) bool { return b.t[i] > from })
+		if i > 0 {
+			b.t = append(b.t[:0], b.t[i:]...)
+			b.v = append(b.v[:0], b.v[i:]...)
+		}
+		if len(b.t) == 0 || at.Sub(b.lastSeen) > forget {
+			delete(w.series, k)
+		}
+	}
+}
+
+// span returns the samples of b in (from, to].
+func (b *buffered) span(from, to int64) ([]int64, []float64) {
+	i := sort.Search(len(b.t), func(i int) bool { return b.t[i] > from })
+	j := sort.Search(len(b.t), func(i int) bool { return b.t[i] > to })
+	return b.t[i:j], b.v[i:j]
+}
+
+// verdict is a window rule's judgement of one series (or pair) at one
+// evaluation time, with what the finding reports beyond the value and band.
+type verdict struct {
+	labels ingest.Labels
+	analysis.Verdict
+	details map[string]any
+}
+
+// judge judges a window rule's windows at τ (unix ms) over the rule's
+// lookback; one verdict per series or pair that could be judged.
+type judge func(τ int64) []verdict
+
+// windowRule is the part every window kind shares: its windows, the
+// evaluation times a first evaluation with a backfill replays, and the
+// episodes of its verdicts.
+type windowRule struct {
+	base
+	detector string
+	windows  []*window
+	// extra is history fetched before the lookback (a jitter window).
+	extra time.Duration
+	episodes
+}
+
+func newWindowRule(b base, detector string, exprs ...string) windowRule {
+	w := windowRule{base: b, detector: detector}
+	for _, x := range exprs {
+		w.windows = append(w.windows, newWindow(x))
+	}
+	return w
+}
+
+// evalWindows refreshes the rule's windows and judges them at the end of
+// this evaluation — and, on the first evaluation with a backfill, at every
+// evaluation time the backfill covers, as if the daemon had been running.
+func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, judge judge) (Result, error) {
+	var res Result
+	step := r.cfg.Step
+	lookback := r.cfg.Lookback
+	end := r.end(at, env)
+	replay := time.Duration(0)
+	if r.windows[0].next.IsZero() && env.Backfill > 0 {
+		replay = env.Backfill
+	}
+	first := end.Add(-replay - lookback - r.extra)
+	for _, w := range r.windows {
+		d, err := w.fetch(ctx, env.Querier, step, first, end, at)
+		res.Dropped.Add(d)
+		if err != nil {
+			return res, err
+		}
+	}
+	for _, τ := range evalTimes(end, replay, max(r.interval, step)) {
+		ms := τ.UnixMilli()
+		for _, v := range judge(ms) {
+			key := v.labels.String()
+			st := r.state(key, v.labels, nil)
+			st.lastSeen = at
+			if f, ok := r.track(st, ms, v.Value, v.Result, v.details, r.detector, true); ok {
+				res.Findings = append(res.Findings, f)
+			}
+		}
+	}
+	forget := r.forget()
+	for _, w := range r.windows {
+		w.trim(end.Add(-lookback-r.extra).UnixMilli(), at, forget)
+	}
+	r.sweep(at, forget)
+	res.Series = len(r.series)
+	return res, nil
+}
+
+// evalTimes are the times an evaluation judges: every stride through the
+// replayed span before end, then end.
+func evalTimes(end time.Time, replay, stride time.Duration) []time.Time {
+	var times []time.Time
+	for τ := end.Add(-replay).Truncate(stride); replay > 0 && τ.Before(end); τ = τ.Add(stride) {
+		times = append(times, τ)
+	}
+	return append(times, end)
+}
+
+// matchKey returns the labels of ls that match it with a series of another
+// query: the on labels, or every label but the metric name.
+func matchKey(ls ingest.Labels, on []string) ingest.Labels {
+	var out ingest.Labels
+	if len(on) == 0 {
+		for _, l := range ls {
+			if l.Name != "__name__" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	for _, name := range on {
+		if v := ls.Get(name); v != "" {
+			out = append(out, ingest.Label{Name: name, Value: v})
+		}
+	}
+	out.Sort()
+	return out
+}
+
+// pairUp matches the series of two windows by the labels on (all labels
+// but the metric name when on is empty) and calls fn for each pair, in the
+// order of a's series identities.
+func pairUp(a, b *window, on []string, fn func(key ingest.Labels, a, b *buffered)) {
+	bs := make(map[string]*buffered, len(b.series))
+	for _, s := range b.series {
+		bs[matchKey(s.labels, on).String()] = s
+	}
+	for _, s := range sortedSeries(a) {
+		key := matchKey(s.labels, on)
+		if o := bs[key.String()]; o != nil {
+			fn(key, s, o)
+		}
+	}
+}
+
+// sortedSeries lists the series of w in the order of their identities, so
+// that what is judged and reported does not depend on map order.
+func sortedSeries(w *window) []*buffered {
+	keys := make([]string, 0, len(w.series))
+	for k := range w.series {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*buffered, len(keys))
+	for i, k := range keys {
+		out[i] = w.series[k]
+	}
+	return out
+}
