@@ -100,13 +100,24 @@ func (p paramFlag) Set(s string) error {
 	return nil
 }
 
-// scoreRows runs a fresh detector over a series row by row. A row whose
-// timestamp is not after the previous row's (a duplicate, kept with
-// --allow-duplicates or by backtest) takes the previous row's score and
-// decision: the detector has already judged that instant. A NaN or
-// infinite value scores 0 and is not anomalous.
+// scoreRows runs a fresh detector over a series row by row, in the order
+// of the rows. The detectors judge a series forward in time, so a row is
+// fed to the detector only when its timestamp is after the newest one fed
+// so far; any other row is not fed:
+//   - a row whose timestamp equals the previous row's (a duplicate, kept
+//     with --allow-duplicates or by backtest) takes the previous row's
+//     score and decision: the detector has already judged that instant;
+//   - a row that steps back in time, and every row after it until the
+//     time passes the newest one fed (only backtest keeps such rows, in
+//     file order as NAB does), scores 0 and is not anomalous, as a
+//     detector itself treats a sample out of order (see analysis.Detector
+//     and Sigma): the detector has not judged it. Its windows are ordered
+//     by time and left as they were, so the rows after are scored as if
+//     those rows were absent.
 //
-// The rows between duplicates are scored in one batch where the detector
+// A NaN or infinite value scores 0 and is not anomalous.
+//
+// The rows between such rows are scored in one batch where the detector
 // takes batches, as the daemon scores the points of a cycle: one Observe
 // per row would find the detector's state cold each time (see
 // analysis.BatchDetector).
@@ -116,9 +127,12 @@ func scoreRows(newDetector analysis.Factory, ts []int64, vs []float64) (scores [
 	scores = make([]float64, len(ts))
 	anomalous = make([]bool, len(ts))
 	res := make([]analysis.Result, len(ts))
+	var newest int64 // the newest timestamp fed, once i > 0
 	for i := 0; i < len(ts); {
-		if i > 0 && ts[i] <= ts[i-1] {
-			scores[i], anomalous[i] = scores[i-1], anomalous[i-1]
+		if i > 0 && ts[i] <= newest {
+			if ts[i] == ts[i-1] {
+				scores[i], anomalous[i] = scores[i-1], anomalous[i-1]
+			}
 			i++
 			continue
 		}
@@ -136,9 +150,29 @@ func scoreRows(newDetector analysis.Factory, ts []int64, vs []float64) (scores [
 		for k := i; k < j; k++ {
 			scores[k], anomalous[k] = res[k].Score, res[k].Anomalous()
 		}
+		newest = ts[j-1]
 		i = j
 	}
 	return scores, anomalous
+}
+
+// rowsBehind counts the rows that scoreRows does not feed to the detector
+// because they step back in time (not the duplicates of the row before
+// them), and returns the index of the first, or -1.
+func rowsBehind(ts []int64) (n, first int) {
+	first = -1
+	var newest int64
+	for i, t := range ts {
+		switch {
+		case i == 0 || t > newest:
+			newest = t
+		case t != ts[i-1]:
+			if n++; first < 0 {
+				first = i
+			}
+		}
+	}
+	return n, first
 }
 
 // detectInput is a file read for detect: the series and each row's
