@@ -39,11 +39,10 @@ time). The detectors judge a series forward in time, so a row whose
 timestamp is not after the newest one fed so far is not fed to the detector:
 a row that repeats the previous row's timestamp (four NAB files have one)
 takes that row's score and decision; a row that steps back in time, and
-every row after it until the time passes the newest one fed
+every row after it until the time passes the newest one fed, scores 0 and
+is no detection, as a detector treats a sample out of order
 (realKnownCause/machine_temperature_system_failure.csv steps back at line
-10151),
-scores 0 and is no detection, as a detector treats a sample out of order.
-The files with rows that step back are named on stderr.
+10151). The files with rows that step back are named on stderr.
 
 `
 
@@ -268,7 +267,17 @@ feed:
 
 // runNABFile reads one file, keeping every row in file order as NAB does
 // (rows that repeat a timestamp or step back in time included), and runs a
-// fresh detector over it (see scoreRows for the rows it is not fed).
+// fresh detector over it.
+//
+// NAB reads a data file as it is written, without sorting it (nab/corpus.py
+// DataFile: pandas.read_csv), hands its detectors every row in that order
+// (nab/detectors/base.py AnomalyDetector.run iterates the rows), and scores
+// the detector's per-row scores against the rows' places in the file, the
+// timestamps serving only to find where each window starts and ends
+// (nab/scorer.py scoreDataSet calls nab/sweeper.py Sweeper.scoreDataSet;
+// see nab.WindowRows). The scoring here is the same. The feeding cannot
+// be: a detector here keeps windows ordered by time, so the rows behind the
+// newest time are not fed (see scoreRows).
 func runNABFile(dir, key string, limits [][2]int64, newDetector analysis.Factory) (nabRun, error) {
 	path := filepath.Join(dir, filepath.FromSlash(key))
 	data, err := os.ReadFile(path)
