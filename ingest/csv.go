@@ -35,8 +35,15 @@ type CSVOptions struct {
 	// AllowDuplicates keeps a row whose timestamp equals the previous row's
 	// (a few NAB files have such rows), instead of rejecting the file.
 	// Series.Timestamps then repeats that timestamp; rows out of order are
-	// still rejected.
+	// still rejected unless AllowUnsorted is set.
 	AllowDuplicates bool
+	// AllowUnsorted keeps a row whose timestamp is before the previous
+	// row's (NAB's machine_temperature_system_failure.csv steps back an
+	// hour once), instead of rejecting the file. The rows stay in file
+	// order, so Series.Timestamps is then not sorted: a caller sorts it
+	// or feeds detectors only the rows that move forward in time. A
+	// timestamp equal to the previous row's still needs AllowDuplicates.
+	AllowUnsorted bool
 }
 
 // csvTimestampFormats lists the accepted timestamp formats for error messages.
@@ -62,12 +69,13 @@ const csvTimestampFormats = `unix seconds (1700000000 or 1700000000.25), ` +
 //     fractional seconds and a zone as above.
 //
 // Fractions finer than a millisecond are truncated. Rows must be sorted by
-// time without duplicates (CSVOptions.AllowDuplicates admits duplicates). Values are parsed with strconv.ParseFloat; NaN,
-// nan and an empty field give NaN and ±Inf are kept, so offline tools can
-// pass such rows through (Series.Clean drops them). Extra columns are
-// allowed and ignored; blank lines are skipped; \r\n line ends and a UTF-8
-// byte order mark are handled. Fields may be double-quoted, but a quoted
-// field may not span lines.
+// time without duplicates (CSVOptions.AllowDuplicates admits duplicates,
+// CSVOptions.AllowUnsorted rows that step back). Values are parsed with
+// strconv.ParseFloat; NaN, nan and an empty field give NaN and ±Inf are
+// kept, so offline tools can pass such rows through (Series.Clean drops
+// them). Extra columns are allowed and ignored; blank lines are skipped;
+// \r\n line ends and a UTF-8 byte order mark are handled. Fields may be
+// double-quoted, but a quoted field may not span lines.
 func ReadCSV(r io.Reader, file string, o CSVOptions) (*CSV, error) {
 	if file == "" {
 		file = "<csv>"
@@ -181,7 +189,7 @@ func (p *csvParser) parse() (*CSV, error) {
 		if !ok {
 			return nil, p.errorf(lineNo, "timestamp %q is not in an accepted format: %s", raw, csvTimestampFormats)
 		}
-		if k := len(out.Lines); k > 0 && (ms < prevMS || ms == prevMS && !p.opts.AllowDuplicates) {
+		if k := len(out.Lines); k > 0 && (ms < prevMS && !p.opts.AllowUnsorted || ms == prevMS && !p.opts.AllowDuplicates) {
 			return nil, p.errorf(lineNo, "timestamp %s is not after line %d's %s (rows must be sorted by time, without duplicates)",
 				raw, out.Lines[k-1], out.RawTimestamps[k-1])
 		}

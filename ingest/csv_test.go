@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -445,8 +446,22 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add([]byte("t,v,x\n\"1\",\"2\",\"a,b\"\n2,,\n"))
 	f.Add([]byte("1700000000000,1\n2023-11-14T22:13:21.5+01:00,2\n"))
 	f.Add([]byte("t,v\n1,1\n1,2\n"))
+	f.Add([]byte("t,v\n2,1\n1,2\n3,3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// In any order: the same rows as the strict read when that
+		// succeeds, and never a row the strict read would not parse.
+		lax, laxErr := ReadCSV(bytes.NewReader(data), "f.csv", CSVOptions{AllowDuplicates: true, AllowUnsorted: true})
+		if laxErr == nil {
+			for i := 1; i < len(lax.Lines); i++ {
+				if lax.Lines[i] <= lax.Lines[i-1] {
+					t.Fatalf("lax: lines %d/%d not in file order", lax.Lines[i], lax.Lines[i-1])
+				}
+			}
+		}
 		c, err := ReadCSV(bytes.NewReader(data), "f.csv", CSVOptions{})
+		if err == nil && (laxErr != nil || !slices.Equal(lax.Lines, c.Lines) || !slices.Equal(lax.Series.Timestamps, c.Series.Timestamps)) {
+			t.Fatalf("lax read differs from the strict one: %v", laxErr)
+		}
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f.csv") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -529,5 +544,35 @@ func TestReadCSVAllowDuplicates(t *testing.T) {
 	// Without the option the same input fails at the duplicate.
 	if _, err := ReadCSV(strings.NewReader(in), "x.csv", CSVOptions{}); err == nil || !strings.Contains(err.Error(), "x.csv:4:") {
 		t.Errorf("a duplicate without AllowDuplicates: got %v", err)
+	}
+}
+
+// TestReadCSVAllowUnsorted keeps rows that step back in time, in file
+// order, when asked; a duplicate still needs AllowDuplicates.
+func TestReadCSVAllowUnsorted(t *testing.T) {
+	in := "timestamp,value\n2014-04-01 00:00:00,1\n2014-04-01 00:10:00,2\n2014-04-01 00:05:00,3\n2014-04-01 00:15:00,4\n"
+	c, err := ReadCSV(strings.NewReader(in), "x.csv", CSVOptions{AllowUnsorted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(c.Series.Values), "[1 2 3 4]"; got != want {
+		t.Errorf("values %s, want %s in file order", got, want)
+	}
+	if got, want := fmt.Sprint(c.Lines), "[2 3 4 5]"; got != want {
+		t.Errorf("lines %s, want %s", got, want)
+	}
+	if ts := c.Series.Timestamps; ts[2] >= ts[1] || c.RawTimestamps[2] != "2014-04-01 00:05:00" {
+		t.Errorf("the row that steps back was not kept as written: %v %q", ts, c.RawTimestamps)
+	}
+	if _, err := ReadCSV(strings.NewReader(in), "x.csv", CSVOptions{AllowDuplicates: true}); err == nil ||
+		!strings.Contains(err.Error(), "x.csv:4: timestamp 2014-04-01 00:05:00 is not after line 3's 2014-04-01 00:10:00") {
+		t.Errorf("a row stepping back without AllowUnsorted: got %v", err)
+	}
+	dup := "1700000000,1\n1700000300,2\n1700000300,3\n"
+	if _, err := ReadCSV(strings.NewReader(dup), "x.csv", CSVOptions{AllowUnsorted: true}); err == nil || !strings.Contains(err.Error(), "x.csv:3:") {
+		t.Errorf("a duplicate with AllowUnsorted only: got %v", err)
+	}
+	if c, err := ReadCSV(strings.NewReader(dup+"1700000000,4\n"), "x.csv", CSVOptions{AllowUnsorted: true, AllowDuplicates: true}); err != nil || len(c.Lines) != 4 {
+		t.Errorf("both options: %v", err)
 	}
 }

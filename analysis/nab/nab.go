@@ -3,8 +3,9 @@
 // detectors can be compared with the published NAB results.
 //
 // The rules, for one data file of N rows with labelled anomaly windows
-// (row ranges [L, R], width w = R−L+1) and a profile of weights
-// (A_TP, A_FP, A_FN):
+// (row ranges [L, R], width w = R−L+1; rows are numbered in file order,
+// as NAB numbers them, whatever their timestamps: see WindowRows) and a
+// profile of weights (A_TP, A_FP, A_FN):
 //
 //   - Probation: the first min(⌊0.15·N⌋, 750) rows are not scored.
 //   - σ(y) = 2/(1+e^{5y}) − 1, and −1 when y ≥ 3 (ScaledSigmoid).
@@ -105,20 +106,61 @@ type Window struct {
 	Start, End int
 }
 
-// WindowRows turns windows given as times [start, end] (unix ms) into rows
-// of a file with these ascending timestamps: a window starts at the first
-// row at or after its start and ends at its end's first row, or at the last
-// row before its end when no row has that time exactly. A window that
-// holds no row is an error.
+// WindowRows turns windows given as times [start, end] (unix ms, sorted by
+// start) into rows of a file with these timestamps, in file order.
+//
+// NAB walks a file's rows in file order (nab/sweeper.py,
+// Sweeper.calcSweepScore): it enters a window at the first row whose
+// timestamp equals the window's start, leaves it after the first row from
+// there whose timestamp equals its end, and takes the window's right edge
+// and width from the rows' positions (timestamps.index of the end and the
+// start, the first rows with those times). A row is in a window by where it
+// sits in the file, not by its own timestamp: a row that steps back in time
+// between a window's first and last rows is in the window even when its
+// time lies before the window's start, and a row outside those rows is
+// outside even when its time falls within the window's times. Every
+// position (the probation, a detection's place in its window, a false
+// positive's distance from the window before it) is the row's index in the
+// file. (NAB's labeller also marks each row 1 or 0 by its own time,
+// t1 ≤ t ≤ t2, in nab/labeler.py CorpusLabel.getLabels, but the scorer
+// does not read that column.) WindowRows does the same: a window starts at
+// the first row with its start time and ends at the first row from there
+// with its end time.
+//
+// NAB's labels always name rows' times (its labeller checks that they do).
+// Where a time is no row's, WindowRows is lenient: a window starts at the
+// first row at or after its start, and ends at the last row before the
+// first row after its start that is later than its end (for a sorted file:
+// the last row at or before the end). A window that holds no row is an
+// error, and so is one whose end time first appears before its start row:
+// NAB would measure such a window from a row outside it.
 func WindowRows(timestamps []int64, limits [][2]int64) ([]Window, error) {
 	out := make([]Window, 0, len(limits))
 	for k, l := range limits {
-		start, _ := slices.BinarySearch(timestamps, l[0])
-		end, found := slices.BinarySearch(timestamps, l[1])
-		if !found {
-			end--
+		if l[1] < l[0] {
+			return nil, fmt.Errorf("window %d (%d..%d ms) ends before it starts", k+1, l[0], l[1])
 		}
-		if l[1] < l[0] || start > end {
+		start := slices.Index(timestamps, l[0])
+		if start < 0 {
+			start = slices.IndexFunc(timestamps, func(t int64) bool { return t >= l[0] })
+		}
+		if start < 0 {
+			return nil, fmt.Errorf("window %d (%d..%d ms) holds no row of the file", k+1, l[0], l[1])
+		}
+		end := -1
+		if first := slices.Index(timestamps, l[1]); first >= 0 && first < start {
+			return nil, fmt.Errorf("window %d (%d..%d ms): its end time is first on row %d, before its start on row %d (rows out of time order); NAB would measure the window from that earlier row",
+				k+1, l[0], l[1], first, start)
+		} else if first >= 0 {
+			end = first
+		} else {
+			later := slices.IndexFunc(timestamps[start:], func(t int64) bool { return t > l[1] })
+			if later < 0 {
+				later = len(timestamps) - start
+			}
+			end = start + later - 1
+		}
+		if start > end {
 			return nil, fmt.Errorf("window %d (%d..%d ms) holds no row of the file", k+1, l[0], l[1])
 		}
 		out = append(out, Window{Start: start, End: end})

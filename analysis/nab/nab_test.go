@@ -3,6 +3,7 @@ package nab
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -158,6 +159,46 @@ func TestWindowRows(t *testing.T) {
 	}
 	if _, err := WindowRows(ts, [][2]int64{{41, 49}}); err == nil || !strings.Contains(err.Error(), "window 1 (41..49 ms) holds no row") {
 		t.Errorf("empty window: %v", err)
+	}
+}
+
+// TestWindowRowsInFileOrder: with a row that steps back in time, windows
+// are rows by position, as NAB's sweeper walks the file.
+func TestWindowRowsInFileOrder(t *testing.T) {
+	// Row 5 steps back to 12, before the window 15..40 starts; rows 6 and
+	// 7 (35, 40) are at or before the newest time (40 on row 4).
+	ts := []int64{0, 10, 20, 30, 40, 12, 35, 40, 50, 60}
+	f := func(limits [][2]int64, want ...Window) {
+		t.Helper()
+		got, err := WindowRows(ts, limits)
+		if err != nil {
+			t.Fatalf("%v: %v", limits, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: %v, want %v", limits, got, want)
+		}
+	}
+	// 20..40: from row 2 to the first 40, row 4; rows 6 and 7 are outside
+	// although their times (35, 40) are within the window's.
+	f([][2]int64{{20, 40}}, Window{2, 4})
+	// 20..35: from row 2 to row 6, where 35 first appears; row 5 is in the
+	// window although its 12 is before the window's start, and row 4
+	// although its 40 is after the window's end.
+	f([][2]int64{{20, 35}}, Window{2, 6})
+	// 12..50: starts on row 5 where 12 is, ends on row 8.
+	f([][2]int64{{12, 50}}, Window{5, 8})
+	// Times that are no row's: from the first row at or after 15 (row 2)
+	// to the row before the first one after 37 (row 4's 40): rows 2..3.
+	f([][2]int64{{15, 37}}, Window{2, 3})
+	// Two windows, in file order.
+	f([][2]int64{{0, 10}, {12, 60}}, Window{0, 1}, Window{5, 9})
+
+	// 12..30: 30 is on row 3, before 12's row 5.
+	if _, err := WindowRows(ts, [][2]int64{{12, 30}}); err == nil || !strings.Contains(err.Error(), "its end time is first on row 3, before its start on row 5") {
+		t.Errorf("an end before its start: %v", err)
+	}
+	if _, err := WindowRows(ts, [][2]int64{{61, 70}}); err == nil || !strings.Contains(err.Error(), "holds no row") {
+		t.Errorf("after the last row: %v", err)
 	}
 }
 

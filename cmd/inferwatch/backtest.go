@@ -31,6 +31,19 @@ scoring, profiles, normalisation between the null and the perfect
 detector): at the detector's own decisions (score ≥ 1) and at the threshold
 on its scores that maximises the total, per category and overall.
 
+Rows are taken in file order, as NAB takes them: a row's place in its file,
+not its timestamp, decides whether it is in a labelled window and how far it
+is from one (NAB's sweeper enters a window at the first row with the
+window's start time and leaves it at the first row from there with its end
+time). The detectors judge a series forward in time, so a row whose
+timestamp is not after the newest one fed so far is not fed to the detector:
+a row that repeats the previous row's timestamp (four NAB files have one)
+takes that row's score and decision; a row that steps back in time, and
+every row after it until the time passes the newest one fed, scores 0 and
+is no detection, as a detector treats a sample out of order
+(realKnownCause/machine_temperature_system_failure.csv steps back at line
+10151). The files with rows that step back are named on stderr.
+
 `
 
 func cmdBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,6 +64,9 @@ type nabRun struct {
 	file      *nab.File
 	scores    []float64
 	anomalous []bool
+	// behind counts the rows that step back in time (see scoreRows), the
+	// first on line behindLine.
+	behind, behindLine int
 }
 
 func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -116,6 +132,11 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 	for _, r := range runs {
 		rep.Rows += r.file.Rows()
 		rep.Windows += r.file.ScoredWindows()
+		rep.Behind += r.behind
+		if r.behind > 0 {
+			fmt.Fprintf(stderr, "inferwatch backtest nab: %s: %d row%s behind the newest time before them, the first on line %d where the timestamps step back: scored in file order as NAB does, not fed to the detector (score 0, no detection)\n",
+				r.key, r.behind, pluralS(r.behind), r.behindLine)
+		}
 	}
 	for _, p := range profiles {
 		pr, err := scoreNABProfile(p, runs)
@@ -244,16 +265,26 @@ feed:
 	return runs, nil
 }
 
-// runNABFile reads one file, keeping rows with duplicate timestamps as NAB
-// does (each takes the score of the row before it), and runs a fresh
-// detector over it.
+// runNABFile reads one file, keeping every row in file order as NAB does
+// (rows that repeat a timestamp or step back in time included), and runs a
+// fresh detector over it.
+//
+// NAB reads a data file as it is written, without sorting it (nab/corpus.py
+// DataFile: pandas.read_csv), hands its detectors every row in that order
+// (nab/detectors/base.py AnomalyDetector.run iterates the rows), and scores
+// the detector's per-row scores against the rows' places in the file, the
+// timestamps serving only to find where each window starts and ends
+// (nab/scorer.py scoreDataSet calls nab/sweeper.py Sweeper.scoreDataSet;
+// see nab.WindowRows). The scoring here is the same. The feeding cannot
+// be: a detector here keeps windows ordered by time, so the rows behind the
+// newest time are not fed (see scoreRows).
 func runNABFile(dir, key string, limits [][2]int64, newDetector analysis.Factory) (nabRun, error) {
 	path := filepath.Join(dir, filepath.FromSlash(key))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nabRun{}, err
 	}
-	c, err := ingest.ReadCSV(bytes.NewReader(data), path, ingest.CSVOptions{AllowDuplicates: true})
+	c, err := ingest.ReadCSV(bytes.NewReader(data), path, ingest.CSVOptions{AllowDuplicates: true, AllowUnsorted: true})
 	if err != nil {
 		return nabRun{}, err
 	}
@@ -268,7 +299,11 @@ func runNABFile(dir, key string, limits [][2]int64, newDetector analysis.Factory
 	}
 	scores, anomalous := scoreRows(newDetector, ts, c.Series.Values)
 	category, _, _ := strings.Cut(key, "/")
-	return nabRun{key: key, category: category, file: f, scores: scores, anomalous: anomalous}, nil
+	run := nabRun{key: key, category: category, file: f, scores: scores, anomalous: anomalous}
+	if n, first := rowsBehind(ts); n > 0 {
+		run.behind, run.behindLine = n, c.Lines[first]
+	}
+	return run, nil
 }
 
 // nabReport is the result of a backtest, as --json writes it.
@@ -279,8 +314,11 @@ type nabReport struct {
 	Files    int               `json:"files"`
 	Rows     int               `json:"rows"`
 	Windows  int               `json:"windows"`
-	Seconds  float64           `json:"seconds"`
-	Profiles []nabProfile      `json:"profiles"`
+	// Behind counts the rows that step back in time, scored in file order
+	// but not fed to the detector.
+	Behind   int          `json:"rows_stepping_back"`
+	Seconds  float64      `json:"seconds"`
+	Profiles []nabProfile `json:"profiles"`
 }
 
 type nabProfile struct {
@@ -392,8 +430,12 @@ func makeNABLine(p nab.Profile, category string, files int, r nab.Result) nabLin
 }
 
 func writeNABText(w io.Writer, det *detectorFlags, rep nabReport) {
-	fmt.Fprintf(w, "NAB backtest: detector %s; %d files, %d rows, %d windows; %.2fs\n",
-		det.describe(), rep.Files, rep.Rows, rep.Windows, rep.Seconds)
+	behind := ""
+	if rep.Behind > 0 {
+		behind = fmt.Sprintf(" (%d stepping back in time, not fed to the detector)", rep.Behind)
+	}
+	fmt.Fprintf(w, "NAB backtest: detector %s; %d files, %d rows%s, %d windows; %.2fs\n",
+		det.describe(), rep.Files, rep.Rows, behind, rep.Windows, rep.Seconds)
 	for _, p := range rep.Profiles {
 		th := "none (detecting nothing scores best)"
 		if p.BestThreshold != nil {

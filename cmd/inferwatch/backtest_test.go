@@ -201,3 +201,54 @@ func BenchmarkBacktestNAB(b *testing.B) {
 		}
 	}
 }
+
+// stepBackCorpus is a corpus in NAB's layout whose one file has twelve rows
+// that come late, out of time order (see its README).
+const stepBackCorpus = "../../testdata/nab-stepback"
+
+// TestBacktestNABRowsSteppingBack scores a file whose timestamps step back
+// in file order, as NAB does: the late rows sit inside the window, so the
+// window spans 33 rows (21 by time), and every position is a row's index in
+// the file. The late rows are not fed to the detector.
+func TestBacktestNABRowsSteppingBack(t *testing.T) {
+	args := []string{"backtest", "nab", "--data", filepath.Join(stepBackCorpus, "data"),
+		"--windows", filepath.Join(stepBackCorpus, "labels/combined_windows.json"), "--detector", "sigma"}
+	code, out, errOut := runCmd(t, context.Background(), append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := "synthetic/late_rows.csv: 12 rows behind the newest time before them, the first on line 101 where the timestamps step back"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr %q lacks %q", errOut, want)
+	}
+	var rep nabReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Files != 1 || rep.Rows != 200 || rep.Windows != 1 || rep.Behind != 12 {
+		t.Fatalf("report %+v; want 1 file, 200 rows, 1 window, 12 rows stepping back", rep)
+	}
+	// In file order the window is rows 88 (08:20) to 120 (10:00), 33 rows.
+	// The spike at 08:40 is row 92: σ(−(120−92+1)/33)/σ(−1). The spike at
+	// 12:30, row 150, is a false positive 30 rows after the window's end:
+	// A_FP·σ(30/(33−1)).
+	tp := nab.ScaledSigmoid(-29.0/33) / nab.ScaledSigmoid(-1)
+	fp := nab.ScaledSigmoid(30.0 / 32)
+	for _, p := range rep.Profiles {
+		prof, err := nab.ProfileByName(p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := p.Own.Overall
+		if want := tp + prof.FP*fp; math.Abs(o.Raw-want) > 1e-9 || o.TP != 1 || o.FP != 1 || o.FN != 0 {
+			t.Errorf("%s own: %+v, want raw %.9f TP 1 FP 1 FN 0", p.Name, o, want)
+		}
+	}
+
+	code, out, errOut = runCmd(t, context.Background(), append(args, "--profile", "standard")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := "1 files, 200 rows (12 stepping back in time, not fed to the detector), 1 windows"; !strings.Contains(out, want) {
+		t.Errorf("text report lacks %q:\n%s", want, out)
+	}
+}

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/analysis"
 )
 
 // nabData is the NAB subset shared with the project, when present.
@@ -59,7 +62,7 @@ func TestDetectBadInput(t *testing.T) {
 	f("empty", "", "in.csv: no rows")
 	f("header only", "timestamp,value\n", "in.csv: no parsable rows", "header on line 1")
 	f("unsorted", "timestamp,value\n2014-04-01 00:00:00,1\n2014-04-01 00:10:00,2\n2014-04-01 00:05:00,3\n",
-		"in.csv:4: timestamp 2014-04-01 00:05:00 is not after line 3's 2014-04-01 00:10:00")
+		"in.csv:4: timestamp 2014-04-01 00:05:00 is before line 3's 2014-04-01 00:10:00", "--sort")
 	f("duplicate", "timestamp,value\n2014-04-01 00:00:00,1\n2014-04-01 00:05:00,2\n2014-04-01 00:05:00,3\n",
 		"in.csv:4: timestamp 2014-04-01 00:05:00 repeats line 3's", "--allow-duplicates")
 	f("non-numeric", "timestamp,value\n2014-04-01 00:00:00,1\n2014-04-01 00:05:00,twelve\n",
@@ -276,5 +279,166 @@ func TestDetectOneRow(t *testing.T) {
 	code, out, errOut := runCmd(t, context.Background(), "detect", "--input", path)
 	if code != 0 || out != "timestamp,value,anomaly_score,is_anomaly\n2014-04-01 00:00:00,1,0,0\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestDetectRowsSteppingBack: detect refuses a file whose timestamps step
+// back, naming the line and --sort; with --sort it scores the rows in time
+// order, exactly as it scores the file sorted beforehand, and writes them
+// in that order with their timestamps as written.
+func TestDetectRowsSteppingBack(t *testing.T) {
+	path := filepath.Join(stepBackCorpus, "data/synthetic/late_rows.csv")
+	code, out, errOut := runCmd(t, context.Background(), "detect", "--input", path, "--detector", "sigma")
+	if want := "late_rows.csv:101: timestamp 2014-01-01 07:00:00 is before line 100's 2014-01-01 09:10:00"; code != 1 || out != "" ||
+		!strings.Contains(errOut, want) || !strings.Contains(errOut, "pass --sort") {
+		t.Fatalf("without --sort: exit %d, stdout %q, stderr %q; want 1 and %q naming --sort", code, out, errOut, want)
+	}
+
+	code, out, errOut = runCmd(t, context.Background(), "detect", "--input", path, "--detector", "sigma", "--sort")
+	if code != 0 {
+		t.Fatalf("--sort: exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	body := slices.Clone(lines[1:])
+	slices.Sort(body) // YYYY-MM-DD hh:mm:ss sorts as text
+	sorted := writeFile(t, "sorted.csv", lines[0]+"\n"+strings.Join(body, "\n")+"\n")
+	code, want, errOut := runCmd(t, context.Background(), "detect", "--input", sorted, "--detector", "sigma")
+	if code != 0 {
+		t.Fatalf("the sorted file: exit %d: %s", code, errOut)
+	}
+	if out != want {
+		t.Errorf("--sort differs from scoring the sorted file:\n%s\nwant\n%s", out, want)
+	}
+	rows := parseDetectOutput(t, out)
+	if len(rows) != 200 {
+		t.Fatalf("%d rows, want 200", len(rows))
+	}
+	for i, r := range rows {
+		if r[0] != strings.Split(body[i], ",")[0] {
+			t.Fatalf("row %d: timestamp %q, want %q", i, r[0], body[i])
+		}
+		// The spikes at 08:40 and 12:30 are steps 104 and 150.
+		if (r[3] == "1") != (i == 104 || i == 150) {
+			t.Errorf("row %d: %q", i, r)
+		}
+	}
+}
+
+// TestDetectSortIsStable: rows with equal timestamps keep their file order;
+// sorted together they are duplicates, which need --allow-duplicates.
+func TestDetectSortIsStable(t *testing.T) {
+	path := writeFile(t, "in.csv", "timestamp,value\n"+
+		"2014-04-01 00:00:00,1\n2014-04-01 00:10:00,2\n2014-04-01 00:05:00,3\n2014-04-01 00:10:00,4\n2014-04-01 00:15:00,5\n")
+	code, _, errOut := runCmd(t, context.Background(), "detect", "--input", path, "--sort")
+	if want := "in.csv:5: timestamp 2014-04-01 00:10:00 repeats line 3's 2014-04-01 00:10:00; pass --allow-duplicates"; code != 1 || !strings.Contains(errOut, want) {
+		t.Fatalf("--sort: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+	code, out, errOut := runCmd(t, context.Background(), "detect", "--input", path, "--sort", "--allow-duplicates")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []string
+	for _, r := range parseDetectOutput(t, out) {
+		got = append(got, r[0][11:]+"="+r[1])
+	}
+	if want := "00:00:00=1 00:05:00=3 00:10:00=2 00:10:00=4 00:15:00=5"; strings.Join(got, " ") != want {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+}
+
+// forwardOnly wraps a detector and fails the test when it is fed a time
+// that is not after the last one; batched hides ObserveBatch or not.
+type forwardOnly struct {
+	t    *testing.T
+	d    analysis.Detector
+	last int64
+	fed  int
+}
+
+func (f *forwardOnly) Observe(ts int64, v float64) analysis.Result {
+	if f.fed > 0 && ts <= f.last {
+		f.t.Errorf("fed %d after %d", ts, f.last)
+	}
+	f.last, f.fed = ts, f.fed+1
+	return f.d.Observe(ts, v)
+}
+
+type forwardOnlyBatch struct{ forwardOnly }
+
+func (f *forwardOnlyBatch) ObserveBatch(ts []int64, vs []float64, out []analysis.Result) {
+	for i := range ts {
+		out[i] = f.Observe(ts[i], vs[i])
+	}
+}
+
+// TestScoreRowsFeedsOnlyForwardInTime: rows that step back, and the rows
+// after them until the time passes the newest one fed, are not fed and
+// score 0; a duplicate takes the score of the row before it; the other
+// rows score as if the rows not fed were absent.
+func TestScoreRowsFeedsOnlyForwardInTime(t *testing.T) {
+	const minute = 60_000
+	var ts []int64
+	var vs []float64
+	add := func(m int64, v float64) { ts, vs = append(ts, m*minute), append(vs, v) }
+	for m := range int64(40) {
+		add(m, 10+float64(m%5))
+	}
+	for m := int64(20); m < 25; m++ { // step back to 20 (row 40); 95 would be found if fed
+		add(m, 95)
+	}
+	add(39, 95) // row 45, back at the newest time, not after it
+	add(40, 10)
+	add(41, 60) // row 47, a spike
+	add(41, 10) // a duplicate: row 47's score and decision
+	add(42, 11)
+	notFed := []int{40, 41, 42, 43, 44, 45, 48}
+
+	sigma, err := analysis.Build(analysis.Spec{Name: "sigma"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keepTs []int64
+	var keepVs []float64
+	for i := range ts {
+		if !slices.Contains(notFed, i) {
+			keepTs, keepVs = append(keepTs, ts[i]), append(keepVs, vs[i])
+		}
+	}
+	wantScores, wantAnomalous := scoreRows(sigma, keepTs, keepVs)
+
+	for _, batched := range []bool{false, true} {
+		wrapped := func() analysis.Detector {
+			f := forwardOnly{t: t, d: sigma()}
+			if batched {
+				return &forwardOnlyBatch{f}
+			}
+			return &f
+		}
+		scores, anomalous := scoreRows(wrapped, ts, vs)
+		k := 0
+		for i := range ts {
+			switch {
+			case i == 48:
+				if scores[i] != scores[47] || anomalous[i] != anomalous[47] || !anomalous[i] {
+					t.Errorf("batched %v: the duplicate row 48 scored %v/%v, row 47 %v/%v", batched, scores[i], anomalous[i], scores[47], anomalous[47])
+				}
+			case slices.Contains(notFed, i):
+				if scores[i] != 0 || anomalous[i] {
+					t.Errorf("batched %v: row %d (minute %d) not fed scored %v/%v, want 0", batched, i, ts[i]/minute, scores[i], anomalous[i])
+				}
+			default:
+				if scores[i] != wantScores[k] || anomalous[i] != wantAnomalous[k] {
+					t.Errorf("batched %v: row %d scored %v/%v, %v/%v without the rows not fed", batched, i, scores[i], anomalous[i], wantScores[k], wantAnomalous[k])
+				}
+				k++
+			}
+		}
+	}
+	if n, first := rowsBehind(ts); n != 6 || first != 40 {
+		t.Errorf("rowsBehind: %d from row %d, want 6 from row 40", n, first)
 	}
 }

@@ -93,7 +93,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
 	} else {
 		var in *detectInput
-		if in, err = readDetectInput(*input, false); err == nil {
+		if in, err = readDetectInput(*input, readOptions{}); err == nil {
 			series, err = regularise(*input, in)
 		}
 	}
@@ -313,7 +313,7 @@ func readParts(glob string) (*regular, [][]float64, error) {
 	}
 	rs := make([]*regular, len(files))
 	for i, f := range files {
-		in, err := readDetectInput(f, false)
+		in, err := readDetectInput(f, readOptions{})
 		if err == nil {
 			rs[i], err = regularise(f, in)
 		}
