@@ -62,9 +62,9 @@ func Start(t testing.TB) string {
 	bin, err := Binary()
 	if errors.Is(err, ErrNoBinary) {
 		if os.Getenv(EnvRequire) == "1" {
-			t.Fatalf("amtest: %v, and %s=1 requires one: install the Debian package prometheus-alertmanager or set %s", err, EnvRequire, EnvBinary)
+			t.Fatalf("%v, and %s=1 requires one: install the Debian package prometheus-alertmanager or set %s", err, EnvRequire, EnvBinary)
 		}
-		t.Skipf("amtest: skipping: %v (apt-get install prometheus-alertmanager, or set %s to an alertmanager binary; %s=1 makes this a failure)", err, EnvBinary, EnvRequire)
+		t.Skipf("skipping: %v (apt-get install prometheus-alertmanager, or set %s to an alertmanager binary; %s=1 makes this a failure)", err, EnvBinary, EnvRequire)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func Binary() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("amtest: %w: neither %s in PATH and %s unset", ErrNoBinary, strings.Join(binaryNames, " nor "), EnvBinary)
+	return "", fmt.Errorf("amtest: %w: neither %s is in PATH, and %s is unset", ErrNoBinary, strings.Join(binaryNames, " nor "), EnvBinary)
 }
 
 // Process is a running Alertmanager.
