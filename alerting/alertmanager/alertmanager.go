@@ -110,7 +110,7 @@ type Options struct {
 	// QueueCapacity.
 	MaxBatch int
 	// BackoffMax caps the wait between retries of a batch, which starts at
-	// 100ms (or BackoffMax if lower) and doubles, with jitter. A
+	// 100ms (or BackoffMax if lower) and doubles, with jitter. A longer
 	// Retry-After header is honoured up to it. Default 10s.
 	BackoffMax time.Duration
 	// FlushTimeout bounds how long Close keeps delivering what is queued.

@@ -89,21 +89,24 @@ func TestQueueWakesOnce(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	const max = 2 * backoffBase * 4
+	const maxWait = 2 * backoffBase * 4
 	for failures := range 10 {
-		ceil := min(backoffBase<<failures, max)
+		ceil := min(backoffBase<<failures, maxWait)
 		for range 50 {
-			d := backoff(failures, -1, max)
+			d := backoff(failures, -1, maxWait)
 			if d < ceil/2 || d > ceil {
 				t.Fatalf("backoff(%d) = %v, want within [%v, %v]", failures, d, ceil/2, ceil)
 			}
 		}
 	}
-	if d := backoff(0, 3*max, max); d != max {
-		t.Fatalf("a long Retry-After is capped: got %v, want %v", d, max)
+	if d := backoff(0, 3*maxWait, maxWait); d != maxWait {
+		t.Fatalf("a long Retry-After is capped: got %v, want %v", d, maxWait)
 	}
-	if d := backoff(5, 0, max); d != 0 {
-		t.Fatalf("Retry-After 0: got %v", d)
+	if d := backoff(0, maxWait*3/4, maxWait); d != maxWait*3/4 {
+		t.Fatalf("a Retry-After longer than the backoff is honoured: got %v, want %v", d, maxWait*3/4)
+	}
+	if d := backoff(0, 0, maxWait); d < backoffBase/2 {
+		t.Fatalf("Retry-After 0 shortens the backoff to %v", d)
 	}
 	// BackoffMax below the base.
 	if d := backoff(3, -1, backoffBase/10); d > backoffBase/10 {

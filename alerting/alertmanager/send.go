@@ -176,19 +176,19 @@ func transportError(err error) error {
 	return err
 }
 
-// backoff is the wait before retry number failures+1: the server's
-// Retry-After when given (>= 0), else a capped exponential from
-// backoffBase with jitter over its upper half; both capped at max.
-func backoff(failures int, retryAfter, max time.Duration) time.Duration {
-	if retryAfter >= 0 {
-		return min(retryAfter, max)
-	}
-	d := min(backoffBase, max)
-	for i := 0; i < failures && d < max; i++ {
+// backoff is the wait before retry number failures+1: a capped
+// exponential from backoffBase with jitter over its upper half, or the
+// server's Retry-After (given when >= 0) if that is longer; capped at
+// ceiling.
+// A Retry-After of 0 thus never makes a retry loop spin.
+func backoff(failures int, retryAfter, ceiling time.Duration) time.Duration {
+	d := min(backoffBase, ceiling)
+	for i := 0; i < failures && d < ceiling; i++ {
 		d *= 2
 	}
-	d = min(d, max)
-	return d/2 + rand.N(d/2+1)
+	d = min(d, ceiling)
+	d = d/2 + rand.N(d/2+1)
+	return min(max(d, retryAfter), ceiling)
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or bad.
