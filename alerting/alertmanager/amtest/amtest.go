@@ -76,7 +76,7 @@ func Start(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*readyTimeout)
 	defer cancel()
-	var p *Process
+	var p *process
 	for try := 0; try < 2; try++ {
 		p, err = start(ctx, bin, dir, out)
 		if !errors.Is(err, errPortClash) {
@@ -115,8 +115,8 @@ func Binary() (string, error) {
 	return "", fmt.Errorf("amtest: %w: neither %s is in PATH, and %s is unset", ErrNoBinary, strings.Join(binaryNames, " nor "), EnvBinary)
 }
 
-// Process is a running Alertmanager.
-type Process struct {
+// process is a running Alertmanager.
+type process struct {
 	URL     string
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -131,7 +131,7 @@ var errPortClash = errors.New("address already in use")
 
 // start writes the configuration into dir, starts bin on a free port with
 // its storage under dir and waits until it is ready.
-func start(ctx context.Context, bin, dir string, out io.Writer) (*Process, error) {
+func start(ctx context.Context, bin, dir string, out io.Writer) (*process, error) {
 	cfg := filepath.Join(dir, "alertmanager.yml")
 	if err := os.WriteFile(cfg, []byte(Config), 0o644); err != nil {
 		return nil, fmt.Errorf("amtest: writing the configuration: %w", err)
@@ -157,7 +157,7 @@ func start(ctx context.Context, bin, dir string, out io.Writer) (*Process, error
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("amtest: starting %s: %w", bin, err)
 	}
-	p := &Process{URL: "http://" + addr, cmd: cmd, exited: make(chan struct{}), out: tail}
+	p := &process{URL: "http://" + addr, cmd: cmd, exited: make(chan struct{}), out: tail}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
@@ -178,7 +178,7 @@ func start(ctx context.Context, bin, dir string, out io.Writer) (*Process, error
 
 // waitReady polls /-/ready until it answers 200, the process exits, ctx
 // ends or readyTimeout passes.
-func (p *Process) waitReady(ctx context.Context) error {
+func (p *process) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	hc := &http.Client{Timeout: 5 * time.Second}
@@ -204,11 +204,11 @@ func (p *Process) waitReady(ctx context.Context) error {
 }
 
 // Output is the tail of what the process printed.
-func (p *Process) Output() string { return p.out.String() }
+func (p *process) Output() string { return p.out.String() }
 
 // Stop interrupts the process and kills it if it has not exited within
 // 10s. It may be called more than once.
-func (p *Process) Stop() error {
+func (p *process) Stop() error {
 	p.stopOnce.Do(func() {
 		if err := p.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			p.stopErr = fmt.Errorf("amtest: interrupting Alertmanager: %w", err)
@@ -225,7 +225,7 @@ func (p *Process) Stop() error {
 	return p.stopErr
 }
 
-func (p *Process) kill() {
+func (p *process) kill() {
 	p.cmd.Process.Kill()
 	<-p.exited
 }
