@@ -1,0 +1,265 @@
+// Package amtest runs a real Alertmanager on 127.0.0.1 for tests: a free
+// port, a temporary storage directory, a configuration whose only receiver
+// notifies nobody, and clustering off.
+//
+// The binary is $INFERWATCH_ALERTMANAGER, else prometheus-alertmanager (the
+// Debian package of that name) or alertmanager in PATH. Without one the
+// test is skipped, unless INFERWATCH_REQUIRE_ALERTMANAGER=1, as CI sets it.
+package amtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Environment variables read by Start.
+const (
+	// EnvBinary holds the path of an Alertmanager binary to use.
+	EnvBinary = "INFERWATCH_ALERTMANAGER"
+	// EnvRequire set to 1 turns a missing binary into a test failure.
+	EnvRequire = "INFERWATCH_REQUIRE_ALERTMANAGER"
+)
+
+// Names looked up in PATH, in order, when EnvBinary is unset.
+var binaryNames = []string{"prometheus-alertmanager", "alertmanager"}
+
+// ErrNoBinary means no Alertmanager binary is in PATH and EnvBinary is unset.
+var ErrNoBinary = errors.New("no Alertmanager binary")
+
+// Config is the configuration Start runs Alertmanager with: every alert is
+// routed to a receiver without integrations, so nothing is notified.
+const Config = `route:
+  receiver: nobody
+  group_by: ['...']
+receivers:
+  - name: nobody
+`
+
+// Bounds of the lifecycle.
+const (
+	readyTimeout = 60 * time.Second
+	stopTimeout  = 10 * time.Second
+)
+
+// Start runs Alertmanager for the test, waits until it is ready and returns
+// its base URL, e.g. http://127.0.0.1:40123. The process is stopped in
+// t.Cleanup, and its output is logged when the test has failed (or as it
+// comes with go test -v).
+func Start(t testing.TB) string {
+	t.Helper()
+	bin, err := Binary()
+	if errors.Is(err, ErrNoBinary) {
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatalf("%v, and %s=1 requires one: install the Debian package prometheus-alertmanager or set %s", err, EnvRequire, EnvBinary)
+		}
+		t.Skipf("skipping: %v (apt-get install prometheus-alertmanager, or set %s to an alertmanager binary; %s=1 makes this a failure)", err, EnvBinary, EnvRequire)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var out io.Writer
+	if testing.Verbose() {
+		out = os.Stderr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*readyTimeout)
+	defer cancel()
+	var p *process
+	for try := 0; try < 2; try++ {
+		p, err = start(ctx, bin, dir, out)
+		if !errors.Is(err, errPortClash) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() && !testing.Verbose() {
+			t.Logf("amtest: output of Alertmanager on %s:\n%s", p.URL, p.Output())
+		}
+	})
+	return p.URL
+}
+
+// Binary is the path of the Alertmanager binary: $INFERWATCH_ALERTMANAGER,
+// which must exist when set, else the first of prometheus-alertmanager and
+// alertmanager in PATH. The error wraps ErrNoBinary when there is none.
+func Binary() (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("amtest: %s=%s: %w", EnvBinary, p, err)
+		}
+		return p, nil
+	}
+	for _, name := range binaryNames {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("amtest: %w: neither %s is in PATH, and %s is unset", ErrNoBinary, strings.Join(binaryNames, " nor "), EnvBinary)
+}
+
+// process is a running Alertmanager.
+type process struct {
+	URL     string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+	out     *tailBuffer
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var errPortClash = errors.New("address already in use")
+
+// start writes the configuration into dir, starts bin on a free port with
+// its storage under dir and waits until it is ready.
+func start(ctx context.Context, bin, dir string, out io.Writer) (*process, error) {
+	cfg := filepath.Join(dir, "alertmanager.yml")
+	if err := os.WriteFile(cfg, []byte(Config), 0o644); err != nil {
+		return nil, fmt.Errorf("amtest: writing the configuration: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	tail := &tailBuffer{max: 8192}
+	cmd := exec.Command(bin,
+		"--config.file="+cfg,
+		"--storage.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--cluster.listen-address=", // no clustering: no gossip port, ready at once
+		"--log.level=info",
+	)
+	cmd.Stdout, cmd.Stderr = tail, tail
+	if out != nil {
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(tail, out), io.MultiWriter(tail, out)
+	}
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("amtest: starting %s: %w", bin, err)
+	}
+	p := &process{URL: "http://" + addr, cmd: cmd, exited: make(chan struct{}), out: tail}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := p.waitReady(ctx); err != nil {
+		p.kill()
+		msg := fmt.Sprintf("amtest: Alertmanager %s on %s: %v", bin, addr, err)
+		if s := strings.TrimSpace(tail.String()); s != "" {
+			msg += "; output:\n" + s
+		}
+		if strings.Contains(tail.String(), "address already in use") {
+			return nil, fmt.Errorf("%s: %w", msg, errPortClash)
+		}
+		return nil, errors.New(msg)
+	}
+	return p, nil
+}
+
+// waitReady polls /-/ready until it answers 200, the process exits, ctx
+// ends or readyTimeout passes.
+func (p *process) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/-/ready", nil)
+		if resp, err := hc.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("exited before becoming ready: %v", p.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("not ready within %v: %w", readyTimeout, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Output is the tail of what the process printed.
+func (p *process) Output() string { return p.out.String() }
+
+// Stop interrupts the process and kills it if it has not exited within
+// 10s. It may be called more than once.
+func (p *process) Stop() error {
+	p.stopOnce.Do(func() {
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			p.stopErr = fmt.Errorf("amtest: interrupting Alertmanager: %w", err)
+		}
+		t := time.NewTimer(stopTimeout)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+		case <-t.C:
+			p.kill()
+			p.stopErr = fmt.Errorf("amtest: Alertmanager on %s did not stop within %v of SIGINT; killed", p.URL, stopTimeout)
+		}
+	})
+	return p.stopErr
+}
+
+func (p *process) kill() {
+	p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// freePort asks the kernel for a free 127.0.0.1 port. Another process may
+// take it before Alertmanager binds it; Start retries once.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("amtest: finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
