@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // memStore serves query_range from in-memory series, whatever the query,
@@ -308,4 +312,90 @@ func TestEngineMinDevIgnoresTinyDeviationsOnFlatSeries(t *testing.T) {
 			t.Errorf("min_dev %v: findings at %v, want %v", tc.minDev, got, tc.want)
 		}
 	}
+}
+
+// TestUpdateKeepsTheStateOfUnchangedRules: after a reload, a rule whose
+// configuration did not change goes on from its state (it fetches only the
+// new point), a changed rule starts afresh (a whole lookback), and the
+// metrics of a group that is gone are unregistered.
+func TestUpdateKeepsTheStateOfUnchangedRules(t *testing.T) {
+	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 300, nil)}}
+	now := t0.Add(200 * time.Minute)
+	set := metrics.NewSet()
+	groups := func(lookback time.Duration, extra bool) []rulefmt.Group {
+		g := testGroups(0)
+		g[0].Rules = append(g[0].Rules, g[0].Rules[0])
+		g[0].Rules[1].Name, g[0].Rules[1].Lookback = "ttft_changed", lookback
+		if extra {
+			g = append(g, rulefmt.Group{Name: "old", Interval: time.Minute, Rules: []rulefmt.Rule{g[0].Rules[0]}})
+		}
+		return g
+	}
+	m, err := newTestManager(testOptions{Groups: groups(30*time.Minute, true), Querier: store, Now: func() time.Time { return now }, Metrics: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	built, err := Build(groups(20*time.Minute, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept := m.Update(built); kept != 1 {
+		t.Fatalf("kept %d rules, want 1 (ttft)", kept)
+	}
+	store.calls = nil
+	now = now.Add(time.Minute)
+	if err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.calls) != 2 {
+		t.Fatalf("%d queries, want 2", len(store.calls))
+	}
+	spans := []time.Duration{store.calls[0][1].Sub(store.calls[0][0]), store.calls[1][1].Sub(store.calls[1][0])}
+	slices.Sort(spans)
+	if spans[0] != 0 || spans[1] != 21*time.Minute {
+		t.Errorf("query spans %v: want the kept rule to fetch its one new point and the changed one its lookback and an interval", spans)
+	}
+	page := metricsPage(set)
+	if strings.Contains(page, `group="old"`) || !strings.Contains(page, `inferwatch_findings_total{group="latency",rule="ttft_changed"}`) {
+		t.Errorf("metrics after the reload:\n%s", page)
+	}
+}
+
+// TestNamesThatReachMetricsKeepThePageParseable: a group or rule name with
+// a tab, a quote or U+2028 must not break the /metrics page.
+func TestNamesThatReachMetricsKeepThePageParseable(t *testing.T) {
+	g := testGroups(0)
+	g[0].Name = "lat\tency \"p\u2028\""
+	set := metrics.NewSet()
+	m, err := newTestManager(testOptions{Groups: g, Querier: &memStore{}, Now: func() time.Time { return t0 }, Metrics: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(metricsPage(set)))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, metricsPage(set))
+	}
+	found := false
+	for _, mt := range fams["inferwatch_group_evaluations_total"].GetMetric() {
+		for _, l := range mt.GetLabel() {
+			found = found || (l.GetName() == "group" && l.GetValue() == g[0].Name)
+		}
+	}
+	if !found {
+		t.Errorf("the group's name did not come back from the page:\n%s", metricsPage(set))
+	}
+}
+
+func metricsPage(set *metrics.Set) string {
+	var b strings.Builder
+	set.WritePrometheus(&b)
+	return b.String()
 }

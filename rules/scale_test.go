@@ -1,0 +1,135 @@
+package rules
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/ingest"
+)
+
+func scaleSignals(t *testing.T, events *eventRecorder) []alerting.ScaleData {
+	t.Helper()
+	subjects, evs := events.take()
+	var out []alerting.ScaleData
+	for i, ev := range evs {
+		if !strings.Contains(subjects[i], ".scale.") {
+			continue
+		}
+		var d alerting.ScaleData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// TestScaleRuleIsEvaluatedAfterItsForecastRule: a scale rule written before
+// its forecast rule still reads this cycle's outlook — the group evaluates
+// the forecast rule first — and a scale rule is a function of the Outlook
+// it is handed, not of the forecast rule's internals.
+func TestScaleRuleIsEvaluatedAfterItsForecastRule(t *testing.T) {
+	g := forecastGroups()
+	g[0].Rules[0], g[0].Rules[1] = g[0].Rules[1], g[0].Rules[0] // deploy, then rate
+	built, err := Build(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range built[0].Rules() {
+		order = append(order, r.Name())
+	}
+	if !slices.Equal(order, []string{"rate", "deploy"}) {
+		t.Fatalf("evaluation order %v, want the forecast rule first", order)
+	}
+
+	n := 8 * 60
+	store := &exprStore{byExpr: map[string][]ingest.Series{
+		"rate":     {hourly("a", n, 1, 0, 0)},
+		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
+	}}
+	events := &eventRecorder{}
+	now := t0.Add(time.Duration(n-1) * time.Minute)
+	m, err := newTestManager(testOptions{Groups: g, Querier: store, Events: events, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sig := scaleSignals(t, events)
+	if len(sig) != 1 || sig[0].Tier != 3 || math.IsNaN(float64(sig[0].PredictedUpper)) {
+		t.Fatalf("signals %+v: want one from the forecast tier", sig)
+	}
+
+	// The same scale rule handed an outlook directly: 31 req/s at 10 a
+	// replica asks for 4.
+	sr, err := newScaleRule(g[0], g[0].Rules[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := now.Truncate(time.Minute)
+	out := &Outlook{Rule: "rate", Times: []time.Time{end}, Horizon: 10 * time.Minute, Series: []OutlookSeries{{
+		Labels: ingest.Labels{{Name: "model", Value: "a"}},
+		At:     []Snapshot{{OK: true, Origin: end, Peak: 29, Upper: 31, PeakTime: end.Add(5 * time.Minute), Model: "test"}},
+	}}}
+	res, err := sr.Eval(context.Background(), now, &Env{Querier: store, Interval: time.Minute, Outlooks: map[string]*Outlook{"rate": out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Scales) != 1 || res.Scales[0].DesiredReplicas != 4 || res.Scales[0].ForecastModel != "test" || res.Scales[0].Target != `{model="a"}` {
+		t.Fatalf("scale signals from a given outlook: %+v", res.Scales)
+	}
+	// Without an outlook this cycle (the forecast rule failed), it says so.
+	res, err = sr.Eval(context.Background(), now.Add(time.Minute), &Env{Querier: store, Interval: time.Minute, Outlooks: map[string]*Outlook{}})
+	if err != nil || len(res.Scales) != 1 || res.Scales[0].Tier == 3 ||
+		!strings.Contains(res.Scales[0].Reason, `no outlook from forecast rule "rate" this cycle: tiers 1 and 2 only`) {
+		t.Fatalf("without an outlook: %v %+v", err, res.Scales)
+	}
+}
+
+// TestScaleRuleRefusesAnAmbiguousForecast: when several forecast series
+// share a target's on labels (a forecast per pod, a scale rule per model),
+// no one of them is the target's load: the signal says so and acts on tiers
+// 1 and 2 only, the same way every cycle, instead of taking whichever
+// series a map gave first.
+func TestScaleRuleRefusesAnAmbiguousForecast(t *testing.T) {
+	n := 8 * 60
+	pod := func(p string, scale float64) ingest.Series {
+		s := hourly("a", n, scale, 0, n)
+		s.Labels = ingest.Labels{{Name: "model", Value: "a"}, {Name: "pod", Value: p}}
+		return s
+	}
+	store := &exprStore{byExpr: map[string][]ingest.Series{
+		"rate":     {pod("p0", 1), pod("p1", 3)},
+		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
+	}}
+	events := &eventRecorder{}
+	now := t0.Add(time.Duration(n-20) * time.Minute)
+	m, err := newTestManager(testOptions{Groups: forecastGroups(), Querier: store, Events: events, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		now = t0.Add(time.Duration(n-20+i) * time.Minute)
+		if err := m.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		sig := scaleSignals(t, events)
+		if len(sig) != 1 {
+			t.Fatalf("cycle %d: %d signals", i, len(sig))
+		}
+		s := sig[0]
+		if s.Tier == 3 || s.DesiredReplicas != 2 || s.Target != `{model="a"}` ||
+			!strings.Contains(s.Reason, `2 series of forecast rule "rate" match {model="a"}`) ||
+			!strings.Contains(s.Reason, `pod="p0"`) || !strings.Contains(s.Reason, "sum_by") {
+			t.Fatalf("cycle %d: %+v", i, s)
+		}
+	}
+}
