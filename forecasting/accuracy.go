@@ -26,7 +26,7 @@ type tracked struct{ mean, lower, upper, naive float64 }
 // the mean absolute error, the share of actuals inside the interval and
 // the naive forecast's mean absolute error; NaN when none was scored.
 type AccuracySummary struct {
-	N                        int
+	N                       int
 	MAE, Coverage, NaiveMAE float64
 }
 

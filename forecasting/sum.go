@@ -10,11 +10,12 @@ import (
 // ModelBottomUp names the forecasts of a [Sum].
 const ModelBottomUp = "bottom_up"
 
-// PartCandidates are the models a [Sum] lets auto (the default) choose
+// PartCandidates returns the models a [Sum] lets auto (the default) choose
 // among for each part when its options name none: the last value, or the
 // last value plus the step the part took one period before
-// (seasonal_step). Ties go to the last value.
-var PartCandidates = []string{ModelNaive, ModelSeasonalStep}
+// (seasonal_step). Ties go to the last value. Each call returns a new
+// slice.
+func PartCandidates() []string { return []string{ModelNaive, ModelSeasonalStep} }
 
 // Sum forecasts the sum of several series (a service's traffic, from the
 // traffic of each of its clients) bottom-up: it forecasts each part with
@@ -37,7 +38,7 @@ type Sum struct {
 }
 
 // NewSum returns a Sum of n parts, each forecast with opts (defaults filled
-// in). For the parts, auto (the default) chooses among PartCandidates
+// in). For the parts, auto (the default) chooses among PartCandidates()
 // unless opts names other candidates: the seasonal models that suit a
 // whole service's traffic overfit one client's (on ServeGen m-large, the
 // sum of 162 parts so forecast scored 1.06 of naive, against 0.96).
@@ -46,7 +47,7 @@ func NewSum(opts Options, n int) (*Sum, error) {
 		return nil, fmt.Errorf("forecasting a sum: need at least 1 part, got %d", n)
 	}
 	if (opts.Model == "" || opts.Model == ModelAuto) && opts.Candidates == nil {
-		opts.Model, opts.Candidates = ModelAuto, PartCandidates
+		opts.Model, opts.Candidates = ModelAuto, PartCandidates()
 	}
 	s := &Sum{parts: make([]*Forecaster, n)}
 	for i := range s.parts {

@@ -43,7 +43,7 @@ func TestSumForecastsThePartsSum(t *testing.T) {
 	ref := make([]*Forecaster, 2)
 	for k := range ref {
 		o := opts
-		o.Model, o.Candidates = ModelAuto, PartCandidates
+		o.Model, o.Candidates = ModelAuto, PartCandidates()
 		if ref[k], err = New(o); err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +251,7 @@ func TestCandidatesJudgedOnAPeriod(t *testing.T) {
 		n    int
 		want string
 	}{{100, ModelNaive}, {130, ModelSeasonalStep}} {
-		f, err := New(Options{Step: time.Minute, Horizon: 1, Period: 60, Candidates: PartCandidates})
+		f, err := New(Options{Step: time.Minute, Horizon: 1, Period: 60, Candidates: PartCandidates()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,5 +263,15 @@ func TestCandidatesJudgedOnAPeriod(t *testing.T) {
 		if f.Model() != c.want || f.Forecast().Fallback != "" {
 			t.Errorf("%d points: chose %s (fallback %q), want %s", c.n, f.Model(), f.Forecast().Fallback, c.want)
 		}
+	}
+}
+
+// TestPartCandidatesCannotBeChangedFromOutside: the candidates are not a
+// shared mutable slice.
+func TestPartCandidatesCannotBeChangedFromOutside(t *testing.T) {
+	c := PartCandidates()
+	c[0] = "nosuch"
+	if got := PartCandidates(); got[0] != ModelNaive || got[1] != ModelSeasonalStep {
+		t.Fatalf("PartCandidates() = %v after a caller changed its copy", got)
 	}
 }

@@ -43,7 +43,7 @@ type ClientOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxPointsPerSeries is the most points one query_range request may
 	// return per series; longer ranges are split into consecutive requests
-	// and joined. Default 11000 (the Prometheus limit).
+	// and joined. Default MaxPointsPerQuery.
 	MaxPointsPerSeries int
 	// Metrics receives the client's self-metrics. nil: unregistered.
 	Metrics *metrics.Set
@@ -107,7 +107,7 @@ func NewClient(o ClientOptions) (*Client, error) {
 		o.MaxBackoff = o.MinBackoff
 	}
 	if o.MaxPointsPerSeries <= 0 {
-		o.MaxPointsPerSeries = 11000
+		o.MaxPointsPerSeries = MaxPointsPerQuery
 	}
 	c := &Client{o: o, base: u, hc: o.HTTPClient, log: o.Logger, ms: o.Metrics}
 	if c.hc == nil {

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/VictoriaMetrics/metricsql"
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/analysis"
@@ -197,10 +194,10 @@ const minSeriesPoints = 3
 // messages. Every error names the file.
 func readOneSeries(file, selector, flagName string) (ingest.Series, inputInfo, error) {
 	info := inputInfo{File: file}
-	var sel *seriesSelector
+	var sel *ingest.Selector
 	if selector != "" {
 		var err error
-		if sel, err = parseSelector(selector); err != nil {
+		if sel, err = ingest.ParseSelector(selector); err != nil {
 			return ingest.Series{}, info, fmt.Errorf("%s %s", flagName, err)
 		}
 	}
@@ -212,7 +209,7 @@ func readOneSeries(file, selector, flagName string) (ingest.Series, inputInfo, e
 	if sel != nil {
 		ss = nil
 		for _, s := range all {
-			if sel.matches(s.Labels) {
+			if sel.Matches(s.Labels) {
 				ss = append(ss, s)
 			}
 		}
@@ -305,68 +302,4 @@ func pluralS(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// seriesSelector is a Prometheus series selector such as
-// vllm:num_requests_running{model="llama",pod=~"p[01]"}: a series matches
-// when every matcher of one of its or-groups does. Regular expressions are
-// anchored, as in Prometheus; a missing label has the value "".
-type seriesSelector struct {
-	groups [][]labelMatcher
-}
-
-type labelMatcher struct {
-	name, value string
-	re          *regexp.Regexp // nil for = and !=
-	negative    bool
-}
-
-func parseSelector(s string) (*seriesSelector, error) {
-	e, err := metricsql.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%q is not a series selector: %w", s, err)
-	}
-	me, ok := e.(*metricsql.MetricExpr)
-	if !ok {
-		return nil, fmt.Errorf("%q is not a series selector: want a metric name and/or label matchers, e.g. vllm:num_requests_running{pod=\"p0\"}", s)
-	}
-	sel := &seriesSelector{}
-	for _, lfs := range me.LabelFilterss {
-		var g []labelMatcher
-		for _, lf := range lfs {
-			m := labelMatcher{name: lf.Label, value: lf.Value, negative: lf.IsNegative}
-			if m.name == "" {
-				m.name = "__name__"
-			}
-			if lf.IsRegexp {
-				if m.re, err = regexp.Compile("^(?:" + lf.Value + ")$"); err != nil {
-					return nil, fmt.Errorf("%q: label %s: bad regular expression: %w", s, m.name, err)
-				}
-			}
-			g = append(g, m)
-		}
-		sel.groups = append(sel.groups, g)
-	}
-	return sel, nil
-}
-
-func (sel *seriesSelector) matches(ls ingest.Labels) bool {
-	for _, g := range sel.groups {
-		ok := true
-		for _, m := range g {
-			v := ls.Get(m.name)
-			eq := v == m.value
-			if m.re != nil {
-				eq = m.re.MatchString(v)
-			}
-			if eq == m.negative {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }

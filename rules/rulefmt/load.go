@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
 )
@@ -26,15 +29,12 @@ import (
 const (
 	DefaultTimeout         = 30 * time.Second
 	DefaultEvaluationDelay = 30 * time.Second
-	DefaultSubjectPrefix   = "inferwatch"
-	DefaultDuplicateWindow = 24 * time.Hour
-	DefaultListen          = "127.0.0.1:4222"
 	DefaultInterval        = time.Minute
 	DefaultLookback        = time.Hour
 	DefaultDetector        = "auto"
 	// MaxPointsPerQuery bounds lookback/step: a Prometheus-compatible
 	// store refuses range queries returning more points per series.
-	MaxPointsPerQuery = 11000
+	MaxPointsPerQuery = ingest.MaxPointsPerQuery
 )
 
 // maxPairs bounds the mapping entries one file may expand to, counting
@@ -524,9 +524,9 @@ func (p *parser) checkSourceURL(n *yaml.Node, raw string) {
 
 func (p *parser) nats(kv pair) NATS {
 	out := NATS{
-		SubjectPrefix:   DefaultSubjectPrefix,
-		DuplicateWindow: DefaultDuplicateWindow,
-		Embedded:        Embedded{Listen: DefaultListen},
+		SubjectPrefix:   alerting.DefaultSubjectPrefix,
+		DuplicateWindow: natsjs.DefaultDuplicateWindow,
+		Embedded:        Embedded{Listen: natsjs.DefaultEmbeddedListen},
 	}
 	var prefixNode, streamNode *yaml.Node
 	if kv.v != nil && !isNull(resolve(kv.v)) {
@@ -552,7 +552,7 @@ func (p *parser) nats(kv pair) NATS {
 				out.Stream, _ = p.str(e.v, "nats.stream")
 			}
 			e, ok := f["duplicate_window"]
-			out.DuplicateWindow, _ = p.positive(e, ok, "nats.duplicate_window", DefaultDuplicateWindow, false)
+			out.DuplicateWindow, _ = p.positive(e, ok, "nats.duplicate_window", natsjs.DefaultDuplicateWindow, false)
 			if e, ok := f["embedded"]; ok {
 				out.Embedded = p.embedded(e.v)
 			}
@@ -564,7 +564,7 @@ func (p *parser) nats(kv pair) NATS {
 		prefixOK = false
 	}
 	if out.Stream == "" {
-		out.Stream = strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(out.SubjectPrefix))
+		out.Stream = natsjs.StreamName(out.SubjectPrefix)
 		if msg := checkStream(out.Stream); msg != "" && prefixOK {
 			p.errorf(prefixNode, "the stream name %q made from nats.subject_prefix %s; set nats.stream", out.Stream, msg)
 		}
@@ -627,7 +627,7 @@ func isSpaceOrControl(r rune) bool {
 }
 
 func (p *parser) embedded(v *yaml.Node) Embedded {
-	out := Embedded{Listen: DefaultListen}
+	out := Embedded{Listen: natsjs.DefaultEmbeddedListen}
 	n := resolve(v)
 	if isNull(n) {
 		return out

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/VictoriaMetrics/metricsql"
+	"github.com/inferwatch/inferwatch/ingest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -312,20 +313,19 @@ func parseSelector(s string) (string, error) {
 	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
 		return "", fmt.Errorf("selector %q is not a series selector%s", s, hint)
 	}
-	e, err := metricsql.Parse(s)
+	sel, err := ingest.ParseSelector(s)
 	if err != nil {
-		return "", fmt.Errorf("selector %q is not a valid series selector: %v%s", s, err, hint)
+		return "", fmt.Errorf("selector %q is not a valid series selector: %v%s", s, strings.TrimPrefix(err.Error(), strconv.Quote(s)+" is not a series selector: "), hint)
 	}
-	me, ok := e.(*metricsql.MetricExpr)
-	if !ok || len(me.LabelFilterss) != 1 || len(me.LabelFilterss[0]) == 0 {
+	if len(sel.Groups()) != 1 || len(sel.Groups()[0]) == 0 {
 		return "", fmt.Errorf("selector %q must be one group of label matchers, without \"or\"%s", s, hint)
 	}
-	parts := make([]string, 0, len(me.LabelFilterss[0]))
-	for _, lf := range me.LabelFilterss[0] {
-		if lf.Label == "__name__" {
+	parts := make([]string, 0, len(sel.Groups()[0]))
+	for _, m := range sel.Groups()[0] {
+		if m.Name == "__name__" {
 			return "", fmt.Errorf("selector %q must not name a metric: the preset's queries name their own metrics%s", s, hint)
 		}
-		parts = append(parts, string(lf.AppendString(nil)))
+		parts = append(parts, m.String())
 	}
 	return "{" + strings.Join(parts, ", ") + "}", nil
 }
