@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -70,9 +69,7 @@ type nabRun struct {
 }
 
 func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("inferwatch backtest nab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, backtestUsage); fs.PrintDefaults() }
+	fs := newOfflineFlagSet("inferwatch backtest nab", backtestUsage)
 	dataDir := fs.String("data", "", "the corpus: DIR/CATEGORY/FILE.csv")
 	windowsFile := fs.String("windows", "", "NAB's labelled windows (labels/combined_windows.json)")
 	profile := fs.String("profile", "all", "standard, reward_low_FP, reward_low_FN, or all")
@@ -80,13 +77,10 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 	forceProgress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	var det detectorFlags
 	det.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
+		return code
 	}
-	if *dataDir == "" || *windowsFile == "" || fs.NArg() > 0 {
+	if *dataDir == "" || *windowsFile == "" {
 		fmt.Fprintln(stderr, "inferwatch backtest nab: --data DIR and --windows FILE are required, and nothing else may follow the flags")
 		return 2
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,14 +62,8 @@ func get(url string) (int, string, error) {
 // fail and are counted on /metrics, the daemon keeps running, and SIGTERM
 // makes it finish and exit 0.
 func TestDaemonKeepsRunningThroughStoreFailuresAndStopsOnSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs it")
-	}
+	bin := daemonBinary(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "inferwatch")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	cfg := filepath.Join(dir, "cfg.yml")
 	// Two groups on a one-second interval against a store that is down:
 	// each evaluation fails, is logged and counted, and the daemon runs on.
@@ -168,4 +163,160 @@ func counterAtLeast(metrics, name string, n int) bool {
 		}
 	}
 	return false
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// daemonBinary builds the inferwatch binary once per test run.
+func daemonBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary and runs it")
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "inferwatch-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "inferwatch")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// waitFor polls cond every 100ms until it holds or 30s have passed.
+func waitFor(t *testing.T, what string, cond func() bool, show func() string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s\n%s", what, show())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestDaemonReloadsOnSIGHUP runs the real binary with the embedded NATS and
+// its temporary store: SIGHUP with an invalid file logs every error and
+// keeps the running configuration; SIGHUP with a valid one adds its new
+// group; the evaluations are visible at --log.level debug; SIGTERM ends
+// the daemon, which removes its temporary JetStream store.
+func TestDaemonReloadsOnSIGHUP(t *testing.T) {
+	bin := daemonBinary(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cfg.yml")
+	group := func(name string) string {
+		return "  - name: " + name + "\n    interval: 1s\n    rules:\n      - name: up_rule\n        expr: up\n        step: 1s\n        lookback: 1m\n"
+	}
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := "source:\n  url: http://127.0.0.1:1\n  timeout: 1s\nnats:\n  embedded:\n    listen: 127.0.0.1:0\ngroups:\n"
+	write(head + group("first"))
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	web := freeAddr(t)
+	stderr := newSyncBuffer()
+	cmd := exec.Command(bin, "run", "--config", cfg, "--web.listen-address", web, "--log.level", "debug")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	page := func() string { _, body, _ := get("http://" + web + "/metrics"); return body }
+	show := func() string { return "stderr:\n" + stderr.String() + "\n/metrics:\n" + page() }
+	waitFor(t, "the first group evaluated", func() bool {
+		return counterAtLeast(page(), `inferwatch_group_evaluations_total{group="first"}`, 1)
+	}, show)
+	stores, _ := filepath.Glob(filepath.Join(tmp, "inferwatch-nats-*"))
+	if len(stores) != 1 {
+		t.Fatalf("temporary JetStream stores %v, want one under TMPDIR", stores)
+	}
+
+	// An invalid file: logged with its position, the old groups run on.
+	broken := head + group("first") + "  - name: broken\n    interval: 1s\n    rules:\n      - name: x\n        expr: up\n        detector: nosuch\n"
+	write(broken)
+	badLine := strings.Count(broken[:strings.Index(broken, "nosuch")], "\n") + 1
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failed reload logged", func() bool {
+		return strings.Contains(stderr.String(), "reloading the configuration failed; the previous configuration keeps running")
+	}, show)
+	if log := stderr.String(); !strings.Contains(log, fmt.Sprintf("cfg.yml:%d:19", badLine)) || !strings.Contains(log, `unknown detector \"nosuch\"`) {
+		t.Errorf("the failed reload does not name the position and the problem:\n%s", log)
+	}
+	if !counterAtLeast(page(), "inferwatch_config_last_reload_successful", 0) || strings.Contains(page(), "inferwatch_config_last_reload_successful 1") {
+		t.Errorf("inferwatch_config_last_reload_successful is not 0 after a failed reload:\n%s", page())
+	}
+	before := 0
+	fmt.Sscan(strings.TrimPrefix(grepLine(page(), `inferwatch_group_evaluations_total{group="first"} `), `inferwatch_group_evaluations_total{group="first"} `), &before)
+	waitFor(t, "the first group still evaluated after the failed reload", func() bool {
+		return counterAtLeast(page(), `inferwatch_group_evaluations_total{group="first"}`, before+2)
+	}, show)
+
+	// A valid file with a second group: both run.
+	write(head + group("first") + group("second"))
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new group evaluated", func() bool {
+		return strings.Contains(stderr.String(), `msg="group evaluated" group=second`)
+	}, show)
+	if log := stderr.String(); !strings.Contains(log, "configuration reloaded") || !strings.Contains(log, "rules_kept=1") ||
+		!strings.Contains(page(), "inferwatch_config_last_reload_successful 1") {
+		t.Errorf("the reload was not reported:\n%s", show())
+	}
+	for _, want := range []string{`msg="rule evaluated" group=first rule=up_rule`, "rule evaluation failed"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("debug log lacks %q", want)
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after SIGTERM\n%s", stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "inferwatch-nats-*")); len(left) != 0 {
+		t.Errorf("temporary JetStream store left behind: %v", left)
+	}
+}
+
+func grepLine(page, prefix string) string {
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
 }

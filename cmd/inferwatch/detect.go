@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -324,11 +323,7 @@ func formatUnixMillis(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
 }
 
-func cmdDetect(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("inferwatch detect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: inferwatch detect --input FILE [--detector NAME] [--window DURATION] [--param key=value ...] [--sort] [--allow-duplicates]
+const detectHelp = `Usage: inferwatch detect --input FILE [--detector NAME] [--window DURATION] [--param key=value ...] [--sort] [--allow-duplicates]
 
 Scores every row of a timestamp,value CSV file (or a query_range JSON or
 export JSON lines file holding one series) and writes CSV to stdout:
@@ -343,21 +338,19 @@ row's score depends on the rows above it); rows with equal timestamps keep
 their order in the file, and after sorting they are duplicates, which need
 --allow-duplicates.
 
-`)
-		fs.PrintDefaults()
-	}
+`
+
+func cmdDetect(args []string, stdout, stderr io.Writer) int {
+	fs := newOfflineFlagSet("inferwatch detect", detectHelp+"Flags:\n")
 	input := fs.String("input", "", "the file to score")
 	allowDup := fs.Bool("allow-duplicates", false, "keep rows that repeat the previous row's timestamp; each takes the previous row's score and decision")
 	sortRows := fs.Bool("sort", false, "sort the rows by timestamp (stably) before scoring, and write them in that order, each timestamp as written")
 	var det detectorFlags
 	det.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
+		return code
 	}
-	if *input == "" || fs.NArg() > 0 {
+	if *input == "" {
 		fmt.Fprintln(stderr, "inferwatch detect: --input FILE is required, and nothing else may follow the flags")
 		return 2
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -43,9 +42,7 @@ on the same origins, their ratio, sMAPE and the interval coverage.
 `
 
 func cmdForecast(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("inferwatch forecast", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, forecastUsage); fs.PrintDefaults() }
+	fs := newOfflineFlagSet("inferwatch forecast", forecastUsage)
 	input := fs.String("input", "", "the series to forecast")
 	sumOf := fs.String("sum-of", "", "forecast the sum of the series in the files matching this glob, bottom-up")
 	model := fs.String("model", forecasting.ModelAuto, "model: "+strings.Join(forecasting.Models(), ", "))
@@ -56,13 +53,10 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	backtest := fs.Bool("backtest", false, "run a rolling-origin backtest instead of forecasting from the end")
 	minHistS := fs.String("min-history", "", "history before the first backtest origin (default: one period)")
 	forceProgress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
+		return code
 	}
-	if (*input == "") == (*sumOf == "") || fs.NArg() > 0 {
+	if (*input == "") == (*sumOf == "") {
 		fmt.Fprintln(stderr, "inferwatch forecast: one of --input FILE or --sum-of GLOB is required, and nothing else may follow the flags")
 		return 2
 	}

@@ -230,3 +230,29 @@ func TestEndToEnd(t *testing.T) {
 	}
 	t.Logf("%d findings for %d incidents; stream holds %d after a second run", len(findings), len(f.Incidents), held)
 }
+
+// TestEveryCommandExplainsItself: --help on every command exits 0 with a
+// usage line and text on stdout, not a bare flag list.
+func TestEveryCommandExplainsItself(t *testing.T) {
+	for _, cmd := range [][]string{{"check"}, {"run"}, {"detect"}, {"backtest", "nab"}, {"correlate"}, {"decay"}, {"knee"}, {"forecast"}} {
+		code, out, errOut := runCmd(t, context.Background(), append(cmd, "--help")...)
+		name := "inferwatch " + strings.Join(cmd, " ")
+		if code != 0 || !strings.HasPrefix(out, "Usage: "+name) || len(strings.Split(out, "\n")) < 8 {
+			t.Errorf("%s --help: exit %d, stdout:\n%s\nstderr:\n%s", name, code, out, errOut)
+		}
+	}
+}
+
+// TestCheckTakesFilesAsArguments: check FILE [FILE...] as well as
+// --config FILE; one invalid file fails the whole check and every file is
+// reported.
+func TestCheckTakesFilesAsArguments(t *testing.T) {
+	code, out, errOut := runCmd(t, context.Background(), "check", exampleConfig, "../../examples/presets.yml")
+	if code != 0 || strings.Count(out, "valid:") != 2 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, context.Background(), "check", "../../testdata/config/no-groups.bad.yaml", exampleConfig)
+	if code != 1 || !strings.Contains(out, "inferwatch.yml: valid") || !strings.Contains(errOut, "no-groups.bad.yaml:") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
