@@ -110,14 +110,35 @@ type ScaleData struct {
 	ForecastModel      string            `json:"forecast_model,omitempty"`
 }
 
-// Batch is what one evaluation of a rule group produced, in order.
+// Scores are what an anomaly or window rule judged of one series in one
+// evaluation, point by point: the score (≥ 1 anomalous), the expected value
+// and the band, as vmanomaly's anomaly_score, yhat, yhat_lower and
+// yhat_upper. NaN where a detector has no such figure (not ready yet, a
+// one-sided band).
+type Scores struct {
+	Group, Rule string
+	// Kind is the rule's kind, e.g. "anomaly".
+	Kind string
+	// Labels are the series' labels plus the rule's; Series its identity.
+	Labels map[string]string
+	Series string
+	// T holds unix milliseconds, ascending; the other slices are as long.
+	T                             []int64
+	Value, Score, Expected, Lower []float64
+	Upper                         []float64
+}
+
+// Batch is what one evaluation of a rule group produced, in order. Scores
+// are filled only when the manager is asked for them.
 type Batch struct {
+	Group     string
 	Findings  []Finding
 	Forecasts []ForecastData
 	Scales    []ScaleData
+	Scores    []Scores
 }
 
-// Len is the number of results in b.
+// Len is the number of events in b (scores are not events).
 func (b *Batch) Len() int { return len(b.Findings) + len(b.Forecasts) + len(b.Scales) }
 
 // JSONFloat is a float64 that encodes NaN and ±Inf as null: an undefined

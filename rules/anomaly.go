@@ -93,6 +93,13 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 			}
 		}
 		res.Scored += len(r.bt)
+		if env.Scores && len(r.bt) > 0 {
+			sc := r.scores(st, len(r.bt))
+			for j, t := range r.bt {
+				addScore(&sc, t, r.bv[j], r.br[j])
+			}
+			res.Scores = append(res.Scores, sc)
+		}
 		for j, t := range r.bt {
 			if f, ok := r.track(st, t, r.bv[j], r.br[j], nil, r.detector, t >= emitFromMs); ok {
 				res.Findings = append(res.Findings, f)

@@ -24,6 +24,7 @@ type testOptions struct {
 	Backfill        time.Duration
 	Now             func() time.Time
 	Metrics         *metrics.Set
+	Scores          bool
 }
 
 // newTestManager builds the groups and a manager over them whose sink hands
@@ -41,13 +42,16 @@ func newTestManager(o testOptions) (*Manager, error) {
 		o.EventPrefix = alerting.DefaultSubjectPrefix
 	}
 	return NewManager(ManagerOptions{Querier: o.Querier, Sink: &testSink{o: o}, EvaluationDelay: o.EvaluationDelay,
-		Backfill: o.Backfill, Now: o.Now, Metrics: o.Metrics}, groups)
+		Backfill: o.Backfill, Now: o.Now, Metrics: o.Metrics, Scores: o.Scores}, groups)
 }
 
 type testSink struct{ o testOptions }
 
 func (s *testSink) Send(ctx context.Context, b alerting.Batch) error {
 	s.o.Output.add(b.Findings)
+	s.o.Output.mu.Lock()
+	s.o.Output.scores = append(s.o.Output.scores, b.Scores...)
+	s.o.Output.mu.Unlock()
 	if s.o.Events == nil {
 		return nil
 	}
@@ -70,8 +74,9 @@ func (s *testSink) Send(ctx context.Context, b alerting.Batch) error {
 
 // recorder records findings.
 type recorder struct {
-	mu  sync.Mutex
-	got []alerting.Finding
+	mu     sync.Mutex
+	got    []alerting.Finding
+	scores []alerting.Scores
 }
 
 func (r *recorder) add(fs []alerting.Finding) {

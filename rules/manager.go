@@ -45,6 +45,10 @@ type ManagerOptions struct {
 	// Backfill makes the first evaluation of each rule also report what it
 	// finds in this much history (default 0: only the newest interval).
 	Backfill time.Duration
+	// Scores asks the anomaly and window rules for their scores, expected
+	// values and bands point by point (alerting.Batch.Scores), for outputs
+	// that write them back to the store or expose them.
+	Scores bool
 	// SummaryEvery is how often Run logs a summary of what it did at info
 	// level (default 10m; negative: never).
 	SummaryEvery time.Duration
@@ -308,9 +312,9 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	gm.evals.Inc()
 	m.sumEvals.Add(1)
 	env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
-		Outlooks: map[string]*Outlook{}}
+		Scores: m.o.Scores, Outlooks: map[string]*Outlook{}}
 	var errs []error
-	var batch alerting.Batch
+	batch := alerting.Batch{Group: g.cfg.Name}
 	tracked := 0
 	for _, r := range g.rules {
 		began := time.Now()
@@ -332,6 +336,7 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		batch.Findings = append(batch.Findings, res.Findings...)
 		batch.Forecasts = append(batch.Forecasts, res.Forecasts...)
 		batch.Scales = append(batch.Scales, res.Scales...)
+		batch.Scores = append(batch.Scores, res.Scores...)
 		m.log.Debug("rule evaluated", "group", g.cfg.Name, "rule", r.Name(), "kind", r.Kind(), "at", at.UTC(),
 			"scored", res.Scored, "series", res.Series, "findings", len(res.Findings), "forecasts", len(res.Forecasts),
 			"scale_signals", len(res.Scales), "took", time.Since(began))

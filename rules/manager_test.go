@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -398,4 +399,45 @@ func metricsPage(set *metrics.Set) string {
 	var b strings.Builder
 	set.WritePrometheus(&b)
 	return b.String()
+}
+
+// TestScoresArePassedOnPointByPoint: asked for them, an anomaly rule hands
+// over each new point's score, expected value and band, the same figures
+// its findings report.
+func TestScoresArePassedOnPointByPoint(t *testing.T) {
+	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{150: 50})}}
+	out := &recorder{}
+	now := t0.Add(199 * time.Minute)
+	m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: store, Output: out, Scores: true,
+		Backfill: time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.scores) != 1 || len(out.got) != 1 {
+		t.Fatalf("%d scores, %d findings", len(out.scores), len(out.got))
+	}
+	s, f := out.scores[0], out.got[0]
+	// The first fetch reaches a lookback (30m) before the reported hour,
+	// both ends included.
+	if len(s.T) != 91 || s.Series != f.Series || s.Labels["team"] != "serving" || s.Kind != "anomaly" {
+		t.Fatalf("scores of %s: %d points, labels %v", s.Series, len(s.T), s.Labels)
+	}
+	i := slices.Index(s.T, f.ValueTime.UnixMilli())
+	if i < 0 || s.Score[i] != f.Score || s.Expected[i] != f.Expected || s.Lower[i] != f.Lower || s.Upper[i] != f.Upper || s.Value[i] != 50 {
+		t.Fatalf("scores at the finding's peak differ from the finding: %v %v %v %v %v vs %+v", s.Value[i], s.Score[i], s.Expected[i], s.Lower[i], s.Upper[i], f)
+	}
+	if !math.IsNaN(s.Score[0]) {
+		t.Errorf("the first point, before the detector is ready, scores %v, want NaN", s.Score[0])
+	}
+	now = now.Add(time.Minute)
+	out.scores = nil
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.scores) != 0 {
+		t.Errorf("a cycle without new points handed over %d scores", len(out.scores))
+	}
 }

@@ -41,6 +41,9 @@ type Env struct {
 	Backfill time.Duration
 	// Interval is the group's evaluation interval.
 	Interval time.Duration
+	// Scores asks anomaly and window rules for what they judged, point by
+	// point (Result.Scores), for outputs that write it back or expose it.
+	Scores bool
 	// Outlooks are the outlooks of the forecast rules of the group that
 	// were evaluated earlier in this cycle, by rule name: a scale rule
 	// reads its forecast rule's here. A forecast rule whose evaluation
@@ -53,6 +56,7 @@ type Result struct {
 	Findings  []alerting.Finding
 	Forecasts []alerting.ForecastData
 	Scales    []alerting.ScaleData
+	Scores    []alerting.Scores
 	// Outlook is a forecast rule's outlook for the scale rules.
 	Outlook *Outlook
 	// Scored counts the samples judged, Dropped the non-finite and stale
@@ -233,6 +237,27 @@ func (b *base) finding(st *seriesState, t int64, detector string) alerting.Findi
 		Score:       ep.peak.Score,
 		Severity:    severity,
 	}
+}
+
+// scores starts the Scores of st for this evaluation.
+func (b *base) scores(st *seriesState, n int) alerting.Scores {
+	labels := st.labels.Map()
+	for k, v := range b.cfg.Labels {
+		labels[k] = v
+	}
+	return alerting.Scores{Group: b.group, Rule: b.cfg.Name, Kind: string(b.cfg.Kind), Labels: labels, Series: st.key,
+		T: make([]int64, 0, n), Value: make([]float64, 0, n), Score: make([]float64, 0, n),
+		Expected: make([]float64, 0, n), Lower: make([]float64, 0, n), Upper: make([]float64, 0, n)}
+}
+
+// addScore appends one judged point.
+func addScore(s *alerting.Scores, t int64, v float64, r analysis.Result) {
+	score := r.Score
+	if !r.Ready {
+		score = math.NaN()
+	}
+	s.T, s.Value, s.Score = append(s.T, t), append(s.Value, v), append(s.Score, score)
+	s.Expected, s.Lower, s.Upper = append(s.Expected, r.Expected), append(s.Lower, r.Lower), append(s.Upper, r.Upper)
 }
 
 // num makes a float safe for JSON: nil for NaN and ±Inf.

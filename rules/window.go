@@ -141,12 +141,22 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 			return res, err
 		}
 	}
+	scores := map[string]int{} // series → index in res.Scores
 	for _, τ := range evalTimes(end, replay, max(r.interval, step)) {
 		ms := τ.UnixMilli()
 		for _, v := range judge(ms) {
 			key := v.labels.String()
 			st := r.state(key, v.labels, nil)
 			st.lastSeen = at
+			if env.Scores {
+				i, ok := scores[key]
+				if !ok {
+					i = len(res.Scores)
+					scores[key] = i
+					res.Scores = append(res.Scores, r.scores(st, 1))
+				}
+				addScore(&res.Scores[i], ms, v.Value, v.Result)
+			}
 			if f, ok := r.track(st, ms, v.Value, v.Result, v.details, r.detector, true); ok {
 				res.Findings = append(res.Findings, f)
 			}
