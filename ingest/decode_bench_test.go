@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -117,4 +118,21 @@ func TestDecodeMatchesModelMatrix(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkReadQueryRange decodes the same body as BenchmarkDecodeQueryRange
+// as it is read from a reader.
+func BenchmarkReadQueryRange(b *testing.B) {
+	const nSeries, nPoints = 1000, 240
+	body := benchBody(nSeries, nPoints)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ss, err := ReadQueryResponse(bytes.NewReader(body), ResponseLimits{})
+		if err != nil || len(ss) != nSeries || len(ss[nSeries-1].Values) != nPoints {
+			b.Fatalf("decode: %d series, %v", len(ss), err)
+		}
+	}
+	b.ReportMetric(float64(nSeries*nPoints)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }
