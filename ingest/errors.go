@@ -50,7 +50,7 @@ func (e *DecodeError) Error() string {
 type LimitError struct {
 	Limit         string // "bytes", "series" or "points"
 	Max           int64  // the limit's value
-	Read          int64  // bytes of the body read when it was refused
+	Read          int64  // bytes of the body read when it was refused; 0 when the answers of a split range were refused once joined
 	ContentLength int64  // when the announced length alone refused it, that length; else 0
 }
 
@@ -58,6 +58,9 @@ func (e *LimitError) Error() string {
 	if e.ContentLength > 0 {
 		return fmt.Sprintf("response refused: Content-Length %d is past the %s limit of %d; the body was not read",
 			e.ContentLength, e.Limit, e.Max)
+	}
+	if e.Read == 0 {
+		return fmt.Sprintf("response refused: past the %s limit of %d", e.Limit, e.Max)
 	}
 	return fmt.Sprintf("response refused: past the %s limit of %d; stopped reading after %d bytes of the body",
 		e.Limit, e.Max, e.Read)
