@@ -60,8 +60,13 @@ func ReadQueryResponse(r io.Reader, lim ResponseLimits) ([]Series, error) {
 // readQueryResponse is ReadQueryResponse for a caller that already holds
 // prior points counted against lim.Points.
 func readQueryResponse(r io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
-	d := decoder{r: r, lim: lim, npoints: prior, b: make([]byte, 0, readBufSize)}
-	return d.response()
+	return newReadDecoder(r, lim, prior, readBufSize).response()
+}
+
+// newReadDecoder is a decoder reading from r through a window of size
+// bytes to begin with.
+func newReadDecoder(r io.Reader, lim ResponseLimits, prior, size int) *decoder {
+	return &decoder{r: r, lim: lim, npoints: prior, b: make([]byte, 0, size)}
 }
 
 // readBufSize is the window of the body a streaming decoder reads into.
@@ -221,10 +226,10 @@ func (d *decoder) response() ([]Series, error) {
 // the bytes after it that an error in it may quote.
 func (d *decoder) deferResult() bool {
 	d.capturing, d.capAt, d.deferred = true, d.i, d.deferred[:0]
-	ok := d.skip(0)
-	if ok {
-		d.ensure(nearLen)
+	if !d.skip(0) {
+		return false
 	}
+	d.ensure(nearLen)
 	end := min(len(d.b), d.i+nearLen)
 	if d.r == nil {
 		d.deferred = d.b[d.capAt:end]
@@ -232,7 +237,7 @@ func (d *decoder) deferResult() bool {
 		d.deferred = append(d.deferred, d.b[d.capAt:end]...)
 	}
 	d.capturing = false
-	return ok
+	return true
 }
 
 // result decodes data.result for the given resultType.
@@ -594,10 +599,10 @@ func (d *decoder) fill() (int, bool) {
 		d.i = 0
 		d.base += shift
 	}
-	if cap(d.b)-len(d.b) < cap(d.b)/2 {
+	if free := cap(d.b) - len(d.b); free == 0 || free < cap(d.b)/2 {
 		// A token longer than half the window: grow it, so that reading
 		// the token takes time linear in its length.
-		nb := make([]byte, len(d.b), 2*max(cap(d.b), readBufSize/2))
+		nb := make([]byte, len(d.b), max(2*cap(d.b), 16))
 		copy(nb, d.b)
 		d.b = nb
 	}
