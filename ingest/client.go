@@ -58,8 +58,8 @@ type ClientOptions struct {
 	//
 	// The body is decoded as it is read, so what a call holds is its series
 	// plus a bounded buffer. The defaults are twice what the daemon is sized
-	// for, 100,000 series of 240 points (a body of about 545 MB decoded into
-	// 384 MB of points): DefaultMaxResponseBytes (1 GiB),
+	// for, 100,000 series of 240 points (a body of 550 to 600 MB, decoded
+	// into 384 MB of points): DefaultMaxResponseBytes (1 GiB),
 	// DefaultMaxResponseSeries (200,000) and DefaultMaxResponsePoints
 	// (48,000,000 points, 768 MB of timestamps and values).
 	MaxResponseBytes  int64
@@ -225,7 +225,7 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 			// Each answer was within the limit, their union is not.
 			c.refused["series"].Inc()
 			return nil, &RequestError{Op: "query_range", URL: c.redacted(pathQueryRange), Query: query,
-				Err: fmt.Errorf("joining the answers for %s to %s: %w",
+				Err: fmt.Errorf("joining the answers from %s to %s: %w",
 					time.UnixMilli(startMs).UTC().Format(time.RFC3339), time.UnixMilli(to).UTC().Format(time.RFC3339),
 					&LimitError{Limit: "series", Max: int64(c.lim.Series)})}
 		}

@@ -220,6 +220,21 @@ func TestClientFaults(t *testing.T) {
 		limit:    "points",
 		partial:  true,
 	})
+	var req atomic.Int32
+	f(tc{
+		name: "too many series over a split range",
+		handler: func(w http.ResponseWriter, r *http.Request, _ signals) {
+			// Two series in each answer, new ones in each.
+			n := req.Add(1)
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[`+
+				`{"metric":{"pod":"p%d"},"values":[[1700000000,"1"]]},{"metric":{"pod":"q%d"},"values":[[1700000000,"1"]]}]}}`, n, n)
+		},
+		opts:     ClientOptions{MaxPointsPerSeries: 100, MaxResponseSeries: 3},
+		requests: 2,
+		want: []string{": joining the answers from 2023-11-14T22:13:20Z to 2023-11-14T23:03:05Z: " +
+			"response refused: past the series limit of 3"},
+		limit: "series",
+	})
 	f(tc{
 		name: "too many points over a split range",
 		handler: func(w http.ResponseWriter, r *http.Request, _ signals) {

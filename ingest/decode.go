@@ -227,6 +227,7 @@ func (d *decoder) response() ([]Series, error) {
 func (d *decoder) deferResult() bool {
 	d.capturing, d.capAt, d.deferred = true, d.i, d.deferred[:0]
 	if !d.skip(0) {
+		d.capturing = false
 		return false
 	}
 	d.ensure(nearLen)
