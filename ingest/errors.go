@@ -50,8 +50,8 @@ func (e *DecodeError) Error() string {
 type LimitError struct {
 	Limit         string // "bytes", "series" or "points"
 	Max           int64  // the limit's value
-	Read          int64  // bytes of the body read when it was refused; 0 when the answers of a split range were refused once joined
-	ContentLength int64  // when the announced length alone refused it, that length; else 0
+	Read          int64  // bytes of the body read when it was refused (0: the answers of a split range, once joined)
+	ContentLength int64  // the announced length, when that alone refused it; else 0
 }
 
 func (e *LimitError) Error() string {
@@ -85,7 +85,7 @@ type RequestError struct {
 	Status     string // e.g. "500 Internal Server Error"
 	Body       string // first bytes of an unexpected body
 	Attempts   int
-	Err        error // the cause: *APIError, *DecodeError, a transport error, a context error
+	Err        error // the cause: *APIError, *DecodeError, *LimitError, a transport error, a context error
 }
 
 func (e *RequestError) Error() string {
