@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +29,8 @@ type ClientOptions struct {
 	// HTTPClient is built by the caller, typically from
 	// prometheus/common/config.HTTPClientConfig. nil: a default client.
 	HTTPClient *http.Client
-	// Timeout bounds each attempt. Default 30s.
+	// Timeout bounds each attempt, reading and decoding the response body
+	// included. Default 30s.
 	Timeout time.Duration
 	// UsePOST sends the parameters as a POST form instead of a GET query.
 	UsePOST bool
@@ -45,11 +45,46 @@ type ClientOptions struct {
 	// return per series; longer ranges are split into consecutive requests
 	// and joined. Default MaxPointsPerQuery.
 	MaxPointsPerSeries int
+	// MaxResponseBytes, MaxResponseSeries and MaxResponsePoints bound what
+	// one call takes in: the bytes of each response body as read (after
+	// HTTP decompression), and the series and points (samples over all
+	// series) of the result of a QueryRange or Query call, over all the
+	// requests a long range is split into. A response past a limit is
+	// refused with a *LimitError that names the limit and its value, as
+	// soon as it is passed: the rest of the body is not read, and the
+	// request is not retried. A Content-Length past MaxResponseBytes
+	// refuses the response before its body is read. 0 means the default; a
+	// negative value means no limit.
+	//
+	// The body is decoded as it is read, so what a call holds is its series
+	// plus a bounded buffer. The defaults are twice what the daemon is sized
+	// for, 100,000 series of 240 points (a body of 550 to 600 MB, decoded
+	// into 384 MB of points): DefaultMaxResponseBytes (1 GiB),
+	// DefaultMaxResponseSeries (200,000) and DefaultMaxResponsePoints
+	// (48,000,000 points, 768 MB of timestamps and values).
+	MaxResponseBytes  int64
+	MaxResponseSeries int
+	MaxResponsePoints int
 	// Metrics receives the client's self-metrics. nil: unregistered.
+	//
+	// The client counts requests by path and HTTP code
+	// (inferwatch_source_requests_total{path,code}, code "error" when there
+	// was no response), retries (inferwatch_source_request_retries_total),
+	// the duration of each attempt with its body read
+	// (inferwatch_source_request_duration_seconds{path}), and responses
+	// refused by a limit
+	// (inferwatch_source_responses_refused_total{limit="bytes|series|points"}).
 	Metrics *metrics.Set
 	// Logger receives retry notices. nil: discarded.
 	Logger *slog.Logger
 }
+
+// The defaults of the response limits of ClientOptions.
+const (
+	DefaultMaxResponseBytes  = 1 << 30
+	DefaultMaxResponseSeries = 200_000
+	DefaultMaxResponsePoints = 48_000_000
+)
 
 // Client queries a Prometheus-compatible HTTP API (Prometheus,
 // VictoriaMetrics single node, vmselect). It is safe for concurrent use.
@@ -60,7 +95,9 @@ type Client struct {
 	log  *slog.Logger
 	ms   *metrics.Set
 
+	lim     ResponseLimits // the limits of one call; 0: none
 	retries *metrics.Counter
+	refused map[string]*metrics.Counter // by limit
 
 	mu       sync.Mutex
 	requests map[string]*metrics.Counter // by path and code
@@ -109,7 +146,20 @@ func NewClient(o ClientOptions) (*Client, error) {
 	if o.MaxPointsPerSeries <= 0 {
 		o.MaxPointsPerSeries = MaxPointsPerQuery
 	}
-	c := &Client{o: o, base: u, hc: o.HTTPClient, log: o.Logger, ms: o.Metrics}
+	if o.MaxResponseBytes == 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxResponseSeries == 0 {
+		o.MaxResponseSeries = DefaultMaxResponseSeries
+	}
+	if o.MaxResponsePoints == 0 {
+		o.MaxResponsePoints = DefaultMaxResponsePoints
+	}
+	c := &Client{o: o, base: u, hc: o.HTTPClient, log: o.Logger, ms: o.Metrics, lim: ResponseLimits{
+		Bytes:  max(o.MaxResponseBytes, 0),
+		Series: max(o.MaxResponseSeries, 0),
+		Points: max(o.MaxResponsePoints, 0),
+	}}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
@@ -120,13 +170,19 @@ func NewClient(o ClientOptions) (*Client, error) {
 		c.ms = metrics.NewSet()
 	}
 	c.retries = c.ms.GetOrCreateCounter("inferwatch_source_request_retries_total")
+	c.refused = make(map[string]*metrics.Counter, 3)
+	for _, l := range []string{"bytes", "series", "points"} {
+		c.refused[l] = c.ms.GetOrCreateCounter(fmt.Sprintf(`inferwatch_source_responses_refused_total{limit=%q}`, l))
+	}
 	c.requests = make(map[string]*metrics.Counter)
 	return c, nil
 }
 
 // QueryRange evaluates query at each step from start to end inclusive.
 // Ranges longer than MaxPointsPerSeries points are fetched in consecutive
-// requests and joined by labels, in time order, each timestamp once.
+// requests and joined by labels, in time order, each timestamp once. The
+// response limits apply to the joined result: each request may take in
+// only the points the ones before it left.
 func (c *Client) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]Series, error) {
 	if step <= 0 {
 		return nil, fmt.Errorf("query_range %s (query %q): step %v must be positive", c.redacted(pathQueryRange), query, step)
@@ -142,8 +198,9 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 	}
 	chunk := int64(c.o.MaxPointsPerSeries-1) * stepMs // span of one request
 	var (
-		out   []Series
-		index map[string]int
+		out    []Series
+		index  map[string]int
+		points int // held in out
 	)
 	for from := startMs; from <= endMs; from += chunk + stepMs {
 		to := min(from+chunk, endMs)
@@ -153,7 +210,7 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 			"end":   {formatSeconds(to)},
 			"step":  {strconv.FormatFloat(float64(stepMs)/1000, 'f', -1, 64)},
 		}
-		ss, err := c.do(ctx, "query_range", pathQueryRange, query, params)
+		ss, err := c.do(ctx, "query_range", pathQueryRange, query, params, points)
 		if err != nil {
 			return nil, err
 		}
@@ -164,6 +221,18 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 			index = make(map[string]int, len(ss))
 		}
 		out = joinSeries(out, index, ss)
+		if c.lim.Series > 0 && len(out) > c.lim.Series {
+			// Each answer was within the limit, their union is not.
+			c.refused["series"].Inc()
+			return nil, &RequestError{Op: "query_range", URL: c.redacted(pathQueryRange), Query: query,
+				Err: fmt.Errorf("joining the answers from %s to %s: %w",
+					time.UnixMilli(startMs).UTC().Format(time.RFC3339), time.UnixMilli(to).UTC().Format(time.RFC3339),
+					&LimitError{Limit: "series", Max: int64(c.lim.Series)})}
+		}
+		points = 0
+		for _, s := range out {
+			points += len(s.Timestamps)
+		}
 	}
 	return out, nil
 }
@@ -207,7 +276,7 @@ func appendJoinKey(dst []byte, ls Labels) []byte {
 // series; a scalar yields one series without labels.
 func (c *Client) Query(ctx context.Context, query string, ts time.Time) ([]Series, error) {
 	params := url.Values{"query": {query}, "time": {formatSeconds(ts.UnixMilli())}}
-	return c.do(ctx, "query", pathQuery, query, params)
+	return c.do(ctx, "query", pathQuery, query, params, 0)
 }
 
 // formatSeconds writes unix milliseconds as seconds with three decimals.
@@ -219,10 +288,13 @@ func formatSeconds(ms int64) string {
 	return fmt.Sprintf("%s%d.%03d", sign, ms/1000, ms%1000)
 }
 
-var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// maxErrorBody is how much of the body of a response that is not a 2xx
+// the client reads, looking for the API's error message.
+const maxErrorBody = 64 << 10
 
-// do sends one API request with retries and decodes the answer.
-func (c *Client) do(ctx context.Context, op, path, query string, params url.Values) ([]Series, error) {
+// do sends one API request with retries and decodes the answer. prior
+// points, held by the caller, count against the points limit.
+func (c *Client) do(ctx context.Context, op, path, query string, params url.Values, prior int) ([]Series, error) {
 	u := *c.base
 	u.Path += path
 	if c.base.RawQuery != "" {
@@ -236,37 +308,13 @@ func (c *Client) do(ctx context.Context, op, path, query string, params url.Valu
 	form := params.Encode()
 	rerr := &RequestError{Op: op, URL: c.redacted(path), Query: query}
 
-	buf := bodyPool.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 64<<20 {
-			bodyPool.Put(buf)
-		}
-	}()
-
 	for attempt := 0; ; attempt++ {
 		rerr.Attempts = attempt + 1
-		buf.Reset()
-		res := c.attempt(ctx, &u, path, form, buf)
+		res := c.attempt(ctx, &u, path, form, prior)
 		if res.err == nil && res.code/100 == 2 {
-			ss, err := DecodeQueryResponse(buf.Bytes())
-			if err == nil {
-				return ss, nil
-			}
-			rerr.StatusCode, rerr.Status, rerr.Err, rerr.Body = res.code, res.status, err, ""
-			return nil, rerr // a bad body is not retried
+			return res.series, nil
 		}
-		rerr.StatusCode, rerr.Status, rerr.Err, rerr.Body = res.code, res.status, res.err, ""
-		if res.code != 0 {
-			// A Prometheus error body is JSON with status "error".
-			if _, err := DecodeQueryResponse(buf.Bytes()); err != nil {
-				var ae *APIError
-				if errors.As(err, &ae) {
-					rerr.Err = ae
-				} else {
-					rerr.Body = headOf(buf.Bytes())
-				}
-			}
-		}
+		rerr.StatusCode, rerr.Status, rerr.Err, rerr.Body = res.code, res.status, res.err, res.body
 		if !res.retry || attempt >= c.o.MaxRetries || ctx.Err() != nil {
 			if ctx.Err() != nil && rerr.Err == nil {
 				rerr.Err = ctx.Err()
@@ -293,15 +341,18 @@ func (c *Client) do(ctx context.Context, op, path, query string, params url.Valu
 }
 
 type attemptResult struct {
+	series     []Series
 	code       int
 	status     string
-	err        error
+	err        error  // a transport, read, decode or limit error, or the API's *APIError
+	body       string // the first bytes of a body that is not a 2xx and not an API error
 	retry      bool
 	retryAfter time.Duration // from a Retry-After header, or -1
 }
 
-// attempt sends one request, reading the body into buf.
-func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, buf *bytes.Buffer) attemptResult {
+// attempt sends one request and decodes a 2xx body as it is read, within
+// the per-attempt timeout.
+func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, prior int) attemptResult {
 	actx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 	var req *http.Request
@@ -336,27 +387,75 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, buf
 		}
 		return r
 	}
+	// Closing a body that was not read to its end closes the connection
+	// rather than reading the rest.
 	defer resp.Body.Close()
-	_, rerr := buf.ReadFrom(resp.Body)
-	code := strconv.Itoa(resp.StatusCode)
-	c.observe(path, code, began)
 	r := attemptResult{code: resp.StatusCode, status: resp.Status, retryAfter: -1}
-	if rerr != nil {
+	body := &countingReader{r: resp.Body}
+	if resp.StatusCode/100 == 2 {
+		if c.lim.Bytes > 0 && resp.ContentLength > c.lim.Bytes {
+			r.err = &LimitError{Limit: "bytes", Max: c.lim.Bytes, ContentLength: resp.ContentLength}
+		} else {
+			r.series, r.err = readQueryResponse(body, c.lim, prior)
+		}
+	} else {
+		r.body, r.err = readErrorBody(body)
+	}
+	c.observe(path, strconv.Itoa(resp.StatusCode), began)
+	var le *LimitError
+	switch {
+	case errors.As(r.err, &le):
+		c.refused[le.Limit].Inc()
+		r.series = nil
+	case body.err != nil && errors.Is(r.err, body.err):
 		switch {
 		case ctx.Err() != nil:
 			r.err = fmt.Errorf("reading body: %w", ctx.Err())
 		case actx.Err() != nil:
-			r.err = fmt.Errorf("reading body: not complete within the per-attempt timeout of %v", c.o.Timeout)
+			r.err = fmt.Errorf("reading body: not complete within the per-attempt timeout of %v (after %d bytes)", c.o.Timeout, body.n)
 		default:
-			r.err = fmt.Errorf("reading body after %d bytes: %w", buf.Len(), rerr)
+			r.err = fmt.Errorf("reading body after %d bytes: %w", body.n, body.err)
 		}
-		return r // a broken body is not retried
-	}
-	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		// A broken body is not retried.
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
 		r.retry = true
 		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return r
+}
+
+// readErrorBody reads the start of a body that is not a 2xx: the API's
+// error, or else its first bytes to quote.
+func readErrorBody(body io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(body, maxErrorBody))
+	if err != nil {
+		return "", err
+	}
+	// A Prometheus error body is JSON with status "error".
+	if _, err := DecodeQueryResponse(b); err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) {
+			return "", ae
+		}
+		return headOf(b), nil
+	}
+	return "", nil
+}
+
+// countingReader counts the bytes of a body and keeps its first error.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error // other than io.EOF
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // observe counts a finished attempt and its duration.

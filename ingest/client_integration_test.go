@@ -152,6 +152,40 @@ func TestClientAgainstVictoriaMetrics(t *testing.T) {
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), vm.URL()+"/api/v1/query (query \"sum(\"): HTTP 4") {
 		t.Fatalf("bad query: want an APIError naming the URL, got %v", err)
 	}
+
+	// Limits: the 30,000 points come in three requests, the third of which
+	// passes a limit of 29,999; the two series of the next query come in
+	// the first answer.
+	for _, tc := range []struct {
+		o    ingest.ClientOptions
+		want string
+	}{
+		{ingest.ClientOptions{MaxResponsePoints: 29999}, "HTTP 200 OK: response refused: past the points limit of 29999; stopped reading after"},
+		{ingest.ClientOptions{MaxResponsePoints: 30000, MaxResponseBytes: 100_000}, "HTTP 200 OK: response refused: past the bytes limit of 100000; stopped reading after 100001 bytes"},
+		{ingest.ClientOptions{MaxResponseSeries: 1}, "HTTP 200 OK: response refused: past the series limit of 1; stopped reading after"},
+	} {
+		tc.o.URL = vm.URL()
+		set := metrics.NewSet()
+		tc.o.Metrics = set
+		c, err := ingest.NewClient(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		query := `vllm:num_requests_running{pod="p0"}`
+		if tc.o.MaxResponseSeries == 1 {
+			query = `vllm:num_requests_running`
+		}
+		_, err = c.QueryRange(ctx, query, t0, end, step)
+		var le *ingest.LimitError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), vm.URL()+"/api/v1/query_range (query "+strconv.Quote(query)+"): "+tc.want) {
+			t.Fatalf("limits %+v: got %v, want %q", tc.o, err, tc.want)
+		}
+		var b bytes.Buffer
+		set.WritePrometheus(&b)
+		if !strings.Contains(b.String(), `inferwatch_source_responses_refused_total{limit="`+le.Limit+`"} 1`) {
+			t.Fatalf("refusal not counted:\n%s", b.String())
+		}
+	}
 }
 
 // requests reads how many query_range requests answered 200.

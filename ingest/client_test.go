@@ -514,6 +514,16 @@ func TestNewClientOptions(t *testing.T) {
 		o.MaxBackoff != 5*time.Second || o.MaxPointsPerSeries != 11000 {
 		t.Fatalf("defaults not filled: %+v", o)
 	}
+	if want := (ResponseLimits{Bytes: 1 << 30, Series: 200_000, Points: 48_000_000}); c.lim != want {
+		t.Fatalf("default limits %+v, want %+v", c.lim, want)
+	}
+	c, err = NewClient(ClientOptions{URL: "http://h:1/", MaxResponseBytes: -1, MaxResponseSeries: -1, MaxResponsePoints: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ResponseLimits{Points: 7}); c.lim != want {
+		t.Fatalf("limits %+v, want %+v (negative: none)", c.lim, want)
+	}
 }
 
 func TestFormatSeconds(t *testing.T) {

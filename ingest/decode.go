@@ -2,12 +2,22 @@ package ingest
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
+
+// ResponseLimits bound what ReadQueryResponse accepts. A field of 0 or less
+// sets no limit. A response past a limit is refused with a *LimitError as
+// soon as the limit is passed: the rest of the body is not read.
+type ResponseLimits struct {
+	Bytes  int64 // bytes of the body
+	Series int   // series of the result
+	Points int   // points (samples) over all series
+}
 
 // DecodeQueryResponse decodes the JSON body of a Prometheus
 // /api/v1/query_range or /api/v1/query response.
@@ -25,36 +35,96 @@ import (
 // The series of one response share backing arrays, each sliced with its
 // capacity capped at its length, so appending to one never overwrites another.
 func DecodeQueryResponse(body []byte) ([]Series, error) {
-	d := decoder{b: body}
+	d := decoder{b: body, read: int64(len(body)), head: body[:min(len(body), maxBodyInError)]}
 	// Every point ends in ']': counting them (a vectorised byte count)
-	// sizes the shared arrays once instead of growing them.
-	if n := bytes.Count(body, []byte{']'}); n > 0 {
-		d.ts = make([]int64, 0, n)
-		d.vs = make([]float64, 0, n)
-	}
+	// sizes the first slab of points to hold them all.
+	d.slab = bytes.Count(body, []byte{']'})
 	return d.response()
 }
 
-// decoder is a hand-written scanner over one response body. It reads the
-// fields it needs, skips every other one, and validates what it skips.
-type decoder struct {
-	b   []byte
-	i   int
-	err error
-
-	// Values gathered while scanning; cut into series at the end.
-	ts       []int64
-	vs       []float64
-	labels   []Label
-	spans    []span
-	interned map[string]string
-	scr      []byte // scratch for unescaping strings
+// ReadQueryResponse decodes a query_range or query response from r as it
+// is read, as DecodeQueryResponse decodes one in memory, with the same
+// results and the same errors, offsets included. Besides the series decoded
+// so far, each appended once it is complete, it holds a 64 KiB window of the
+// body (more only while one string or number is longer) and the unfilled end
+// of the slab the points are taken from (at most 2^20 points). An error of r
+// other than io.EOF is returned as it is; a response past lim is refused
+// with a *LimitError, and r is not read further.
+//
+// A result that comes before its resultType (no server we know of sends
+// one) is held in memory until the type is known.
+func ReadQueryResponse(r io.Reader, lim ResponseLimits) ([]Series, error) {
+	return readQueryResponse(r, lim, 0)
 }
 
-// span locates one series in the shared arrays.
-type span struct {
-	l0, l1 int // labels
-	p0, p1 int // points
+// readQueryResponse is ReadQueryResponse for a caller that already holds
+// prior points counted against lim.Points.
+func readQueryResponse(r io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
+	return newReadDecoder(r, lim, prior, readBufSize).response()
+}
+
+// newReadDecoder is a decoder reading from r through a window of size
+// bytes to begin with.
+func newReadDecoder(r io.Reader, lim ResponseLimits, prior, size int) *decoder {
+	return &decoder{r: r, lim: lim, npoints: prior, b: make([]byte, 0, size)}
+}
+
+// readBufSize is the window of the body a streaming decoder reads into.
+const readBufSize = 64 << 10
+
+// The slabs series take their points and labels from: the first as big as
+// the least, each next as big as what was decoded before it, up to the most.
+const (
+	minPointSlab = 1 << 10
+	maxPointSlab = 1 << 20
+	minLabelSlab = 1 << 8
+	maxLabelSlab = 1 << 16
+)
+
+// nearLen is how much of the body from a bad offset a DecodeError quotes.
+const nearLen = 32
+
+// decoder is a hand-written scanner over one response body, whole or read
+// from a stream. It reads the fields it needs, skips every other one, and
+// validates what it skips.
+//
+// Reading from a stream, b holds a window of the body starting at offset
+// base; fill drops what lies before i and reads more. A scanning primitive
+// keeps i at the start of its token until it has read all of it, so the
+// token and any offset an error may name stay in the window.
+type decoder struct {
+	b    []byte
+	i    int
+	base int       // body offset of b[0]
+	r    io.Reader // nil when b is the whole body
+	rerr error     // what r returned last when not nil (io.EOF at the end)
+	read int64     // bytes of the body read
+	head []byte    // the first maxBodyInError bytes of the body
+	lim  ResponseLimits
+	err  error
+
+	// The series decoded so far. The one being decoded has its labels in
+	// labels[lcur:] and its points in ts[pcur:] and vs[pcur:]; a full slab
+	// is replaced by a new one, the series in progress moved to it.
+	out        []Series
+	ts         []int64
+	vs         []float64
+	labels     []Label
+	pcur, lcur int
+	npoints    int // points of out, and of the caller's before it
+	nlabels    int // labels of out
+	slab       int // size of the next slab of points when known
+
+	interned map[string]string
+	scr      []byte // scratch for unescaping strings
+	key      []byte // the current object key, copied out of the window
+
+	// A result met before its resultType, kept to decode once the type is
+	// known: while capturing, the window from capAt on is appended to
+	// deferred before fill drops it.
+	capturing bool
+	capAt     int
+	deferred  []byte
 }
 
 // maxDepth bounds the nesting of skipped values so hostile input cannot
@@ -102,10 +172,10 @@ func (d *decoder) response() ([]Series, error) {
 				case "result":
 					haveResult = true
 					if resultType == "" {
-						// The result came before its type: remember where
-						// it is and decode it once the type is known.
-						resultAt = d.i
-						return d.skip(0)
+						// The result came before its type: keep it and
+						// decode it once the type is known.
+						resultAt = d.off(d.i)
+						return d.deferResult()
 					}
 					return d.result(resultType)
 				default:
@@ -124,29 +194,51 @@ func (d *decoder) response() ([]Series, error) {
 		d.fail("unexpected data after the top-level object")
 		return nil, d.err
 	}
+	if d.err != nil {
+		return nil, d.err // the body was whole but its reader failed
+	}
 	if status == "error" || errorType != "" {
 		return nil, &APIError{Status: status, ErrorType: errorType, Err: errMsg}
 	}
 	if status != "" && status != "success" {
-		return nil, newDecodeError(d.b, 0, "unknown status "+strconv.Quote(status))
+		return nil, d.decodeError(0, "unknown status "+strconv.Quote(status))
 	}
 	if !haveData {
-		return nil, newDecodeError(d.b, 0, `no "data" field`)
+		return nil, d.decodeError(0, `no "data" field`)
 	}
 	if !haveResult {
 		if resultType == "" {
 			// "data":null or "data":{} — an empty answer.
 			return nil, nil
 		}
-		return nil, newDecodeError(d.b, 0, `no "data.result" field`)
+		return nil, d.decodeError(0, `no "data.result" field`)
 	}
 	if resultAt >= 0 {
-		d.i = resultAt
+		d.b, d.i, d.base, d.r = d.deferred, 0, resultAt, nil
 		if !d.result(resultType) {
 			return nil, d.err
 		}
 	}
-	return d.series(), nil
+	return d.out, nil
+}
+
+// deferResult skips and keeps a result whose type is not known yet, with
+// the bytes after it that an error in it may quote.
+func (d *decoder) deferResult() bool {
+	d.capturing, d.capAt, d.deferred = true, d.i, d.deferred[:0]
+	if !d.skip(0) {
+		d.capturing = false
+		return false
+	}
+	d.ensure(nearLen)
+	end := min(len(d.b), d.i+nearLen)
+	if d.r == nil {
+		d.deferred = d.b[d.capAt:end]
+	} else {
+		d.deferred = append(d.deferred, d.b[d.capAt:end]...)
+	}
+	d.capturing = false
+	return true
 }
 
 // result decodes data.result for the given resultType.
@@ -161,11 +253,10 @@ func (d *decoder) result(resultType string) bool {
 		}
 		return d.array(func() bool { return d.sample(resultType == "matrix") })
 	case "scalar":
-		l0, p0 := len(d.labels), len(d.ts)
-		if !d.point() {
+		if !d.startSeries() || !d.point() {
 			return false
 		}
-		d.spans = append(d.spans, span{l0, l0, p0, len(d.ts)})
+		d.commit()
 		return true
 	case "":
 		return d.fail(`"result" without "resultType"`)
@@ -177,10 +268,9 @@ func (d *decoder) result(resultType string) bool {
 // sample decodes one element of a matrix or vector result.
 func (d *decoder) sample(matrix bool) bool {
 	d.ws()
-	if !d.expect('{') {
+	if !d.expect('{') || !d.startSeries() {
 		return false
 	}
-	l0, p0 := len(d.labels), len(d.ts)
 	err := d.object(func(key []byte) bool {
 		switch string(key) {
 		case "metric":
@@ -193,7 +283,7 @@ func (d *decoder) sample(matrix bool) bool {
 				if !ok {
 					return false
 				}
-				d.labels = append(d.labels, Label{Name: n, Value: d.intern(vb)})
+				d.addLabel(Label{Name: n, Value: d.intern(vb)})
 				return true
 			}) == nil
 		case "values":
@@ -219,8 +309,8 @@ func (d *decoder) sample(matrix bool) bool {
 	if err != nil {
 		return false
 	}
-	sortLabels(d.labels[l0:])
-	d.spans = append(d.spans, span{l0, len(d.labels), p0, len(d.ts)})
+	sortLabels(d.labels[d.lcur:])
+	d.commit()
 	return true
 }
 
@@ -240,7 +330,7 @@ func (d *decoder) point() bool {
 		return false
 	}
 	d.ws()
-	at := d.i
+	at := d.off(d.i)
 	vb, ok := d.strBytes()
 	if !ok {
 		return false
@@ -253,20 +343,89 @@ func (d *decoder) point() bool {
 	if !d.expect(']') {
 		return false
 	}
+	if len(d.ts) == cap(d.ts) && !d.growPoints() {
+		return false
+	}
 	d.ts = append(d.ts, ts)
 	d.vs = append(d.vs, v)
 	return true
+}
+
+// startSeries refuses a series past the series limit.
+func (d *decoder) startSeries() bool {
+	if d.lim.Series > 0 && len(d.out) >= d.lim.Series {
+		return d.refuse("series", int64(d.lim.Series))
+	}
+	return true
+}
+
+// commit appends the series being decoded to out.
+func (d *decoder) commit() {
+	l1, p1 := len(d.labels), len(d.ts)
+	d.out = append(d.out, Series{
+		Labels:     Labels(d.labels[d.lcur:l1:l1]),
+		Timestamps: d.ts[d.pcur:p1:p1],
+		Values:     d.vs[d.pcur:p1:p1],
+	})
+	d.npoints += p1 - d.pcur
+	d.nlabels += l1 - d.lcur
+	d.pcur, d.lcur = p1, l1
+}
+
+// growPoints moves the points of the series being decoded to a new slab,
+// the current one being full, or refuses the point past the points limit.
+// A slab never holds more points than the limit leaves room for.
+func (d *decoder) growPoints() bool {
+	part := len(d.ts) - d.pcur
+	if d.lim.Points > 0 && d.npoints+part >= d.lim.Points {
+		return d.refuse("points", int64(d.lim.Points))
+	}
+	n := d.slab
+	d.slab = 0
+	if n <= 0 {
+		n = min(max(d.npoints+part, minPointSlab), maxPointSlab)
+	}
+	n = max(n, 2*part)
+	if d.lim.Points > 0 {
+		n = min(n, d.lim.Points-d.npoints)
+	}
+	ts := make([]int64, part, n)
+	vs := make([]float64, part, n)
+	copy(ts, d.ts[d.pcur:])
+	copy(vs, d.vs[d.pcur:])
+	d.ts, d.vs, d.pcur = ts, vs, 0
+	return true
+}
+
+// addLabel appends a label to the series being decoded.
+func (d *decoder) addLabel(l Label) {
+	if len(d.labels) == cap(d.labels) {
+		part := len(d.labels) - d.lcur
+		n := max(min(max(d.nlabels+part, minLabelSlab), maxLabelSlab), 2*part)
+		ls := make([]Label, part, n)
+		copy(ls, d.labels[d.lcur:])
+		d.labels, d.lcur = ls, 0
+	}
+	d.labels = append(d.labels, l)
+}
+
+// refuse records that the response went past a limit.
+func (d *decoder) refuse(limit string, max int64) bool {
+	if d.err == nil {
+		d.err = &LimitError{Limit: limit, Max: max, Read: d.read}
+	}
+	return false
 }
 
 // timestamp reads a JSON number of unix seconds and returns exact unix
 // milliseconds. Up to three fractional digits are taken exactly; longer
 // fractions and exponents are rounded to the nearest millisecond.
 func (d *decoder) timestamp() (int64, bool) {
-	start := d.i
 	end := d.numberEnd()
 	if end < 0 {
 		return 0, false
 	}
+	start := d.i
 	b := d.b[start:end]
 	d.i = end
 	if ms, ok := exactMillis(b); ok {
@@ -274,7 +433,7 @@ func (d *decoder) timestamp() (int64, bool) {
 	}
 	f, err := strconv.ParseFloat(bytesString(b), 64)
 	if err != nil || math.IsNaN(f) || math.Abs(f) > 9.2e15 {
-		return 0, d.failAt(start, "timestamp out of range: "+string(b))
+		return 0, d.failAt(d.off(start), "timestamp out of range: "+string(b))
 	}
 	return int64(math.Round(f * 1000)), true
 }
@@ -390,22 +549,6 @@ func fastDecimal[T ~string | ~[]byte](b T) (float64, bool) {
 	return v, true
 }
 
-// series cuts the gathered arrays into Series.
-func (d *decoder) series() []Series {
-	if len(d.spans) == 0 {
-		return nil
-	}
-	out := make([]Series, len(d.spans))
-	for k, s := range d.spans {
-		out[k] = Series{
-			Labels:     Labels(d.labels[s.l0:s.l1:s.l1]),
-			Timestamps: d.ts[s.p0:s.p1:s.p1],
-			Values:     d.vs[s.p0:s.p1:s.p1],
-		}
-	}
-	return out
-}
-
 // sortLabels sorts by name with insertion sort: label sets are small and
 // usually already sorted, and it does not allocate.
 func sortLabels(ls []Label) {
@@ -432,14 +575,111 @@ func (d *decoder) intern(b []byte) string {
 	return s
 }
 
+// --- reading the body ---
+
+// off is the body offset of b[i].
+func (d *decoder) off(i int) int { return d.base + i }
+
+// fill reads more of the body, keeping b[i:]: the bytes before i are
+// dropped and the rest moved to the front. It returns how far the kept bytes
+// moved (to subtract from any index into b held across the call) and
+// whether any byte was added. It reads nothing when b is the whole body,
+// after the body ended or failed, and past the bytes limit.
+func (d *decoder) fill() (int, bool) {
+	if d.r == nil || d.rerr != nil {
+		return 0, false
+	}
+	shift := d.i
+	if d.capturing {
+		d.deferred = append(d.deferred, d.b[d.capAt:shift]...)
+		d.capAt = 0
+	}
+	if shift > 0 {
+		n := copy(d.b, d.b[shift:])
+		d.b = d.b[:n]
+		d.i = 0
+		d.base += shift
+	}
+	if free := cap(d.b) - len(d.b); free == 0 || free < cap(d.b)/2 {
+		// A token longer than half the window: grow it, so that reading
+		// the token takes time linear in its length.
+		nb := make([]byte, len(d.b), max(2*cap(d.b), 16))
+		copy(nb, d.b)
+		d.b = nb
+	}
+	want := cap(d.b) - len(d.b)
+	if d.lim.Bytes > 0 {
+		// Read at most one byte past the limit.
+		want = int(min(int64(want), d.lim.Bytes+1-d.read))
+	}
+	for empty := 0; ; empty++ {
+		at := len(d.b)
+		n, err := d.r.Read(d.b[at : at+want])
+		if n < 0 || n > want {
+			n, err = 0, errBadRead
+		}
+		d.b = d.b[:at+n]
+		d.read += int64(n)
+		if n > 0 && d.read-int64(n) < maxBodyInError {
+			k := min(n, maxBodyInError-int(d.read-int64(n)))
+			d.head = append(d.head, d.b[at:at+k]...)
+		}
+		if d.lim.Bytes > 0 && d.read > d.lim.Bytes {
+			d.refuse("bytes", d.lim.Bytes)
+			d.rerr = errRefused
+			return shift, false
+		}
+		switch {
+		case err != nil:
+			d.rerr = err
+			if err != io.EOF && d.err == nil {
+				d.err = err
+			}
+			return shift, n > 0
+		case n > 0:
+			return shift, true
+		case empty >= 100:
+			d.rerr = io.ErrNoProgress
+			if d.err == nil {
+				d.err = io.ErrNoProgress
+			}
+			return shift, false
+		}
+	}
+}
+
+// ensure reads until n bytes from i are in the window or the body ends,
+// and reports whether they are.
+func (d *decoder) ensure(n int) bool {
+	for len(d.b)-d.i < n {
+		if _, ok := d.fill(); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // --- scanning primitives ---
 
+// ws skips white space. After it, i < len(b) unless the body has ended.
 func (d *decoder) ws() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
+	if d.i < len(d.b) && d.b[d.i] > ' ' {
+		return
+	}
+	d.wsSlow()
+}
+
+func (d *decoder) wsSlow() {
+	for {
+		for d.i < len(d.b) {
+			switch d.b[d.i] {
+			case ' ', '\t', '\n', '\r':
+				d.i++
+			default:
+				return
+			}
+		}
+		if _, ok := d.fill(); !ok {
 			return
 		}
 	}
@@ -464,6 +704,7 @@ func (d *decoder) expect(c byte) bool {
 
 func (d *decoder) literal(lit string) bool {
 	d.ws()
+	d.ensure(len(lit))
 	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
 		d.i += len(lit)
 		return true
@@ -472,7 +713,8 @@ func (d *decoder) literal(lit string) bool {
 }
 
 // object reads the members of an object whose '{' has been consumed,
-// calling member with each key once the ':' has been consumed.
+// calling member with each key once the ':' has been consumed. The key is
+// valid until member reads on.
 func (d *decoder) object(member func(key []byte) bool) error {
 	d.ws()
 	if d.i < len(d.b) && d.b[d.i] == '}' {
@@ -484,6 +726,11 @@ func (d *decoder) object(member func(key []byte) bool) error {
 		kb, ok := d.strBytes()
 		if !ok {
 			return d.err
+		}
+		if d.r != nil {
+			// Reading on may move the window under the key.
+			d.key = append(d.key[:0], kb...)
+			kb = d.key
 		}
 		if !d.expect(':') {
 			return d.err
@@ -550,32 +797,47 @@ func (d *decoder) str() (string, bool) {
 }
 
 // strBytes reads a JSON string and returns its unescaped bytes. The result
-// aliases the body or the scratch buffer and is valid until the next call.
+// aliases the window or the scratch buffer and is valid until the next read.
 func (d *decoder) strBytes() ([]byte, bool) {
 	d.ws()
 	if d.i >= len(d.b) || d.b[d.i] != '"' {
 		return nil, d.fail("expected a string")
 	}
 	start := d.i + 1
-	for j := start; j < len(d.b); j++ {
-		c := d.b[j]
-		switch {
-		case c == '"':
-			d.i = j + 1
-			return d.b[start:j], true
-		case c == '\\':
-			return d.unescape(start, j)
-		case c < 0x20:
-			return nil, d.failAt(j, "control character in string")
+	j := start
+	for {
+		b := d.b
+		for ; j < len(b); j++ {
+			switch c := b[j]; {
+			case c == '"':
+				d.i = j + 1
+				return b[start:j], true
+			case c == '\\':
+				return d.unescape(start, j)
+			case c < 0x20:
+				return nil, d.failAt(d.off(j), "control character in string")
+			}
+		}
+		s, ok := d.fill()
+		j -= s
+		start -= s
+		if !ok {
+			return nil, d.failAt(d.off(len(d.b)), "unterminated string")
 		}
 	}
-	return nil, d.failAt(len(d.b), "unterminated string")
 }
 
 // unescape decodes a string with escapes; b[start:j] is the plain prefix.
 func (d *decoder) unescape(start, j int) ([]byte, bool) {
 	out := append(d.scr[:0], d.b[start:j]...)
-	for j < len(d.b) {
+	for {
+		if j >= len(d.b) {
+			s, ok := d.fill()
+			j -= s
+			if !ok {
+				break
+			}
+		}
 		c := d.b[j]
 		switch {
 		case c == '"':
@@ -583,11 +845,19 @@ func (d *decoder) unescape(start, j int) ([]byte, bool) {
 			d.scr = out
 			return out, true
 		case c < 0x20:
-			return nil, d.failAt(j, "control character in string")
+			return nil, d.failAt(d.off(j), "control character in string")
 		case c != '\\':
 			out = append(out, c)
 			j++
 			continue
+		}
+		// An escape takes at most 12 bytes: \uXXXX\uXXXX.
+		for len(d.b)-j < 12 {
+			s, ok := d.fill()
+			j -= s
+			if !ok {
+				break
+			}
 		}
 		if j+1 >= len(d.b) {
 			break
@@ -610,7 +880,7 @@ func (d *decoder) unescape(start, j int) ([]byte, bool) {
 		case 'u':
 			r, ok := hex4(d.b, j)
 			if !ok {
-				return nil, d.failAt(j-2, `bad \u escape`)
+				return nil, d.failAt(d.off(j-2), `bad \u escape`)
 			}
 			j += 4
 			if utf16.IsSurrogate(r) {
@@ -627,11 +897,11 @@ func (d *decoder) unescape(start, j int) ([]byte, bool) {
 			}
 			out = utf8.AppendRune(out, r)
 		default:
-			return nil, d.failAt(j-2, "bad escape")
+			return nil, d.failAt(d.off(j-2), "bad escape")
 		}
 	}
 	d.scr = out
-	return nil, d.failAt(len(d.b), "unterminated string")
+	return nil, d.failAt(d.off(len(d.b)), "unterminated string")
 }
 
 func hex4(b []byte, at int) (rune, bool) {
@@ -655,31 +925,65 @@ func hex4(b []byte, at int) (rune, bool) {
 	return r, true
 }
 
-// numberEnd validates a JSON number at d.i and returns the offset just
-// after it, or -1 after recording an error.
+// numberEnd validates a JSON number at i and returns the index in b just
+// after it, or -1 after recording an error. A number that runs to the end
+// of the window is read on until a byte that cannot be part of it, then
+// scanned again.
 func (d *decoder) numberEnd() int {
-	b, j := d.b, d.i
+	end, reason, atEnd := scanNumber(d.b, d.i)
+	if atEnd && d.r != nil {
+		for j := end; ; {
+			for j < len(d.b) && isNumberByte(d.b[j]) {
+				j++
+			}
+			if j < len(d.b) {
+				break
+			}
+			s, ok := d.fill()
+			j -= s
+			if !ok {
+				break
+			}
+		}
+		end, reason, _ = scanNumber(d.b, d.i)
+	}
+	if reason != "" {
+		d.failAt(d.off(end), reason)
+		return -1
+	}
+	return end
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// scanNumber validates a JSON number at b[i:]. It returns the index just
+// after it, or the index of the error and its reason, and whether it
+// stopped at the end of b.
+func scanNumber(b []byte, i int) (end int, reason string, atEnd bool) {
+	j := i
 	if j < len(b) && b[j] == '-' {
 		j++
 	}
-	digits := func() bool {
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	default:
+		return i, "expected a number", j == len(b)
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
 		k := j
 		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
 			j++
 		}
-		return j > k
-	}
-	if j < len(b) && b[j] == '0' {
-		j++
-	} else if !digits() {
-		d.failAt(d.i, "expected a number")
-		return -1
-	}
-	if j < len(b) && b[j] == '.' {
-		j++
-		if !digits() {
-			d.failAt(j, "expected digits after '.'")
-			return -1
+		if j == k {
+			return j, "expected digits after '.'", j == len(b)
 		}
 	}
 	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
@@ -687,12 +991,15 @@ func (d *decoder) numberEnd() int {
 		if j < len(b) && (b[j] == '+' || b[j] == '-') {
 			j++
 		}
-		if !digits() {
-			d.failAt(j, "expected exponent digits")
-			return -1
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return j, "expected exponent digits", j == len(b)
 		}
 	}
-	return j
+	return j, "", j == len(b)
 }
 
 // skip validates and skips any JSON value.
@@ -730,14 +1037,36 @@ func (d *decoder) skip(depth int) bool {
 	}
 }
 
-func (d *decoder) fail(msg string) bool { return d.failAt(d.i, msg) }
+func (d *decoder) fail(msg string) bool { return d.failAt(d.off(d.i), msg) }
 
-// failAt records the first error; later ones are consequences of it.
+// failAt records the first error, at a body offset; later ones are
+// consequences of it.
 func (d *decoder) failAt(off int, msg string) bool {
 	if d.err == nil {
-		d.err = newDecodeError(d.b, off, msg)
+		e := d.decodeError(off, msg)
+		d.err = e // over any error of reading ahead for it
 	}
 	return false
+}
+
+// decodeError describes a bad body at offset off, reading ahead for the
+// bytes it quotes.
+func (d *decoder) decodeError(off int, reason string) *DecodeError {
+	d.capturing = false
+	var near []byte
+	if k := off - d.base; k >= 0 {
+		d.i = min(k, len(d.b))
+		for len(d.head) < maxBodyInError || len(d.b)-d.i < nearLen {
+			if _, ok := d.fill(); !ok {
+				break
+			}
+		}
+		off = d.off(d.i)
+		near = d.b[d.i:min(len(d.b), d.i+nearLen)]
+	} else {
+		near = d.head[min(off, len(d.head)):min(off+nearLen, len(d.head))]
+	}
+	return &DecodeError{Offset: off, Reason: reason, Near: string(near), Head: string(d.head)}
 }
 
 // bytesString views b as a string for a call that does not keep it.

@@ -11,7 +11,7 @@ import (
 func TestDecodeQueryResponse(t *testing.T) {
 	f := func(name, body string, want []Series) {
 		t.Helper()
-		got, err := DecodeQueryResponse([]byte(body))
+		got, err := decodeEvery(t, name, []byte(body))
 		if err != nil {
 			t.Fatalf("%s: unexpected error: %v", name, err)
 		}
@@ -64,7 +64,7 @@ func TestDecodeQueryResponseErrors(t *testing.T) {
 		default:
 			wantOffset = strings.LastIndex(body, at)
 		}
-		_, err := DecodeQueryResponse([]byte(body))
+		_, err := decodeEvery(t, name, []byte(body))
 		if err == nil {
 			t.Fatalf("%s: no error", name)
 		}

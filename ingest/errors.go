@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,17 +34,6 @@ type DecodeError struct {
 	Head   string // the first bytes of the body (at most 512)
 }
 
-func newDecodeError(body []byte, off int, reason string) *DecodeError {
-	if off > len(body) {
-		off = len(body)
-	}
-	near := body[off:]
-	if len(near) > 32 {
-		near = near[:32]
-	}
-	return &DecodeError{Offset: off, Reason: reason, Near: string(near), Head: headOf(body)}
-}
-
 func (e *DecodeError) Error() string {
 	near := "end of input"
 	if e.Near != "" {
@@ -52,6 +42,36 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("malformed query response at offset %d near %s: %s; body begins %s",
 		e.Offset, near, e.Reason, strconv.Quote(e.Head))
 }
+
+// LimitError is a response refused because it went past a limit: the
+// client's MaxResponseBytes, MaxResponseSeries or MaxResponsePoints, or a
+// field of ResponseLimits. It is refused as soon as the limit is passed and
+// the rest of its body is not read.
+type LimitError struct {
+	Limit         string // "bytes", "series" or "points"
+	Max           int64  // the limit's value
+	Read          int64  // bytes of the body read when it was refused (0: the answers of a split range, once joined)
+	ContentLength int64  // the announced length, when that alone refused it; else 0
+}
+
+func (e *LimitError) Error() string {
+	if e.ContentLength > 0 {
+		return fmt.Sprintf("response refused: Content-Length %d is past the %s limit of %d; the body was not read",
+			e.ContentLength, e.Limit, e.Max)
+	}
+	if e.Read == 0 {
+		return fmt.Sprintf("response refused: past the %s limit of %d", e.Limit, e.Max)
+	}
+	return fmt.Sprintf("response refused: past the %s limit of %d; stopped reading after %d bytes of the body",
+		e.Limit, e.Max, e.Read)
+}
+
+var (
+	// errRefused ends reading a body refused by a limit.
+	errRefused = errors.New("response refused")
+	// errBadRead is a reader that returned an impossible count.
+	errBadRead = errors.New("reader returned an invalid count")
+)
 
 // RequestError is a failed request to a Prometheus-compatible API. It names
 // the operation, the URL with credentials redacted and without its query
@@ -65,7 +85,7 @@ type RequestError struct {
 	Status     string // e.g. "500 Internal Server Error"
 	Body       string // first bytes of an unexpected body
 	Attempts   int
-	Err        error // the cause: *APIError, *DecodeError, a transport error, a context error
+	Err        error // the cause: *APIError, *DecodeError, *LimitError, a transport error, a context error
 }
 
 func (e *RequestError) Error() string {
