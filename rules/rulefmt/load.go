@@ -48,13 +48,37 @@ var (
 	yamlLineRE  = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 )
 
+// MaxFileSize is the largest configuration file Load and Parse accept.
+// At its peak, checking a file takes about 30 bytes of memory for every
+// byte of it (yaml.v3's nodes, then the rules): 120,000 rules in one
+// group are a 14 MB file, checked within 400 MB. 32 MiB leaves room above
+// such generated files and bounds what checking any file, the wrong one
+// included (a log, a dump), may take at about 1 GB.
+const MaxFileSize = 32 << 20
+
 // Load reads and checks the configuration file at path. On failure the
 // error is an Errors value listing every problem with its position.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	var es Errors
+	f, err := os.Open(path)
 	if err != nil {
-		var es Errors
 		es.Add(Pos{File: path}, "", "", "cannot read the configuration: %v", err)
+		return nil, es.Err()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
+		es.Add(Pos{File: path, Line: 1, Column: 1}, "", "", "%s", tooLarge(fi.Size()))
+		return nil, es.Err()
+	}
+	// Read one byte more than allowed, to tell a file that grew, or one
+	// that is not a regular file, from one that is at the limit.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		es.Add(Pos{File: path}, "", "", "cannot read the configuration: %v", err)
+		return nil, es.Err()
+	}
+	if len(data) > MaxFileSize {
+		es.Add(Pos{File: path, Line: 1, Column: 1}, "", "", "%s", tooLarge(-1))
 		return nil, es.Err()
 	}
 	return Parse(data, path)
@@ -75,6 +99,24 @@ func Parse(data []byte, file string) (*Config, error) {
 		cfg.Source.HTTPClientConfig.SetDirectory(filepath.Dir(file))
 	}
 	return cfg, nil
+}
+
+// tooLarge says that a file of size bytes (-1: unknown, but more than
+// MaxFileSize) is too large.
+func tooLarge(size int64) string {
+	if size < 0 {
+		return fmt.Sprintf("the configuration is larger than %s, the most a configuration file may be; is it the right file?", fmtSize(MaxFileSize))
+	}
+	return fmt.Sprintf("the configuration is %s, more than the %s a configuration file may be; is it the right file?", fmtSize(size), fmtSize(MaxFileSize))
+}
+
+// fmtSize formats a size in bytes as 32 MiB or 40.5 MiB (42467328 bytes).
+func fmtSize(n int64) string {
+	const mib = 1 << 20
+	if n%mib == 0 {
+		return fmt.Sprintf("%d MiB", n/mib)
+	}
+	return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/mib, n)
 }
 
 type parser struct {
@@ -99,12 +141,28 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
 	p.errs.Add(p.pos(n), p.group, p.rule, format, args...)
 }
 
+func (p *parser) at(line, col int) Pos {
+	return Pos{File: p.file, Line: line, Column: col}
+}
+
 func (p *parser) parse(data []byte) *Config {
+	if len(data) > MaxFileSize {
+		p.errs.Add(p.at(1, 1), "", "", "%s", tooLarge(int64(len(data))))
+		return nil
+	}
+	if pr, bad := checkText(data); bad {
+		p.errs.Add(p.at(pr.line, pr.col), "", "", "%s", pr.msg)
+		return nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			p.errs.Add(Pos{File: p.file}, "", "", "the configuration is empty; it needs at least source.url and one group")
+			what := "the configuration is empty"
+			if bytes.Contains(data, []byte("#")) {
+				what += " (it holds only comments)"
+			}
+			p.errs.Add(p.at(1, 1), "", "", "%s; it needs at least source.url and one group", what)
 		} else {
 			p.syntaxError(err)
 		}
@@ -117,10 +175,14 @@ func (p *parser) parse(data []byte) *Config {
 		p.syntaxError(err)
 	}
 	if len(doc.Content) == 0 {
-		p.errorf(&doc, "the configuration is empty; it needs at least source.url and one group")
+		p.errs.Add(p.at(max(doc.Line, 1), max(doc.Column, 1)), "", "", "the configuration is empty; it needs at least source.url and one group")
 		return nil
 	}
 	root := resolve(doc.Content[0])
+	if isNull(root) && root.Value == "" {
+		p.errorf(root, "the configuration is empty; it needs at least source.url and one group")
+		return nil
+	}
 	if root.Kind != yaml.MappingNode {
 		p.errorf(root, "the top level must be a mapping with source, nats and groups, got %s", kind(root))
 		return nil

@@ -326,8 +326,8 @@ func TestParseErrors(t *testing.T) {
 			rest = rest[i+len(w):]
 		}
 	}
-	f("empty", "", "c.yaml: the configuration is empty")
-	f("comment only", "# nothing\n", "c.yaml: the configuration is empty")
+	f("empty", "", "c.yaml:1:1: the configuration is empty")
+	f("comment only", "# nothing\n", "c.yaml:1:1: the configuration is empty")
 	f("top level list", "- a\n", "c.yaml:1:1: the top level must be a mapping")
 	f("no source", tail, "c.yaml:1:1: source is required")
 	f("source scalar", "source: http://h\n"+tail, `c.yaml:1:9: source must be a mapping`)
