@@ -37,10 +37,17 @@ const (
 	MaxPointsPerQuery = 11000
 )
 
-// maxPairs bounds the mapping entries one file may expand to, counting
-// each alias and merge key every time it is used, so that a small file of
-// nested aliases cannot make checking it take unbounded time.
-const maxPairs = 200_000
+// The expansion budget bounds the mapping entries and list items that
+// checking one file may visit, counting each alias and merge key every
+// time it is used, so that a small file of nested aliases cannot make
+// checking it take unbounded time. A file without aliases visits each of
+// its nodes at most once, so the budget grows with the file: minPairs,
+// plus pairsPerNode for every node written in it. Checking a file then
+// takes time in proportion to its size, which MaxFileSize bounds.
+const (
+	minPairs     = 200_000
+	pairsPerNode = 4
+)
 
 var (
 	ruleNameRE  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_:.-]*$`)
@@ -90,7 +97,7 @@ func Load(path string) (*Config, error) {
 // On failure the error is an Errors value listing every problem with its
 // position, group and rule.
 func Parse(data []byte, file string) (*Config, error) {
-	p := &parser{file: file, budget: maxPairs}
+	p := &parser{file: file}
 	cfg := p.parse(data)
 	if err := p.errs.Err(); err != nil {
 		return nil, err
@@ -124,8 +131,15 @@ type parser struct {
 	errs Errors
 	// group and rule are the names errors are attributed to.
 	group, rule string
-	budget      int
-	exhausted   bool
+	// budget is what is left of the expansion budget, limit all of it.
+	budget, limit int
+	exhausted     bool
+	// stopAt is how many errors were found when the budget ran out; the
+	// ones found after, in entries left unread, are dropped.
+	stopAt int
+	// origin is the merge key being expanded, where running out of budget
+	// is reported.
+	origin *yaml.Node
 }
 
 type pair struct{ k, v *yaml.Node }
@@ -178,6 +192,8 @@ func (p *parser) parse(data []byte) *Config {
 		p.errs.Add(p.at(max(doc.Line, 1), max(doc.Column, 1)), "", "", "the configuration is empty; it needs at least source.url and one group")
 		return nil
 	}
+	p.limit = minPairs + pairsPerNode*countNodes(&doc)
+	p.budget = p.limit
 	root := resolve(doc.Content[0])
 	if isNull(root) && root.Value == "" {
 		p.errorf(root, "the configuration is empty; it needs at least source.url and one group")
@@ -192,6 +208,9 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.Source = p.source(f["source"], root)
 	cfg.NATS = p.nats(f["nats"])
 	cfg.Groups = p.groups(f["groups"], root)
+	if p.exhausted {
+		p.errs = p.errs[:p.stopAt]
+	}
 	return cfg
 }
 
@@ -253,14 +272,14 @@ func (p *parser) pairsDepth(n *yaml.Node, where string, depth int, report bool) 
 	}
 	var out []pair
 	seen := map[string]*yaml.Node{}
-	var merges []*yaml.Node
+	var merges []pair
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !p.spend(n) {
 			return out
 		}
 		if isMerge(k) {
-			merges = append(merges, v)
+			merges = append(merges, pair{k, v})
 			continue
 		}
 		if k.Kind != yaml.ScalarNode {
@@ -278,8 +297,11 @@ func (p *parser) pairsDepth(n *yaml.Node, where string, depth int, report bool) 
 		seen[k.Value] = k
 		out = append(out, pair{k, v})
 	}
-	for _, m := range merges {
-		m = resolve(m)
+	for _, mkv := range merges {
+		if depth == 0 {
+			p.origin = mkv.k
+		}
+		m := resolve(mkv.v)
 		var srcs []*yaml.Node
 		switch m.Kind {
 		case yaml.MappingNode:
@@ -306,11 +328,15 @@ func (p *parser) pairsDepth(n *yaml.Node, where string, depth int, report bool) 
 			}
 		}
 	}
+	if depth == 0 {
+		p.origin = nil
+	}
 	return out
 }
 
 // spend takes one unit of the expansion budget, reporting once when it
-// runs out.
+// runs out: at the merge key being expanded, if any, or else at the node
+// being read.
 func (p *parser) spend(at *yaml.Node) bool {
 	if p.budget > 0 {
 		p.budget--
@@ -318,9 +344,27 @@ func (p *parser) spend(at *yaml.Node) bool {
 	}
 	if !p.exhausted {
 		p.exhausted = true
-		p.errorf(at, "the configuration expands to more than %d entries through aliases; checking stopped here", maxPairs)
+		if p.origin != nil {
+			at = p.origin
+		}
+		p.errorf(at, "aliases and merge keys expand the configuration to more than %d entries, the most a file of its size may expand to (are aliases nested into an alias bomb?); checking stopped here", p.limit)
+		p.stopAt = len(p.errs)
 	}
 	return false
+}
+
+// countNodes counts the nodes written in the document n, not following
+// aliases.
+func countNodes(n *yaml.Node) int {
+	count := 0
+	stack := []*yaml.Node{n}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		count++
+		stack = append(stack, n.Content...)
+	}
+	return count
 }
 
 // fields returns the entries of mapping n whose keys are known, by key.
