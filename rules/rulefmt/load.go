@@ -178,7 +178,7 @@ func (p *parser) parse(data []byte) *Config {
 			}
 			p.errs.Add(p.at(1, 1), "", "", "%s; it needs at least source.url and one group", what)
 		} else {
-			p.syntaxError(err)
+			p.syntaxError(data, err)
 		}
 		return nil
 	}
@@ -186,7 +186,7 @@ func (p *parser) parse(data []byte) *Config {
 	if err := dec.Decode(&next); err == nil {
 		p.errorf(&next, "only one YAML document is allowed; remove the second one (after ---)")
 	} else if !errors.Is(err, io.EOF) {
-		p.syntaxError(err)
+		p.syntaxError(data, err)
 	}
 	if len(doc.Content) == 0 {
 		p.errs.Add(p.at(max(doc.Line, 1), max(doc.Column, 1)), "", "", "the configuration is empty; it needs at least source.url and one group")
@@ -214,14 +214,12 @@ func (p *parser) parse(data []byte) *Config {
 	return cfg
 }
 
-func (p *parser) syntaxError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	pos := Pos{File: p.file}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		pos.Line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	}
-	p.errs.Add(pos, "", "", "YAML syntax error: %s", msg)
+// syntaxError reports err, yaml.v3's syntax error in data, where the
+// mistake is: yaml.v3 gives one line, often that of the enclosing block,
+// and no column, so the text is read again to find it (see syntax.go).
+func (p *parser) syntaxError(data []byte, err error) {
+	pr := findSyntaxError(data, err)
+	p.errs.Add(p.at(pr.line, pr.col), "", "", "%s", pr.msg)
 }
 
 // resolve follows aliases to the node they name.
