@@ -97,7 +97,7 @@ func findSyntaxError(data []byte, err error) textProblem {
 			return pr
 		}
 	}
-	if pr, ok := scanText(lines); ok && readsAsYAML(lines[:pr.from-1]) {
+	if pr, ok := scanText(lines); ok && readsAsYAML(lines[:max(pr.from, 1)-1]) {
 		return pr
 	}
 	line = max(1, min(line, len(lines)))
@@ -341,6 +341,9 @@ func (s *textScanner) line(text string) *textProblem {
 		ind++
 	}
 	if s.bs {
+		if ind < len(text) && text[ind] == '\t' && (s.bsIndent < 0 || ind < s.bsIndent) {
+			return s.tab(text, ind) // a tab where block text is indented
+		}
 		if strings.TrimLeft(text, " \t") == "" {
 			return nil
 		}

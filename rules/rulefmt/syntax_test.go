@@ -73,6 +73,7 @@ func TestSyntaxErrors(t *testing.T) {
 	f("tab", "source:\n\turl: http://h\n", `c.yaml:2:1: YAML syntax error: a tab in the indentation; YAML indents with spaces only`)
 	f("tab after spaces", head+"    \tlookback: 1h\n", `c.yaml:8:5: YAML syntax error: a tab in the indentation`)
 	f("line of only a tab", "source:\n  url: http://h\n\t\ngroups: []\n", `c.yaml:3:1: YAML syntax error: a tab in the indentation`)
+	f("tab in block text's indentation", head+"        labels: {team: a}\n        detector: |\n          x\n\t\n          y\n", `c.yaml:11:1: YAML syntax error: a tab in the indentation`)
 	f("missing colon before a sibling key", "source:\n  url http://h\n  timeout: 5s\n",
 		`c.yaml:2:3: YAML syntax error: "url http://h" is not a key: value pair: is a colon missing? write url: http://h`)
 	f("colon without a space", "source:\n  url: http://h\n  timeout:5s\n",
