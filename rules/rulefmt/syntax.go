@@ -604,13 +604,19 @@ func (s *textScanner) flowText(text string, i int) *textProblem {
 			s.fstate = fsAfter
 		case c == ',':
 			s.flow[len(s.flow)-1].colons = 0
-			s.fstate = fsNode
+			s.fstate, s.wordLine = fsNode, 0
 		case isColon:
 			in := &s.flow[len(s.flow)-1]
 			if in.colons++; in.colons > 1 {
+				if s.wordLine == 0 { // no plain text since the last colon
+					pr := s.problem(s.ln, text, i, "a second colon in one entry of the %s opened with %c at line %d column %d; remove it, or end the entry with a comma",
+						flowKind(in.ch), in.ch, in.line, in.col)
+					pr.from = s.flowFrom
+					return pr
+				}
 				return s.flowBroken(s.wordLine, s.wordCol)
 			}
-			s.fstate = fsNode
+			s.fstate, s.wordLine = fsNode, 0
 		case s.fstate == fsPlain:
 			if c == '[' || c == '{' {
 				return s.flowBroken(s.ln, i)
@@ -646,6 +652,13 @@ func (s *textScanner) flowText(text string, i int) *textProblem {
 	return nil
 }
 
+func flowKind(open byte) string {
+	if open == '[' {
+		return "list"
+	}
+	return "mapping"
+}
+
 func closer(open byte) byte {
 	if open == '[' {
 		return ']'
@@ -664,15 +677,11 @@ func (s *textScanner) flowBroken(ln, i int) *textProblem {
 		return s.unclosedFlow(-ln)
 	}
 	word := text[i:]
-	if k := strings.IndexAny(word, " \t,:[]{}"); k > 0 {
-		word = word[:k]
-	}
-	what := "list"
-	if in.ch == '{' {
-		what = "mapping"
+	if k := strings.IndexAny(word, " \t,:[]{}"); k >= 0 {
+		word = word[:max(k, 1)]
 	}
 	pr := s.problem(ln, text, i, "a comma is missing before %q: the entries of the %s opened with %c at line %d column %d are separated by commas",
-		word, what, in.ch, in.line, in.col)
+		word, flowKind(in.ch), in.ch, in.line, in.col)
 	pr.from = s.flowFrom
 	return pr
 }

@@ -88,6 +88,8 @@ func TestSyntaxErrors(t *testing.T) {
 		`c.yaml:1:24: YAML syntax error: a comma is missing before "timeout": the entries of the mapping opened with { at line 1 column 9 are separated by commas`)
 	f("unclosed flow list and mapping", "source: {url: http://h}\ngroups: [{name: g, rules: [{name: r, expr: up}]\nnats:\n  url: nats://n:4222\n",
 		`c.yaml:2:10: YAML syntax error: this { is never closed, nor the [ at line 2 column 9: line 3 is back at the indentation of the block around them; close them with }]`)
+	f("second colon in a flow entry", "source: {url: http://h, timeout: : 5s}\n",
+		`c.yaml:1:34: YAML syntax error: a second colon in one entry of the mapping opened with { at line 1 column 9; remove it, or end the entry with a comma`)
 	f("wrong closer", "source: {url: 'http://h']\n", `c.yaml:1:25: YAML syntax error: this ] does not close the { at line 1 column 9; write }`)
 	f("block text dedented", head+"      - name: b\n        expr: |\n            up\n          + 1\n",
 		`c.yaml:11:11: YAML syntax error: "+ 1" at column 11 is indented less than the block text of "expr" (line 9) above it, and more than the keys around it; indent it to column 13 to continue that text, or to column 9 like "expr" at line 9`)
