@@ -189,14 +189,14 @@ func (p *parser) parse(data []byte) *Config {
 		p.syntaxError(data, err)
 	}
 	if len(doc.Content) == 0 {
-		p.errs.Add(p.at(max(doc.Line, 1), max(doc.Column, 1)), "", "", "the configuration is empty; it needs at least source.url and one group")
+		p.errs.Add(p.at(1, 1), "", "", "the configuration is empty; it needs at least source.url and one group")
 		return nil
 	}
 	p.limit = minPairs + pairsPerNode*countNodes(&doc)
 	p.budget = p.limit
 	root := resolve(doc.Content[0])
-	if isNull(root) && root.Value == "" {
-		p.errorf(root, "the configuration is empty; it needs at least source.url and one group")
+	if isNull(root) && root.Value == "" { // nothing after ---
+		p.errs.Add(p.at(1, 1), "", "", "the configuration is empty; it needs at least source.url and one group")
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {

@@ -126,7 +126,8 @@ func TestTextErrors(t *testing.T) {
 	f("white space", "  \n\n \n", "c.yaml:1:1: "+empty)
 	f("byte-order mark only", "\ufeff", "c.yaml:1:1: "+empty)
 	f("comments only", "# source:\n#   url: http://h\n", "c.yaml:1:1: the configuration is empty (it holds only comments); it needs at least source.url and one group")
-	f("document marker only", "---\n", "c.yaml:2:1: "+empty)
+	f("document marker only", "---\n", "c.yaml:1:1: "+empty)
+	f("document marker without a line break", "---", "c.yaml:1:1: "+empty)
 	const nul = "the configuration holds a NUL byte (0x00): it is a binary file, or UTF-16 text without a byte-order mark, not YAML; save it as UTF-8 text"
 	f("NUL", "source:\n  url: http://h\x00\n", "c.yaml:2:16: "+nul)
 	f("binary", "\x7fELF\x02\x01\x01\x00\x00", "c.yaml:1:1: control character U+007F is not allowed in YAML; remove it (inside a double-quoted string, write it as \\x7F)")
