@@ -1,6 +1,7 @@
 package rulefmt
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -31,9 +32,13 @@ func FuzzParse(f *testing.F) {
 			if !errors.As(err, &es) || len(es) == 0 {
 				t.Fatalf("error is not a non-empty Errors: %#v", err)
 			}
+			lines := bytes.Count(data, []byte("\n")) + 1
 			for _, e := range es {
 				if e.Pos.File != "f.yaml" || e.Msg == "" {
 					t.Fatalf("error without file or message: %+v", e)
+				}
+				if e.Pos.Line < 1 || e.Pos.Column < 1 || (e.Pos.Line > lines && len(data) <= MaxFileSize) {
+					t.Fatalf("error without a position in the file (of %d lines): %+v", lines, e)
 				}
 			}
 			if cfg != nil {

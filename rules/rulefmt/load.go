@@ -37,10 +37,17 @@ const (
 	MaxPointsPerQuery = ingest.MaxPointsPerQuery
 )
 
-// maxPairs bounds the mapping entries one file may expand to, counting
-// each alias and merge key every time it is used, so that a small file of
-// nested aliases cannot make checking it take unbounded time.
-const maxPairs = 200_000
+// The expansion budget bounds the mapping entries and list items that
+// checking one file may visit, counting each alias and merge key every
+// time it is used, so that a small file of nested aliases cannot make
+// checking it take unbounded time. A file without aliases visits each of
+// its nodes at most once, so the budget grows with the file: minPairs,
+// plus pairsPerNode for every node written in it. Checking a file then
+// takes time in proportion to its size, which MaxFileSize bounds.
+const (
+	minPairs     = 200_000
+	pairsPerNode = 4
+)
 
 var (
 	ruleNameRE  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_:.-]*$`)
@@ -48,13 +55,37 @@ var (
 	yamlLineRE  = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 )
 
+// MaxFileSize is the largest configuration file Load and Parse accept.
+// At its peak, checking a file takes about 30 bytes of memory for every
+// byte of it (yaml.v3's nodes, then the rules): 120,000 rules in one
+// group are a 14 MB file, checked within 400 MB. 32 MiB leaves room above
+// such generated files and bounds what checking any file, the wrong one
+// included (a log, a dump), may take at about 1 GB.
+const MaxFileSize = 32 << 20
+
 // Load reads and checks the configuration file at path. On failure the
 // error is an Errors value listing every problem with its position.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	var es Errors
+	f, err := os.Open(path)
 	if err != nil {
-		var es Errors
 		es.Add(Pos{File: path}, "", "", "cannot read the configuration: %v", err)
+		return nil, es.Err()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
+		es.Add(Pos{File: path, Line: 1, Column: 1}, "", "", "%s", tooLarge(fi.Size()))
+		return nil, es.Err()
+	}
+	// Read one byte more than allowed, to tell a file that grew, or one
+	// that is not a regular file, from one that is at the limit.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		es.Add(Pos{File: path}, "", "", "cannot read the configuration: %v", err)
+		return nil, es.Err()
+	}
+	if len(data) > MaxFileSize {
+		es.Add(Pos{File: path, Line: 1, Column: 1}, "", "", "%s", tooLarge(-1))
 		return nil, es.Err()
 	}
 	return Parse(data, path)
@@ -66,7 +97,7 @@ func Load(path string) (*Config, error) {
 // On failure the error is an Errors value listing every problem with its
 // position, group and rule.
 func Parse(data []byte, file string) (*Config, error) {
-	p := &parser{file: file, budget: maxPairs}
+	p := &parser{file: file}
 	cfg := p.parse(data)
 	if err := p.errs.Err(); err != nil {
 		return nil, err
@@ -77,13 +108,38 @@ func Parse(data []byte, file string) (*Config, error) {
 	return cfg, nil
 }
 
+// tooLarge says that a file of size bytes (-1: unknown, but more than
+// MaxFileSize) is too large.
+func tooLarge(size int64) string {
+	if size < 0 {
+		return fmt.Sprintf("the configuration is larger than %s, the most a configuration file may be; is it the right file?", fmtSize(MaxFileSize))
+	}
+	return fmt.Sprintf("the configuration is %s, more than the %s a configuration file may be; is it the right file?", fmtSize(size), fmtSize(MaxFileSize))
+}
+
+// fmtSize formats a size in bytes as 32 MiB or 40.5 MiB (42467328 bytes).
+func fmtSize(n int64) string {
+	const mib = 1 << 20
+	if n%mib == 0 {
+		return fmt.Sprintf("%d MiB", n/mib)
+	}
+	return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/mib, n)
+}
+
 type parser struct {
 	file string
 	errs Errors
 	// group and rule are the names errors are attributed to.
 	group, rule string
-	budget      int
-	exhausted   bool
+	// budget is what is left of the expansion budget, limit all of it.
+	budget, limit int
+	exhausted     bool
+	// stopAt is how many errors were found when the budget ran out; the
+	// ones found after, in entries left unread, are dropped.
+	stopAt int
+	// origin is the merge key being expanded, where running out of budget
+	// is reported.
+	origin *yaml.Node
 }
 
 type pair struct{ k, v *yaml.Node }
@@ -99,14 +155,30 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
 	p.errs.Add(p.pos(n), p.group, p.rule, format, args...)
 }
 
+func (p *parser) at(line, col int) Pos {
+	return Pos{File: p.file, Line: line, Column: col}
+}
+
 func (p *parser) parse(data []byte) *Config {
+	if len(data) > MaxFileSize {
+		p.errs.Add(p.at(1, 1), "", "", "%s", tooLarge(int64(len(data))))
+		return nil
+	}
+	if pr, bad := checkText(data); bad {
+		p.errs.Add(p.at(pr.line, pr.col), "", "", "%s", pr.msg)
+		return nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			p.errs.Add(Pos{File: p.file}, "", "", "the configuration is empty; it needs at least source.url and one group")
+			what := "the configuration is empty"
+			if bytes.Contains(data, []byte("#")) {
+				what += " (it holds only comments)"
+			}
+			p.errs.Add(p.at(1, 1), "", "", "%s; it needs at least source.url and one group", what)
 		} else {
-			p.syntaxError(err)
+			p.syntaxError(data, err)
 		}
 		return nil
 	}
@@ -114,13 +186,19 @@ func (p *parser) parse(data []byte) *Config {
 	if err := dec.Decode(&next); err == nil {
 		p.errorf(&next, "only one YAML document is allowed; remove the second one (after ---)")
 	} else if !errors.Is(err, io.EOF) {
-		p.syntaxError(err)
+		p.syntaxError(data, err)
 	}
 	if len(doc.Content) == 0 {
-		p.errorf(&doc, "the configuration is empty; it needs at least source.url and one group")
+		p.errs.Add(p.at(1, 1), "", "", "the configuration is empty; it needs at least source.url and one group")
 		return nil
 	}
+	p.limit = minPairs + pairsPerNode*countNodes(&doc)
+	p.budget = p.limit
 	root := resolve(doc.Content[0])
+	if isNull(root) && root.Value == "" { // nothing after ---
+		p.errs.Add(p.at(1, 1), "", "", "the configuration is empty; it needs at least source.url and one group")
+		return nil
+	}
 	if root.Kind != yaml.MappingNode {
 		p.errorf(root, "the top level must be a mapping with source, nats and groups, got %s", kind(root))
 		return nil
@@ -130,17 +208,18 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.Source = p.source(f["source"], root)
 	cfg.NATS = p.nats(f["nats"])
 	cfg.Groups = p.groups(f["groups"], root)
+	if p.exhausted {
+		p.errs = p.errs[:p.stopAt]
+	}
 	return cfg
 }
 
-func (p *parser) syntaxError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	pos := Pos{File: p.file}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		pos.Line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	}
-	p.errs.Add(pos, "", "", "YAML syntax error: %s", msg)
+// syntaxError reports err, yaml.v3's syntax error in data, where the
+// mistake is: yaml.v3 gives one line, often that of the enclosing block,
+// and no column, so the text is read again to find it (see syntax.go).
+func (p *parser) syntaxError(data []byte, err error) {
+	pr := findSyntaxError(data, err)
+	p.errs.Add(p.at(pr.line, pr.col), "", "", "%s", pr.msg)
 }
 
 // resolve follows aliases to the node they name.
@@ -191,14 +270,14 @@ func (p *parser) pairsDepth(n *yaml.Node, where string, depth int, report bool) 
 	}
 	var out []pair
 	seen := map[string]*yaml.Node{}
-	var merges []*yaml.Node
+	var merges []pair
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !p.spend(n) {
 			return out
 		}
 		if isMerge(k) {
-			merges = append(merges, v)
+			merges = append(merges, pair{k, v})
 			continue
 		}
 		if k.Kind != yaml.ScalarNode {
@@ -216,8 +295,11 @@ func (p *parser) pairsDepth(n *yaml.Node, where string, depth int, report bool) 
 		seen[k.Value] = k
 		out = append(out, pair{k, v})
 	}
-	for _, m := range merges {
-		m = resolve(m)
+	for _, mkv := range merges {
+		if depth == 0 {
+			p.origin = mkv.k
+		}
+		m := resolve(mkv.v)
 		var srcs []*yaml.Node
 		switch m.Kind {
 		case yaml.MappingNode:
@@ -244,11 +326,15 @@ func (p *parser) pairsDepth(n *yaml.Node, where string, depth int, report bool) 
 			}
 		}
 	}
+	if depth == 0 {
+		p.origin = nil
+	}
 	return out
 }
 
 // spend takes one unit of the expansion budget, reporting once when it
-// runs out.
+// runs out: at the merge key being expanded, if any, or else at the node
+// being read.
 func (p *parser) spend(at *yaml.Node) bool {
 	if p.budget > 0 {
 		p.budget--
@@ -256,9 +342,27 @@ func (p *parser) spend(at *yaml.Node) bool {
 	}
 	if !p.exhausted {
 		p.exhausted = true
-		p.errorf(at, "the configuration expands to more than %d entries through aliases; checking stopped here", maxPairs)
+		if p.origin != nil {
+			at = p.origin
+		}
+		p.errorf(at, "aliases and merge keys expand the configuration to more than %d entries, the most a file of its size may expand to (are aliases nested into an alias bomb?); checking stopped here", p.limit)
+		p.stopAt = len(p.errs)
 	}
 	return false
+}
+
+// countNodes counts the nodes written in the document n, not following
+// aliases.
+func countNodes(n *yaml.Node) int {
+	count := 0
+	stack := []*yaml.Node{n}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		count++
+		stack = append(stack, n.Content...)
+	}
+	return count
 }
 
 // fields returns the entries of mapping n whose keys are known, by key.

@@ -75,7 +75,7 @@ var badFiles = map[string][]string{
 		`min-dev.bad.yaml:9:19: group "g": rule "a": min_dev must be a finite number ≥ 0, got -1`,
 		`min-dev.bad.yaml:12:19: group "g": rule "b": min_dev must be a number`,
 	},
-	"syntax.bad.yaml": {"syntax.bad.yaml:5: YAML syntax error: did not find expected '-' indicator"},
+	"syntax.bad.yaml": {`syntax.bad.yaml:7:8: YAML syntax error: the key "expr" at column 8 lines up with no key above it; indent it to column 9 like "name" at line 6, or to column 5 like "rules" at line 5`},
 	"unknown-top.bad.yaml": {
 		"unknown-top.bad.yaml:1:1: groups is required",
 		`unknown-top.bad.yaml:3:1: unknown field "group" in the top level; did you mean "groups"?`,
@@ -326,8 +326,8 @@ func TestParseErrors(t *testing.T) {
 			rest = rest[i+len(w):]
 		}
 	}
-	f("empty", "", "c.yaml: the configuration is empty")
-	f("comment only", "# nothing\n", "c.yaml: the configuration is empty")
+	f("empty", "", "c.yaml:1:1: the configuration is empty")
+	f("comment only", "# nothing\n", "c.yaml:1:1: the configuration is empty")
 	f("top level list", "- a\n", "c.yaml:1:1: the top level must be a mapping")
 	f("no source", tail, "c.yaml:1:1: source is required")
 	f("source scalar", "source: http://h\n"+tail, `c.yaml:1:9: source must be a mapping`)
