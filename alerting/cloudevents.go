@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 )
@@ -22,40 +21,54 @@ const (
 	CloudEventsContentType = "application/cloudevents+json"
 	// DefaultEventSource is the CloudEvents source when none is configured.
 	DefaultEventSource = "/inferwatch"
-	// FindingEventTypePrefix precedes a finding's kind in the event type.
-	FindingEventTypePrefix = "io.inferwatch.finding."
-	// ForecastEventType and ScaleEventType are the types of forecasts and
-	// scale signals.
-	ForecastEventType = "io.inferwatch.forecast"
-	ScaleEventType    = "io.inferwatch.scale"
+	// The event types, versioned: a consumer that reads v1 keeps working
+	// while a v2 is published beside it.
+	FindingEventType  = "io.inferwatch.finding.v1"
+	AlertEventType    = "io.inferwatch.alert.v1"
+	ForecastEventType = "io.inferwatch.forecast.v1"
+	ScaleEventType    = "io.inferwatch.scale.v1"
+	ReportEventType   = "io.inferwatch.report.v1"
 )
 
 // The classes of events, as the self-metrics label them (kind="…").
 const (
 	ClassFinding  = "finding"
+	ClassAlert    = "alert"
 	ClassForecast = "forecast"
 	ClassScale    = "scale"
+	ClassReport   = "report"
 	ClassOther    = "other"
 )
 
-// EventClass names the class of an event type: finding, forecast, scale,
-// or other for a type inferwatch does not publish itself.
+// EventClasses lists the classes of events.
+var EventClasses = []string{ClassFinding, ClassAlert, ClassForecast, ClassScale, ClassReport, ClassOther}
+
+// EventClass names the class of an event type: finding, alert, forecast,
+// scale, report, or other for a type inferwatch does not publish itself.
 func EventClass(typ string) string {
-	switch {
-	case strings.HasPrefix(typ, FindingEventTypePrefix):
+	switch typ {
+	case FindingEventType:
 		return ClassFinding
-	case typ == ForecastEventType:
+	case AlertEventType:
+		return ClassAlert
+	case ForecastEventType:
 		return ClassForecast
-	case typ == ScaleEventType:
+	case ScaleEventType:
 		return ClassScale
+	case ReportEventType:
+		return ClassReport
 	}
 	return ClassOther
 }
 
-// FindingSubject, ForecastSubject and ScaleSubject are the subjects events
-// are published on under prefix: <prefix>.findings.<kind>,
-// <prefix>.forecasts.<rule> and <prefix>.scale.<rule>.
-func FindingSubject(prefix, kind string) string  { return prefix + ".findings." + kind }
+// FindingSubject, AlertSubject, ForecastSubject and ScaleSubject are the
+// subjects events are published on under prefix: <prefix>.findings.<kind>,
+// <prefix>.alerts.<group>.<rule>, <prefix>.forecasts.<rule> and
+// <prefix>.scale.<rule>.
+func FindingSubject(prefix, kind string) string { return prefix + ".findings." + kind }
+func AlertSubject(prefix, group, rule string) string {
+	return prefix + ".alerts." + group + "." + rule
+}
 func ForecastSubject(prefix, rule string) string { return prefix + ".forecasts." + rule }
 func ScaleSubject(prefix, rule string) string    { return prefix + ".scale." + rule }
 
@@ -96,39 +109,46 @@ func (ev Event) Validate() error {
 	return nil
 }
 
-// FindingID is the stable identity of a finding: the first 32 hex digits of
-// a SHA-256 over its group, rule, labels sorted by name and WindowEnd in Unix
-// milliseconds. Every string is length-prefixed, so no choice of label names
-// or values can make two different findings collide by concatenation. The ID
-// does not depend on map order, score, value or the time zone of WindowEnd;
-// it is the Nats-Msg-Id that lets JetStream drop a re-published finding.
+// FindingID is the stable identity of a finding: the first 32 hex digits
+// of a SHA-256 over its group, rule, the series' own identity (Series: the
+// labels a rule adds or overrides do not change it) and its window, start
+// and end in Unix milliseconds. Every string is length-prefixed, so no
+// choice of names can make two different findings collide by
+// concatenation. It does not depend on score, value or the time zone of
+// the window; it is the Nats-Msg-Id that lets JetStream drop a finding
+// published again (after a restart, or a retry whose acknowledgement was
+// lost).
 func FindingID(f Finding) string {
+	return eventIDOf("inferwatch.finding.v1", []string{f.Group, f.Rule, f.Series}, f.WindowStart.UnixMilli(), f.WindowEnd.UnixMilli())
+}
+
+// AlertID is the stable identity of an alert event: its group, rule,
+// series, the episode's start, the status and the event's time.
+func AlertID(d AlertData) string {
+	return eventIDOf("inferwatch.alert.v1", []string{d.Group, d.Rule, d.Series, string(d.Status)}, d.ActiveAt.UnixMilli(), d.Time.UnixMilli())
+}
+
+// eventIDOf hashes a tag, strings (each length-prefixed) and times.
+func eventIDOf(tag string, parts []string, times ...int64) string {
 	h := sha256.New()
 	var buf [binary.MaxVarintLen64]byte
-	writeStr := func(s string) {
+	w := func(s string) {
 		n := binary.PutUvarint(buf[:], uint64(len(s)))
 		h.Write(buf[:n])
 		h.Write([]byte(s))
 	}
-	writeStr("inferwatch.finding.v1")
-	writeStr(f.Group)
-	writeStr(f.Rule)
-	names := make([]string, 0, len(f.Labels))
-	for name := range f.Labels {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	n := binary.PutUvarint(buf[:], uint64(len(names)))
+	w(tag)
+	n := binary.PutUvarint(buf[:], uint64(len(parts)))
 	h.Write(buf[:n])
-	for _, name := range names {
-		writeStr(name)
-		writeStr(f.Labels[name])
+	for _, p := range parts {
+		w(p)
 	}
-	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(f.WindowEnd.UnixMilli()))
-	h.Write(ms[:])
-	sum := h.Sum(nil)
-	return hex.EncodeToString(sum[:16])
+	for _, t := range times {
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(t))
+		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // ValidSubjectToken reports whether s can be one token of a NATS subject:
@@ -183,7 +203,7 @@ func NewFindingEvent(f Finding, source string) (Event, error) {
 		SpecVersion:     CloudEventsSpecVersion,
 		ID:              FindingID(f),
 		Source:          source,
-		Type:            FindingEventTypePrefix + f.Kind,
+		Type:            FindingEventType,
 		Subject:         f.Series,
 		Time:            f.WindowEnd.UTC(),
 		DataContentType: "application/json",
@@ -211,7 +231,7 @@ type findingData struct {
 // means DefaultEventSource). Its id is stable over (group, rule, labels,
 // origin): an outlook published again is the same event.
 func NewForecastEvent(d ForecastData, source string) (Event, error) {
-	id := eventID("inferwatch.forecast.v1", d.Group, d.Rule, d.Labels, d.Origin.UnixMilli())
+	id := eventIDOf("inferwatch.forecast.v1", []string{d.Group, d.Rule, d.Series}, d.Origin.UnixMilli())
 	ev, err := newEvent(ForecastEventType, id, d.Series, source, d.Origin, d)
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding the forecast of %s: %w", d.Series, err)
@@ -222,40 +242,12 @@ func NewForecastEvent(d ForecastData, source string) (Event, error) {
 // NewScaleEvent wraps a scale signal in a CloudEvent from source; its id
 // is stable over (group, rule, labels, time).
 func NewScaleEvent(d ScaleData, source string) (Event, error) {
-	id := eventID("inferwatch.scale.v1", d.Group, d.Rule, d.Labels, d.Time.UnixMilli())
+	id := eventIDOf("inferwatch.scale.v1", []string{d.Group, d.Rule, d.Target}, d.Time.UnixMilli())
 	ev, err := newEvent(ScaleEventType, id, d.Target, source, d.Time, d)
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding the scale signal for %s: %w", d.Target, err)
 	}
 	return ev, nil
-}
-
-// eventID is a stable id over a tag, the group, the rule, the labels and
-// a time, each string length-prefixed (as FindingID).
-func eventID(tag, group, rule string, labels map[string]string, ms int64) string {
-	h := sha256.New()
-	var buf [binary.MaxVarintLen64]byte
-	w := func(s string) {
-		n := binary.PutUvarint(buf[:], uint64(len(s)))
-		h.Write(buf[:n])
-		h.Write([]byte(s))
-	}
-	w(tag)
-	w(group)
-	w(rule)
-	names := make([]string, 0, len(labels))
-	for k := range labels {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		w(k)
-		w(labels[k])
-	}
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(ms))
-	h.Write(b[:])
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 func newEvent(typ, id, subject, source string, t time.Time, data any) (Event, error) {
@@ -268,4 +260,16 @@ func newEvent(typ, id, subject, source string, t time.Time, data any) (Event, er
 	}
 	return Event{SpecVersion: CloudEventsSpecVersion, ID: id, Source: source, Type: typ,
 		Subject: subject, Time: t.UTC(), DataContentType: "application/json", Data: body}, nil
+}
+
+// NewAlertEvent wraps an alert event in a CloudEvent from source.
+func NewAlertEvent(d AlertData, source string) (Event, error) {
+	if !ValidSubjectToken(d.Group) || !ValidSubjectToken(d.Rule) {
+		return Event{}, fmt.Errorf("alert of rule %q in group %q: the group and rule names end its subject and must be NATS subject tokens (no '.', '*', '>' or white space)", d.Rule, d.Group)
+	}
+	ev, err := newEvent(AlertEventType, AlertID(d), d.Series, source, d.Time, d)
+	if err != nil {
+		return Event{}, fmt.Errorf("encoding the alert of %s: %w", d.Series, err)
+	}
+	return ev, nil
 }

@@ -51,16 +51,14 @@ func TestFindingID(t *testing.T) {
 		same bool
 	}{
 		{"identical copy", with(func(*Finding) {}), true},
-		{"labels built in another order", with(func(f *Finding) {
-			f.Labels = map[string]string{}
-			for _, k := range []string{"pod", "model", "__name__"} {
-				f.Labels[k] = base.Labels[k]
-			}
-		}), true},
-		{"other score, value, band, severity, detector, start", with(func(f *Finding) {
+		{"other score, value, band, severity, detector", with(func(f *Finding) {
 			f.Score, f.Value, f.Lower, f.Upper, f.Expected = 99, -1, math.Inf(-1), math.NaN(), 0
-			f.Severity, f.Detector, f.WindowStart = "critical", "mad", f.WindowStart.Add(time.Hour)
+			f.Severity, f.Detector = "critical", "mad"
 		}), true},
+		// The labels a rule adds or overrides are not the series' identity:
+		// two series that differ only in an overridden label keep their
+		// own ids, and a rule that adds a label does not change them.
+		{"a label the rule added or changed", with(func(f *Finding) { f.Labels["team"] = "serving"; f.Labels["pod"] = "same" }), true},
 		{"window end in another zone", with(func(f *Finding) {
 			f.WindowEnd = f.WindowEnd.In(time.FixedZone("UTC+9", 9*3600))
 		}), true},
@@ -69,19 +67,11 @@ func TestFindingID(t *testing.T) {
 		}), true},
 		{"other rule", with(func(f *Finding) { f.Rule = "queue-depth-2" }), false},
 		{"other group", with(func(f *Finding) { f.Group = "dcgm" }), false},
-		{"other label value", with(func(f *Finding) { f.Labels["pod"] = "p1" }), false},
-		{"extra label", with(func(f *Finding) { f.Labels["zone"] = "a" }), false},
-		{"missing label", with(func(f *Finding) { delete(f.Labels, "pod") }), false},
-		{"empty label value instead of missing", with(func(f *Finding) { f.Labels["zone"] = "" }), false},
+		{"other series", with(func(f *Finding) { f.Series = `vllm:num_requests_waiting{model="m1",pod="p1"}` }), false},
+		{"window start one millisecond earlier", with(func(f *Finding) { f.WindowStart = f.WindowStart.Add(-time.Millisecond) }), false},
 		{"window end one millisecond later", with(func(f *Finding) { f.WindowEnd = f.WindowEnd.Add(time.Millisecond) }), false},
 		{"group/rule boundary moved", with(func(f *Finding) { f.Group, f.Rule = "vllmq", "ueue-depth" }), false},
-		{"label name/value boundary moved", with(func(f *Finding) {
-			delete(f.Labels, "pod")
-			f.Labels["podp"] = "0"
-		}), false},
-		{"value moved between labels", with(func(f *Finding) {
-			f.Labels["model"], f.Labels["pod"] = "m1p", "0"
-		}), false},
+		{"rule/series boundary moved", with(func(f *Finding) { f.Rule, f.Series = f.Rule+"v", f.Series[1:] }), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,7 +92,7 @@ func TestNewFindingEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.SpecVersion != "1.0" || ev.Source != "/inferwatch" || ev.Type != "io.inferwatch.finding.anomaly" ||
+	if ev.SpecVersion != "1.0" || ev.Source != "/inferwatch" || ev.Type != "io.inferwatch.finding.v1" ||
 		ev.Subject != f.Series || ev.DataContentType != "application/json" || ev.ID != FindingID(f) {
 		t.Errorf("event attributes = %+v", ev)
 	}

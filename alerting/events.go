@@ -128,18 +128,24 @@ type Scores struct {
 	Upper                         []float64
 }
 
-// Batch is what one evaluation of a rule group produced, in order. Scores
-// are filled only when the manager is asked for them.
+// Batch is what one evaluation of a rule group produced, in order. Rules
+// fill Observations (the points of series whose alerts are or may become
+// active); a Lifecycle turns them into Findings and Alerts. Scores are
+// filled only when the manager is asked for them.
 type Batch struct {
-	Group     string
-	Findings  []Finding
-	Forecasts []ForecastData
-	Scales    []ScaleData
-	Scores    []Scores
+	Group string
+	// At is the evaluation's time: the newest point it judged.
+	At           time.Time
+	Observations []Observation
+	Findings     []Finding
+	Alerts       []AlertData
+	Forecasts    []ForecastData
+	Scales       []ScaleData
+	Scores       []Scores
 }
 
 // Len is the number of events in b (scores are not events).
-func (b *Batch) Len() int { return len(b.Findings) + len(b.Forecasts) + len(b.Scales) }
+func (b *Batch) Len() int { return len(b.Findings) + len(b.Alerts) + len(b.Forecasts) + len(b.Scales) }
 
 // JSONFloat is a float64 that encodes NaN and ±Inf as null: an undefined
 // figure.

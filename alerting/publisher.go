@@ -54,8 +54,8 @@ type PublisherOptions struct {
 }
 
 // Publisher hands what rule evaluations produce to an Output, in order.
-// A finding the output does not acknowledge is kept and offered again with
-// the next batch, so none is dropped silently; a forecast or scale signal
+// A finding or an alert event the output does not acknowledge is kept and
+// offered again with the next batch, so none is dropped silently; a forecast or scale signal
 // that fails is dropped and counted, since the next evaluation's
 // supersedes it. Send never holds a lock while the output works: a slow
 // broker delays the batch being sent, not the evaluations that queue the
@@ -165,6 +165,16 @@ func (p *Publisher) encode(b Batch) []item {
 		}
 		items = append(items, item{subject: FindingSubject(p.o.Prefix, f.Kind), ev: ev, class: ClassFinding, keep: true,
 			group: f.Group, rule: f.Rule, series: f.Series})
+	}
+	for _, d := range b.Alerts {
+		ev, err := NewAlertEvent(d, p.o.Source)
+		if err != nil {
+			p.dropRejected.Inc()
+			p.log.Error("dropping an alert event that cannot be published", "group", d.Group, "rule", d.Rule, "series", d.Series, "err", err)
+			continue
+		}
+		items = append(items, item{subject: AlertSubject(p.o.Prefix, d.Group, d.Rule), ev: ev, class: ClassAlert, keep: true,
+			group: d.Group, rule: d.Rule, series: d.Series})
 	}
 	for _, d := range b.Forecasts {
 		ev, err := NewForecastEvent(d, p.o.Source)

@@ -17,8 +17,11 @@ type anomalyRule struct {
 	base
 	detector string
 	factory  analysis.Factory
-	episodes
-	next time.Time // start of the next query range; zero before the first
+	series
+	// last is the newest point judged; zero before the first evaluation
+	// (resumed, when a restarted daemon restored it).
+	last    time.Time
+	resumed bool
 
 	// scratch, reused from one evaluation to the next
 	bt  []int64
@@ -36,41 +39,49 @@ func newAnomalyRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	return &anomalyRule{base: newBase(g, r), detector: d.Name, factory: f}, nil
 }
 
+func (r *anomalyRule) judged() time.Time { return r.last }
+func (r *anomalyRule) resume(t time.Time) {
+	if r.last.IsZero() {
+		r.last, r.resumed = t, true
+	}
+}
+
+// Eval fetches the points that are new since the previous evaluation —
+// after a gap, everything since it, within the catch-up horizon — scores
+// them, and observes what the alert lifecycle needs. The first
+// evaluation (and the first after a restart) warms the detectors up on a
+// lookback of history before the points it reports.
 func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, error) {
+	var res Result
 	step := r.cfg.Step
 	end := r.end(at, env)
-	// On the first evaluation, warm the detectors up on a lookback of
-	// history before the span whose anomalies are reported.
-	report := env.Backfill
-	if report <= 0 {
-		report = r.interval
+	first := r.last.IsZero() || r.resumed
+	from, gap := reportFrom(r.last, r.last.IsZero(), end, step, env)
+	res.Unreported = gap
+	start := r.last.Add(step)
+	if first {
+		start = from.Add(-r.cfg.Lookback)
+	} else if warm := from.Add(-r.cfg.Lookback); start.Before(warm) {
+		// Past the horizon: what lies before the detectors' lookback is
+		// not worth fetching.
+		start = warm
 	}
-	emitFrom := end.Add(-report)
-	start := r.next
-	if start.IsZero() {
-		start = emitFrom.Add(-r.cfg.Lookback)
-	} else if oldest := end.Add(-r.cfg.Lookback - report); start.Before(oldest) {
-		// After a long pause the skipped stretch is not worth fetching:
-		// the detectors only look back one lookback.
-		start = oldest
-	}
-	var res Result
 	if start.After(end) {
-		res.Series = len(r.series)
+		res.Series = len(r.series.series)
 		return res, nil
 	}
-	series, err := env.Querier.QueryRange(ctx, r.cfg.Expr, start, end, step)
+	got, err := env.Querier.QueryRange(ctx, r.cfg.Expr, start, end, step)
 	if err != nil {
 		return res, err
 	}
-	r.next = end.Add(step)
+	r.last, r.resumed = end, false
 
-	emitFromMs := emitFrom.UnixMilli()
-	for i := range series {
-		s := &series[i]
+	fromMs := from.UnixMilli()
+	for i := range got {
+		s := &got[i]
 		res.Dropped.Add(s.Clean())
 		r.key = s.Labels.AppendString(r.key[:0])
-		st := r.series[string(r.key)] // a lookup without a string
+		st := r.series.series[string(r.key)] // a lookup without a string
 		if st == nil {
 			st = r.state(string(r.key), s.Labels, r.factory)
 		}
@@ -101,12 +112,10 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 			res.Scores = append(res.Scores, sc)
 		}
 		for j, t := range r.bt {
-			if f, ok := r.track(st, t, r.bv[j], r.br[j], nil, r.detector, t >= emitFromMs); ok {
-				res.Findings = append(res.Findings, f)
-			}
+			r.observe(&res, st, t, r.bv[j], r.br[j], nil, r.detector, t >= fromMs)
 		}
 	}
-	r.sweep(at, r.forget())
-	res.Series = len(r.series)
+	r.sweep(&r.series, &res, at, r.forget(), r.detector)
+	res.Series = len(r.series.series)
 	return res, nil
 }

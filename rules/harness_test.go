@@ -41,14 +41,23 @@ func newTestManager(o testOptions) (*Manager, error) {
 	if o.EventPrefix == "" {
 		o.EventPrefix = alerting.DefaultSubjectPrefix
 	}
-	return NewManager(ManagerOptions{Querier: o.Querier, Sink: &testSink{o: o}, EvaluationDelay: o.EvaluationDelay,
+	return NewManager(ManagerOptions{Querier: o.Querier, Sink: &testSink{o: o, life: alerting.NewLifecycle(alerting.LifecycleOptions{})}, EvaluationDelay: o.EvaluationDelay,
 		Backfill: o.Backfill, Now: o.Now, Metrics: o.Metrics, Scores: o.Scores}, groups)
 }
 
-type testSink struct{ o testOptions }
+// testSink runs the observations through an alert lifecycle, as the
+// daemon does, and records what comes out.
+type testSink struct {
+	o    testOptions
+	life *alerting.Lifecycle
+}
 
 func (s *testSink) Send(ctx context.Context, b alerting.Batch) error {
+	s.life.Process(ctx, &b)
 	s.o.Output.add(b.Findings)
+	s.o.Output.mu.Lock()
+	s.o.Output.alerts = append(s.o.Output.alerts, b.Alerts...)
+	s.o.Output.mu.Unlock()
 	s.o.Output.mu.Lock()
 	s.o.Output.scores = append(s.o.Output.scores, b.Scores...)
 	s.o.Output.mu.Unlock()
@@ -76,6 +85,7 @@ func (s *testSink) Send(ctx context.Context, b alerting.Batch) error {
 type recorder struct {
 	mu     sync.Mutex
 	got    []alerting.Finding
+	alerts []alerting.AlertData
 	scores []alerting.Scores
 }
 

@@ -45,6 +45,15 @@ type ManagerOptions struct {
 	// Backfill makes the first evaluation of each rule also report what it
 	// finds in this much history (default 0: only the newest interval).
 	Backfill time.Duration
+	// CatchUp bounds what an evaluation after a gap — a store outage, a
+	// cycle that overran, a restart — reports: everything judged since the
+	// previous evaluation, back to at most this long before now (default
+	// 1h; what lies beyond is logged and counted). Backfill is for the
+	// history before the first start.
+	CatchUp time.Duration
+	// Progress, when set, keeps the newest point each rule judged, so that
+	// a restarted daemon reports what happened while it was down.
+	Progress ProgressStore
 	// Scores asks the anomaly and window rules for their scores, expected
 	// values and bands point by point (alerting.Batch.Scores), for outputs
 	// that write them back to the store or expose them.
@@ -62,6 +71,18 @@ type ManagerOptions struct {
 
 // DefaultSummaryEvery is how often Run logs its summary by default.
 const DefaultSummaryEvery = 10 * time.Minute
+
+// DefaultCatchUp is the default catch-up horizon.
+const DefaultCatchUp = time.Hour
+
+// ProgressStore keeps, per rule (keyed group/rule), the newest point the
+// rule judged. natsjs.KV implements it.
+type ProgressStore interface {
+	LoadProgress(ctx context.Context) (map[string]time.Time, error)
+	SaveProgress(ctx context.Context, progress map[string]time.Time) error
+}
+
+func progressKey(group, rule string) string { return group + "/" + rule }
 
 // Manager evaluates rule groups and hands what they find to a Sink. Its
 // rules keep the streaming state of every series they watch, so each cycle
@@ -81,16 +102,18 @@ type Manager struct {
 	scored                 *metrics.Counter
 	droppedNaN, droppedInf *metrics.Counter
 	droppedStale           *metrics.Counter
+	unreported             *metrics.Counter
+	progressFailures       *metrics.Counter
 
 	// since the last summary
-	sumEvals, sumFailures, sumFindings, sumForecasts, sumScales, sumMissed atomic.Int64
+	sumEvals, sumFailures, sumObservations, sumForecasts, sumScales, sumMissed atomic.Int64
 }
 
 type groupMetrics struct {
 	names                   []string // to unregister
 	evals, failures, missed *metrics.Counter
 	duration                *metrics.Summary
-	ruleFailures, findings  map[string]*metrics.Counter
+	ruleFailures            map[string]*metrics.Counter
 }
 
 // NewManager prepares the groups Build made.
@@ -103,6 +126,9 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 	}
 	if o.SummaryEvery == 0 {
 		o.SummaryEvery = DefaultSummaryEvery
+	}
+	if o.CatchUp == 0 {
+		o.CatchUp = DefaultCatchUp
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -117,6 +143,8 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 	m.droppedNaN = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "nan"))
 	m.droppedInf = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "inf"))
 	m.droppedStale = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "stale"))
+	m.unreported = set.GetOrCreateCounter("inferwatch_points_not_reported_total")
+	m.progressFailures = set.GetOrCreateCounter("inferwatch_progress_save_failures_total")
 	set.GetOrCreateGauge("inferwatch_series_tracked", func() float64 {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -128,6 +156,32 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 	})
 	m.setGroups(groups)
 	return m, nil
+}
+
+// Resume loads the newest point each rule judged before a restart, so
+// that the first evaluations report what happened since, within the
+// catch-up horizon. It returns how many rules resume.
+func (m *Manager) Resume(ctx context.Context) (int, error) {
+	if m.o.Progress == nil {
+		return 0, nil
+	}
+	p, err := m.o.Progress.LoadProgress(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("loading the rules' progress: %w", err)
+	}
+	n := 0
+	for _, g := range m.Groups() {
+		for _, r := range g.rules {
+			if rr, ok := r.(resumer); ok {
+				if t, ok := p[progressKey(g.cfg.Name, r.Name())]; ok && !t.IsZero() {
+					rr.resume(t)
+					n++
+				}
+			}
+		}
+	}
+	m.log.Info("rules resume from where they stopped", "rules", n, "catch_up", m.o.CatchUp)
+	return n, nil
 }
 
 // Groups are the groups being evaluated.
@@ -182,7 +236,7 @@ func (m *Manager) setGroups(groups []*Group) {
 	gm := map[string]*groupMetrics{}
 	for _, g := range groups {
 		name := g.cfg.Name
-		x := &groupMetrics{ruleFailures: map[string]*metrics.Counter{}, findings: map[string]*metrics.Counter{}}
+		x := &groupMetrics{ruleFailures: map[string]*metrics.Counter{}}
 		counter := func(n string) *metrics.Counter {
 			x.names = append(x.names, n)
 			keep[n] = true
@@ -197,7 +251,6 @@ func (m *Manager) setGroups(groups []*Group) {
 		x.duration = m.set.GetOrCreateSummary(dn)
 		for _, r := range g.rules {
 			x.ruleFailures[r.Name()] = counter(metricname.Name("inferwatch_rule_evaluation_failures_total", "group", name, "rule", r.Name()))
-			x.findings[r.Name()] = counter(metricname.Name("inferwatch_findings_total", "group", name, "rule", r.Name()))
 		}
 		gm[name] = x
 	}
@@ -312,10 +365,11 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	gm.evals.Inc()
 	m.sumEvals.Add(1)
 	env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
-		Scores: m.o.Scores, Outlooks: map[string]*Outlook{}}
+		CatchUp: m.o.CatchUp, Scores: m.o.Scores, Outlooks: map[string]*Outlook{}}
 	var errs []error
-	batch := alerting.Batch{Group: g.cfg.Name}
+	batch := alerting.Batch{Group: g.cfg.Name, At: at}
 	tracked := 0
+	progress := map[string]time.Time{}
 	for _, r := range g.rules {
 		began := time.Now()
 		res, err := r.Eval(ctx, at, env)
@@ -327,40 +381,53 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		if res.Outlook != nil {
 			env.Outlooks[r.Name()] = res.Outlook
 		}
-		gm.findings[r.Name()].Add(len(res.Findings))
+		if gap := res.Unreported; gap.Points > 0 {
+			m.unreported.Add(gap.Points)
+			m.log.Warn("the evaluation was delayed past the catch-up horizon; points not reported", "group", g.cfg.Name,
+				"rule", r.Name(), "from", gap.From.UTC(), "to", gap.To.UTC(), "points_per_series", gap.Points, "catch_up", m.o.CatchUp)
+		}
+		if rr, ok := r.(resumer); ok && !rr.judged().IsZero() {
+			progress[progressKey(g.cfg.Name, r.Name())] = rr.judged()
+		}
 		m.scored.Add(res.Scored)
 		m.droppedNaN.Add(res.Dropped.NaN)
 		m.droppedInf.Add(res.Dropped.Inf)
 		m.droppedStale.Add(res.Dropped.Stale)
 		tracked += res.Series
-		batch.Findings = append(batch.Findings, res.Findings...)
+		batch.Observations = append(batch.Observations, res.Observations...)
 		batch.Forecasts = append(batch.Forecasts, res.Forecasts...)
 		batch.Scales = append(batch.Scales, res.Scales...)
 		batch.Scores = append(batch.Scores, res.Scores...)
 		m.log.Debug("rule evaluated", "group", g.cfg.Name, "rule", r.Name(), "kind", r.Kind(), "at", at.UTC(),
-			"scored", res.Scored, "series", res.Series, "findings", len(res.Findings), "forecasts", len(res.Forecasts),
+			"scored", res.Scored, "series", res.Series, "observations", len(res.Observations), "forecasts", len(res.Forecasts),
 			"scale_signals", len(res.Scales), "took", time.Since(began))
-		for _, f := range res.Findings {
-			m.log.Debug("finding", "group", f.Group, "rule", f.Rule, "series", f.Series, "severity", f.Severity,
-				"score", f.Score, "value", f.Value, "window_end", f.WindowEnd)
-		}
 	}
 	m.mu.Lock()
 	m.tracked[g.cfg.Name] = tracked
 	m.mu.Unlock()
-	m.sumFindings.Add(int64(len(batch.Findings)))
+	m.sumObservations.Add(int64(len(batch.Observations)))
 	m.sumForecasts.Add(int64(len(batch.Forecasts)))
 	m.sumScales.Add(int64(len(batch.Scales)))
-	// An empty batch is sent too: it retries what the sink kept.
+	// An empty batch is sent too: it retries what the sink kept, and
+	// moves the alerts' clocks.
 	if err := m.o.Sink.Send(ctx, batch); err != nil {
 		errs = append(errs, fmt.Errorf("group %q: %w", g.cfg.Name, err))
+	}
+	// Progress is saved once the results are handed over: a restart
+	// between the two reports them again, which the stable event ids make
+	// harmless, rather than not at all.
+	if m.o.Progress != nil && len(progress) > 0 {
+		if err := m.o.Progress.SaveProgress(ctx, progress); err != nil {
+			m.progressFailures.Inc()
+			m.log.Warn("saving the rules' progress failed; retried after the next evaluation", "group", g.cfg.Name, "err", err)
+		}
 	}
 	gm.duration.UpdateDuration(start)
 	if len(errs) > 0 {
 		gm.failures.Inc()
 		m.sumFailures.Add(1)
 	}
-	m.log.Debug("group evaluated", "group", g.cfg.Name, "at", at.UTC(), "findings", len(batch.Findings),
+	m.log.Debug("group evaluated", "group", g.cfg.Name, "at", at.UTC(), "findings", len(batch.Findings), "alerts", len(batch.Alerts),
 		"forecasts", len(batch.Forecasts), "scale_signals", len(batch.Scales), "failed", len(errs) > 0, "took", time.Since(start))
 	return errors.Join(errs...)
 }
@@ -382,7 +449,7 @@ func (m *Manager) summarise(ctx context.Context) {
 		}
 		m.mu.Unlock()
 		m.log.Info("evaluation summary", "since", m.o.SummaryEvery, "evaluations", m.sumEvals.Swap(0),
-			"failed", m.sumFailures.Swap(0), "findings", m.sumFindings.Swap(0), "forecasts", m.sumForecasts.Swap(0),
+			"failed", m.sumFailures.Swap(0), "points_observed", m.sumObservations.Swap(0), "forecasts", m.sumForecasts.Swap(0),
 			"scale_signals", m.sumScales.Swap(0), "ticks_skipped", m.sumMissed.Swap(0), "series_tracked", series)
 	}
 }

@@ -107,7 +107,7 @@ func BenchmarkEngineCycle(b *testing.B) {
 				cycles++
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(cycles*n), "ns/series")
-			if got := len(e.groups[0].rules[0].(*anomalyRule).series); got != n {
+			if got := len(e.groups[0].rules[0].(*anomalyRule).series.series); got != n {
 				b.Fatalf("%d series tracked, want %d", got, n)
 			}
 		})

@@ -361,7 +361,7 @@ func TestUpdateKeepsTheStateOfUnchangedRules(t *testing.T) {
 		t.Errorf("query spans %v: want the kept rule to fetch its one new point and the changed one its lookback and an interval", spans)
 	}
 	page := metricsPage(set)
-	if strings.Contains(page, `group="old"`) || !strings.Contains(page, `inferwatch_findings_total{group="latency",rule="ttft_changed"}`) {
+	if strings.Contains(page, `group="old"`) || !strings.Contains(page, `inferwatch_rule_evaluation_failures_total{group="latency",rule="ttft_changed"}`) {
 		t.Errorf("metrics after the reload:\n%s", page)
 	}
 }

@@ -44,6 +44,10 @@ type Env struct {
 	// Scores asks anomaly and window rules for what they judged, point by
 	// point (Result.Scores), for outputs that write it back or expose it.
 	Scores bool
+	// CatchUp bounds what an evaluation after a gap (a store outage, a slow
+	// cycle, a restart) reports: everything judged since the previous
+	// evaluation, back to at most this long before now.
+	CatchUp time.Duration
 	// Outlooks are the outlooks of the forecast rules of the group that
 	// were evaluated earlier in this cycle, by rule name: a scale rule
 	// reads its forecast rule's here. A forecast rule whose evaluation
@@ -53,8 +57,9 @@ type Env struct {
 
 // Result is what one evaluation of a rule produced.
 type Result struct {
-	Findings  []alerting.Finding
-	Forecasts []alerting.ForecastData
+	// Observations are the judged points the alert lifecycle needs.
+	Observations []alerting.Observation
+	Forecasts    []alerting.ForecastData
 	Scales    []alerting.ScaleData
 	Scores    []alerting.Scores
 	// Outlook is a forecast rule's outlook for the scale rules.
@@ -64,6 +69,16 @@ type Result struct {
 	Scored  int
 	Dropped ingest.Dropped
 	Series  int
+	// Unreported is the stretch a delayed evaluation did not report
+	// because it lay beyond the catch-up horizon (zero when none).
+	Unreported Gap
+}
+
+// Gap is a stretch of time [From, To) not reported, about Points points
+// per series.
+type Gap struct {
+	From, To time.Time
+	Points   int
 }
 
 // constructor makes the rule of one kind from its configuration. It checks
@@ -110,35 +125,24 @@ func (b *base) end(at time.Time, env *Env) time.Time {
 func (b *base) forget() time.Duration { return max(b.cfg.Lookback, 10*b.interval) }
 
 // seriesState is the state of one series (or pair) of an anomaly or
-// window rule: its identity and its current episode.
+// window rule.
 type seriesState struct {
 	labels   ingest.Labels
 	key      string
 	det      analysis.Detector // anomaly rules
 	lastT    int64             // newest sample observed, unix ms
 	lastSeen time.Time
-	ep       episode
+	// anomalous tells whether the newest point judged was anomalous.
+	anomalous bool
 }
 
-// episode is an unbroken run of anomalous samples (or evaluation times of
-// a window rule) of one series.
-type episode struct {
-	active, fired bool
-	start         int64
-	peak          analysis.Result
-	peakV         float64
-	peakT         int64
-	peakDetails   map[string]any
-}
-
-// episodes tracks the episodes of the series of one rule and turns those
-// that last the rule's for into findings.
-type episodes struct {
+// series holds the states of the series of one rule.
+type series struct {
 	series map[string]*seriesState
 }
 
 // state returns the state of the series key, making it with mk when new.
-func (e *episodes) state(key string, labels ingest.Labels, mk func() analysis.Detector) *seriesState {
+func (e *series) state(key string, labels ingest.Labels, mk func() analysis.Detector) *seriesState {
 	if e.series == nil {
 		e.series = map[string]*seriesState{}
 	}
@@ -153,39 +157,33 @@ func (e *episodes) state(key string, labels ingest.Labels, mk func() analysis.De
 	return st
 }
 
-// sweep forgets the series not seen for longer than forget.
-func (e *episodes) sweep(at time.Time, forget time.Duration) {
+// sweep forgets the series not seen for longer than forget; one whose
+// newest point was anomalous is reported gone, so its alert resolves.
+func (b *base) sweep(e *series, res *Result, at time.Time, forget time.Duration, detector string) {
 	for k, st := range e.series {
 		if at.Sub(st.lastSeen) > forget {
+			if st.anomalous {
+				o := b.observation(st, at.UnixMilli(), math.NaN(), analysis.Result{}, nil, detector)
+				o.Gone = true
+				res.Observations = append(res.Observations, o)
+			}
 			delete(e.series, k)
 		}
 	}
 }
 
-// track advances the episode of st with one judged sample at t and
-// returns a finding when the episode has lasted the rule's For. With emit
-// false the episode advances but fires silently (history before the range
-// reported).
-func (b *base) track(st *seriesState, t int64, v float64, res analysis.Result, details map[string]any, detector string, emit bool) (alerting.Finding, bool) {
-	ep := &st.ep
-	if !anomalous(res, v, b.cfg.MinDev) {
-		*ep = episode{}
-		return alerting.Finding{}, false
+// observe records one judged point of st: a point the alert lifecycle
+// needs — anomalous, or the first normal one after anomalous ones —
+// becomes an Observation when report is set (it is not for the history a
+// first evaluation warms its detectors up on).
+func (b *base) observe(res *Result, st *seriesState, t int64, v float64, r analysis.Result, details map[string]any, detector string, report bool) {
+	anom := anomalous(r, v, b.cfg.MinDev)
+	if report && (anom || st.anomalous) {
+		o := b.observation(st, t, v, r, details, detector)
+		o.Anomalous = anom
+		res.Observations = append(res.Observations, o)
 	}
-	if !ep.active {
-		*ep = episode{active: true, start: t}
-	}
-	if res.Score > ep.peak.Score {
-		ep.peak, ep.peakV, ep.peakT, ep.peakDetails = res, v, t, details
-	}
-	if ep.fired || time.Duration(t-ep.start)*time.Millisecond < b.cfg.For {
-		return alerting.Finding{}, false
-	}
-	ep.fired = true
-	if !emit {
-		return alerting.Finding{}, false
-	}
-	return b.finding(st, t, detector), true
+	st.anomalous = anom
 }
 
 // anomalous reports whether a judged sample counts against its series: the
@@ -201,41 +199,18 @@ func anomalous(res analysis.Result, v, minDev float64) bool {
 	return true
 }
 
-func (b *base) finding(st *seriesState, t int64, detector string) alerting.Finding {
-	ep := &st.ep
+func (b *base) observation(st *seriesState, t int64, v float64, r analysis.Result, details map[string]any, detector string) alerting.Observation {
 	labels := st.labels.Map()
-	for k, v := range b.cfg.Labels {
-		labels[k] = v
+	for k, lv := range b.cfg.Labels {
+		labels[k] = lv
 	}
-	// The rule's label wins, then what the analysis judged (spikiness
-	// levels, imbalance levels), then the score.
-	severity := labels["severity"]
-	if s, ok := ep.peakDetails["severity"].(string); ok && severity == "" {
-		severity = s
-	}
-	if severity == "" {
-		severity = "warning"
-		if ep.peak.Score >= 2 {
-			severity = "critical"
-		}
-	}
-	return alerting.Finding{
-		Kind:        string(b.cfg.Kind),
-		Group:       b.group,
-		Rule:        b.cfg.Name,
-		Detector:    detector,
-		Details:     ep.peakDetails,
-		Labels:      labels,
-		Series:      st.key,
-		WindowStart: time.UnixMilli(ep.start).UTC(),
-		WindowEnd:   time.UnixMilli(t).UTC(),
-		Value:       ep.peakV,
-		ValueTime:   time.UnixMilli(ep.peakT).UTC(),
-		Expected:    ep.peak.Expected,
-		Lower:       ep.peak.Lower,
-		Upper:       ep.peak.Upper,
-		Score:       ep.peak.Score,
-		Severity:    severity,
+	severity, _ := details["severity"].(string)
+	return alerting.Observation{
+		Group: b.group, Rule: b.cfg.Name, Kind: string(b.cfg.Kind), Detector: detector,
+		Series: st.key, Labels: labels,
+		Policy: alerting.Policy{For: b.cfg.For, KeepFiringFor: b.cfg.KeepFiringFor, RepeatInterval: b.cfg.RepeatInterval},
+		At:     time.UnixMilli(t).UTC(), Value: v, Expected: r.Expected, Lower: r.Lower, Upper: r.Upper, Score: r.Score,
+		Severity: severity, Details: details,
 	}
 }
 
@@ -258,6 +233,39 @@ func addScore(s *alerting.Scores, t int64, v float64, r analysis.Result) {
 	}
 	s.T, s.Value, s.Score = append(s.T, t), append(s.Value, v), append(s.Score, score)
 	s.Expected, s.Lower, s.Upper = append(s.Expected, r.Expected), append(s.Lower, r.Lower), append(s.Upper, r.Upper)
+}
+
+// resumer is a rule that can go on from where a previous run of the
+// daemon stopped: it reports what it judges after the time it is given,
+// within the catch-up horizon, instead of only the newest interval.
+type resumer interface {
+	// judged is the newest point the rule has judged (zero before its
+	// first evaluation).
+	judged() time.Time
+	// resume makes the first evaluation report from after t.
+	resume(t time.Time)
+}
+
+// reportFrom is where an evaluation ending at end starts reporting: after
+// the point judged last (resumed from, on a first evaluation after a
+// restart), back to at most the catch-up horizon; on a first evaluation,
+// the backfill or the group's interval. It returns the stretch the horizon
+// cut off.
+func reportFrom(last time.Time, first bool, end time.Time, step time.Duration, env *Env) (time.Time, Gap) {
+	if first && last.IsZero() {
+		report := env.Backfill
+		if report <= 0 {
+			report = env.Interval
+		}
+		return end.Add(-report), Gap{}
+	}
+	from := last.Add(step)
+	if env.CatchUp > 0 {
+		if oldest := end.Add(-env.CatchUp); from.Before(oldest) {
+			return oldest, Gap{From: from, To: oldest, Points: int(oldest.Sub(from) / step)}
+		}
+	}
+	return from, Gap{}
 }
 
 // num makes a float safe for JSON: nil for NaN and ±Inf.

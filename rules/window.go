@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"math"
 	"sort"
 	"time"
 
@@ -101,16 +102,19 @@ type verdict struct {
 // lookback; one verdict per series or pair that could be judged.
 type judge func(τ int64) []verdict
 
-// windowRule is the part every window kind shares: its windows, the
-// evaluation times a first evaluation with a backfill replays, and the
-// episodes of its verdicts.
+// windowRule is the part every window kind shares: its windows, the times
+// it judges them at, and the states of its series.
 type windowRule struct {
 	base
 	detector string
 	windows  []*window
 	// extra is history fetched before the lookback (a jitter window).
 	extra time.Duration
-	episodes
+	series
+	// last is the newest time judged; zero before the first evaluation
+	// (resumed, when a restarted daemon restored it).
+	last    time.Time
+	resumed bool
 }
 
 func newWindowRule(b base, detector string, exprs ...string) windowRule {
@@ -121,19 +125,44 @@ func newWindowRule(b base, detector string, exprs ...string) windowRule {
 	return w
 }
 
+func (r *windowRule) judged() time.Time { return r.last }
+func (r *windowRule) resume(t time.Time) {
+	if r.last.IsZero() {
+		r.last, r.resumed = t, true
+	}
+}
+
 // evalWindows refreshes the rule's windows and judges them at the end of
-// this evaluation — and, on the first evaluation with a backfill, at every
-// evaluation time the backfill covers, as if the daemon had been running.
+// this evaluation, and at every evaluation time since the previous one
+// that it missed (a store outage, a restart), within the catch-up horizon;
+// on the first evaluation with a backfill, at every evaluation time the
+// backfill covers, as if the daemon had been running.
 func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, judge judge) (Result, error) {
 	var res Result
 	step := r.cfg.Step
 	lookback := r.cfg.Lookback
 	end := r.end(at, env)
-	replay := time.Duration(0)
-	if r.windows[0].next.IsZero() && env.Backfill > 0 {
-		replay = env.Backfill
+	stride := max(r.interval, step)
+	var times []time.Time
+	if r.last.IsZero() {
+		times = evalTimes(end, env.Backfill, stride)
+	} else {
+		if !end.After(r.last) {
+			res.Series = len(r.series.series)
+			return res, nil
+		}
+		from, gap := reportFrom(r.last, false, end, stride, env)
+		res.Unreported = gap
+		τ := from.Truncate(stride)
+		if τ.Before(from) {
+			τ = τ.Add(stride)
+		}
+		for ; τ.Before(end); τ = τ.Add(stride) {
+			times = append(times, τ)
+		}
+		times = append(times, end)
 	}
-	first := end.Add(-replay - lookback - r.extra)
+	first := times[0].Add(-lookback - r.extra)
 	for _, w := range r.windows {
 		d, err := w.fetch(ctx, env.Querier, step, first, end, at)
 		res.Dropped.Add(d)
@@ -141,9 +170,12 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 			return res, err
 		}
 	}
+	r.last, r.resumed = end, false
 	scores := map[string]int{} // series → index in res.Scores
-	for _, τ := range evalTimes(end, replay, max(r.interval, step)) {
+	judged := map[*seriesState]bool{}
+	for _, τ := range times {
 		ms := τ.UnixMilli()
+		clear(judged)
 		for _, v := range judge(ms) {
 			key := v.labels.String()
 			st := r.state(key, v.labels, nil)
@@ -157,8 +189,15 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 				}
 				addScore(&res.Scores[i], ms, v.Value, v.Result)
 			}
-			if f, ok := r.track(st, ms, v.Value, v.Result, v.details, r.detector, true); ok {
-				res.Findings = append(res.Findings, f)
+			r.observe(&res, st, ms, v.Value, v.Result, v.details, r.detector, true)
+			judged[st] = true
+		}
+		// A series that could not be judged at τ (too few samples, a
+		// series that stopped) is no longer anomalous, as a series a
+		// Prometheus alerting rule no longer returns.
+		for _, st := range r.series.series {
+			if st.anomalous && !judged[st] {
+				r.observe(&res, st, ms, math.NaN(), analysis.Result{}, nil, r.detector, true)
 			}
 		}
 	}
@@ -166,8 +205,8 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 	for _, w := range r.windows {
 		w.trim(end.Add(-lookback-r.extra).UnixMilli(), at, forget)
 	}
-	r.sweep(at, forget)
-	res.Series = len(r.series)
+	r.sweep(&r.series, &res, at, forget, r.detector)
+	res.Series = len(r.series.series)
 	return res, nil
 }
 

@@ -84,8 +84,6 @@ type JetStream struct {
 	reconns   *metrics.Counter
 }
 
-var classes = []string{alerting.ClassFinding, alerting.ClassForecast, alerting.ClassScale, alerting.ClassOther}
-
 // StreamName is the default stream name for a subject prefix: the prefix
 // upper-cased with '.' and '-' turned into '_'.
 func StreamName(prefix string) string {
@@ -153,7 +151,7 @@ func Connect(ctx context.Context, o Options) (*JetStream, error) {
 		disconns:   o.Metrics.GetOrCreateCounter("inferwatch_nats_disconnects_total"),
 		reconns:    o.Metrics.GetOrCreateCounter("inferwatch_nats_reconnects_total"),
 	}
-	for _, c := range classes {
+	for _, c := range alerting.EventClasses {
 		j.published[c] = o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_events_published_total", "kind", c))
 		j.duplicates[c] = o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_events_duplicate_total", "kind", c))
 		j.retries[c] = o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_publish_retries_total", "kind", c))

@@ -68,6 +68,7 @@ type runFlags struct {
 	logLevel    string
 	logFormat   string
 	connectWait time.Duration
+	catchUp     time.Duration
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -82,6 +83,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log.format", "logfmt", "log format: logfmt or json")
 	fs.DurationVar(&f.connectWait, "nats.connect-timeout", 2*time.Minute, "how long to keep retrying to reach NATS at start")
+	fs.DurationVar(&f.catchUp, "catch-up", rules.DefaultCatchUp, "after a delayed evaluation (a store or broker outage, a restart), report what was judged since the previous one, back to at most this long")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -208,9 +210,11 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	life := alerting.NewLifecycle(alerting.LifecycleOptions{Logger: logger, Metrics: set})
 	manager, err := rules.NewManager(rules.ManagerOptions{
 		Querier:         client,
-		Sink:            pub,
+		Sink:            &alerting.Pipeline{Lifecycle: life, Receivers: []alerting.Receiver{pub}},
+		CatchUp:         f.catchUp,
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
 		Logger:          logger,

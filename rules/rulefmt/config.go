@@ -94,8 +94,11 @@ type Rule struct {
 	// Labels are added to every finding of the rule.
 	Labels map[string]string `yaml:"labels"`
 	// For is how long a breach must last before it fires (default 0: at
-	// the first anomalous point).
-	For time.Duration `yaml:"-"`
+	// the first anomalous point); KeepFiringFor how long a firing alert
+	// stays firing after its last anomalous point (default 0);
+	// RepeatInterval how often a firing alert is announced again (default
+	// 4h; 0: never).
+	For, KeepFiringFor, RepeatInterval time.Duration `yaml:"-"`
 	// MinDev is the smallest absolute deviation |value − expected| that
 	// counts as anomalous (default 0), so tiny changes on flat series do
 	// not page anyone.

@@ -329,7 +329,7 @@ func (p *parser) checkScaleRefs(rs []Rule) {
 // subject token since it ends the subject it is published on.
 func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
 	what := "a " + string(r.Kind) + " rule"
-	for _, key := range []string{"expr", "lookback", "for", "min_dev"} {
+	for _, key := range []string{"expr", "lookback", "for", "keep_firing_for", "repeat_interval", "min_dev"} {
 		if kv, ok := f[key]; ok {
 			msg := "has no " + key
 			switch key {
@@ -346,9 +346,6 @@ func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
 			}
 			p.errorf(resolve(kv.k), "%s %s: remove %s", what, msg, key)
 		}
-	}
-	if strings.Contains(r.Name, ".") {
-		p.errorf(n, "%s's name %q ends a NATS subject and must not contain '.'; use '_', '-' or ':' instead", what, r.Name)
 	}
 	switch s := r.Spec.(type) {
 	case *Scale:

@@ -8,7 +8,7 @@ import (
 
 func init() {
 	badFiles["forecast.bad.yaml"] = []string{
-		`forecast.bad.yaml:6:9: group "g": rule "rate.fc": a forecast rule's name "rate.fc" ends a NATS subject and must not contain '.'`,
+		`forecast.bad.yaml:6:15: group "g": rule "rate.fc": rule name "rate.fc" must not contain '.': it ends the NATS subjects of the rule's events`,
 		`forecast.bad.yaml:7:19: group "g": rule "rate.fc": forecast.horizon 30s is shorter than the step 1m`,
 		`forecast.bad.yaml:9:9: group "g": rule "fc_expr": a forecast rule takes its query from forecast.expr, not expr: remove expr`,
 		`forecast.bad.yaml:10:9: group "g": rule "fc_expr": a forecast rule takes its lookback from forecast.history: remove lookback`,

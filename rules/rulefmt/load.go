@@ -32,6 +32,9 @@ const (
 	DefaultInterval        = time.Minute
 	DefaultLookback        = time.Hour
 	DefaultDetector        = "auto"
+	// DefaultRepeatInterval is how often a firing alert is announced
+	// again on its subject, as Alertmanager's repeat_interval.
+	DefaultRepeatInterval = 4 * time.Hour
 	// MaxPointsPerQuery bounds lookback/step: a Prometheus-compatible
 	// store refuses range queries returning more points per series.
 	MaxPointsPerQuery = ingest.MaxPointsPerQuery
@@ -50,7 +53,7 @@ const (
 )
 
 var (
-	ruleNameRE  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_:.-]*$`)
+	ruleNameRE  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_:-]*$`)
 	labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 	yamlLineRE  = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 )
@@ -824,7 +827,9 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	f := p.fields(n, "group", []string{"name", "interval", "rules", "preset", "selector", "by"}, nil)
 	if e, ok := f["name"]; ok {
 		g.Name, _ = p.str(e.v, "name")
-		if g.Name != "" {
+		if g.Name != "" && !alerting.ValidSubjectToken(g.Name) || strings.IndexFunc(g.Name, isSpaceOrControl) >= 0 {
+			p.errorf(resolve(e.v), "group name %q must not contain '.', '*', '>', white space or control characters: it is a token of the NATS subjects of its alerts (<prefix>.alerts.<group>.<rule>)", g.Name)
+		} else if g.Name != "" {
 			if line, dup := names[g.Name]; dup {
 				p.errorf(resolve(e.v), "duplicate group name %q; the first is at line %d", g.Name, line)
 			} else {
@@ -888,7 +893,7 @@ var kindBlocks = []struct {
 }
 
 var ruleKeys = func() []string {
-	keys := []string{"name", "expr", "lookback", "step", "for", "min_dev", "labels"}
+	keys := []string{"name", "expr", "lookback", "step", "for", "keep_firing_for", "repeat_interval", "min_dev", "labels"}
 	for _, b := range kindBlocks {
 		keys = append(keys, b.key)
 	}
@@ -910,6 +915,8 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		v := resolve(e.v)
 		switch {
 		case r.Name == "":
+		case strings.Contains(r.Name, "."):
+			p.errorf(v, "rule name %q must not contain '.': it ends the NATS subjects of the rule's events (<prefix>.alerts.<group>.<rule>); use '_', '-' or ':' instead", r.Name)
 		case !ruleNameRE.MatchString(r.Name):
 			p.errorf(v, "rule name %q must match %s", r.Name, ruleNameRE)
 		default:
@@ -1007,6 +1014,10 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	}
 	e, ok = f["for"]
 	r.For, _ = p.positive(e, ok, "for", 0, true)
+	e, ok = f["keep_firing_for"]
+	r.KeepFiringFor, _ = p.positive(e, ok, "keep_firing_for", 0, true)
+	e, ok = f["repeat_interval"]
+	r.RepeatInterval, _ = p.positive(e, ok, "repeat_interval", DefaultRepeatInterval, true)
 	if e, ok := f["min_dev"]; ok {
 		v := resolve(e.v)
 		x, err := strconv.ParseFloat(strings.TrimSpace(v.Value), 64)

@@ -1,0 +1,426 @@
+package alerting
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferwatch/inferwatch/internal/metricname"
+)
+
+// AlertData is the data of an alert event, published on
+// <prefix>.alerts.<group>.<rule>: an alert fired, is still firing
+// (repeat) or resolved.
+type AlertData struct {
+	Status   Status `json:"status"`
+	Group    string `json:"group"`
+	Rule     string `json:"rule"`
+	Kind     string `json:"kind"`
+	Detector string `json:"detector"`
+	// Series is the series' own identity; Labels its labels plus the
+	// rule's.
+	Series   string            `json:"series"`
+	Labels   map[string]string `json:"labels"`
+	Severity string            `json:"severity"`
+	// ActiveAt is the episode's first anomalous point, FiredAt when the
+	// alert fired, LastAnomalousAt its newest anomalous point, ResolvedAt
+	// when it resolved (resolved events only); Time is the event's time.
+	ActiveAt        time.Time  `json:"active_at"`
+	FiredAt         time.Time  `json:"fired_at"`
+	LastAnomalousAt time.Time  `json:"last_anomalous_at"`
+	ResolvedAt      *time.Time `json:"resolved_at,omitempty"`
+	Time            time.Time  `json:"time"`
+	// The strangest point of the episode.
+	Value     JSONFloat `json:"value"`
+	ValueTime time.Time `json:"value_time"`
+	Expected  JSONFloat `json:"expected"`
+	Lower     JSONFloat `json:"lower"`
+	Upper     JSONFloat `json:"upper"`
+	Score     JSONFloat `json:"score"`
+	// Summary and Description are for people (and Alertmanager's
+	// annotations).
+	Summary     string         `json:"summary"`
+	Description string         `json:"description"`
+	Details     map[string]any `json:"details,omitempty"`
+}
+
+// alertData is the event of a transition.
+func alertData(tr Transition) AlertData {
+	a := &tr.Alert
+	p := &a.Peak
+	d := AlertData{
+		Status: tr.Status, Group: p.Group, Rule: p.Rule, Kind: p.Kind, Detector: p.Detector,
+		Series: p.Series, Labels: p.Labels, Severity: a.Severity(),
+		ActiveAt: a.ActiveAt.UTC(), FiredAt: a.FiredAt.UTC(), LastAnomalousAt: a.LastAnomalous.UTC(), Time: tr.At.UTC(),
+		Value: JSONFloat(p.Value), ValueTime: p.At.UTC(), Expected: JSONFloat(p.Expected),
+		Lower: JSONFloat(p.Lower), Upper: JSONFloat(p.Upper), Score: JSONFloat(p.Score), Details: p.Details,
+	}
+	if tr.Status == StatusResolved {
+		at := tr.At.UTC()
+		d.ResolvedAt = &at
+	}
+	d.Summary, d.Description = describe(a, tr)
+	return d
+}
+
+// describe writes an alert's summary and description.
+func describe(a *Alert, tr Transition) (summary, description string) {
+	p := &a.Peak
+	what := map[string]string{
+		"anomaly":     "anomalous",
+		"correlation": "coupled with its pair",
+		"decay":       "decaying against its peak",
+		"knee":        "past the knee of its throughput curve",
+		"spikiness":   "spiking above its P99",
+		"imbalance":   "imbalanced",
+	}[p.Kind]
+	if what == "" {
+		what = p.Kind
+	}
+	summary = fmt.Sprintf("%s/%s: %s %s", p.Group, p.Rule, p.Series, what)
+	band := ""
+	if isNum(p.Lower) || isNum(p.Upper) {
+		band = fmt.Sprintf(", band %s…%s", fmtNum(p.Lower), fmtNum(p.Upper))
+	}
+	description = fmt.Sprintf("%s is %s since %s (%s, score %.3g): value %s at %s against an expected %s%s.",
+		p.Series, what, a.ActiveAt.UTC().Format(time.RFC3339), p.Detector, p.Score, fmtNum(p.Value),
+		p.At.UTC().Format(time.RFC3339), fmtNum(p.Expected), band)
+	if tr.Status == StatusResolved {
+		description += fmt.Sprintf(" Resolved at %s, %s after it fired.", tr.At.UTC().Format(time.RFC3339), tr.At.Sub(a.FiredAt))
+	}
+	return summary, description
+}
+
+func isNum(x float64) bool { return x-x == 0 }
+
+func fmtNum(x float64) string {
+	if !isNum(x) {
+		return "—"
+	}
+	return fmt.Sprintf("%.4g", x)
+}
+
+// StateStore keeps alert states across restarts. natsjs.KV implements it
+// over a JetStream key-value bucket. Save with a nil state deletes.
+type StateStore interface {
+	Load(ctx context.Context) (map[string][]byte, error)
+	Save(ctx context.Context, key string, state []byte) error
+}
+
+// LifecycleOptions configure a Lifecycle.
+type LifecycleOptions struct {
+	// Store, when set, keeps the alert states across restarts.
+	Store StateStore
+	// Logger (nil: discard) and Metrics (nil: unregistered).
+	Logger  *slog.Logger
+	Metrics *metrics.Set
+}
+
+// Lifecycle turns the observations of rule evaluations into findings (one
+// when an alert fires) and alert events (fired, repeated, resolved), per
+// (group, rule, series), and keeps the alerts' states, in its Store when
+// it has one. It is safe for concurrent use by the groups' evaluations.
+type Lifecycle struct {
+	o   LifecycleOptions
+	log *slog.Logger
+
+	mu     sync.Mutex
+	alerts map[string]map[string]*Alert // group → key → alert
+	dirty  map[string]string            // key → group, states not yet saved
+
+	findings               map[string]*metrics.Counter // by group/rule
+	transitions            map[Status]*metrics.Counter
+	saveFailures, restored *metrics.Counter
+	restoreSkipped         *metrics.Counter
+}
+
+// NewLifecycle returns a Lifecycle with no alerts; Restore loads the
+// stored ones.
+func NewLifecycle(o LifecycleOptions) *Lifecycle {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.NewSet()
+	}
+	l := &Lifecycle{o: o, log: o.Logger, alerts: map[string]map[string]*Alert{}, dirty: map[string]string{},
+		transitions: map[Status]*metrics.Counter{}, findings: map[string]*metrics.Counter{}}
+	set := o.Metrics
+	for _, s := range []Status{StatusFiring, StatusRepeat, StatusResolved} {
+		l.transitions[s] = set.GetOrCreateCounter(metricname.Name("inferwatch_alert_events_total", "status", string(s)))
+	}
+	l.saveFailures = set.GetOrCreateCounter("inferwatch_alert_state_save_failures_total")
+	l.restored = set.GetOrCreateCounter("inferwatch_alert_states_restored_total")
+	l.restoreSkipped = set.GetOrCreateCounter("inferwatch_alert_states_skipped_total")
+	set.GetOrCreateGauge("inferwatch_alerts_active", func() float64 {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		n := 0
+		for _, g := range l.alerts {
+			n += len(g)
+		}
+		return float64(n)
+	})
+	return l
+}
+
+func alertKey(group, rule, series string) string { return group + "\x00" + rule + "\x00" + series }
+
+// storedAlert is an alert as its Store keeps it.
+type storedAlert struct {
+	Version int    `json:"v"`
+	Key     string `json:"key"`
+	Alert   Alert  `json:"alert"`
+}
+
+// Restore loads the stored alerts, at most max (0: no bound), and returns
+// how many it restored. An entry it cannot read is logged, counted and
+// skipped: it never stops the daemon.
+func (l *Lifecycle) Restore(ctx context.Context, max int) (int, error) {
+	if l.o.Store == nil {
+		return 0, nil
+	}
+	entries, err := l.o.Store.Load(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("restoring alert states: %w", err)
+	}
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, k := range keys {
+		if max > 0 && n >= max {
+			l.restoreSkipped.Add(len(keys) - n)
+			l.log.Warn("more stored alert states than the restore bound; the rest are left", "restored", n, "left", len(keys)-n)
+			break
+		}
+		var s storedAlert
+		if err := json.Unmarshal(entries[k], &s); err != nil || s.Version != 1 || s.Alert.State == StateInactive {
+			l.restoreSkipped.Inc()
+			l.log.Warn("skipping a stored alert state that is not one of ours", "key", k, "err", err)
+			continue
+		}
+		g := s.Alert.Peak.Group
+		if alertKey(g, s.Alert.Peak.Rule, s.Alert.Peak.Series) != s.Key {
+			l.restoreSkipped.Inc()
+			l.log.Warn("skipping a stored alert state whose key does not match its alert", "key", k)
+			continue
+		}
+		if l.alerts[g] == nil {
+			l.alerts[g] = map[string]*Alert{}
+		}
+		a := s.Alert
+		l.alerts[g][s.Key] = &a
+		n++
+	}
+	l.restored.Add(n)
+	l.log.Info("alert states restored", "alerts", n, "skipped", len(keys)-n)
+	return n, nil
+}
+
+// Retain resolves, at time now, the alerts of rules keep says are gone (a
+// reload removed them) and forgets them. It returns the resolutions'
+// events.
+func (l *Lifecycle) Retain(now time.Time, keep func(group, rule string) bool) []AlertData {
+	l.mu.Lock()
+	var out []AlertData
+	for g, as := range l.alerts {
+		for k, a := range as {
+			if keep(g, a.Peak.Rule) {
+				continue
+			}
+			_, trs := resolve(*a, now)
+			for _, tr := range trs {
+				out = append(out, alertData(tr))
+				l.transitions[tr.Status].Inc()
+			}
+			delete(as, k)
+			l.dirty[k] = g
+		}
+	}
+	l.mu.Unlock()
+	return out
+}
+
+// Process runs the observations of b through the lifecycle, in order,
+// appends to b the findings of the alerts that fired and the alert
+// events, ticks the group's firing alerts at b.At (repeats), and saves the
+// states that changed. Observations are consumed.
+func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
+	l.mu.Lock()
+	as := l.alerts[b.Group]
+	if as == nil {
+		as = map[string]*Alert{}
+		l.alerts[b.Group] = as
+	}
+	for i := range b.Observations {
+		obs := &b.Observations[i]
+		k := alertKey(obs.Group, obs.Rule, obs.Series)
+		prev, had := as[k]
+		if !had && !obs.Anomalous {
+			continue
+		}
+		var cur Alert
+		if had {
+			cur = *prev
+		}
+		next, trs := Step(cur, *obs, obs.Policy)
+		l.record(b, trs)
+		switch {
+		case next.State == StateInactive:
+			if had {
+				delete(as, k)
+				l.dirty[k] = b.Group
+			}
+		default:
+			if !had || next.State != prev.State || !next.LastSent.Equal(prev.LastSent) {
+				l.dirty[k] = b.Group
+			}
+			as[k] = &next
+		}
+	}
+	b.Observations = nil
+	if !b.At.IsZero() {
+		keys := make([]string, 0, len(as))
+		for k := range as {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			next, trs := Tick(*as[k], b.At, as[k].Policy)
+			if len(trs) > 0 {
+				l.record(b, trs)
+				as[k] = &next
+				l.dirty[k] = b.Group
+			}
+		}
+	}
+	save := map[string][]byte{}
+	for k, g := range l.dirty {
+		var state []byte
+		if a := l.alerts[g][k]; a != nil {
+			state, _ = json.Marshal(storedAlert{Version: 1, Key: k, Alert: *a})
+		}
+		save[k] = state
+	}
+	l.mu.Unlock()
+	l.save(ctx, save)
+}
+
+// record appends the events of transitions to b.
+func (l *Lifecycle) record(b *Batch, trs []Transition) {
+	for _, tr := range trs {
+		l.transitions[tr.Status].Inc()
+		p := &tr.Alert.Peak
+		if tr.Status == StatusFiring {
+			f := tr.Alert.Finding(tr.At)
+			b.Findings = append(b.Findings, f)
+			k := p.Group + "\x00" + p.Rule
+			c := l.findings[k]
+			if c == nil {
+				c = l.o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_findings_total", "group", p.Group, "rule", p.Rule))
+				l.findings[k] = c
+			}
+			c.Inc()
+		}
+		l.log.Debug("alert", "status", tr.Status, "group", p.Group, "rule", p.Rule, "series", p.Series,
+			"at", tr.At.UTC(), "active_at", tr.Alert.ActiveAt.UTC(), "severity", tr.Alert.Severity(), "score", p.Score, "value", p.Value)
+		b.Alerts = append(b.Alerts, alertData(tr))
+	}
+}
+
+// save writes the changed states outside the lock; a failure is logged,
+// counted and retried with the next batch.
+func (l *Lifecycle) save(ctx context.Context, states map[string][]byte) {
+	if l.o.Store == nil || len(states) == 0 {
+		l.mu.Lock()
+		clear(l.dirty)
+		l.mu.Unlock()
+		return
+	}
+	var failed []string
+	for k, s := range states {
+		if err := l.o.Store.Save(ctx, k, s); err != nil {
+			l.saveFailures.Inc()
+			failed = append(failed, k)
+			l.log.Warn("saving an alert state failed; retried with the next evaluation", "alert", strings.ReplaceAll(k, "\x00", "/"), "err", err)
+		}
+	}
+	l.mu.Lock()
+	for k := range states {
+		if !contains(failed, k) {
+			delete(l.dirty, k)
+		}
+	}
+	l.mu.Unlock()
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Firing returns the alerts that are firing now, as events with status
+// firing, for outputs that re-send them (Alertmanager).
+func (l *Lifecycle) Firing() []AlertData {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []AlertData
+	for _, as := range l.alerts {
+		for _, a := range as {
+			if a.State == StateFiring {
+				out = append(out, alertData(Transition{Status: StatusFiring, At: a.LastSent, Alert: *a}))
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return alertKey(out[i].Group, out[i].Rule, out[i].Series) < alertKey(out[j].Group, out[j].Rule, out[j].Series)
+	})
+	return out
+}
+
+// Receiver takes the results of one evaluation of a group: the Publisher,
+// and the outputs that act on whole batches (Alertmanager, the autoscaler
+// feeds, the write-back to the store). Send must not hold evaluation up
+// for long, and must not change the batch: receivers share it.
+type Receiver interface {
+	Send(ctx context.Context, b Batch) error
+}
+
+// Pipeline runs each batch through the alert lifecycle, then hands it to
+// every receiver in order. It is the rules' Sink in the daemon.
+type Pipeline struct {
+	Lifecycle *Lifecycle
+	Receivers []Receiver
+}
+
+// Send processes b and hands it on; it returns the receivers' joined
+// errors.
+func (p *Pipeline) Send(ctx context.Context, b Batch) error {
+	if p.Lifecycle != nil {
+		p.Lifecycle.Process(ctx, &b)
+	}
+	var errs []error
+	for _, r := range p.Receivers {
+		if err := r.Send(ctx, b); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

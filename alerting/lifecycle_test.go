@@ -1,0 +1,286 @@
+package alerting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var lt0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func at(min int) time.Time { return lt0.Add(time.Duration(min) * time.Minute) }
+
+// point is one judged point of a test sequence: minute, anomalous, score.
+type point struct {
+	min   int
+	anom  bool
+	score float64
+}
+
+func obsAt(p point) Observation {
+	return Observation{Group: "g", Rule: "r", Kind: "anomaly", Detector: "sigma", Series: `ttft{pod="p0"}`,
+		Labels: map[string]string{"pod": "p0"}, At: at(p.min), Anomalous: p.anom, Score: p.score, Value: p.score * 10,
+		Expected: 1, Lower: 0, Upper: 2}
+}
+
+// run steps an alert through points and returns what happened as
+// "status@minute" strings.
+func run(p Policy, points ...point) (Alert, []string) {
+	var a Alert
+	var got []string
+	for _, pt := range points {
+		var trs []Transition
+		a, trs = Step(a, obsAt(pt), p)
+		for _, tr := range trs {
+			got = append(got, fmt.Sprintf("%s@%d", tr.Status, int(tr.At.Sub(lt0)/time.Minute)))
+		}
+	}
+	return a, got
+}
+
+func TestStepSequences(t *testing.T) {
+	y, n := true, false
+	f := func(name string, p Policy, want string, points ...point) {
+		t.Helper()
+		_, got := run(p, points...)
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: %v, want %q", name, got, want)
+		}
+	}
+	f("fires at the first anomalous point without for, resolves at the first normal one", Policy{},
+		"firing@1 resolved@3", point{0, n, 0}, point{1, y, 3}, point{2, y, 4}, point{3, n, 0}, point{4, n, 0})
+	f("for: pending until it has lasted, then firing", Policy{For: 2 * time.Minute},
+		"firing@12 resolved@14", point{10, y, 3}, point{11, y, 3}, point{12, y, 3}, point{13, y, 3}, point{14, n, 0})
+	f("for: a pending alert that clears sends nothing", Policy{For: 2 * time.Minute},
+		"", point{10, y, 3}, point{11, y, 3}, point{12, n, 0}, point{13, y, 3}, point{14, n, 0})
+	f("keep_firing_for: a flapping series stays one alert", Policy{KeepFiringFor: 3 * time.Minute},
+		"firing@1 resolved@6", point{1, y, 3}, point{2, n, 0}, point{3, y, 5}, point{4, n, 0}, point{5, n, 0}, point{6, n, 0},
+		point{7, n, 0}, point{8, n, 0}, point{9, n, 0})
+	f("keep_firing_for: resolved at the first normal point past it", Policy{KeepFiringFor: 3 * time.Minute},
+		"firing@1 resolved@5", point{1, y, 3}, point{5, n, 0})
+	f("two episodes, two alerts", Policy{},
+		"firing@1 resolved@2 firing@5 resolved@6", point{1, y, 3}, point{2, n, 0}, point{5, y, 3}, point{6, n, 0})
+}
+
+func TestStepKeepsThePeakAndTheWindow(t *testing.T) {
+	a, _ := run(Policy{For: 2 * time.Minute}, point{10, true, 3}, point{11, true, 9}, point{12, true, 4}, point{13, true, 20})
+	if a.State != StateFiring || !a.ActiveAt.Equal(at(10)) || !a.FiredAt.Equal(at(12)) || !a.LastAnomalous.Equal(at(13)) ||
+		a.Peak.Score != 20 || !a.Peak.At.Equal(at(13)) {
+		t.Fatalf("alert %+v", a)
+	}
+	// The finding at firing reports the episode up to the firing point and
+	// its strangest point until then.
+	b, _ := run(Policy{For: 2 * time.Minute}, point{10, true, 3}, point{11, true, 9}, point{12, true, 4})
+	f := b.Finding(b.FiredAt)
+	if !f.WindowStart.Equal(at(10)) || !f.WindowEnd.Equal(at(12)) || f.Score != 9 || !f.ValueTime.Equal(at(11)) ||
+		f.Value != 90 || f.Severity != "critical" || f.Kind != "anomaly" || f.Series != `ttft{pod="p0"}` {
+		t.Fatalf("finding %+v", f)
+	}
+}
+
+func TestTickRepeatsAFiringAlert(t *testing.T) {
+	p := Policy{RepeatInterval: 4 * time.Hour}
+	a, _ := run(p, point{0, true, 3})
+	var got []string
+	for _, h := range []int{1, 3, 4, 5, 8, 12} {
+		var trs []Transition
+		a, trs = Tick(a, lt0.Add(time.Duration(h)*time.Hour), p)
+		for _, tr := range trs {
+			got = append(got, fmt.Sprintf("%s@%dh", tr.Status, int(tr.At.Sub(lt0)/time.Hour)))
+		}
+	}
+	if strings.Join(got, " ") != "repeat@4h repeat@8h repeat@12h" {
+		t.Fatalf("repeats %v", got)
+	}
+	if _, trs := Tick(Alert{State: StatePending}, lt0.Add(time.Hour), Policy{RepeatInterval: time.Minute}); len(trs) != 0 {
+		t.Fatal("a pending alert repeated")
+	}
+	if _, trs := Tick(a, lt0.Add(100*time.Hour), Policy{}); len(trs) != 0 {
+		t.Fatal("repeated without a repeat interval")
+	}
+}
+
+func TestGoneResolves(t *testing.T) {
+	a, _ := run(Policy{}, point{0, true, 3})
+	gone := obsAt(point{5, false, 0})
+	gone.Gone = true
+	next, trs := Step(a, gone, Policy{})
+	if next.State != StateInactive || len(trs) != 1 || trs[0].Status != StatusResolved || !trs[0].At.Equal(at(5)) {
+		t.Fatalf("gone: %+v %+v", next, trs)
+	}
+	pending, _ := run(Policy{For: time.Hour}, point{0, true, 3})
+	if next, trs := Step(pending, gone, Policy{For: time.Hour}); next.State != StateInactive || len(trs) != 0 {
+		t.Fatalf("gone while pending: %+v %+v", next, trs)
+	}
+}
+
+func TestSeverity(t *testing.T) {
+	a := Alert{Peak: Observation{Score: 1.5}}
+	if a.Severity() != "warning" {
+		t.Error(a.Severity())
+	}
+	a.Peak.Score = 2
+	if a.Severity() != "critical" {
+		t.Error(a.Severity())
+	}
+	a.Peak.Severity = "warning" // the analysis graded it
+	if a.Severity() != "warning" {
+		t.Error(a.Severity())
+	}
+	a.Peak.Labels = map[string]string{"severity": "page"} // the rule's label wins
+	if a.Severity() != "page" {
+		t.Error(a.Severity())
+	}
+}
+
+// memStore is a StateStore in memory.
+type memStore struct {
+	mu   sync.Mutex
+	m    map[string][]byte
+	fail bool
+}
+
+func (s *memStore) Load(context.Context) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]byte{}
+	for k, v := range s.m {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (s *memStore) Save(_ context.Context, key string, state []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return errors.New("store down")
+	}
+	if s.m == nil {
+		s.m = map[string][]byte{}
+	}
+	if state == nil {
+		delete(s.m, key)
+	} else {
+		s.m[key] = state
+	}
+	return nil
+}
+
+func batchOf(points ...point) *Batch {
+	b := &Batch{Group: "g", At: at(points[len(points)-1].min)}
+	for _, p := range points {
+		o := obsAt(p)
+		o.Policy = Policy{For: time.Minute}
+		b.Observations = append(b.Observations, o)
+	}
+	return b
+}
+
+func statuses(b *Batch) string {
+	var s []string
+	for _, a := range b.Alerts {
+		s = append(s, fmt.Sprintf("%s@%d", a.Status, int(a.Time.Sub(lt0)/time.Minute)))
+	}
+	return strings.Join(s, " ")
+}
+
+// TestLifecycleReplaysAnEpisodeWithItsOwnTimes: a backfill's observations
+// go through in one batch, and an episode that started and ended inside it
+// yields its firing and its resolved event at their own times.
+func TestLifecycleReplaysAnEpisodeWithItsOwnTimes(t *testing.T) {
+	l := NewLifecycle(LifecycleOptions{})
+	b := batchOf(point{100, true, 3}, point{101, true, 5}, point{102, true, 4}, point{103, false, 0}, point{200, true, 3})
+	l.Process(context.Background(), b)
+	if got := statuses(b); got != "firing@101 resolved@103" || len(b.Findings) != 1 || !b.Findings[0].WindowEnd.Equal(at(101)) {
+		t.Fatalf("events %q, findings %+v", got, b.Findings)
+	}
+	if d := b.Alerts[1]; d.ResolvedAt == nil || !d.ResolvedAt.Equal(at(103)) || !d.FiredAt.Equal(at(101)) || !d.ActiveAt.Equal(at(100)) ||
+		!strings.Contains(d.Description, "Resolved at") || d.Summary != `g/r: ttft{pod="p0"} anomalous` {
+		t.Fatalf("resolved event %+v", d)
+	}
+	if len(l.Firing()) != 0 {
+		t.Fatalf("firing after the replay: %+v", l.Firing())
+	}
+	if b.Observations != nil {
+		t.Fatal("observations not consumed")
+	}
+}
+
+// TestLifecycleStateSurvivesARestart: a new Lifecycle restored from the
+// store neither fires again what was firing nor forgets what was pending,
+// and resolves what cleared while it was down.
+func TestLifecycleStateSurvivesARestart(t *testing.T) {
+	store := &memStore{}
+	ctx := context.Background()
+	l1 := NewLifecycle(LifecycleOptions{Store: store})
+	b := batchOf(point{0, true, 3}, point{1, true, 3})
+	b.Observations = append(b.Observations, func() Observation {
+		o := obsAt(point{1, true, 3})
+		o.Series, o.Policy = `ttft{pod="p1"}`, Policy{For: 10 * time.Minute}
+		return o
+	}())
+	l1.Process(ctx, b)
+	if statuses(b) != "firing@1" || len(store.m) != 2 {
+		t.Fatalf("before the restart: %q, %d stored", statuses(b), len(store.m))
+	}
+	// Garbage in the bucket is skipped, never fatal.
+	store.m["junk"] = []byte("{not json")
+	store.m["foreign"] = []byte(`{"v":7}`)
+
+	l2 := NewLifecycle(LifecycleOptions{Store: store})
+	n, err := l2.Restore(ctx, 0)
+	if err != nil || n != 2 {
+		t.Fatalf("restored %d, %v", n, err)
+	}
+	b = batchOf(point{2, true, 3}, point{3, true, 3})
+	l2.Process(ctx, b)
+	if statuses(b) != "" {
+		t.Fatalf("a restored firing alert fired again: %q", statuses(b))
+	}
+	// p1 was pending since minute 1; with for 10m it fires at minute 11,
+	// counted from before the restart.
+	o := obsAt(point{11, true, 3})
+	o.Series, o.Policy = `ttft{pod="p1"}`, Policy{For: 10 * time.Minute}
+	b = &Batch{Group: "g", At: at(11), Observations: []Observation{o}}
+	l2.Process(ctx, b)
+	if statuses(b) != "firing@11" || !b.Alerts[0].ActiveAt.Equal(at(1)) {
+		t.Fatalf("the restored pending alert: %q %+v", statuses(b), b.Alerts)
+	}
+	// p0 cleared while the daemon was down: its first normal point resolves it.
+	b = batchOf(point{12, false, 0})
+	l2.Process(ctx, b)
+	if statuses(b) != "resolved@12" {
+		t.Fatalf("after clearing: %q", statuses(b))
+	}
+	if _, ok := store.m[alertKey("g", "r", `ttft{pod="p0"}`)]; ok {
+		t.Fatal("a resolved alert stayed in the store")
+	}
+}
+
+func TestLifecycleRetriesStateSavesAndResolvesRemovedRules(t *testing.T) {
+	store := &memStore{fail: true}
+	ctx := context.Background()
+	l := NewLifecycle(LifecycleOptions{Store: store})
+	l.Process(ctx, batchOf(point{0, true, 3}, point{1, true, 3}))
+	if len(store.m) != 0 {
+		t.Fatal("saved while the store fails")
+	}
+	store.fail = false
+	l.Process(ctx, &Batch{Group: "g", At: at(2)})
+	if len(store.m) != 1 {
+		t.Fatalf("the failed save was not retried: %d stored", len(store.m))
+	}
+	evs := l.Retain(at(3), func(group, rule string) bool { return rule != "r" })
+	if len(evs) != 1 || evs[0].Status != StatusResolved || len(l.Firing()) != 0 {
+		t.Fatalf("removed rule's alert: %+v", evs)
+	}
+	l.Process(ctx, &Batch{Group: "g", At: at(4)})
+	if len(store.m) != 0 {
+		t.Fatal("the removed rule's alert stayed in the store")
+	}
+}
