@@ -60,8 +60,8 @@ type Result struct {
 	// Observations are the judged points the alert lifecycle needs.
 	Observations []alerting.Observation
 	Forecasts    []alerting.ForecastData
-	Scales    []alerting.ScaleData
-	Scores    []alerting.Scores
+	Scales       []alerting.ScaleData
+	Scores       []alerting.Scores
 	// Outlook is a forecast rule's outlook for the scale rules.
 	Outlook *Outlook
 	// Scored counts the samples judged, Dropped the non-finite and stale
