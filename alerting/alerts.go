@@ -17,8 +17,8 @@ import (
 )
 
 // AlertData is the data of an alert event, published on
-// <prefix>.alerts.<group>.<rule>: an alert fired, is still firing
-// (repeat) or resolved.
+// <prefix>.alerts.<group>.<rule>: an alert is pending (its for has not
+// passed yet), fired, is still firing (repeat) or resolved.
 type AlertData struct {
 	Status   Status `json:"status"`
 	Group    string `json:"group"`
@@ -154,7 +154,7 @@ func NewLifecycle(o LifecycleOptions) *Lifecycle {
 	l := &Lifecycle{o: o, log: o.Logger, alerts: map[string]map[string]*Alert{}, dirty: map[string]string{},
 		transitions: map[Status]*metrics.Counter{}, findings: map[string]*metrics.Counter{}}
 	set := o.Metrics
-	for _, s := range []Status{StatusFiring, StatusRepeat, StatusResolved} {
+	for _, s := range []Status{StatusPending, StatusFiring, StatusRepeat, StatusResolved} {
 		l.transitions[s] = set.GetOrCreateCounter(metricname.Name("inferwatch_alert_events_total", "status", string(s)))
 	}
 	l.saveFailures = set.GetOrCreateCounter("inferwatch_alert_state_save_failures_total")

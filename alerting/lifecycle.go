@@ -85,8 +85,8 @@ type Alert struct {
 	Peak Observation
 }
 
-// Transition is something that happened to an alert: it fired, repeated
-// or resolved, at At.
+// Transition is something that happened to an alert: it became pending,
+// fired, repeated or resolved, at At.
 type Transition struct {
 	Status Status
 	At     time.Time
@@ -96,15 +96,20 @@ type Transition struct {
 // Status is what a Transition announces.
 type Status string
 
-// The statuses of alert events.
+// The statuses of alert events. An alert with a for announces that it is
+// pending, so a subscriber sees it coming; Alertmanager is told of firing
+// and resolved alerts only.
 const (
+	StatusPending  Status = "pending"
 	StatusFiring   Status = "firing"
 	StatusRepeat   Status = "repeat"
 	StatusResolved Status = "resolved"
 )
 
 // Step advances an alert by one judged point of its series, in time order,
-// and returns the alert and what happened to it (at most one transition).
+// and returns the alert and what happened to it (at most one transition:
+// a pending alert that clears goes back to inactive silently, as in
+// Prometheus).
 func Step(prev Alert, obs Observation, p Policy) (Alert, []Transition) {
 	next := prev
 	next.Policy = p
@@ -130,6 +135,9 @@ func Step(prev Alert, obs Observation, p Policy) (Alert, []Transition) {
 	if next.State == StatePending && obs.At.Sub(next.ActiveAt) >= p.For {
 		next.State, next.FiredAt, next.LastSent = StateFiring, obs.At, obs.At
 		return next, []Transition{{Status: StatusFiring, At: obs.At, Alert: next}}
+	}
+	if prev.State == StateInactive {
+		return next, []Transition{{Status: StatusPending, At: obs.At, Alert: next}}
 	}
 	return next, nil
 }

@@ -54,9 +54,9 @@ func TestStepSequences(t *testing.T) {
 	f("fires at the first anomalous point without for, resolves at the first normal one", Policy{},
 		"firing@1 resolved@3", point{0, n, 0}, point{1, y, 3}, point{2, y, 4}, point{3, n, 0}, point{4, n, 0})
 	f("for: pending until it has lasted, then firing", Policy{For: 2 * time.Minute},
-		"firing@12 resolved@14", point{10, y, 3}, point{11, y, 3}, point{12, y, 3}, point{13, y, 3}, point{14, n, 0})
+		"pending@10 firing@12 resolved@14", point{10, y, 3}, point{11, y, 3}, point{12, y, 3}, point{13, y, 3}, point{14, n, 0})
 	f("for: a pending alert that clears sends nothing", Policy{For: 2 * time.Minute},
-		"", point{10, y, 3}, point{11, y, 3}, point{12, n, 0}, point{13, y, 3}, point{14, n, 0})
+		"pending@10 pending@13", point{10, y, 3}, point{11, y, 3}, point{12, n, 0}, point{13, y, 3}, point{14, n, 0})
 	f("keep_firing_for: a flapping series stays one alert", Policy{KeepFiringFor: 3 * time.Minute},
 		"firing@1 resolved@6", point{1, y, 3}, point{2, n, 0}, point{3, y, 5}, point{4, n, 0}, point{5, n, 0}, point{6, n, 0},
 		point{7, n, 0}, point{8, n, 0}, point{9, n, 0})
@@ -196,10 +196,10 @@ func TestLifecycleReplaysAnEpisodeWithItsOwnTimes(t *testing.T) {
 	l := NewLifecycle(LifecycleOptions{})
 	b := batchOf(point{100, true, 3}, point{101, true, 5}, point{102, true, 4}, point{103, false, 0}, point{200, true, 3})
 	l.Process(context.Background(), b)
-	if got := statuses(b); got != "firing@101 resolved@103" || len(b.Findings) != 1 || !b.Findings[0].WindowEnd.Equal(at(101)) {
+	if got := statuses(b); got != "pending@100 firing@101 resolved@103 pending@200" || len(b.Findings) != 1 || !b.Findings[0].WindowEnd.Equal(at(101)) {
 		t.Fatalf("events %q, findings %+v", got, b.Findings)
 	}
-	if d := b.Alerts[1]; d.ResolvedAt == nil || !d.ResolvedAt.Equal(at(103)) || !d.FiredAt.Equal(at(101)) || !d.ActiveAt.Equal(at(100)) ||
+	if d := b.Alerts[2]; d.ResolvedAt == nil || !d.ResolvedAt.Equal(at(103)) || !d.FiredAt.Equal(at(101)) || !d.ActiveAt.Equal(at(100)) ||
 		!strings.Contains(d.Description, "Resolved at") || d.Summary != `g/r: ttft{pod="p0"} anomalous` {
 		t.Fatalf("resolved event %+v", d)
 	}
@@ -225,7 +225,7 @@ func TestLifecycleStateSurvivesARestart(t *testing.T) {
 		return o
 	}())
 	l1.Process(ctx, b)
-	if statuses(b) != "firing@1" || len(store.m) != 2 {
+	if statuses(b) != "pending@0 firing@1 pending@1" || len(store.m) != 2 {
 		t.Fatalf("before the restart: %q, %d stored", statuses(b), len(store.m))
 	}
 	// Garbage in the bucket is skipped, never fatal.

@@ -112,6 +112,13 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 			res.Scores = append(res.Scores, sc)
 		}
 		for j, t := range r.bt {
+			if first && t >= fromMs && (j == 0 || r.bt[j-1] < fromMs) {
+				// The first point reported after a (re)start: whether the
+				// series was anomalous before is not known here, so the
+				// lifecycle is told this point either way — a restored
+				// alert whose series has cleared resolves.
+				st.anomalous = true
+			}
 			r.observe(&res, st, t, r.bv[j], r.br[j], nil, r.detector, t >= fromMs)
 		}
 	}

@@ -170,6 +170,7 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 			return res, err
 		}
 	}
+	resumed := r.resumed
 	r.last, r.resumed = end, false
 	scores := map[string]int{} // series → index in res.Scores
 	judged := map[*seriesState]bool{}
@@ -180,6 +181,9 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 			key := v.labels.String()
 			st := r.state(key, v.labels, nil)
 			st.lastSeen = at
+			if resumed && τ.Equal(times[0]) {
+				st.anomalous = true // as in anomalyRule.Eval: tell the lifecycle after a restart
+			}
 			if env.Scores {
 				i, ok := scores[key]
 				if !ok {

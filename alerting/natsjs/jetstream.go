@@ -14,13 +14,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/internal/metricname"
+	"github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -74,6 +74,7 @@ type JetStream struct {
 	url    string // redacted, for logs and errors
 	nc     *nats.Conn
 	js     jetstream.Publisher
+	jsm    jetstream.KeyValueManager
 	closed chan struct{}
 
 	// by event class (finding, forecast, scale, other)
@@ -203,7 +204,7 @@ func Connect(ctx context.Context, o Options) (*JetStream, error) {
 		j.nc.Close()
 		return nil, fmt.Errorf("opening JetStream on %s: %w", j.url, err)
 	}
-	j.js = js
+	j.js, j.jsm = js, js
 	if err := ensureStream(ctx, js, o); err != nil {
 		j.nc.Close()
 		return nil, fmt.Errorf("NATS at %s: %w", j.url, err)
@@ -407,21 +408,4 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // redactURL hides passwords and tokens in comma-separated NATS URLs.
-func redactURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		u, err := url.Parse(p)
-		if err != nil || u.User == nil {
-			parts[i] = p
-			continue
-		}
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		} else {
-			u.User = url.User("xxxxx")
-		}
-		parts[i] = u.String()
-	}
-	return strings.Join(parts, ",")
-}
+func redactURL(s string) string { return redact.URL(s) }

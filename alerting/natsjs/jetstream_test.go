@@ -162,7 +162,7 @@ func TestPublishReadBack(t *testing.T) {
 			"specversion":     "1.0",
 			"id":              alerting.FindingID(f),
 			"source":          "/inferwatch/test",
-			"type":            "io.inferwatch.finding." + f.Kind,
+			"type":            "io.inferwatch.finding.v1",
 			"subject":         f.Series,
 			"time":            f.WindowEnd.UTC().Format(time.RFC3339Nano),
 			"datacontenttype": "application/json",

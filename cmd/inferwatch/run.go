@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"reflect"
@@ -20,8 +19,10 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/alertmanager"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/ingest"
+	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -124,9 +125,15 @@ func (f runFlags) load() (*rulefmt.Config, []*rules.Group, error) {
 		return nil, nil, err
 	}
 	if f.sourceURL != "" {
+		if err := rulefmt.CheckSourceURL(f.sourceURL); err != nil {
+			return nil, nil, fmt.Errorf("--source.url: %w", err)
+		}
 		cfg.Source.URL = f.sourceURL
 	}
 	if f.natsURL != "" {
+		if errs := rulefmt.CheckNATSURL(f.natsURL); len(errs) > 0 {
+			return nil, nil, fmt.Errorf("--nats.url: %w", errors.Join(errs...))
+		}
 		cfg.NATS.URL = f.natsURL
 	}
 	return cfg, groups, nil
@@ -210,11 +217,41 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	life := alerting.NewLifecycle(alerting.LifecycleOptions{Logger: logger, Metrics: set})
+	kv, err := js.KV(ctx, cfg.NATS.StateBucket)
+	if err != nil {
+		return err
+	}
+	life := alerting.NewLifecycle(alerting.LifecycleOptions{Store: kv, Logger: logger, Metrics: set})
+	if _, err := life.Restore(ctx, maxRestoredAlerts); err != nil {
+		logger.Error("alert states could not be restored; alerts start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
+	}
+	sink := &alerting.Pipeline{Lifecycle: life, Receivers: []alerting.Receiver{pub}}
+	if am := cfg.Alertmanager; am != nil {
+		notifier, err := alertmanager.New(alertmanager.Options{URLs: am.URLs, HTTPClientConfig: &am.HTTPClientConfig,
+			Timeout: am.Timeout, Logger: logger, Metrics: set})
+		if err != nil {
+			return fmt.Errorf("%s: alertmanager: %w", cfg.File, err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if left, err := notifier.Close(ctx); err != nil {
+				logger.Warn("stopping: alerts left unsent to Alertmanager", "left", left, "err", err)
+			}
+		}()
+		fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: notifier, ResendDelay: am.ResendDelay, ExternalURL: am.ExternalURL})
+		if err != nil {
+			return fmt.Errorf("%s: alertmanager: %w", cfg.File, err)
+		}
+		fwd.Seed(life.Firing())
+		sink.Receivers = append(sink.Receivers, fwd)
+		logger.Info("forwarding alerts to Alertmanager", "urls", redactAll(am.URLs), "resend_delay", am.ResendDelay)
+	}
 	manager, err := rules.NewManager(rules.ManagerOptions{
 		Querier:         client,
-		Sink:            &alerting.Pipeline{Lifecycle: life, Receivers: []alerting.Receiver{pub}},
+		Sink:            sink,
 		CatchUp:         f.catchUp,
+		Progress:        kv,
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
 		Logger:          logger,
@@ -223,6 +260,10 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if _, err := manager.Resume(ctx); err != nil {
+		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
+	}
+	retain(ctx, life, groups, pub, logger)
 	logger.Info("inferwatch started", "config", cfg.File, "source", redact(cfg.Source.URL),
 		"groups", len(groups), "rules", countRules(groups), "once", f.once)
 	if f.once {
@@ -248,10 +289,18 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	for {
 		select {
 		case <-done:
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := pub.Flush(fctx)
+			cancel()
+			if err != nil {
+				logger.Warn("stopping: events could not be published", "findings_pending", pub.Pending(), "err", err)
+			}
 			logger.Info("stopping: the evaluations in flight have finished", "findings_pending", pub.Pending())
 			return nil
 		case <-hup:
-			reload(f, cfg, manager, logger, reloadOK, reloadAt)
+			if reload(f, cfg, manager, logger, reloadOK, reloadAt) {
+				retain(ctx, life, manager.Groups(), pub, logger)
+			}
 		}
 	}
 }
@@ -260,13 +309,13 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 // manager; an invalid configuration is logged and the running one kept.
 // Sections the running daemon cannot change (source, nats) are reported
 // as needing a restart.
-func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.Logger, ok, at *metrics.Gauge) {
+func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.Logger, ok, at *metrics.Gauge) bool {
 	logger.Info("SIGHUP: reloading the configuration", "config", f.configFile)
 	cfg, groups, err := f.load()
 	if err != nil {
 		ok.Set(0)
 		logger.Error("reloading the configuration failed; the previous configuration keeps running", "config", f.configFile, "err", err)
-		return
+		return false
 	}
 	if !reflect.DeepEqual(cfg.Source, running.Source) || !reflect.DeepEqual(cfg.NATS, running.NATS) {
 		logger.Warn("the source and nats sections changed: they take effect at the next restart; the groups are reloaded now")
@@ -275,6 +324,29 @@ func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.
 	ok.Set(1)
 	at.Set(float64(time.Now().Unix()))
 	logger.Info("configuration reloaded", "config", f.configFile, "groups", len(groups), "rules", countRules(groups), "rules_kept", kept)
+	return true
+}
+
+// maxRestoredAlerts bounds the alert states restored at start-up.
+const maxRestoredAlerts = 1_000_000
+
+// retain resolves the restored or running alerts of rules the
+// configuration no longer has, and publishes their resolved events.
+func retain(ctx context.Context, life *alerting.Lifecycle, groups []*rules.Group, pub *alerting.Publisher, logger *slog.Logger) {
+	have := map[string]bool{}
+	for _, g := range groups {
+		for _, r := range g.Rules() {
+			have[g.Name()+"\x00"+r.Name()] = true
+		}
+	}
+	evs := life.Retain(time.Now(), func(group, rule string) bool { return have[group+"\x00"+rule] })
+	if len(evs) == 0 {
+		return
+	}
+	logger.Info("resolving the alerts of rules the configuration no longer has", "alerts", len(evs))
+	if err := pub.Send(ctx, alerting.Batch{Alerts: evs}); err != nil {
+		logger.Warn("publishing the resolved alerts of removed rules", "err", err)
+	}
 }
 
 func countRules(groups []*rules.Group) int {
@@ -314,11 +386,13 @@ func serveWeb(addr string, set *metrics.Set, logger *slog.Logger) (func(), error
 	}, nil
 }
 
-// redact hides the password of a URL's user information.
-func redact(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(unparsable URL)"
+func redactAll(us []string) []string {
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = redact(u)
 	}
-	return p.Redacted()
+	return out
 }
+
+// redact hides the secrets of a URL.
+func redact(u string) string { return redactpkg.URL(u) }

@@ -250,7 +250,7 @@ func (vm *VM) kill() {
 
 // Run starts VictoriaMetrics for a test and stops it in t.Cleanup. The test
 // is skipped only when the go tool itself is unavailable.
-func Run(t testing.TB) *VM {
+func Run(t testing.TB, extraFlags ...string) *VM {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*healthTimeout)
 	defer cancel()
@@ -258,7 +258,7 @@ func Run(t testing.TB) *VM {
 	if testing.Verbose() {
 		out = os.Stderr
 	}
-	vm, err := Start(ctx, Options{Stdout: out, Stderr: out})
+	vm, err := Start(ctx, Options{Stdout: out, Stderr: out, ExtraFlags: extraFlags})
 	if errors.Is(err, ErrNoTool) {
 		t.Skipf("skipping: no VictoriaMetrics binary: %v", err)
 	}

@@ -12,9 +12,11 @@ import (
 
 // Config is one configuration file.
 type Config struct {
-	Source Source  `yaml:"source"`
-	NATS   NATS    `yaml:"nats"`
-	Groups []Group `yaml:"groups"`
+	Source Source `yaml:"source"`
+	NATS   NATS   `yaml:"nats"`
+	// Alertmanager, when set, forwards alerts to Alertmanagers.
+	Alertmanager *Alertmanager `yaml:"alertmanager"`
+	Groups       []Group       `yaml:"groups"`
 
 	// File is the path the configuration was read from.
 	File string `yaml:"-"`
@@ -47,6 +49,10 @@ type NATS struct {
 	// Stream is the JetStream stream over <prefix>.> (default: the prefix
 	// in upper case, e.g. INFERWATCH).
 	Stream string `yaml:"stream"`
+	// StateBucket is the JetStream key-value bucket that keeps alert
+	// states and the rules' progress across restarts (default:
+	// <stream>_STATE).
+	StateBucket string `yaml:"state_bucket"`
 	// DuplicateWindow is how long JetStream remembers message ids to drop
 	// re-published findings (default 24h).
 	DuplicateWindow time.Duration `yaml:"-"`

@@ -21,6 +21,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
 )
@@ -207,8 +208,11 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	cfg := &Config{File: p.file}
-	f := p.fields(root, "the top level", []string{"source", "nats", "groups"}, nil)
+	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "groups"}, nil)
 	cfg.Source = p.source(f["source"], root)
+	if e, ok := f["alertmanager"]; ok {
+		cfg.Alertmanager = p.alertmanager(e)
+	}
 	cfg.NATS = p.nats(f["nats"])
 	cfg.Groups = p.groups(f["groups"], root)
 	if p.exhausted {
@@ -552,6 +556,34 @@ func (p *parser) positive(kv pair, present bool, name string, def time.Duration,
 
 var sourceKeys = []string{"url", "timeout", "evaluation_delay", "use_post"}
 
+// fieldsWithHTTP reads the fields of mapping n: the known ones, and any
+// field of Prometheus' HTTP client configuration (basic_auth,
+// authorization, tls_config, …), decoded strictly into hc.
+func (p *parser) fieldsWithHTTP(n *yaml.Node, where string, known []string, hc *config.HTTPClientConfig) map[string]pair {
+	hcFields, _ := structFields(reflect.TypeFor[config.HTTPClientConfig]())
+	hv := reflect.ValueOf(hc).Elem()
+	httpKeys := make([]string, 0, len(hcFields))
+	for k := range hcFields {
+		httpKeys = append(httpKeys, k)
+	}
+	return p.fields(n, where, known, func(e pair) bool {
+		fi, ok := hcFields[e.k.Value]
+		if !ok {
+			return false
+		}
+		name := where + "." + e.k.Value
+		before := len(p.errs)
+		p.strict(e.v, fi.typ, name, 0)
+		if len(p.errs) > before {
+			return true
+		}
+		if err := e.v.Decode(hv.FieldByIndex(fi.index).Addr().Interface()); err != nil {
+			p.errorf(resolve(e.v), "%s: %s", name, yamlErrMsg(err))
+		}
+		return true
+	}, httpKeys...)
+}
+
 func (p *parser) source(kv pair, parent *yaml.Node) Source {
 	s := Source{
 		Timeout:          DefaultTimeout,
@@ -567,28 +599,7 @@ func (p *parser) source(kv pair, parent *yaml.Node) Source {
 		p.errorf(n, "source must be a mapping with at least url, got %s", kind(n))
 		return s
 	}
-	hcFields, _ := structFields(reflect.TypeFor[config.HTTPClientConfig]())
-	hc := reflect.ValueOf(&s.HTTPClientConfig).Elem()
-	httpKeys := make([]string, 0, len(hcFields))
-	for k := range hcFields {
-		httpKeys = append(httpKeys, k)
-	}
-	f := p.fields(n, "source", sourceKeys, func(e pair) bool {
-		fi, ok := hcFields[e.k.Value]
-		if !ok {
-			return false
-		}
-		name := "source." + e.k.Value
-		before := len(p.errs)
-		p.strict(e.v, fi.typ, name, 0)
-		if len(p.errs) > before {
-			return true
-		}
-		if err := e.v.Decode(hc.FieldByIndex(fi.index).Addr().Interface()); err != nil {
-			p.errorf(resolve(e.v), "%s: %s", name, yamlErrMsg(err))
-		}
-		return true
-	}, httpKeys...)
+	f := p.fieldsWithHTTP(n, "source", sourceKeys, &s.HTTPClientConfig)
 
 	if e, ok := f["url"]; ok {
 		s.URL, _ = p.str(e.v, "source.url")
@@ -614,19 +625,29 @@ func (p *parser) source(kv pair, parent *yaml.Node) Source {
 }
 
 func (p *parser) checkSourceURL(n *yaml.Node, raw string) {
+	if err := CheckSourceURL(raw); err != nil {
+		p.errorf(n, "%v", err)
+	}
+}
+
+// CheckSourceURL says what is wrong with raw as source.url (the
+// --source.url flag goes through it too), with any secret in it hidden.
+func CheckSourceURL(raw string) error {
 	u, err := url.Parse(raw)
+	shown := redact.URL(raw)
 	switch {
 	case err != nil:
-		p.errorf(n, "source.url %q is not a URL: %v", raw, err)
+		return fmt.Errorf("source.url %q is not a URL: %s", shown, redact.Text(err.Error(), raw))
 	case u.Scheme != "http" && u.Scheme != "https":
-		p.errorf(n, "source.url %q must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:8428", raw)
+		return fmt.Errorf("source.url %q must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:8428", shown)
 	case u.Host == "":
-		p.errorf(n, "source.url %q has no host", raw)
+		return fmt.Errorf("source.url %q has no host", shown)
 	case u.User != nil:
-		p.errorf(n, "source.url must not hold credentials; use basic_auth or authorization")
+		return errors.New("source.url must not hold credentials; use basic_auth or authorization")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		p.errorf(n, "source.url %q must not have a query or fragment: /api/v1/query_range is appended to it", raw)
+		return fmt.Errorf("source.url %q must not have a query or fragment: /api/v1/query_range is appended to it", shown)
 	}
+	return nil
 }
 
 func (p *parser) nats(kv pair) NATS {
@@ -641,7 +662,13 @@ func (p *parser) nats(kv pair) NATS {
 		if n.Kind != yaml.MappingNode {
 			p.errorf(n, "nats must be a mapping, got %s", kind(n))
 		} else {
-			f := p.fields(n, "nats", []string{"url", "subject_prefix", "stream", "duplicate_window", "embedded"}, nil)
+			f := p.fields(n, "nats", []string{"url", "subject_prefix", "stream", "state_bucket", "duplicate_window", "embedded"}, nil)
+			if e, ok := f["state_bucket"]; ok {
+				out.StateBucket, _ = p.str(e.v, "nats.state_bucket")
+				if msg := checkStream(out.StateBucket); msg != "" && out.StateBucket != "" {
+					p.errorf(resolve(e.v), "nats.state_bucket %q %s", out.StateBucket, msg)
+				}
+			}
 			if e, ok := f["url"]; ok {
 				out.URL, _ = p.str(e.v, "nats.url")
 				if out.URL != "" {
@@ -678,26 +705,42 @@ func (p *parser) nats(kv pair) NATS {
 	} else if msg := checkStream(out.Stream); msg != "" {
 		p.errorf(streamNode, "nats.stream %q %s", out.Stream, msg)
 	}
+	if out.StateBucket == "" {
+		out.StateBucket = natsjs.DefaultStateBucket(out.Stream)
+	}
 	return out
 }
 
 func (p *parser) checkNATSURL(n *yaml.Node, raw string) {
+	for _, err := range CheckNATSURL(raw) {
+		p.errorf(n, "%v", err)
+	}
+}
+
+// CheckNATSURL says what is wrong with raw as nats.url (a comma-separated
+// list; the --nats.url flag goes through it too), with any secret in it
+// hidden. Credentials in the URL are allowed, as nats.go takes them, but
+// a user, password or token is better kept in the nats section's fields.
+func CheckNATSURL(raw string) []error {
+	var errs []error
 	for part := range strings.SplitSeq(raw, ",") {
 		part = strings.TrimSpace(part)
+		shown := redact.URL(part)
 		if part == "" {
-			p.errorf(n, "nats.url %q has an empty entry in its comma-separated list", raw)
+			errs = append(errs, fmt.Errorf("nats.url %q has an empty entry in its comma-separated list", redact.URL(raw)))
 			continue
 		}
 		u, err := url.Parse(part)
 		switch {
 		case err != nil:
-			p.errorf(n, "nats.url %q is not a URL: %v", part, err)
+			errs = append(errs, fmt.Errorf("nats.url %q is not a URL: %s", shown, redact.Text(err.Error(), part)))
 		case u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss":
-			p.errorf(n, "nats.url %q must start with nats://, tls://, ws:// or wss://", part)
+			errs = append(errs, fmt.Errorf("nats.url %q must start with nats://, tls://, ws:// or wss://", shown))
 		case u.Host == "":
-			p.errorf(n, "nats.url %q has no host", part)
+			errs = append(errs, fmt.Errorf("nats.url %q has no host", shown))
 		}
 	}
+	return errs
 }
 
 // checkSubjectPrefix returns why s is not a valid NATS subject prefix, or

@@ -190,7 +190,7 @@ groups:
 	if hc := cfg.Source.HTTPClientConfig; !hc.FollowRedirects || !hc.EnableHTTP2 || hc.BasicAuth != nil || hc.Authorization != nil {
 		t.Errorf("HTTP client defaults: %+v", hc)
 	}
-	wantNATS := NATS{SubjectPrefix: "inferwatch", Stream: "INFERWATCH", DuplicateWindow: 24 * time.Hour,
+	wantNATS := NATS{SubjectPrefix: "inferwatch", Stream: "INFERWATCH", StateBucket: "INFERWATCH_STATE", DuplicateWindow: 24 * time.Hour,
 		Embedded: Embedded{Listen: "127.0.0.1:4222"}}
 	if cfg.NATS != wantNATS {
 		t.Errorf("NATS = %+v, want %+v", cfg.NATS, wantNATS)

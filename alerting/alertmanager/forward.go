@@ -1,0 +1,164 @@
+package alertmanager
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
+)
+
+// DefaultResendDelay is how often a firing alert is sent again, as
+// Prometheus' --rules.alert.resend-delay: Alertmanager forgets an alert
+// whose endsAt has passed, so a firing one is renewed well before.
+const DefaultResendDelay = time.Minute
+
+// ForwarderOptions configure a Forwarder.
+type ForwarderOptions struct {
+	// Notifier delivers the alerts.
+	Notifier *Notifier
+	// ResendDelay is how often firing alerts are sent again (default
+	// DefaultResendDelay); their endsAt lies four times that ahead.
+	ResendDelay time.Duration
+	// ExternalURL, when set, is where a person looks at inferwatch (or a
+	// dashboard of it): generatorURL is ExternalURL with the group, rule
+	// and series as query parameters.
+	ExternalURL string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Forwarder turns alert events into Alertmanager alerts: a firing alert is
+// sent when it fires and again every ResendDelay while it fires, with
+// endsAt ahead of now, so Alertmanager's grouping, inhibition, silences
+// and routing work as users run them; a resolved one is sent once with
+// endsAt at its resolution. It implements alerting.Receiver.
+type Forwarder struct {
+	o ForwarderOptions
+
+	mu       sync.Mutex
+	firing   map[string]Alert // by group/rule/series
+	lastSend time.Time
+}
+
+// NewForwarder returns a Forwarder sending through o.Notifier.
+func NewForwarder(o ForwarderOptions) (*Forwarder, error) {
+	if o.Notifier == nil {
+		return nil, fmt.Errorf("alertmanager: ForwarderOptions needs a Notifier")
+	}
+	if o.ResendDelay <= 0 {
+		o.ResendDelay = DefaultResendDelay
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ExternalURL != "" {
+		if u, err := url.Parse(o.ExternalURL); err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("alertmanager: external URL %q is not an absolute URL", o.ExternalURL)
+		}
+	}
+	return &Forwarder{o: o, firing: map[string]Alert{}}, nil
+}
+
+// Seed makes the Forwarder send the alerts already firing (restored after
+// a restart) as if they had just fired.
+func (f *Forwarder) Seed(firing []alerting.AlertData) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range firing {
+		f.firing[key(d)] = f.alert(d)
+	}
+	f.lastSend = time.Time{}
+}
+
+// Send takes the alert events of one evaluation; it never waits on an
+// Alertmanager.
+func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
+	now := f.o.Now()
+	f.mu.Lock()
+	var out []Alert
+	sent := map[string]bool{}
+	for _, d := range b.Alerts {
+		if d.Status == alerting.StatusPending {
+			continue
+		}
+		sent[key(d)] = true
+		a := f.alert(d)
+		switch d.Status {
+		case alerting.StatusFiring, alerting.StatusRepeat:
+			f.firing[key(d)] = a
+			a.EndsAt = now.Add(4 * f.o.ResendDelay)
+			out = append(out, a)
+		case alerting.StatusResolved:
+			delete(f.firing, key(d))
+			out = append(out, a)
+		}
+	}
+	if now.Sub(f.lastSend) >= f.o.ResendDelay {
+		keys := make([]string, 0, len(f.firing))
+		for k := range f.firing {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if sent[k] {
+				continue
+			}
+			a := f.firing[k]
+			a.EndsAt = now.Add(4 * f.o.ResendDelay)
+			out = append(out, a)
+		}
+		f.lastSend = now
+	}
+	f.mu.Unlock()
+	if len(out) > 0 {
+		f.o.Notifier.Send(out...)
+	}
+	return nil
+}
+
+func key(d alerting.AlertData) string { return d.Group + "\x00" + d.Rule + "\x00" + d.Series }
+
+var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// alert is the Alertmanager alert of an event: alertname is the rule, the
+// series' labels (its metric name as "metric") and the rule's, the group
+// as inferwatch_group, the severity and the kind; the summary, the
+// description and the figures as annotations.
+func (f *Forwarder) alert(d alerting.AlertData) Alert {
+	labels := map[string]string{}
+	for k, v := range d.Labels {
+		switch {
+		case k == "__name__":
+			labels["metric"] = v
+		case labelNameRE.MatchString(k) && v != "" && k[0:min(2, len(k))] != "__":
+			labels[k] = v
+		}
+	}
+	labels["alertname"] = d.Rule
+	labels["inferwatch_group"] = d.Group
+	labels["inferwatch_kind"] = d.Kind
+	labels["severity"] = d.Severity
+	ann := map[string]string{
+		"summary":     d.Summary,
+		"description": d.Description,
+		"series":      d.Series,
+		"detector":    d.Detector,
+		"score":       fmt.Sprintf("%.4g", float64(d.Score)),
+		"value":       fmt.Sprintf("%.6g", float64(d.Value)),
+		"expected":    fmt.Sprintf("%.6g", float64(d.Expected)),
+	}
+	a := Alert{Labels: labels, Annotations: ann, StartsAt: d.FiredAt}
+	if d.ResolvedAt != nil {
+		a.EndsAt = *d.ResolvedAt
+	}
+	if f.o.ExternalURL != "" {
+		q := url.Values{"group": {d.Group}, "rule": {d.Rule}, "series": {d.Series}}
+		a.GeneratorURL = f.o.ExternalURL + "?" + q.Encode()
+	}
+	return a
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/alertmanager/amtest"
+	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
+)
+
+// liveSeries writes one series with a sample a second from from to to
+// (inclusive) into vm, value v(t).
+func liveSeries(t *testing.T, vm *localvm.VM, from, to time.Time, v func(time.Time) float64) {
+	t.Helper()
+	s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p0"}}}
+	for ts := from; !ts.After(to); ts = ts.Add(time.Second) {
+		s.Timestamps = append(s.Timestamps, ts.UnixMilli())
+		s.Values = append(s.Values, v(ts))
+	}
+	var buf bytes.Buffer
+	if err := ingest.WriteImportJSONL(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Import(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// amAlerts reads the alerts Alertmanager holds for alertname.
+func amAlerts(t *testing.T, base, alertname string) []struct {
+	Labels   map[string]string `json:"labels"`
+	StartsAt time.Time         `json:"startsAt"`
+	EndsAt   time.Time         `json:"endsAt"`
+	Status   struct {
+		State string `json:"state"`
+	} `json:"status"`
+} {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v2/alerts?filter=" + "alertname%3D%22" + alertname + "%22")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []struct {
+		Labels   map[string]string `json:"labels"`
+		StartsAt time.Time         `json:"startsAt"`
+		EndsAt   time.Time         `json:"endsAt"`
+		Status   struct {
+			State string `json:"state"`
+		} `json:"status"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestAlertLifecycleAcrossRestarts runs the daemon (`run --once`, one
+// process per evaluation, as after a restart each time) over a live series
+// in a real VictoriaMetrics, with a real NATS server keeping the state and
+// a real Alertmanager receiving the alerts. An anomaly starts: pending,
+// then firing, on NATS and in Alertmanager. The daemon is restarted while
+// the anomaly goes on: it does not fire again. The data clears: the alert
+// resolves, on NATS and in Alertmanager.
+func TestAlertLifecycleAcrossRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics, NATS and Alertmanager")
+	}
+	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	srv := natstest.Start(t)
+	am := amtest.Start(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cfg.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source:
+  url: %s
+  evaluation_delay: 0s
+nats:
+  url: %s
+alertmanager:
+  urls: [%s]
+  external_url: http://inferwatch.example:9464/alerts
+groups:
+  - name: latency
+    interval: 1s
+    rules:
+      - name: ttft_spike
+        expr: ttft
+        step: 1s
+        lookback: 10m
+        detector: {name: sigma, k: 4, min_points: 30}
+        for: 4s
+        labels: {team: serving}
+`, vm.URL(), srv.ClientURL(), am)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	normal := func(ts time.Time) float64 { return 10 + 0.1*float64(ts.Unix()%3) }
+	spike := func(time.Time) float64 { return 50 }
+	alerts := natstest.Collect(t, srv.ClientURL(), "inferwatch.alerts.>")
+	findings := natstest.Collect(t, srv.ClientURL(), "inferwatch.findings.>")
+	statuses := func(want int) []alerting.AlertData {
+		t.Helper()
+		var out []alerting.AlertData
+		for _, m := range alerts(want, 5*time.Second) {
+			var ev struct {
+				Type string             `json:"type"`
+				Data alerting.AlertData `json:"data"`
+			}
+			if err := json.Unmarshal(m.Data(), &ev); err != nil || ev.Type != alerting.AlertEventType {
+				t.Fatalf("alert event %s: %v", m.Data(), err)
+			}
+			if m.Subject() != "inferwatch.alerts.latency.ttft_spike" {
+				t.Errorf("subject %q", m.Subject())
+			}
+			out = append(out, ev.Data)
+		}
+		return out
+	}
+	runOnce := func(extra ...string) {
+		t.Helper()
+		args := append([]string{"run", "--config", cfg, "--once", "--web.listen-address", ""}, extra...)
+		if code, _, errOut := runCmd(t, context.Background(), args...); code != 0 {
+			t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
+		}
+	}
+	// Wait until the wall clock has passed t, so the evaluation reaches it.
+	until := func(ts time.Time) { time.Sleep(time.Until(ts.Add(1100 * time.Millisecond))) }
+
+	// Eleven minutes of normal latency, then a spike: the last 6 seconds.
+	// (A sustained spike becomes the detector's new normal as it fills the
+	// window: the 10m lookback keeps it anomalous for the test's minute.)
+	now := time.Now().Truncate(time.Second)
+	start := now.Add(-11 * time.Minute)
+	liveSeries(t, vm, start, now.Add(-7*time.Second), normal)
+	liveSeries(t, vm, now.Add(-6*time.Second), now, spike)
+	until(now)
+	runOnce("--backfill", "1m")
+	got := statuses(2)
+	if len(got) != 2 || got[0].Status != alerting.StatusPending || got[1].Status != alerting.StatusFiring ||
+		got[1].Labels["team"] != "serving" || got[1].Series != `ttft{pod="p0"}` || got[1].Severity != "critical" ||
+		!got[1].ActiveAt.Equal(now.Add(-6*time.Second)) || !got[1].FiredAt.Equal(now.Add(-2*time.Second)) {
+		t.Fatalf("first run: alert events %+v", got)
+	}
+	if fs := findings(2, time.Second); len(fs) != 1 {
+		t.Fatalf("first run: %d findings, want 1", len(fs))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for a := amAlerts(t, am, "ttft_spike"); len(a) != 1 || a[0].Status.State != "active" || a[0].Labels["pod"] != "p0" ||
+		a[0].Labels["inferwatch_group"] != "latency" || a[0].Labels["severity"] != "critical"; a = amAlerts(t, am, "ttft_spike") {
+		if time.Now().After(deadline) {
+			t.Fatalf("Alertmanager holds %+v, want the firing alert", a)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// The spike goes on while the daemon restarts: not fired again.
+	next := time.Now().Truncate(time.Second)
+	liveSeries(t, vm, now.Add(time.Second), next, spike)
+	until(next)
+	runOnce()
+	if more := statuses(1); len(more) != 0 {
+		t.Fatalf("after a restart with the spike going on: %+v, want nothing (the alert fires already)", more)
+	}
+
+	// The latency clears: the restarted daemon resolves the alert.
+	clear := time.Now().Truncate(time.Second)
+	liveSeries(t, vm, next.Add(time.Second), clear.Add(2*time.Second), normal)
+	until(clear.Add(2 * time.Second))
+	runOnce()
+	got = statuses(1)
+	if len(got) != 1 || got[0].Status != alerting.StatusResolved || got[0].ResolvedAt == nil ||
+		got[0].ResolvedAt.Before(next) || !got[0].ActiveAt.Equal(now.Add(-6*time.Second)) {
+		t.Fatalf("after clearing: %+v, want the alert resolved", got)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for a := amAlerts(t, am, "ttft_spike"); len(a) != 0 && !strings.EqualFold(a[0].Status.State, "unprocessed") && !a[0].EndsAt.Before(time.Now().Add(time.Second)); a = amAlerts(t, am, "ttft_spike") {
+		if time.Now().After(deadline) {
+			t.Fatalf("Alertmanager still holds %+v after the resolution", a)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
