@@ -2,7 +2,7 @@
 # NATS come from the Go module proxy at the versions go.mod holds.
 GO ?= go
 
-.PHONY: all build test test-short vet bench demo victoria-metrics clean
+.PHONY: all build test test-short vet bench demo victoria-metrics generate clean
 
 all: build
 
@@ -25,6 +25,11 @@ test-short:
 
 vet:
 	$(GO) vet ./...
+
+# Regenerate the KEDA external scaler's Go code from its .proto (protoc from
+# Debian's protobuf-compiler; the Go plugins are go.mod tools).
+generate:
+	$(GO) generate ./alerting/keda/externalscaler
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./ingest/ ./analysis/ ./forecasting/

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,7 +22,9 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
+	"github.com/inferwatch/inferwatch/alerting/keda"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/alerting/promexport"
 	"github.com/inferwatch/inferwatch/ingest"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/inferwatch/inferwatch/rules"
@@ -70,6 +74,7 @@ type runFlags struct {
 	logFormat   string
 	connectWait time.Duration
 	catchUp     time.Duration
+	kedaListen  string
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -81,6 +86,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for /metrics and /healthz (empty: none)")
 	fs.StringVar(&f.sourceURL, "source.url", "", "override source.url of the configuration")
 	fs.StringVar(&f.natsURL, "nats.url", "", "override nats.url of the configuration")
+	fs.StringVar(&f.kedaListen, "keda.listen-address", "", "override export.keda.listen: host:port of the KEDA external scaler's gRPC server")
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log.format", "logfmt", "log format: logfmt or json")
 	fs.DurationVar(&f.connectWait, "nats.connect-timeout", 2*time.Minute, "how long to keep retrying to reach NATS at start")
@@ -136,6 +142,9 @@ func (f runFlags) load() (*rulefmt.Config, []*rules.Group, error) {
 		}
 		cfg.NATS.URL = f.natsURL
 	}
+	if f.kedaListen != "" {
+		cfg.Export.KEDA.Listen = f.kedaListen
+	}
 	return cfg, groups, nil
 }
 
@@ -152,8 +161,36 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	reloadOK.Set(1)
 	reloadAt.Set(float64(time.Now().Unix()))
 
+	// The outputs that never wait come before NATS in the pipeline: an
+	// autoscaler reads them while the publisher may be retrying.
+	var receivers []alerting.Receiver
+	web := map[string]http.Handler{}
+	ex := cfg.Export
+	if ex.Metrics.Enabled {
+		receivers = append(receivers, promexport.New(promexport.Options{Metrics: set, MaxSeries: ex.Metrics.MaxSeries,
+			Expiry: ex.Metrics.Expiry, Leads: ex.Metrics.Leads, Logger: logger}))
+	}
+	if ex.KEDA.MetricsAPI || ex.KEDA.Listen != "" {
+		sigs, err := keda.New(keda.Options{MaxTargets: ex.KEDA.MaxTargets, Grace: ex.KEDA.Grace, Forget: ex.KEDA.Forget,
+			MaxStreams: ex.KEDA.MaxStreams, Logger: logger, Metrics: set})
+		if err != nil {
+			return err
+		}
+		defer sigs.Close()
+		receivers = append(receivers, sigs)
+		if ex.KEDA.MetricsAPI {
+			web[keda.PathPrefix] = sigs.Handler()
+		}
+		if ex.KEDA.Listen != "" {
+			stop, err := serveScaler(ex.KEDA.Listen, sigs, logger)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+	}
 	if f.listenAddr != "" {
-		stopWeb, err := serveWeb(f.listenAddr, set, logger)
+		stopWeb, err := serveWeb(f.listenAddr, set, web, logger)
 		if err != nil {
 			return err
 		}
@@ -225,7 +262,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if _, err := life.Restore(ctx, maxRestoredAlerts); err != nil {
 		logger.Error("alert states could not be restored; alerts start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
-	sink := &alerting.Pipeline{Lifecycle: life, Receivers: []alerting.Receiver{pub}}
+	sink := &alerting.Pipeline{Lifecycle: life, Receivers: append(receivers, pub)}
 	if am := cfg.Alertmanager; am != nil {
 		notifier, err := alertmanager.New(alertmanager.Options{URLs: am.URLs, HTTPClientConfig: &am.HTTPClientConfig,
 			Timeout: am.Timeout, Logger: logger, Metrics: set})
@@ -252,6 +289,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Sink:            sink,
 		CatchUp:         f.catchUp,
 		Progress:        kv,
+		Scores:          ex.Metrics.Enabled, // inferwatch_anomaly_score
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
 		Logger:          logger,
@@ -317,8 +355,9 @@ func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.
 		logger.Error("reloading the configuration failed; the previous configuration keeps running", "config", f.configFile, "err", err)
 		return false
 	}
-	if !reflect.DeepEqual(cfg.Source, running.Source) || !reflect.DeepEqual(cfg.NATS, running.NATS) {
-		logger.Warn("the source and nats sections changed: they take effect at the next restart; the groups are reloaded now")
+	if !reflect.DeepEqual(cfg.Source, running.Source) || !reflect.DeepEqual(cfg.NATS, running.NATS) ||
+		!reflect.DeepEqual(cfg.Export, running.Export) || !reflect.DeepEqual(cfg.Alertmanager, running.Alertmanager) {
+		logger.Warn("the source, nats, alertmanager or export sections changed: they take effect at the next restart; the groups are reloaded now")
 	}
 	kept := m.Update(groups)
 	ok.Set(1)
@@ -357,9 +396,9 @@ func countRules(groups []*rules.Group) int {
 	return n
 }
 
-// serveWeb serves /metrics and /healthz and returns a function that stops
-// the listener.
-func serveWeb(addr string, set *metrics.Set, logger *slog.Logger) (func(), error) {
+// serveWeb serves /metrics, /healthz and the handlers of more (by path
+// pattern) and returns a function that stops the listener.
+func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, logger *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--web.listen-address: %w", err)
@@ -372,17 +411,49 @@ func serveWeb(addr string, set *metrics.Set, logger *slog.Logger) (func(), error
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "ok\n")
 	})
+	paths := []string{"/metrics", "/healthz"}
+	for pattern, h := range more {
+		mux.Handle(pattern, h)
+		paths = append(paths, pattern)
+	}
+	slices.Sort(paths)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("HTTP listener failed", "addr", addr, "err", err)
 		}
 	}()
-	logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
+	logger.Info("serving HTTP", "addr", ln.Addr().String(), "paths", strings.Join(paths, " "))
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
+	}, nil
+}
+
+// serveScaler serves KEDA's external scaler over gRPC on addr and returns a
+// function that ends its streams and stops it.
+func serveScaler(addr string, sigs *keda.Signals, logger *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("export.keda.listen (--keda.listen-address): %w", err)
+	}
+	gs := sigs.NewGRPCServer()
+	go func() {
+		if err := gs.Serve(ln); err != nil {
+			logger.Error("KEDA external scaler listener failed", "addr", addr, "err", err)
+		}
+	}()
+	logger.Info("serving the KEDA external scaler (gRPC externalscaler.ExternalScaler)", "addr", ln.Addr().String())
+	return func() {
+		sigs.Close() // ends StreamIsActive, so GracefulStop does not wait for KEDA
+		done := make(chan struct{})
+		go func() { gs.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			gs.Stop()
+		}
 	}, nil
 }
 

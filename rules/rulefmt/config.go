@@ -16,7 +16,9 @@ type Config struct {
 	NATS   NATS   `yaml:"nats"`
 	// Alertmanager, when set, forwards alerts to Alertmanagers.
 	Alertmanager *Alertmanager `yaml:"alertmanager"`
-	Groups       []Group       `yaml:"groups"`
+	// Export configures the autoscaler feeds and the gauges.
+	Export Export  `yaml:"export"`
+	Groups []Group `yaml:"groups"`
 
 	// File is the path the configuration was read from.
 	File string `yaml:"-"`

@@ -208,12 +208,13 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	cfg := &Config{File: p.file}
-	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "groups"}, nil)
+	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "groups"}, nil)
 	cfg.Source = p.source(f["source"], root)
 	if e, ok := f["alertmanager"]; ok {
 		cfg.Alertmanager = p.alertmanager(e)
 	}
 	cfg.NATS = p.nats(f["nats"])
+	cfg.Export = p.export(f["export"])
 	cfg.Groups = p.groups(f["groups"], root)
 	if p.exhausted {
 		p.errs = p.errs[:p.stopAt]
