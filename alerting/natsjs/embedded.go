@@ -2,11 +2,13 @@ package natsjs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -14,9 +16,12 @@ import (
 
 // EmbeddedOptions configure an in-process NATS server with JetStream.
 type EmbeddedOptions struct {
-	// Listen is host:port for clients, default 127.0.0.1:4222. An empty
-	// host means 127.0.0.1; port 0 picks a free port.
+	// Listen is host:port for clients, default DefaultEmbeddedListen. An
+	// empty host means 127.0.0.1; port 0 picks a free port.
 	Listen string
+	// User and Password, or Token, are what clients must present. A server
+	// that listens beyond loopback requires one of them.
+	User, Password, Token string
 	// StoreDir holds JetStream data. "" means a temporary directory that is
 	// removed at Shutdown.
 	StoreDir string
@@ -35,8 +40,19 @@ type Embedded struct {
 	tempDir  string
 }
 
-// DefaultEmbeddedListen is where the embedded server listens by default.
-const DefaultEmbeddedListen = "127.0.0.1:4222"
+// DefaultEmbeddedListen is where the embedded server listens by default:
+// not NATS' standard 4222, which a NATS server already on the host holds.
+const DefaultEmbeddedListen = "127.0.0.1:14222"
+
+// IsLoopback reports whether host (a name or an address) is only reachable
+// from this machine.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // StartEmbedded starts a NATS server with JetStream enabled and waits,
 // bounded by o.ReadyTimeout, until it accepts clients. It never installs
@@ -59,7 +75,22 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return nil, fmt.Errorf("embedded NATS listen address %q: port %q is not a number from 0 to 65535", o.Listen, portStr)
 	}
-	if port == 0 {
+	if !IsLoopback(host) && o.Token == "" && (o.User == "" || o.Password == "") {
+		return nil, fmt.Errorf("embedded NATS on %s listens beyond loopback without authentication: anyone who reaches it could publish forged findings; set nats.embedded.user and password (or token), or listen on 127.0.0.1", o.Listen)
+	}
+	// Bind the port ourselves first, to say at once why it cannot be
+	// had; the server binds it again right after.
+	if port != 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, portStr))
+		if err != nil {
+			hint := "another process holds it (a NATS server already running?)"
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				hint = "the address is not one of this machine's, or not allowed"
+			}
+			return nil, fmt.Errorf("embedded NATS cannot listen on %s: %v: %s; set nats.embedded.listen (or --nats.embedded.listen) to another address, or port 0 for a free one", o.Listen, err, hint)
+		}
+		ln.Close()
+	} else {
 		port = server.RANDOM_PORT
 	}
 	e := &Embedded{}
@@ -70,6 +101,8 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 			return nil, fmt.Errorf("embedded NATS: creating a temporary JetStream store: %w", err)
 		}
 		e.tempDir, storeDir = dir, dir
+	} else if err := writable(storeDir); err != nil {
+		return nil, fmt.Errorf("embedded NATS: the JetStream store %s is not writable: %w; set nats.embedded.store_dir to a directory this user can write", storeDir, err)
 	}
 	sopts := &server.Options{
 		ServerName: "inferwatch-embedded",
@@ -80,7 +113,10 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		NoSigs:     true,
 		NoLog:      o.Logger == nil,
 		// No HTTP monitoring, cluster, gateway or leaf ports.
-		HTTPPort: 0,
+		HTTPPort:      0,
+		Username:      o.User,
+		Password:      o.Password,
+		Authorization: o.Token,
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {
@@ -95,7 +131,7 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 		e.removeTemp()
-		return nil, fmt.Errorf("embedded NATS on %s did not accept clients within %s (port taken? store %s not writable?)", o.Listen, o.ReadyTimeout, storeDir)
+		return nil, fmt.Errorf("embedded NATS on %s did not accept clients within %s (its own log lines above, component=nats-server, say why)", o.Listen, o.ReadyTimeout)
 	}
 	if !srv.JetStreamEnabled() {
 		srv.Shutdown()
@@ -105,6 +141,20 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 	}
 	e.srv, e.storeDir = srv, storeDir
 	return e, nil
+}
+
+// writable checks that dir exists (making it) and a file can be created
+// in it.
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".inferwatch-write-check-")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // ClientURL is the nats:// URL clients connect to.
@@ -139,7 +189,9 @@ func (s slogNATSLogger) log(level slog.Level, format string, v []any) {
 	}
 }
 
-func (s slogNATSLogger) Noticef(format string, v ...any) { s.log(slog.LevelInfo, format, v) }
+// Noticef goes to debug: the server's start-up banner and notices are
+// for NATS operators; the daemon says what matters in its own lines.
+func (s slogNATSLogger) Noticef(format string, v ...any) { s.log(slog.LevelDebug, format, v) }
 func (s slogNATSLogger) Warnf(format string, v ...any)   { s.log(slog.LevelWarn, format, v) }
 func (s slogNATSLogger) Fatalf(format string, v ...any)  { s.log(slog.LevelError, format, v) }
 func (s slogNATSLogger) Errorf(format string, v ...any)  { s.log(slog.LevelError, format, v) }

@@ -8,6 +8,7 @@ package natsjs
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,14 +49,53 @@ type Options struct {
 	// MaxPublishRetries is how many times a publish is retried after an ack
 	// timeout or a connection error, default 5.
 	MaxPublishRetries int
+	// Auth is how the client proves who it is; TLS how it checks the
+	// server (nil: plain, or the system's roots for tls:// URLs).
+	Auth Auth
+	TLS  *tls.Config
+	// MaxAge, MaxBytes and Replicas bound a stream inferwatch creates
+	// (defaults DefaultStreamMaxAge, DefaultStreamMaxBytes, 1); on a stream
+	// that exists they are applied only when set.
+	MaxAge   time.Duration
+	MaxBytes int64
+	Replicas int
 	// Logger, nil discards.
 	Logger *slog.Logger
 	// Metrics receives the output's counters; nil keeps them unregistered.
 	Metrics *metrics.Set
 }
 
+// Auth is one way of authenticating to NATS; at most one is used, in
+// this order: a .creds file (user JWT and NKey seed), an NKey seed file,
+// a token, a user and password.
+type Auth struct {
+	CredsFile, NKeySeedFile string
+	Token                   string
+	User, Password          string
+}
+
+func (a Auth) options() ([]nats.Option, error) {
+	switch {
+	case a.CredsFile != "":
+		return []nats.Option{nats.UserCredentials(a.CredsFile)}, nil
+	case a.NKeySeedFile != "":
+		opt, err := nats.NkeyOptionFromSeed(a.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("NATS nkey seed file %s: %w", a.NKeySeedFile, err)
+		}
+		return []nats.Option{opt}, nil
+	case a.Token != "":
+		return []nats.Option{nats.Token(a.Token)}, nil
+	case a.User != "":
+		return []nats.Option{nats.UserInfo(a.User, a.Password)}, nil
+	}
+	return nil, nil
+}
+
 // Defaults of Options.
 const (
+	DefaultStreamMaxAge      = 14 * 24 * time.Hour
+	DefaultStreamMaxBytes    = 1 << 30
 	DefaultDuplicateWindow   = 24 * time.Hour
 	DefaultConnectionName    = "inferwatch"
 	DefaultConnectBackoffMax = 10 * time.Second
@@ -186,6 +226,14 @@ func Connect(ctx context.Context, o Options) (*JetStream, error) {
 			log.Warn("NATS asynchronous error", "subject", subject, "err", err)
 		}),
 	}
+	auth, err := o.Auth.options()
+	if err != nil {
+		return nil, err
+	}
+	natsOpts = append(natsOpts, auth...)
+	if o.TLS != nil {
+		natsOpts = append(natsOpts, nats.Secure(o.TLS))
+	}
 	for attempt := 0; ; attempt++ {
 		nc, err := nats.Connect(o.URL, natsOpts...)
 		if err == nil {
@@ -228,18 +276,28 @@ func ensureStream(ctx context.Context, sm streamManager, o Options) error {
 	subject := o.Prefix + ".>"
 	cfg := jetstream.StreamConfig{
 		Name:        o.Stream,
-		Description: "inferwatch findings and signals",
+		Description: "inferwatch findings, alerts, forecasts and signals",
 		Subjects:    []string{subject},
 		Storage:     jetstream.FileStorage,
 		Duplicates:  o.DuplicateWindow,
+		MaxAge:      cmp.Or(o.MaxAge, DefaultStreamMaxAge),
+		MaxBytes:    cmp.Or(o.MaxBytes, DefaultStreamMaxBytes),
+		Replicas:    cmp.Or(o.Replicas, 1),
+		Discard:     jetstream.DiscardOld,
 	}
 	s, err := sm.Stream(ctx, o.Stream)
 	switch {
 	case err == nil:
 		cfg = s.CachedInfo().Config
 		cfg.Duplicates = o.DuplicateWindow
-		if cfg.MaxAge > 0 && cfg.Duplicates > cfg.MaxAge {
-			return fmt.Errorf("stream %s keeps messages for %s, less than the duplicate window %s: lower the duplicate window or raise the stream's max age", o.Stream, cfg.MaxAge, cfg.Duplicates)
+		if o.MaxAge > 0 {
+			cfg.MaxAge = o.MaxAge
+		}
+		if o.MaxBytes > 0 {
+			cfg.MaxBytes = o.MaxBytes
+		}
+		if o.Replicas > 0 {
+			cfg.Replicas = o.Replicas
 		}
 		has := false
 		for _, s := range cfg.Subjects {
@@ -250,6 +308,9 @@ func ensureStream(ctx context.Context, sm streamManager, o Options) error {
 		}
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return fmt.Errorf("looking up stream %s: %w", o.Stream, err)
+	}
+	if cfg.MaxAge > 0 && cfg.Duplicates > cfg.MaxAge {
+		return fmt.Errorf("stream %s keeps messages for %s, less than the duplicate window %s: lower the duplicate window or raise the stream's max age", o.Stream, cfg.MaxAge, cfg.Duplicates)
 	}
 	if _, err := sm.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("creating or updating stream %s over %s with duplicate window %s: %w", o.Stream, subject, o.DuplicateWindow, err)

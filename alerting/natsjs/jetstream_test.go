@@ -597,3 +597,26 @@ func BenchmarkPublish(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "findings/s")
 }
+
+// TestStreamLimits: a stream inferwatch creates is bounded by age and
+// size, so the per-cycle forecasts do not grow it without end; limits
+// given later are applied to it.
+func TestStreamLimits(t *testing.T) {
+	srv := natstest.Start(t)
+	connect(t, natsjs.Options{URL: srv.ClientURL()})
+	info := streamInfo(t, srv.ClientURL(), "INFERWATCH")
+	if info.Config.MaxAge != natsjs.DefaultStreamMaxAge || info.Config.MaxBytes != natsjs.DefaultStreamMaxBytes ||
+		info.Config.Storage != jetstream.FileStorage || info.Config.Discard != jetstream.DiscardOld {
+		t.Fatalf("new stream: max age %v, max bytes %d, storage %v, discard %v", info.Config.MaxAge, info.Config.MaxBytes, info.Config.Storage, info.Config.Discard)
+	}
+	connect(t, natsjs.Options{URL: srv.ClientURL(), MaxAge: 72 * time.Hour, MaxBytes: 64 << 20})
+	info = streamInfo(t, srv.ClientURL(), "INFERWATCH")
+	if info.Config.MaxAge != 72*time.Hour || info.Config.MaxBytes != 64<<20 {
+		t.Fatalf("after setting limits: max age %v, max bytes %d", info.Config.MaxAge, info.Config.MaxBytes)
+	}
+	ctx := context.Background()
+	if _, err := natsjs.Connect(ctx, natsjs.Options{URL: srv.ClientURL(), MaxAge: time.Hour}); err == nil ||
+		!strings.Contains(err.Error(), "less than the duplicate window 24h0m0s") {
+		t.Fatalf("max age below the duplicate window: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -75,6 +76,7 @@ type runFlags struct {
 	connectWait time.Duration
 	catchUp     time.Duration
 	kedaListen  string
+	embedded    string
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -86,6 +88,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for /metrics and /healthz (empty: none)")
 	fs.StringVar(&f.sourceURL, "source.url", "", "override source.url of the configuration")
 	fs.StringVar(&f.natsURL, "nats.url", "", "override nats.url of the configuration")
+	fs.StringVar(&f.embedded, "nats.embedded.listen", "", "override nats.embedded.listen: host:port of the embedded NATS server (port 0 picks a free one)")
 	fs.StringVar(&f.kedaListen, "keda.listen-address", "", "override export.keda.listen: host:port of the KEDA external scaler's gRPC server")
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log.format", "logfmt", "log format: logfmt or json")
@@ -145,6 +148,17 @@ func (f runFlags) load() (*rulefmt.Config, []*rules.Group, error) {
 	if f.kedaListen != "" {
 		cfg.Export.KEDA.Listen = f.kedaListen
 	}
+	if f.embedded != "" {
+		host, _, err := net.SplitHostPort(f.embedded)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--nats.embedded.listen %q: want host:port: %w", f.embedded, err)
+		}
+		em := cfg.NATS.Embedded
+		if !natsjs.IsLoopback(host) && host != "" && em.Token == "" && (em.User == "" || em.Password == "") {
+			return nil, nil, fmt.Errorf("--nats.embedded.listen %q is beyond loopback: set nats.embedded.user and password (or token) in %s, or listen on 127.0.0.1", f.embedded, cfg.File)
+		}
+		cfg.NATS.Embedded.Listen = f.embedded
+	}
 	return cfg, groups, nil
 }
 
@@ -199,26 +213,43 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 
 	natsURL := cfg.NATS.URL
 	if natsURL == "" {
+		em := cfg.NATS.Embedded
 		srv, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{
-			Listen:   cfg.NATS.Embedded.Listen,
-			StoreDir: cfg.NATS.Embedded.StoreDir,
-			Logger:   logger,
+			Listen:   em.Listen,
+			StoreDir: em.StoreDir,
+			User:     em.User, Password: string(em.Password), Token: string(em.Token),
+			Logger: logger,
 		})
 		if err != nil {
 			return fmt.Errorf("starting the embedded NATS server on %s: %w", cfg.NATS.Embedded.Listen, err)
 		}
 		defer srv.Shutdown()
 		natsURL = srv.ClientURL()
-		logger.Info("embedded NATS server with JetStream started", "url", natsURL)
+		logger.Info("embedded NATS server with JetStream started", "url", natsURL, "store", srv.StoreDir())
+		// The daemon is the embedded server's first client.
+		cfg.NATS.Auth = rulefmt.NATSAuth{User: em.User, Password: em.Password, Token: em.Token}
 	}
+	var tlsConfig *tls.Config
+	if cfg.NATS.TLS != nil {
+		if tlsConfig, err = config.NewTLSConfig(cfg.NATS.TLS); err != nil {
+			return fmt.Errorf("%s: nats.tls: %w", cfg.File, err)
+		}
+	}
+	a := cfg.NATS.Auth
 	connectCtx, cancel := context.WithTimeout(ctx, f.connectWait)
 	js, err := natsjs.Connect(connectCtx, natsjs.Options{
 		URL:             natsURL,
 		Prefix:          cfg.NATS.SubjectPrefix,
 		Stream:          cfg.NATS.Stream,
 		DuplicateWindow: cfg.NATS.DuplicateWindow,
-		Logger:          logger,
-		Metrics:         set,
+		Auth: natsjs.Auth{CredsFile: a.CredsFile, NKeySeedFile: a.NKeySeedFile, Token: string(a.Token),
+			User: a.User, Password: string(a.Password)},
+		TLS:      tlsConfig,
+		MaxAge:   cfg.NATS.StreamMaxAge,
+		MaxBytes: cfg.NATS.StreamMaxBytes,
+		Replicas: cfg.NATS.StreamReplicas,
+		Logger:   logger,
+		Metrics:  set,
 	})
 	cancel()
 	if err != nil {

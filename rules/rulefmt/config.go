@@ -60,15 +60,40 @@ type NATS struct {
 	DuplicateWindow time.Duration `yaml:"-"`
 	// Embedded configures the embedded server, used when URL is empty.
 	Embedded Embedded `yaml:"embedded"`
+	// Auth is how the daemon authenticates to an external NATS: at most
+	// one of a .creds file, an NKey seed file, a token, or a user and
+	// password. Secrets may be given in files (token_file,
+	// password_file), read at start.
+	Auth NATSAuth `yaml:"-"`
+	// TLS configures the connection to an external NATS (CA, client
+	// certificate), as Prometheus' tls_config.
+	TLS *config.TLSConfig `yaml:"tls"`
+	// StreamMaxAge, StreamMaxBytes and StreamReplicas bound the stream
+	// (defaults 14d and 1 GiB when inferwatch creates it, 1 replica; on an
+	// existing stream they are applied only when set).
+	StreamMaxAge   time.Duration `yaml:"-"`
+	StreamMaxBytes int64         `yaml:"-"`
+	StreamReplicas int           `yaml:"-"`
+}
+
+// NATSAuth is a way of authenticating to NATS.
+type NATSAuth struct {
+	CredsFile, NKeySeedFile string
+	User                    string
+	Password, Token         config.Secret
 }
 
 // Embedded configures the embedded NATS server.
 type Embedded struct {
-	// Listen is host:port (default 127.0.0.1:4222; port 0 picks a free one).
+	// Listen is host:port (default 127.0.0.1:14222; port 0 picks a free
+	// one). Beyond loopback it needs User and Password, or Token.
 	Listen string `yaml:"listen"`
 	// StoreDir is the JetStream store directory (default: a new temporary
 	// directory, removed at exit).
 	StoreDir string `yaml:"store_dir"`
+	// User and Password, or Token, are what its clients must present.
+	User            string        `yaml:"user"`
+	Password, Token config.Secret `yaml:"-"`
 }
 
 // Group is a set of rules evaluated together on one interval.

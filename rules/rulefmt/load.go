@@ -663,7 +663,34 @@ func (p *parser) nats(kv pair) NATS {
 		if n.Kind != yaml.MappingNode {
 			p.errorf(n, "nats must be a mapping, got %s", kind(n))
 		} else {
-			f := p.fields(n, "nats", []string{"url", "subject_prefix", "stream", "state_bucket", "duplicate_window", "embedded"}, nil)
+			f := p.fields(n, "nats", []string{"url", "subject_prefix", "stream", "state_bucket", "duplicate_window", "embedded",
+				"user", "password", "password_file", "token", "token_file", "nkey_seed_file", "creds_file", "tls",
+				"stream_max_age", "stream_max_bytes", "stream_replicas"}, nil)
+			out.Auth = p.natsAuth(n, f, "nats")
+			if e, ok := f["tls"]; ok {
+				out.TLS = &config.TLSConfig{}
+				before := len(p.errs)
+				p.strict(e.v, reflect.TypeFor[config.TLSConfig](), "nats.tls", 0)
+				if len(p.errs) == before {
+					if err := e.v.Decode(out.TLS); err != nil {
+						p.errorf(resolve(e.v), "nats.tls: %s", yamlErrMsg(err))
+					} else {
+						out.TLS.SetDirectory(filepath.Dir(p.file))
+						if _, err := config.NewTLSConfig(out.TLS); err != nil {
+							p.errorf(resolve(e.v), "nats.tls: %v", err)
+						}
+					}
+				}
+			}
+			if e, ok := f["stream_max_age"]; ok {
+				out.StreamMaxAge, _ = p.positive(e, true, "nats.stream_max_age", 0, false)
+			}
+			if e, ok := f["stream_max_bytes"]; ok {
+				out.StreamMaxBytes = int64(p.integer(e, "nats.stream_max_bytes", 0, 1<<20, 1<<50))
+			}
+			if e, ok := f["stream_replicas"]; ok {
+				out.StreamReplicas = int(p.integer(e, "nats.stream_replicas", 0, 1, 5))
+			}
 			if e, ok := f["state_bucket"]; ok {
 				out.StateBucket, _ = p.str(e.v, "nats.state_bucket")
 				if msg := checkStream(out.StateBucket); msg != "" && out.StateBucket != "" {
@@ -787,7 +814,9 @@ func (p *parser) embedded(v *yaml.Node) Embedded {
 		p.errorf(n, "nats.embedded must be a mapping, got %s", kind(n))
 		return out
 	}
-	f := p.fields(n, "nats.embedded", []string{"listen", "store_dir"}, nil)
+	f := p.fields(n, "nats.embedded", []string{"listen", "store_dir", "user", "password", "password_file", "token", "token_file"}, nil)
+	a := p.natsAuth(n, f, "nats.embedded")
+	out.User, out.Password, out.Token = a.User, a.Password, a.Token
 	if e, ok := f["listen"]; ok {
 		if s, ok := p.str(e.v, "nats.embedded.listen"); ok && s != "" {
 			if msg := checkHostPort(s); msg != "" {
@@ -800,13 +829,84 @@ func (p *parser) embedded(v *yaml.Node) Embedded {
 	if e, ok := f["store_dir"]; ok {
 		out.StoreDir, _ = p.str(e.v, "nats.embedded.store_dir")
 	}
+	if host, _, err := net.SplitHostPort(out.Listen); err == nil && !natsjs.IsLoopback(host) && host != "" &&
+		out.Token == "" && (out.User == "" || out.Password == "") {
+		p.errorf(n, "nats.embedded.listen %q is beyond loopback: anyone who reaches it could publish forged findings; set nats.embedded.user and password (or token), or listen on 127.0.0.1", out.Listen)
+	}
 	return out
+}
+
+// natsAuth reads the credential keys of a nats section: a secret inline
+// or in a file (read now, relative to the configuration's directory), at
+// most one way of authenticating.
+func (p *parser) natsAuth(n *yaml.Node, f map[string]pair, where string) NATSAuth {
+	var a NATSAuth
+	var ways []string
+	secret := func(key, fileKey string) config.Secret {
+		e, inline := f[key]
+		fe, inFile := f[fileKey]
+		switch {
+		case inline && inFile:
+			p.errorf(resolve(fe.k), "%s: give %s or %s, not both", where, key, fileKey)
+		case inline:
+			s, _ := p.str(e.v, where+"."+key)
+			return config.Secret(s)
+		case inFile:
+			name, _ := p.str(fe.v, where+"."+fileKey)
+			path := name
+			if !filepath.IsAbs(path) && p.file != "" {
+				path = filepath.Join(filepath.Dir(p.file), path)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				p.errorf(resolve(fe.v), "%s.%s: cannot read %s: %v", where, fileKey, name, err)
+				return ""
+			}
+			return config.Secret(strings.TrimSpace(string(b)))
+		}
+		return ""
+	}
+	if e, ok := f["user"]; ok {
+		a.User, _ = p.str(e.v, where+".user")
+	}
+	a.Password = secret("password", "password_file")
+	a.Token = secret("token", "token_file")
+	for _, key := range []string{"creds_file", "nkey_seed_file"} {
+		if e, ok := f[key]; ok {
+			v, _ := p.str(e.v, where+"."+key)
+			if v != "" && !filepath.IsAbs(v) && p.file != "" {
+				v = filepath.Join(filepath.Dir(p.file), v)
+			}
+			if _, err := os.Stat(v); err != nil {
+				p.errorf(resolve(e.v), "%s.%s: %v", where, key, err)
+			}
+			if key == "creds_file" {
+				a.CredsFile = v
+			} else {
+				a.NKeySeedFile = v
+			}
+			ways = append(ways, key)
+		}
+	}
+	if a.Token != "" {
+		ways = append(ways, "token")
+	}
+	if a.User != "" || a.Password != "" {
+		ways = append(ways, "user and password")
+		if a.User == "" || a.Password == "" {
+			p.errorf(n, "%s: a user needs a password, and a password a user", where)
+		}
+	}
+	if len(ways) > 1 {
+		p.errorf(n, "%s: authenticate one way, not with %s", where, strings.Join(ways, " and "))
+	}
+	return a
 }
 
 func checkHostPort(s string) string {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "is not host:port, e.g. 127.0.0.1:4222 (port 0 picks a free one)"
+		return "is not host:port, e.g. 127.0.0.1:14222 (port 0 picks a free one)"
 	}
 	if strings.IndexFunc(host, isSpaceOrControl) >= 0 {
 		return "has spaces in its host"

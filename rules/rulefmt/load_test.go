@@ -191,7 +191,7 @@ groups:
 		t.Errorf("HTTP client defaults: %+v", hc)
 	}
 	wantNATS := NATS{SubjectPrefix: "inferwatch", Stream: "INFERWATCH", StateBucket: "INFERWATCH_STATE", DuplicateWindow: 24 * time.Hour,
-		Embedded: Embedded{Listen: "127.0.0.1:4222"}}
+		Embedded: Embedded{Listen: "127.0.0.1:14222"}}
 	if cfg.NATS != wantNATS {
 		t.Errorf("NATS = %+v, want %+v", cfg.NATS, wantNATS)
 	}
