@@ -470,3 +470,15 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // redactURL hides passwords and tokens in comma-separated NATS URLs.
 func redactURL(s string) string { return redact.URL(s) }
+
+// Ready says whether the connection is up: nil when connected, else what
+// it is doing.
+func (j *JetStream) Ready() error {
+	switch {
+	case j.nc.IsConnected():
+		return nil
+	case j.nc.IsReconnecting():
+		return fmt.Errorf("NATS at %s: reconnecting", j.url)
+	}
+	return fmt.Errorf("NATS at %s: %s", j.url, j.nc.Status())
+}

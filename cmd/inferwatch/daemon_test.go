@@ -126,6 +126,11 @@ groups:
 	if code, body, err := get("http://" + web + "/healthz"); err != nil || code != 200 || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q %v", code, body, err)
 	}
+	// The store is down: alive, but not ready, and /readyz says why.
+	if code, body, err := get("http://" + web + "/readyz"); err != nil || code != 503 ||
+		!strings.Contains(body, "store: ") || !strings.Contains(body, "127.0.0.1:1") || !strings.Contains(body, "nats: ok") {
+		t.Fatalf("/readyz: %d %q %v", code, body, err)
+	}
 	for _, want := range []string{"inferwatch_group_evaluations_total", "inferwatch_group_missed_iterations_total",
 		"inferwatch_group_evaluation_duration_seconds", `inferwatch_events_published_total{kind="finding"}`, "inferwatch_findings_pending",
 		"inferwatch_publish_retries_total", `inferwatch_source_requests_total{path="/api/v1/query_range",code="error"}`} {

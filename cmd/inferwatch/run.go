@@ -175,6 +175,8 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	reloadOK.Set(1)
 	reloadAt.Set(float64(time.Now().Unix()))
 
+	ready := newReadiness()
+	ready.set("config", func(context.Context) error { return nil })
 	// The outputs that never wait come before NATS in the pipeline: an
 	// autoscaler reads them while the publisher may be retrying.
 	var receivers []alerting.Receiver
@@ -204,7 +206,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		}
 	}
 	if f.listenAddr != "" {
-		stopWeb, err := serveWeb(f.listenAddr, set, web, logger)
+		stopWeb, err := serveWeb(f.listenAddr, set, web, ready, logger)
 		if err != nil {
 			return err
 		}
@@ -260,6 +262,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			logger.Warn("draining the NATS connection", "err", err)
 		}
 	}()
+	ready.set("nats", func(context.Context) error { return js.Ready() })
 	pub, err := alerting.NewPublisher(alerting.PublisherOptions{
 		Output:  js,
 		Prefix:  cfg.NATS.SubjectPrefix,
@@ -285,6 +288,10 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	ready.set("store", func(ctx context.Context) error {
+		_, err := client.Query(ctx, "vector(1)", time.Now())
+		return err
+	})
 	kv, err := js.KV(ctx, cfg.NATS.StateBucket)
 	if err != nil {
 		return err
@@ -429,7 +436,7 @@ func countRules(groups []*rules.Group) int {
 
 // serveWeb serves /metrics, /healthz and the handlers of more (by path
 // pattern) and returns a function that stops the listener.
-func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, logger *slog.Logger) (func(), error) {
+func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, ready http.Handler, logger *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--web.listen-address: %w", err)
@@ -442,7 +449,8 @@ func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, logge
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "ok\n")
 	})
-	paths := []string{"/metrics", "/healthz"}
+	mux.Handle("/readyz", ready)
+	paths := []string{"/metrics", "/healthz", "/readyz"}
 	for pattern, h := range more {
 		mux.Handle(pattern, h)
 		paths = append(paths, pattern)

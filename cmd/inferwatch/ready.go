@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+)
+
+// readiness answers /readyz: the configuration is loaded, the store
+// answers a query and NATS is connected. Each check is set once its
+// component is up; until then the daemon is not ready.
+type readiness struct {
+	mu     sync.Mutex
+	checks map[string]func(context.Context) error
+	// the store's answer is kept a few seconds, so a scrape of /readyz
+	// every second does not query the store every second
+	cached   map[string]error
+	cachedAt map[string]time.Time
+}
+
+func newReadiness() *readiness {
+	return &readiness{checks: map[string]func(context.Context) error{}, cached: map[string]error{}, cachedAt: map[string]time.Time{}}
+}
+
+// set adds (or replaces) the named check.
+func (r *readiness) set(name string, check func(context.Context) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.checks[name] = check
+}
+
+const readyCacheFor = 5 * time.Second
+
+// ServeHTTP answers 200 "ready" with each check's state, or 503 with what
+// is not ready.
+func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	ctx, cancel := context.WithTimeout(req.Context(), 3*time.Second)
+	defer cancel()
+	r.mu.Lock()
+	names := make([]string, 0, len(r.checks))
+	for n := range r.checks {
+		names = append(names, n)
+	}
+	checks := r.checks
+	r.mu.Unlock()
+	sort.Strings(names)
+	var lines []string
+	failed := false
+	for _, want := range []string{"config", "nats", "store"} {
+		if _, ok := checks[want]; !ok {
+			lines = append(lines, want+": starting")
+			failed = true
+		}
+	}
+	for _, n := range names {
+		err := r.run(ctx, n, checks[n])
+		if err != nil {
+			failed = true
+			lines = append(lines, fmt.Sprintf("%s: %v", n, err))
+		} else {
+			lines = append(lines, n+": ok")
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if failed {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "not ready\n")
+	} else {
+		io.WriteString(w, "ready\n")
+	}
+	sort.Strings(lines)
+	for _, l := range lines {
+		io.WriteString(w, l+"\n")
+	}
+}
+
+func (r *readiness) run(ctx context.Context, name string, check func(context.Context) error) error {
+	r.mu.Lock()
+	if at, ok := r.cachedAt[name]; ok && time.Since(at) < readyCacheFor {
+		err := r.cached[name]
+		r.mu.Unlock()
+		return err
+	}
+	r.mu.Unlock()
+	err := check(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within 3s")
+	}
+	r.mu.Lock()
+	r.cached[name], r.cachedAt[name] = err, time.Now()
+	r.mu.Unlock()
+	return err
+}
