@@ -282,8 +282,12 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		HTTPClient: httpClient,
 		Timeout:    cfg.Source.Timeout,
 		UsePOST:    cfg.Source.UsePOST,
-		Metrics:    set,
-		Logger:     logger,
+
+		MaxResponseBytes:  cfg.Source.MaxResponseBytes,
+		MaxResponseSeries: cfg.Source.MaxResponseSeries,
+		MaxResponsePoints: cfg.Source.MaxResponsePoints,
+		Metrics:           set,
+		Logger:            logger,
 	})
 	if err != nil {
 		return err

@@ -36,6 +36,13 @@ type Source struct {
 	EvaluationDelay time.Duration `yaml:"-"`
 	// UsePOST sends queries as POST forms instead of GET.
 	UsePOST bool `yaml:"use_post"`
+	// MaxResponseBytes, MaxResponseSeries and MaxResponsePoints bound one
+	// answer of the store (0: the defaults, 1 GiB, 200,000 series and 48
+	// million points; -1: no bound); an answer past one is refused without
+	// being read, with an error naming the bound and the query.
+	MaxResponseBytes  int64 `yaml:"-"`
+	MaxResponseSeries int   `yaml:"-"`
+	MaxResponsePoints int   `yaml:"-"`
 	// HTTPClientConfig holds basic auth, bearer token, TLS and headers.
 	HTTPClientConfig config.HTTPClientConfig `yaml:",inline"`
 }

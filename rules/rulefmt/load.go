@@ -555,7 +555,7 @@ func (p *parser) positive(kv pair, present bool, name string, def time.Duration,
 	return d, true
 }
 
-var sourceKeys = []string{"url", "timeout", "evaluation_delay", "use_post"}
+var sourceKeys = []string{"url", "timeout", "evaluation_delay", "use_post", "max_response_bytes", "max_response_series", "max_response_points"}
 
 // fieldsWithHTTP reads the fields of mapping n: the known ones, and any
 // field of Prometheus' HTTP client configuration (basic_auth,
@@ -616,6 +616,15 @@ func (p *parser) source(kv pair, parent *yaml.Node) Source {
 	s.Timeout, _ = p.positive(e, ok, "source.timeout", DefaultTimeout, false)
 	e, ok = f["evaluation_delay"]
 	s.EvaluationDelay, _ = p.positive(e, ok, "source.evaluation_delay", DefaultEvaluationDelay, true)
+	if e, ok := f["max_response_bytes"]; ok {
+		s.MaxResponseBytes = int64(p.integer(e, "source.max_response_bytes", 0, -1, 1<<50))
+	}
+	if e, ok := f["max_response_series"]; ok {
+		s.MaxResponseSeries = int(p.integer(e, "source.max_response_series", 0, -1, 1<<40))
+	}
+	if e, ok := f["max_response_points"]; ok {
+		s.MaxResponsePoints = int(p.integer(e, "source.max_response_points", 0, -1, 1<<50))
+	}
 	if e, ok := f["use_post"]; ok {
 		s.UsePOST, _ = p.boolean(e.v, "source.use_post")
 	}
