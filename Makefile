@@ -2,7 +2,7 @@
 # NATS come from the Go module proxy at the versions go.mod holds.
 GO ?= go
 
-.PHONY: all build test test-short vet bench demo victoria-metrics generate clean
+.PHONY: all build test test-short vet bench fuzz demo victoria-metrics generate clean
 
 all: build
 
@@ -33,6 +33,17 @@ generate:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./ingest/ ./analysis/ ./forecasting/
+
+# Run every Go fuzz target of the module for FUZZTIME each (one worker, so
+# the machine stays usable): make fuzz FUZZTIME=5m
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for d in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -h '^func Fuzz' $$d/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "== $$d $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -parallel 1 $$d; \
+	  done; \
+	done
 
 # Start VictoriaMetrics and an embedded NATS, backfill a generated 7-day
 # fleet with injected incidents, run the daemon over it and print what a

@@ -273,3 +273,16 @@ func NewAlertEvent(d AlertData, source string) (Event, error) {
 	}
 	return ev, nil
 }
+
+// DecodeEvent reads a CloudEvent in structured-mode JSON, as inferwatch
+// publishes it, and checks its required attributes.
+func DecodeEvent(b []byte) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return Event{}, fmt.Errorf("not a CloudEvent in JSON: %w", err)
+	}
+	if err := ev.Validate(); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}

@@ -52,3 +52,25 @@ func TestSelector(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSelector: any text parses to a selector or an error; a selector
+// matches without panicking.
+func FuzzParseSelector(f *testing.F) {
+	for _, s := range []string{`up`, `{pod=~"p[01]"}`, `{a="x" or b!~"y"}`, `vllm:x{a!=""}`, `{`, `rate(x[5m])`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sel, err := ParseSelector(s)
+		if err != nil {
+			return
+		}
+		sel.Matches(Labels{{Name: "__name__", Value: "up"}, {Name: "pod", Value: "p0"}})
+		for _, g := range sel.Groups() {
+			for _, m := range g {
+				if m.Name == "" || m.String() == "" {
+					t.Fatalf("%q: matcher %+v", s, m)
+				}
+			}
+		}
+	})
+}
