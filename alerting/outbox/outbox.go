@@ -307,6 +307,9 @@ func (b *Outbox) checkSegment(path string, last bool) (*segment, error) {
 	}
 	for {
 		_, _, err := r.next()
+		if err == nil {
+			continue
+		}
 		if err == io.EOF {
 			break
 		}
