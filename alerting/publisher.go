@@ -91,11 +91,13 @@ type Publisher struct {
 	o   PublisherOptions
 	log *slog.Logger
 
-	// sending is held by the one goroutine publishing; mu guards queue
-	// only, and is never held across a publish. storing is held while
-	// findings are appended to the outbox and queued, so that the queue
-	// keeps the outbox's order. Lock order: sending, storing, mu.
-	sending sync.Mutex
+	// sending is held (a token in it) by the one goroutine publishing; a
+	// channel, so that Flush and Close wait for it only until their
+	// context is done. mu guards queue only, and is never held across a
+	// publish. storing is held while findings are appended to the outbox
+	// and queued, so that the queue keeps the outbox's order. Lock order:
+	// sending, storing, mu.
+	sending chan struct{}
 	storing sync.Mutex
 	closed  bool // under storing
 	mu      sync.Mutex
@@ -149,7 +151,7 @@ func NewPublisher(o PublisherOptions) (*Publisher, error) {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
 	}
-	p := &Publisher{o: o, log: o.Logger}
+	p := &Publisher{o: o, log: o.Logger, sending: make(chan struct{}, 1)}
 	set := o.Metrics
 	p.dropRejected = set.GetOrCreateCounter(metricname.Name("inferwatch_findings_dropped_total", "reason", "rejected"))
 	p.dropOverflow = set.GetOrCreateCounter(metricname.Name("inferwatch_findings_dropped_total", "reason", "overflow"))
@@ -319,21 +321,37 @@ func (p *Publisher) Send(ctx context.Context, b Batch) error {
 		p.mu.Unlock()
 	}
 	p.storing.Unlock()
-	if !p.sending.TryLock() {
+	select {
+	case p.sending <- struct{}{}:
+	default:
 		return serr
 	}
 	return errors.Join(serr, p.drain(ctx))
 }
 
+// lockSending waits for the publish in progress, if any, until ctx is done.
+func (p *Publisher) lockSending(ctx context.Context) error {
+	select {
+	case p.sending <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the publish in progress: %w", ctx.Err())
+	}
+}
+
+func (p *Publisher) unlockSending() { <-p.sending }
+
 // Flush publishes everything queued, waiting for a publish in progress
 // first, and returns the error that stopped it.
 func (p *Publisher) Flush(ctx context.Context) error {
-	p.sending.Lock()
+	if err := p.lockSending(ctx); err != nil {
+		return err
+	}
 	p.storing.Lock()
 	closed := p.closed
 	p.storing.Unlock()
 	if closed {
-		p.sending.Unlock()
+		p.unlockSending()
 		return ErrClosed
 	}
 	return p.drain(ctx)
@@ -345,16 +363,16 @@ func (p *Publisher) Flush(ctx context.Context) error {
 // next start; without one they are lost, and the error says so. Close
 // does not close the Outbox: its owner does, after Close.
 func (p *Publisher) Close(ctx context.Context) (kept int, err error) {
-	p.sending.Lock()
 	p.storing.Lock()
 	closed := p.closed
 	p.closed = true
 	p.storing.Unlock()
 	if closed {
-		p.sending.Unlock()
 		return p.Pending(), nil
 	}
-	err = p.drain(ctx)
+	if err = p.lockSending(ctx); err == nil {
+		err = p.drain(ctx)
+	}
 	kept = p.Pending()
 	switch {
 	case err == nil:
@@ -453,7 +471,7 @@ func (p *Publisher) drain(ctx context.Context) error {
 		if len(p.queue) == 0 {
 			// Released under mu: a Send that queues after this check finds
 			// sending free and publishes its items itself.
-			p.sending.Unlock()
+			p.unlockSending()
 			p.mu.Unlock()
 			return nil
 		}
@@ -514,7 +532,7 @@ func (p *Publisher) requeue(rest []item) int {
 	p.queue = append(keep, p.queue...)
 	p.bound()
 	n := p.queued.Load()
-	p.sending.Unlock()
+	p.unlockSending()
 	p.mu.Unlock()
 	return int(n)
 }

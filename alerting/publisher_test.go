@@ -498,3 +498,66 @@ func TestPublisherOutboxFails(t *testing.T) {
 		t.Fatalf("delivered %d, metrics:\n%s", len(out.ids()), metricsPage(set))
 	}
 }
+
+// BenchmarkPublisherCycle: a cycle of 1,000 findings through a Publisher
+// to an output that takes them at once, without and with an outbox.
+func BenchmarkPublisherCycle(b *testing.B) {
+	fs := make([]Finding, 1000)
+	for i := range fs {
+		fs[i] = pubFinding(fmt.Sprintf("pod-%d", i), i%60)
+	}
+	ev, _ := NewFindingEvent(fs[0], "")
+	rec, _ := encodeStored(item{subject: FindingSubject(DefaultSubjectPrefix, "anomaly"), ev: ev, class: ClassFinding})
+	run := func(b *testing.B, ob Outbox) {
+		p, err := NewPublisher(PublisherOptions{Output: discardOutput{}, Outbox: ob})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if err := p.Send(context.Background(), Batch{Findings: fs}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("memory", func(b *testing.B) { run(b, nil) })
+	b.Run("outbox", func(b *testing.B) {
+		ob, err := outbox.Open(outbox.Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ob.Close()
+		run(b, ob)
+		b.ReportMetric(float64(len(rec)), "record-bytes")
+	})
+}
+
+type discardOutput struct{}
+
+func (discardOutput) PublishEvent(context.Context, string, Event) error { return nil }
+
+// TestPublisherCloseStopsAtItsDeadline: a publish that hangs does not hold
+// Close past its context; the finding in flight counts as kept.
+func TestPublisherCloseStopsAtItsDeadline(t *testing.T) {
+	ob := openOutbox(t, t.TempDir())
+	out := &fakeOutput{block: make(chan struct{}), entered: make(chan struct{}, 4)}
+	p := newOutboxPublisher(t, out, metrics.NewSet(), ob, 0)
+	sent := make(chan error, 1)
+	go func() { sent <- p.Send(context.Background(), Batch{Findings: []Finding{pubFinding("p0", 1)}}) }()
+	<-out.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	kept, err := p.Close(ctx)
+	if kept != 1 || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "kept in the outbox") {
+		t.Fatalf("Close = %d, %v; want 1 kept and the deadline", kept, err)
+	}
+	if ob.Len() != 1 {
+		t.Fatalf("the outbox holds %d", ob.Len())
+	}
+	close(out.block)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if ob.Len() != 0 {
+		t.Fatalf("once the publish in flight finished, the outbox holds %d", ob.Len())
+	}
+}

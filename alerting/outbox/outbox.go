@@ -469,11 +469,11 @@ func (b *Outbox) Append(recs ...[]byte) (first uint64, err error) {
 	}
 	seg := b.segs[len(b.segs)-1]
 	first = b.next
-	buf := b.buf[:0]
+	buf := slices.Grow(b.buf[:0], int(need))
 	for i, r := range recs {
 		buf = appendFrame(buf, first+uint64(i), r)
 	}
-	if cap(buf) <= 1<<20 {
+	if cap(buf) <= 4<<20 {
 		b.buf = buf
 	}
 	if _, err := b.active.Write(buf); err != nil {
