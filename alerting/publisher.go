@@ -159,12 +159,12 @@ func NewPublisher(o PublisherOptions) (*Publisher, error) {
 	for _, c := range []string{ClassForecast, ClassScale} {
 		p.dropSuperseded[c] = set.GetOrCreateCounter(metricname.Name("inferwatch_events_dropped_total", "kind", c))
 	}
-	p.outboxFailed = map[string]*metrics.Counter{}
-	for _, op := range []string{"append", "ack"} {
-		p.outboxFailed[op] = set.GetOrCreateCounter(metricname.Name("inferwatch_outbox_failures_total", "op", op))
-	}
 	set.GetOrCreateGauge("inferwatch_findings_pending", func() float64 { return float64(p.Pending()) })
 	if o.Outbox != nil {
+		p.outboxFailed = map[string]*metrics.Counter{}
+		for _, op := range []string{"append", "ack"} {
+			p.outboxFailed[op] = set.GetOrCreateCounter(metricname.Name("inferwatch_outbox_failures_total", "op", op))
+		}
 		if err := p.load(); err != nil {
 			return nil, err
 		}
