@@ -480,12 +480,25 @@ func (p *Publisher) drain(ctx context.Context) error {
 		p.inflight.Store(p.queued.Swap(0))
 		p.mu.Unlock()
 
+		// Findings the output took are acknowledged in the outbox a few
+		// at a time: one write for many. A crash before the write means
+		// they are offered again at the next start, where JetStream drops
+		// them as the duplicates they are.
+		var acks []uint64
+		done := func(seq uint64) {
+			if seq != 0 {
+				if acks = append(acks, seq); len(acks) == ackEvery {
+					p.ack(acks...)
+					acks = acks[:0]
+				}
+			}
+		}
 		for i, it := range batch {
 			err := p.o.Output.PublishEvent(ctx, it.subject, it.ev)
 			switch {
 			case err == nil:
 				if it.keep {
-					p.ack(it.seq)
+					done(it.seq)
 					p.inflight.Add(-1)
 				}
 				continue
@@ -493,7 +506,7 @@ func (p *Publisher) drain(ctx context.Context) error {
 				// The output can never take it: say so, count it, and go on
 				// with the rest rather than block them behind it.
 				if it.keep {
-					p.ack(it.seq)
+					done(it.seq)
 					p.inflight.Add(-1)
 					p.dropRejected.Inc()
 				} else {
@@ -503,12 +516,18 @@ func (p *Publisher) drain(ctx context.Context) error {
 					"rule", it.rule, "series", it.series, "subject", it.subject, "id", it.ev.ID, "err", err)
 				continue
 			}
+			p.ack(acks...)
 			kept := p.requeue(batch[i:])
 			return fmt.Errorf("publishing %s %d of %d (group %q, rule %q, series %s; %d findings kept for the next attempt): %w",
 				it.class, i+1, len(batch), it.group, it.rule, it.series, kept, err)
 		}
+		p.ack(acks...)
 	}
 }
+
+// ackEvery is how many published findings are acknowledged in the outbox
+// at once.
+const ackEvery = 256
 
 // requeue puts the findings of rest back at the front of the queue, drops
 // its forecasts and scale signals (counted), releases p.sending and
