@@ -561,3 +561,32 @@ func TestPublisherCloseStopsAtItsDeadline(t *testing.T) {
 		t.Fatalf("once the publish in flight finished, the outbox holds %d", ob.Len())
 	}
 }
+
+// TestPublisherOutboxConcurrentSends: groups hand over batches at once;
+// every finding is delivered once and the outbox ends empty.
+func TestPublisherOutboxConcurrentSends(t *testing.T) {
+	ob := openOutbox(t, t.TempDir())
+	out := &fakeOutput{}
+	p := newOutboxPublisher(t, out, metrics.NewSet(), ob, 0)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				if err := p.Send(context.Background(), Batch{Findings: []Finding{pubFinding(fmt.Sprintf("g%d", g), i)}}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, id := range out.ids() {
+		seen[id]++
+	}
+	if len(seen) != 200 || len(out.ids()) != 200 || ob.Len() != 0 || p.Pending() != 0 {
+		t.Fatalf("%d delivered, %d distinct, outbox %d, pending %d", len(out.ids()), len(seen), ob.Len(), p.Pending())
+	}
+}
