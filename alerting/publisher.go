@@ -67,10 +67,10 @@ type PublisherOptions struct {
 	// DefaultMaxPending); past it the oldest are dropped, logged and
 	// counted.
 	MaxPending int
-	// Outbox, when set, keeps every finding from before it is published
-	// until the output acknowledges it (or rejects it for good), and
-	// NewPublisher queues the findings it holds from before, ahead of any
-	// new one. Forecasts and scale signals are not kept: the next
+	// Outbox, when set, keeps every finding and alert event from before it
+	// is published until the output acknowledges it (or rejects it for
+	// good), and NewPublisher queues the ones it holds from before, ahead
+	// of any new one. Forecasts and scale signals are not kept: the next
 	// evaluation's supersede them. The Publisher does not close it.
 	Outbox Outbox
 	// Logger (nil: discard) and Metrics (nil: unregistered).

@@ -328,8 +328,12 @@ func TestPublisherOutboxSurvivesACrash(t *testing.T) {
 		t.Fatalf("across the crash: delivered %v, want every finding once, in order", got)
 	}
 	for i, s := range out2.subj {
-		if s != "inferwatch.findings.anomaly" || out2.got[i].Type != "io.inferwatch.finding.anomaly" {
-			t.Fatalf("replayed event %d on %s with type %s", i, s, out2.got[i].Type)
+		want, err := NewFindingEvent(append(fs[2:], late)[i], "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s != "inferwatch.findings.anomaly" || out2.got[i].Type != want.Type {
+			t.Fatalf("replayed event %d on %s with type %s, want %s", i, s, out2.got[i].Type, want.Type)
 		}
 	}
 	// The replayed event is the one first offered, field for field.
@@ -588,5 +592,36 @@ func TestPublisherOutboxConcurrentSends(t *testing.T) {
 	}
 	if len(seen) != 200 || len(out.ids()) != 200 || ob.Len() != 0 || p.Pending() != 0 {
 		t.Fatalf("%d delivered, %d distinct, outbox %d, pending %d", len(out.ids()), len(seen), ob.Len(), p.Pending())
+	}
+}
+
+// TestPublisherOutboxKeepsAlertEvents: alert events are kept as findings
+// are, and replayed on their own subject; forecasts are not kept.
+func TestPublisherOutboxKeepsAlertEvents(t *testing.T) {
+	dir := t.TempDir()
+	ob := openOutbox(t, dir)
+	p := newOutboxPublisher(t, &fakeOutput{fail: down(1)}, metrics.NewSet(), ob, 0)
+	at := time.Date(2026, 11, 1, 0, 5, 0, 0, time.UTC)
+	alert := AlertData{Status: StatusFiring, Group: "g", Rule: "r", Kind: "anomaly", Detector: "sigma",
+		Series: `ttft{pod="p0"}`, Labels: map[string]string{"pod": "p0"}, Severity: "critical",
+		ActiveAt: at, FiredAt: at, LastAnomalousAt: at, Time: at}
+	fc := ForecastData{Group: "g", Rule: "fc", Series: "{}", Origin: at}
+	p.Send(context.Background(), Batch{Findings: []Finding{pubFinding("p0", 1)}, Alerts: []AlertData{alert}, Forecasts: []ForecastData{fc}})
+	if ob.Len() != 2 {
+		t.Fatalf("the outbox holds %d, want the finding and the alert event", ob.Len())
+	}
+	ob.Close()
+	ob2 := openOutbox(t, dir)
+	out := &fakeOutput{}
+	p2 := newOutboxPublisher(t, out, metrics.NewSet(), ob2, 0)
+	if err := p2.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewAlertEvent(alert, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.got) != 2 || out.got[1].ID != want.ID || out.subj[1] != AlertSubject(DefaultSubjectPrefix, "g", "r") {
+		t.Fatalf("replayed %v on %v, want the finding then alert %s", out.ids(), out.subj, want.ID)
 	}
 }
