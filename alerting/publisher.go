@@ -76,6 +76,11 @@ type PublisherOptions struct {
 	// Logger (nil: discard) and Metrics (nil: unregistered).
 	Logger  *slog.Logger
 	Metrics *metrics.Set
+	// Async makes Send hand the publishing to a goroutine of its own and
+	// return at once, so an evaluation never waits on the broker; the
+	// error of a publish that failed is returned by the next Send (and
+	// Flush and Close report theirs). The daemon sets it.
+	Async bool
 }
 
 // Publisher hands what rule evaluations produce to an Output, in order.
@@ -105,6 +110,14 @@ type Publisher struct {
 	// queued counts the findings in queue, inflight those of the batch
 	// being published.
 	queued, inflight atomic.Int64
+
+	// bg bounds the publishing of an Async Send; Close cancels it when its
+	// own deadline passes. lastErr is the error of the last one that
+	// failed, for the next Send.
+	bg       context.Context
+	bgCancel context.CancelFunc
+	errMu    sync.Mutex
+	lastErr  error
 
 	dropRejected, dropOverflow *metrics.Counter
 	dropSuperseded             map[string]*metrics.Counter
@@ -152,6 +165,7 @@ func NewPublisher(o PublisherOptions) (*Publisher, error) {
 		o.Metrics = metrics.NewSet()
 	}
 	p := &Publisher{o: o, log: o.Logger, sending: make(chan struct{}, 1)}
+	p.bg, p.bgCancel = context.WithCancel(context.Background())
 	set := o.Metrics
 	p.dropRejected = set.GetOrCreateCounter(metricname.Name("inferwatch_findings_dropped_total", "reason", "rejected"))
 	p.dropOverflow = set.GetOrCreateCounter(metricname.Name("inferwatch_findings_dropped_total", "reason", "overflow"))
@@ -324,9 +338,28 @@ func (p *Publisher) Send(ctx context.Context, b Batch) error {
 	select {
 	case p.sending <- struct{}{}:
 	default:
-		return serr
+		return errors.Join(serr, p.takeErr())
+	}
+	if p.o.Async {
+		go func() {
+			if err := p.drain(p.bg); err != nil {
+				p.errMu.Lock()
+				p.lastErr = err
+				p.errMu.Unlock()
+			}
+		}()
+		return errors.Join(serr, p.takeErr())
 	}
 	return errors.Join(serr, p.drain(ctx))
+}
+
+// takeErr returns, once, the error of the last Async publish that failed.
+func (p *Publisher) takeErr() error {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	err := p.lastErr
+	p.lastErr = nil
+	return err
 }
 
 // lockSending waits for the publish in progress, if any, until ctx is done.
@@ -372,6 +405,8 @@ func (p *Publisher) Close(ctx context.Context) (kept int, err error) {
 	}
 	if err = p.lockSending(ctx); err == nil {
 		err = p.drain(ctx)
+	} else {
+		p.bgCancel() // an Async publish still waiting on the broker gives up
 	}
 	kept = p.Pending()
 	switch {

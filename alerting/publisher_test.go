@@ -625,3 +625,41 @@ func TestPublisherOutboxKeepsAlertEvents(t *testing.T) {
 		t.Fatalf("replayed %v on %v, want the finding then alert %s", out.ids(), out.subj, want.ID)
 	}
 }
+
+// TestAsyncSendNeverWaitsOnTheBroker: with Async, Send returns while the
+// output is stuck; the failure is reported by the next Send, and Close
+// gives up at its deadline, keeping what it could not publish.
+func TestAsyncSendNeverWaitsOnTheBroker(t *testing.T) {
+	out := &fakeOutput{block: make(chan struct{}), entered: make(chan struct{}, 16),
+		fail: func(int, Event) error { return errors.New("no ack") }}
+	p, err := NewPublisher(PublisherOptions{Output: out, Async: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	returned := make(chan error, 1)
+	go func() { returned <- p.Send(context.Background(), Batch{Findings: []Finding{pubFinding("p0", 1)}}) }()
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatalf("first Send: %v", err)
+		}
+	case <-time.After(10 * time.Second): // only to fail instead of hanging
+		t.Fatal("an Async Send waited for the broker")
+	}
+	<-out.entered
+	close(out.block) // the broker answers: the publish fails
+	deadline := time.Now().Add(10 * time.Second)
+	var got error
+	for got == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		got = p.Send(context.Background(), Batch{})
+	}
+	if got == nil || !strings.Contains(got.Error(), "no ack") {
+		t.Fatalf("the failure was not reported by a later Send: %v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if kept, err := p.Close(ctx); kept != 1 || err == nil {
+		t.Fatalf("Close kept %d, %v", kept, err)
+	}
+}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -25,6 +28,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
 	"github.com/inferwatch/inferwatch/alerting/keda"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/alerting/outbox"
 	"github.com/inferwatch/inferwatch/alerting/promexport"
 	"github.com/inferwatch/inferwatch/ingest"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
@@ -77,6 +81,7 @@ type runFlags struct {
 	catchUp     time.Duration
 	kedaListen  string
 	embedded    string
+	outboxDir   string
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -88,6 +93,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for /metrics and /healthz (empty: none)")
 	fs.StringVar(&f.sourceURL, "source.url", "", "override source.url of the configuration")
 	fs.StringVar(&f.natsURL, "nats.url", "", "override nats.url of the configuration")
+	fs.StringVar(&f.outboxDir, "outbox.dir", "", "override nats.outbox_dir: where findings and alert events wait, on disk, for NATS to take them (none: no outbox)")
 	fs.StringVar(&f.embedded, "nats.embedded.listen", "", "override nats.embedded.listen: host:port of the embedded NATS server (port 0 picks a free one)")
 	fs.StringVar(&f.kedaListen, "keda.listen-address", "", "override export.keda.listen: host:port of the KEDA external scaler's gRPC server")
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
@@ -147,6 +153,9 @@ func (f runFlags) load() (*rulefmt.Config, []*rules.Group, error) {
 	}
 	if f.kedaListen != "" {
 		cfg.Export.KEDA.Listen = f.kedaListen
+	}
+	if f.outboxDir != "" {
+		cfg.NATS.OutboxDir = f.outboxDir
 	}
 	if f.embedded != "" {
 		host, _, err := net.SplitHostPort(f.embedded)
@@ -263,14 +272,40 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		}
 	}()
 	ready.set("nats", func(context.Context) error { return js.Ready() })
+	var box alerting.Outbox // a nil interface when there is no outbox
+	outboxDir := defaultOutboxDir(cfg.NATS, natsURL)
+	if outboxDir != "" {
+		ob, err := outbox.Open(outbox.Options{Dir: outboxDir, MaxBytes: cfg.NATS.OutboxMaxBytes, Logger: logger, Metrics: set})
+		if err != nil {
+			return fmt.Errorf("the outbox (nats.outbox_dir or --outbox.dir; none for no outbox): %w", err)
+		}
+		defer ob.Close()
+		box = ob
+		logger.Info("findings wait in an outbox until NATS takes them", "outbox", outboxDir, "pending", ob.Len())
+	} else {
+		logger.Warn("no outbox: findings NATS has not taken when the daemon stops are lost", "hint", "set nats.outbox_dir, or nats.embedded.store_dir for an embedded server")
+	}
 	pub, err := alerting.NewPublisher(alerting.PublisherOptions{
 		Output:  js,
 		Prefix:  cfg.NATS.SubjectPrefix,
+		Outbox:  box,
+		Async:   true,
 		Logger:  logger,
 		Metrics: set,
 	})
 	if err != nil {
 		return err
+	}
+	closePublisher := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		kept, err := pub.Close(cctx)
+		switch {
+		case kept > 0 && box != nil:
+			logger.Warn(fmt.Sprintf("stopping: %d findings kept in the outbox for the next start", kept), "outbox", outboxDir, "err", err)
+		case kept > 0:
+			logger.Error(fmt.Sprintf("stopping: %d findings NATS did not take are lost: there is no outbox", kept), "err", err)
+		}
 	}
 
 	httpClient, err := config.NewClientFromConfig(cfg.Source.HTTPClientConfig, "inferwatch")
@@ -351,6 +386,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		if ferr := pub.Flush(ctx); ferr != nil && err == nil {
 			err = ferr
 		}
+		closePublisher()
 		if err != nil {
 			return fmt.Errorf("evaluating once: %w", err)
 		}
@@ -369,13 +405,8 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	for {
 		select {
 		case <-done:
-			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := pub.Flush(fctx)
-			cancel()
-			if err != nil {
-				logger.Warn("stopping: events could not be published", "findings_pending", pub.Pending(), "err", err)
-			}
-			logger.Info("stopping: the evaluations in flight have finished", "findings_pending", pub.Pending())
+			logger.Info("stopping: the evaluations in flight have finished")
+			closePublisher()
 			return nil
 		case <-hup:
 			if reload(f, cfg, manager, logger, reloadOK, reloadAt) {
@@ -406,6 +437,34 @@ func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.
 	at.Set(float64(time.Now().Unix()))
 	logger.Info("configuration reloaded", "config", f.configFile, "groups", len(groups), "rules", countRules(groups), "rules_kept", kept)
 	return true
+}
+
+// defaultOutboxDir is where the outbox lives: nats.outbox_dir ("none": no
+// outbox), else beside an embedded server's store, else under the user's
+// state directory, named by the stream and the server so that two NATS
+// never share one.
+func defaultOutboxDir(n rulefmt.NATS, natsURL string) string {
+	switch {
+	case n.OutboxDir == "none":
+		return ""
+	case n.OutboxDir != "":
+		return n.OutboxDir
+	case n.URL == "" && n.Embedded.StoreDir != "":
+		return filepath.Join(n.Embedded.StoreDir, "inferwatch-outbox")
+	case n.URL == "":
+		return "" // a temporary store: the stream goes with the daemon
+	}
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			state = os.TempDir()
+		} else {
+			state = filepath.Join(home, ".local", "state")
+		}
+	}
+	h := sha256.Sum256([]byte(redact(natsURL)))
+	return filepath.Join(state, "inferwatch", "outbox", n.Stream+"-"+hex.EncodeToString(h[:4]))
 }
 
 // maxRestoredAlerts bounds the alert states restored at start-up.

@@ -169,9 +169,14 @@ func run(ctx context.Context) error {
 	defer ssub.Unsubscribe()
 
 	step(fmt.Sprintf("Running: %s run --config %s --once --backfill %dd", *bin, *config, *days))
+	outboxDir, err := os.MkdirTemp("", "inferwatch-demo-outbox-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(outboxDir)
 	cmd := exec.CommandContext(ctx, *bin, "run", "--config", *config, "--once",
 		"--backfill", fmt.Sprintf("%dd", *days),
-		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(),
+		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--outbox.dir", outboxDir,
 		"--web.listen-address", "127.0.0.1:0", "--log.level", "warn")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -81,6 +81,15 @@ type NATS struct {
 	StreamMaxAge   time.Duration `yaml:"-"`
 	StreamMaxBytes int64         `yaml:"-"`
 	StreamReplicas int           `yaml:"-"`
+	// OutboxDir keeps findings and alert events on disk, fsynced, until
+	// NATS acknowledges them, so a crash, a restart or a broker outage
+	// loses none ("none": no outbox). Default: <store_dir>/inferwatch-outbox
+	// for an embedded server with a store_dir, none for one with a
+	// temporary store, and $XDG_STATE_HOME/inferwatch/outbox/<stream>-<hash
+	// of nats.url> for an external server. OutboxMaxBytes bounds it
+	// (default 256 MiB).
+	OutboxDir      string `yaml:"outbox_dir"`
+	OutboxMaxBytes int64  `yaml:"-"`
 }
 
 // NATSAuth is a way of authenticating to NATS.

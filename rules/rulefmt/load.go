@@ -674,7 +674,16 @@ func (p *parser) nats(kv pair) NATS {
 		} else {
 			f := p.fields(n, "nats", []string{"url", "subject_prefix", "stream", "state_bucket", "duplicate_window", "embedded",
 				"user", "password", "password_file", "token", "token_file", "nkey_seed_file", "creds_file", "tls",
-				"stream_max_age", "stream_max_bytes", "stream_replicas"}, nil)
+				"stream_max_age", "stream_max_bytes", "stream_replicas", "outbox_dir", "outbox_max_bytes"}, nil)
+			if e, ok := f["outbox_dir"]; ok {
+				out.OutboxDir, _ = p.str(e.v, "nats.outbox_dir")
+				if out.OutboxDir != "" && out.OutboxDir != "none" && !filepath.IsAbs(out.OutboxDir) && p.file != "" {
+					out.OutboxDir = filepath.Join(filepath.Dir(p.file), out.OutboxDir)
+				}
+			}
+			if e, ok := f["outbox_max_bytes"]; ok {
+				out.OutboxMaxBytes = int64(p.integer(e, "nats.outbox_max_bytes", 0, 1<<20, 1<<50))
+			}
 			out.Auth = p.natsAuth(n, f, "nats")
 			if e, ok := f["tls"]; ok {
 				out.TLS = &config.TLSConfig{}
