@@ -143,14 +143,15 @@ func (c *converter) scoreSeries(out []*series, sc *alerting.Scores, d *dropCount
 		{NameScore, sc.Score}, {NameValue, sc.Value}, {NameExpected, sc.Expected},
 		{NameLower, sc.Lower}, {NameUpper, sc.Upper},
 	}
+	base, err := outputLabels(sc.Labels, placeholder, sc.Group, sc.Rule)
 	for _, f := range figures {
 		n := min(len(sc.T), len(f.v))
-		ls, err := outputLabels(sc.Labels, f.name, sc.Group, sc.Rule)
 		if err != nil {
 			d.invalid += finite(f.v[:n])
 			continue
 		}
-		s := &series{labels: ls, key: ls.String()}
+		ls := fill(base, "__name__", f.name)
+		s := &series{labels: ls, key: ls.String(), t: make([]int64, 0, n), v: make([]float64, 0, n)}
 		for j := range n {
 			v := f.v[j]
 			switch {
@@ -170,7 +171,8 @@ func (c *converter) scoreSeries(out []*series, sc *alerting.Scores, d *dropCount
 }
 
 func (c *converter) forecastSeries(out []*series, fd *alerting.ForecastData, d *dropCounts) []*series {
-	at := string(c.forecastAt)
+	base, err := outputLabels(fd.Labels, NameForecast, fd.Group, fd.Rule,
+		LabelKind, placeholder, LabelHorizon, placeholder, LabelAt, string(c.forecastAt))
 	for _, p := range fd.Points {
 		lead := p.Time.Sub(fd.Origin)
 		if c.horizons != nil && !c.horizons[lead] {
@@ -191,14 +193,31 @@ func (c *converter) forecastSeries(out []*series, fd *alerting.ForecastData, d *
 			case math.IsInf(f.v, 0):
 				d.inf++
 				continue
-			}
-			ls, err := outputLabels(fd.Labels, NameForecast, fd.Group, fd.Rule,
-				LabelKind, f.kind, LabelHorizon, horizon, LabelAt, at)
-			if err != nil {
+			case err != nil:
 				d.invalid++
 				continue
 			}
+			ls := fill(base, LabelKind, f.kind, LabelHorizon, horizon)
 			out = append(out, &series{labels: ls, key: ls.String(), t: []int64{ts}, v: []float64{f.v}})
+		}
+	}
+	return out
+}
+
+// placeholder stands for a label value that fill sets: outputLabels leaves
+// out labels with empty values.
+const placeholder = "_"
+
+// fill is a copy of ls with the values of the named labels set, pairs of
+// name and value in kv; ls holds each of them, so the copy stays sorted.
+func fill(ls ingest.Labels, kv ...string) ingest.Labels {
+	out := slices.Clone(ls)
+	for i := 0; i+1 < len(kv); i += 2 {
+		for j := range out {
+			if out[j].Name == kv[i] {
+				out[j].Value = kv[i+1]
+				break
+			}
 		}
 	}
 	return out
