@@ -307,6 +307,24 @@ func (c *converter) match(group, rule string) bool {
 	return false
 }
 
+// ValidateRules checks the selectors of Options.Rules: each a rule's name,
+// group/rule or group/*, with the wildcards of path.Match.
+func ValidateRules(sel []string) error {
+	_, err := rulePatterns(sel)
+	return err
+}
+
+// MatchRule reports whether the selector sel, an entry of Options.Rules,
+// selects rule in group; false when sel is not valid.
+func MatchRule(sel, group, rule string) bool {
+	p, err := rulePatterns([]string{sel})
+	if err != nil {
+		return false
+	}
+	c := converter{rules: p}
+	return c.match(group, rule)
+}
+
 // rulePatterns turns the configured rule selectors into path.Match patterns
 // over group/rule: "group/rule" as it is, a bare "rule" as "*/rule". Each
 // may use the wildcards of path.Match (* ? [...]); nil for none.

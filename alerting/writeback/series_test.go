@@ -181,6 +181,12 @@ func TestRuleSelection(t *testing.T) {
 	f([]string{"capacity/ttft", "latency/i*"}, "latency/itl capacity/ttft")
 	f([]string{"nothing"}, "")
 
+	if !MatchRule("lat*/t?ft", "latency", "ttft") || MatchRule("latency/ttft", "capacity", "ttft") || MatchRule("[x", "a", "[x") {
+		t.Error("MatchRule")
+	}
+	if ValidateRules([]string{"ttft", "g/*"}) != nil || ValidateRules([]string{"a/b/c"}) == nil {
+		t.Error("ValidateRules")
+	}
 	for _, bad := range [][]string{{"a/b/c"}, {"[x"}, {""}, {"g/"}, {"/r"}} {
 		_, err := rulePatterns(bad)
 		if err == nil || !strings.Contains(err.Error(), "writeback rules") {
