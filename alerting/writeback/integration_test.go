@@ -162,6 +162,48 @@ func (f fleet) read(t *testing.T, c *ingest.Client, group string, at writeback.F
 	return out
 }
 
+// instant runs query at ts and renders the result as labels=value, sorted.
+func instant(t *testing.T, c *ingest.Client, query string, ts time.Time) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, err := c.Query(ctx, query, ts)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	var out []string
+	for _, s := range got {
+		for _, v := range s.Values {
+			out = append(out, fmt.Sprintf("%s=%g", s.Labels, v))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// checkDocumentedQueries runs the queries the README shows for alerting on
+// the score and plotting a forecast beside its metric.
+func checkDocumentedQueries(t *testing.T, c *ingest.Client, f fleet, group string, at writeback.ForecastTime) {
+	t.Helper()
+	// i = 9: score (9%5)*0.5 = 2 for both models.
+	q := fmt.Sprintf(`max by (group, for, model) (anomaly_score{group=%q}) >= 1`, group)
+	want := fmt.Sprintf(`{for="running",group=%q,model="m1"}=2 {for="running",group=%q,model="m2"}=2`, group, group)
+	if got := instant(t, c, q, f.at(9)); got != want {
+		t.Errorf("%s:\n got %s\nwant %s", q, got, want)
+	}
+	// The forecast for the time of origin 5 + 1 lead, made at origin 5:
+	// 5 + 1/4.
+	q = fmt.Sprintf(`inferwatch_forecast{group=%q,for="rps",horizon="15s",kind="yhat"}`, group)
+	if at == writeback.AtOrigin {
+		q += " offset 15s"
+	}
+	want = fmt.Sprintf(`inferwatch_forecast{at=%q,for="rps",group=%q,horizon="15s",kind="yhat",model="m1"}=5.25`, at, group)
+	got := instant(t, c, q, f.at(6))
+	if got != want {
+		t.Errorf("%s at origin 6:\n got %s\nwant %s", q, got, want)
+	}
+}
+
 func compareStored(t *testing.T, got, want map[string]string) {
 	t.Helper()
 	// m1: five figures; m2: four (its band is one-sided); the forecast:
@@ -255,6 +297,7 @@ func TestWriteBackToVictoriaMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			compareStored(t, f.read(t, c, tc.group, at), f.want(tc.group, at))
+			checkDocumentedQueries(t, c, f, tc.group, at)
 		})
 	}
 }
@@ -308,6 +351,7 @@ func TestRemoteWriteToPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareStored(t, f.read(t, c, "latency", writeback.AtOrigin), f.want("latency", writeback.AtOrigin))
+	checkDocumentedQueries(t, c, f, "latency", writeback.AtOrigin)
 	end := f.at(f.n - 1)
 
 	// A second writer (a restart): y of m1 again from 4 steps before its
