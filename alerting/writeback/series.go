@@ -76,10 +76,11 @@ const (
 	// AtTarget writes each lead's figures at the time they forecast (the
 	// future, when written), so a panel shows the forecast under the value
 	// that came. VictoriaMetrics keeps samples up to -futureRetention
-	// (default 2 days) ahead of its clock. Prometheus refuses samples more
-	// than 10 minutes ahead since 2.54, and before that accepts them but
-	// then refuses every sample older than an hour before the newest it
-	// holds (scrapes included): never use it with a Prometheus.
+	// (default 2 days) ahead of its clock. A Prometheus released since
+	// mid-2024 refuses samples more than 10 minutes ahead of its clock; an
+	// older one stores them, and then refuses every sample older than an
+	// hour before the newest it holds, scrapes included: never use it with
+	// a Prometheus.
 	AtTarget ForecastTime = "target"
 	// AtOrigin writes each lead's figures at the forecast's origin; a panel
 	// shows the forecast for time t of horizon h with `offset h`.
