@@ -50,9 +50,10 @@
 // backoff and drops what cannot (4xx). Every series is written in strictly
 // increasing time: a sample at or before one already queued for its series
 // is dropped and counted. A receiver refuses a whole request for one sample
-// it will not store (Prometheus before 3.0 stores none of it): a request
-// refused with 400, 413 or 422 is split in halves by series and each half
-// sent once, so that only the refused series are dropped.
+// it will not store, out of order or too old (Prometheus 2 then stores
+// none of it): a request refused with 400, 413 or 422 is split in halves by
+// series and each half sent once, down to single series, so that only the
+// refused series are dropped. Neither a refusal nor a half is retried.
 package writeback
 
 import (
