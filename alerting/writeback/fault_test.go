@@ -438,7 +438,7 @@ func TestCloseReportsWhatWasLeft(t *testing.T) {
 	fs := newFakeStore(t, RemoteWrite, func(int, []ingest.Series, *http.Request) int { return http.StatusServiceUnavailable })
 	var logs bytes.Buffer
 	w, set := newTestWriter(t, fs, Options{
-		URL:          fs.srv.URL + "/api/v1/write?tenant=secret-token",
+		URL:          fs.srv.URL + "/api/v1/write?extra_label=team%3Dserving&token=secret-token",
 		FlushTimeout: 50 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
 	})
@@ -448,7 +448,7 @@ func TestCloseReportsWhatWasLeft(t *testing.T) {
 	if left != 30 || err == nil {
 		t.Fatalf("Close: %d left, %v; want 30 and an error", left, err)
 	}
-	for _, want := range []string{"30 samples not written at shutdown", "flush timeout of 50ms", fs.srv.URL + "/api/v1/write"} {
+	for _, want := range []string{"30 samples not written at shutdown", "flush timeout of 50ms", fs.srv.URL + "/api/v1/write?", "token=xxxxx"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Close error %q does not say %q", err, want)
 		}
@@ -457,7 +457,7 @@ func TestCloseReportsWhatWasLeft(t *testing.T) {
 		t.Errorf("dropped at shutdown %g, want 30", got)
 	}
 	if strings.Contains(err.Error()+logs.String(), "secret") {
-		t.Errorf("the query string is shown:\n%v\n%s", err, logs.String())
+		t.Errorf("the token is shown:\n%v\n%s", err, logs.String())
 	}
 	if !strings.Contains(logs.String(), "503 Service Unavailable") {
 		t.Errorf("the retries are not logged with the status:\n%s", logs.String())

@@ -91,7 +91,7 @@ func (f fleet) want(group string, at writeback.ForecastTime) map[string]string {
 		out[labels] += fmt.Sprintf(" %d=%g", t.UnixMilli(), v)
 	}
 	for _, model := range []string{"m1", "m2"} {
-		base := fmt.Sprintf(`{for="running",group=%q,metric="vllm:num_requests_running",model=%q,team="serving"}`, group, model)
+		base := fmt.Sprintf(`{for="running",group=%q,metric="vllm:num_requests_running",model=%q,rule="running",team="serving"}`, group, model)
 		for i := range f.n {
 			add("y"+base, f.at(i), float64(i%7)+0.25)
 			if i < 3 {
@@ -114,7 +114,7 @@ func (f fleet) want(group string, at writeback.ForecastTime) map[string]string {
 			}
 			h := horizons[l]
 			for kind, v := range map[string]float64{"yhat": mean, "yhat_lower": mean - 1, "yhat_upper": mean + 2} {
-				add(fmt.Sprintf(`inferwatch_forecast{at=%q,for="rps",group=%q,horizon=%q,kind=%q,model="m1"}`, at, group, h, kind), ts, v)
+				add(fmt.Sprintf(`inferwatch_predicted{at=%q,for="rps",group=%q,horizon=%q,kind=%q,model="m1",rule="rps"}`, at, group, h, kind), ts, v)
 			}
 		}
 	}
@@ -157,7 +157,7 @@ func (f fleet) read(t *testing.T, c *ingest.Client, group string, at writeback.F
 		if at == writeback.AtOrigin {
 			from, to = f.at(0), f.at(f.origins-1)
 		}
-		maps.Copy(out, readRange(t, c, fmt.Sprintf(`inferwatch_forecast{group=%q,horizon=%q}`, group, horizons[l]), from, to))
+		maps.Copy(out, readRange(t, c, fmt.Sprintf(`inferwatch_predicted{group=%q,horizon=%q}`, group, horizons[l]), from, to))
 	}
 	return out
 }
@@ -193,11 +193,11 @@ func checkDocumentedQueries(t *testing.T, c *ingest.Client, f fleet, group strin
 	}
 	// The forecast for the time of origin 5 + 1 lead, made at origin 5:
 	// 5 + 1/4.
-	q = fmt.Sprintf(`inferwatch_forecast{group=%q,for="rps",horizon="15s",kind="yhat"}`, group)
+	q = fmt.Sprintf(`inferwatch_predicted{group=%q,for="rps",horizon="15s",kind="yhat"}`, group)
 	if at == writeback.AtOrigin {
 		q += " offset 15s"
 	}
-	want = fmt.Sprintf(`inferwatch_forecast{at=%q,for="rps",group=%q,horizon="15s",kind="yhat",model="m1"}=5.25`, at, group)
+	want = fmt.Sprintf(`inferwatch_predicted{at=%q,for="rps",group=%q,horizon="15s",kind="yhat",model="m1",rule="rps"}=5.25`, at, group)
 	got := instant(t, c, q, f.at(6))
 	if got != want {
 		t.Errorf("%s at origin 6:\n got %s\nwant %s", q, got, want)
@@ -378,7 +378,7 @@ func TestRemoteWriteToPrometheus(t *testing.T) {
 	if got := counter(set, "inferwatch_writeback_retries_total"); got != 0 {
 		t.Errorf("%g retries of a refusal", got)
 	}
-	base := `{for="running",group="latency",metric="vllm:num_requests_running",model=%q,team="serving"}`
+	base := `{for="running",group="latency",metric="vllm:num_requests_running",model=%q,rule="running",team="serving"}`
 	m1, m3 := "y"+fmt.Sprintf(base, "m1"), "y"+fmt.Sprintf(base, "m3")
 	var wantM3 strings.Builder
 	for i := f.n - 5; i <= f.n+3; i++ {

@@ -32,9 +32,12 @@ const (
 )
 
 // NameForecast is the name of the series written for Batch.Forecasts. It
-// differs from the scores' names so that a query over yhat never mixes
-// forecasts into the bands the detectors judged by.
-const NameForecast = "inferwatch_forecast"
+// differs from the scores' names, so that a query over yhat never mixes
+// forecasts into the bands the detectors judged by, and from the gauge
+// inferwatch_forecast that the daemon exposes on /metrics (package
+// alerting/promexport), which holds one lead's forecast at the time of each
+// scrape and would otherwise share a name with series of other labels.
+const NameForecast = "inferwatch_predicted"
 
 // The labels added to every series written. A label of the source series
 // with one of these names is kept as exported_<name> (exported_exported_…
@@ -43,6 +46,9 @@ const (
 	// LabelFor is the rule's name: the counterpart of vmanomaly's `for`,
 	// which names the query a model ran on.
 	LabelFor = "for"
+	// LabelRule is the rule's name too, as the rest of inferwatch labels it
+	// (its /metrics gauges, the events on NATS).
+	LabelRule = "rule"
 	// LabelGroup is the rule's group.
 	LabelGroup = "group"
 	// LabelMetric is the source series' metric name (its __name__), when it
@@ -237,7 +243,7 @@ func finite(vs []float64) int {
 
 // reservedLabels are the names outputLabels sets itself.
 var reservedLabels = map[string]bool{
-	"__name__": true, LabelFor: true, LabelGroup: true, LabelMetric: true,
+	"__name__": true, LabelFor: true, LabelRule: true, LabelGroup: true, LabelMetric: true,
 	LabelKind: true, LabelHorizon: true, LabelAt: true,
 }
 
@@ -245,8 +251,8 @@ var reservedLabels = map[string]bool{
 // series with labels src (its __name__ included), of rule in group: src's
 // labels with empty values left out (an empty value is an absent label)
 // and those clashing with the labels added kept as exported_<name>; then
-// __name__, for, group, metric (src's __name__, if any) and the pairs of
-// extra. It fails when a name is empty or a name or value is not UTF-8,
+// __name__, for and rule, group, metric (src's __name__, if any) and the
+// pairs of extra. It fails when a name is empty or a name or value is not UTF-8,
 // which a receiver would refuse.
 func outputLabels(src map[string]string, name, group, rule string, extra ...string) (ingest.Labels, error) {
 	out := make(map[string]string, len(src)+4+len(extra)/2)
@@ -281,6 +287,7 @@ func outputLabels(src map[string]string, name, group, rule string, extra ...stri
 	}
 	set("__name__", name)
 	set(LabelFor, rule)
+	set(LabelRule, rule)
 	set(LabelGroup, group)
 	set(LabelMetric, src["__name__"])
 	for i := 0; i+1 < len(extra); i += 2 {

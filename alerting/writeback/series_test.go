@@ -38,10 +38,10 @@ func TestConvertScores(t *testing.T) {
 	}
 	c := converter{scores: true, forecasts: true}
 	ss, d := c.convert(alerting.Batch{Group: "latency", Scores: []alerting.Scores{sc}})
-	want := `anomaly_score{for="ttft",group="latency",metric="vllm:ttft_seconds",model="m1",team="serving"} 2000=0.5 3000=4
-y{for="ttft",group="latency",metric="vllm:ttft_seconds",model="m1",team="serving"} 1000=1 2000=2 3000=30
-yhat{for="ttft",group="latency",metric="vllm:ttft_seconds",model="m1",team="serving"} 2000=1.5 3000=1.6
-yhat_upper{for="ttft",group="latency",metric="vllm:ttft_seconds",model="m1",team="serving"} 2000=3 3000=3.1
+	want := `anomaly_score{for="ttft",group="latency",metric="vllm:ttft_seconds",model="m1",rule="ttft",team="serving"} 2000=0.5 3000=4
+y{for="ttft",group="latency",metric="vllm:ttft_seconds",model="m1",rule="ttft",team="serving"} 1000=1 2000=2 3000=30
+yhat{for="ttft",group="latency",metric="vllm:ttft_seconds",model="m1",rule="ttft",team="serving"} 2000=1.5 3000=1.6
+yhat_upper{for="ttft",group="latency",metric="vllm:ttft_seconds",model="m1",rule="ttft",team="serving"} 2000=3 3000=3.1
 `
 	if got := render(ss); got != want {
 		t.Errorf("series:\n%s\nwant:\n%s", got, want)
@@ -70,14 +70,15 @@ func TestConvertLabels(t *testing.T) {
 		}
 	}
 	// An aggregation: no __name__, so no metric label.
-	f(map[string]string{"model": "m"}, `yhat{for="r",group="g",model="m"}`)
+	f(map[string]string{"model": "m"}, `yhat{for="r",group="g",model="m",rule="r"}`)
 	// Clashing source labels are kept as exported_<name>, Prometheus' way.
 	f(map[string]string{"__name__": "up", "group": "k8s", "for": "x", "metric": "m"},
-		`yhat{exported_for="x",exported_group="k8s",exported_metric="m",for="r",group="g",metric="up"}`)
+		`yhat{exported_for="x",exported_group="k8s",exported_metric="m",for="r",group="g",metric="up",rule="r"}`)
 	f(map[string]string{"group": "a", "exported_group": "b"},
-		`yhat{exported_exported_group="a",exported_group="b",for="r",group="g"}`)
+		`yhat{exported_exported_group="a",exported_group="b",for="r",group="g",rule="r"}`)
+	f(map[string]string{"rule": "x"}, `yhat{exported_rule="x",for="r",group="g",rule="r"}`)
 	f(map[string]string{"horizon": "x", "kind": "y", "at": "z"},
-		`yhat{exported_at="z",exported_horizon="x",exported_kind="y",for="r",group="g"}`)
+		`yhat{exported_at="z",exported_horizon="x",exported_kind="y",for="r",group="g",rule="r"}`)
 
 	for _, src := range []map[string]string{
 		{"": "v"},
@@ -134,18 +135,18 @@ func TestConvertForecasts(t *testing.T) {
 			t.Errorf("%+v:\n%s\nwant:\n%s", c, got, want)
 		}
 	}
-	f(converter{forecasts: true, forecastAt: AtTarget}, `inferwatch_forecast{at="target",for="rps",group="capacity",horizon="5m",kind="yhat",model="m"} 1700000300000=10
-inferwatch_forecast{at="target",for="rps",group="capacity",horizon="5m",kind="yhat_lower",model="m"} 1700000300000=8
-inferwatch_forecast{at="target",for="rps",group="capacity",horizon="5m",kind="yhat_upper",model="m"} 1700000300000=12
-inferwatch_forecast{at="target",for="rps",group="capacity",horizon="10m",kind="yhat",model="m"} 1700000600000=11
-inferwatch_forecast{at="target",for="rps",group="capacity",horizon="10m",kind="yhat_upper",model="m"} 1700000600000=14
-inferwatch_forecast{at="target",for="rps",group="capacity",horizon="1h30m",kind="yhat",model="m"} 1700005400000=12
-inferwatch_forecast{at="target",for="rps",group="capacity",horizon="1h30m",kind="yhat_lower",model="m"} 1700005400000=7
-inferwatch_forecast{at="target",for="rps",group="capacity",horizon="1h30m",kind="yhat_upper",model="m"} 1700005400000=17
+	f(converter{forecasts: true, forecastAt: AtTarget}, `inferwatch_predicted{at="target",for="rps",group="capacity",horizon="5m",kind="yhat",model="m",rule="rps"} 1700000300000=10
+inferwatch_predicted{at="target",for="rps",group="capacity",horizon="5m",kind="yhat_lower",model="m",rule="rps"} 1700000300000=8
+inferwatch_predicted{at="target",for="rps",group="capacity",horizon="5m",kind="yhat_upper",model="m",rule="rps"} 1700000300000=12
+inferwatch_predicted{at="target",for="rps",group="capacity",horizon="10m",kind="yhat",model="m",rule="rps"} 1700000600000=11
+inferwatch_predicted{at="target",for="rps",group="capacity",horizon="10m",kind="yhat_upper",model="m",rule="rps"} 1700000600000=14
+inferwatch_predicted{at="target",for="rps",group="capacity",horizon="1h30m",kind="yhat",model="m",rule="rps"} 1700005400000=12
+inferwatch_predicted{at="target",for="rps",group="capacity",horizon="1h30m",kind="yhat_lower",model="m",rule="rps"} 1700005400000=7
+inferwatch_predicted{at="target",for="rps",group="capacity",horizon="1h30m",kind="yhat_upper",model="m",rule="rps"} 1700005400000=17
 `)
 	f(converter{forecasts: true, forecastAt: AtOrigin, horizons: map[time.Duration]bool{10 * time.Minute: true}},
-		`inferwatch_forecast{at="origin",for="rps",group="capacity",horizon="10m",kind="yhat",model="m"} 1700000000000=11
-inferwatch_forecast{at="origin",for="rps",group="capacity",horizon="10m",kind="yhat_upper",model="m"} 1700000000000=14
+		`inferwatch_predicted{at="origin",for="rps",group="capacity",horizon="10m",kind="yhat",model="m",rule="rps"} 1700000000000=11
+inferwatch_predicted{at="origin",for="rps",group="capacity",horizon="10m",kind="yhat_upper",model="m",rule="rps"} 1700000000000=14
 `)
 	// Forecasts skipped.
 	f(converter{scores: true, forecastAt: AtTarget}, "")

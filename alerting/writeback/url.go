@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/inferwatch/inferwatch/internal/redact"
 )
 
 // Default paths, appended to a URL that has none.
@@ -16,7 +18,8 @@ const (
 // ValidateURL checks the write URL: http or https, a host, no credentials
 // (they belong in the HTTP client settings, basic_auth or authorization, so
 // that they are never logged) and no fragment. A query string is allowed
-// (VictoriaMetrics' extra_label=..., a tenant) but never shown.
+// (VictoriaMetrics' extra_label=...); in logs and errors the values of its
+// parameters that look secret are hidden (package internal/redact).
 func ValidateURL(raw string) error {
 	if strings.TrimSpace(raw) == "" {
 		return errors.New("writeback URL is empty; want e.g. http://127.0.0.1:8428 (VictoriaMetrics) or http://127.0.0.1:9090/api/v1/write (Prometheus)")
@@ -26,7 +29,7 @@ func ValidateURL(raw string) error {
 		// url.Parse quotes the input, which may hold a password.
 		return fmt.Errorf("writeback URL is not a URL (%s); want e.g. http://127.0.0.1:8428", parseReason(err))
 	}
-	shown := redactURL(u)
+	shown := redact.URL(raw)
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("writeback URL %s: scheme %q is not http or https", shown, u.Scheme)
@@ -55,29 +58,6 @@ func defaultPath(p Protocol) string {
 		return RemoteWritePath
 	}
 	return ImportPath
-}
-
-// redactURL shows u with any password masked and its query string and
-// fragment left out.
-func redactURL(u *url.URL) string {
-	v := *u
-	v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = "", false, "", ""
-	if v.User != nil {
-		if _, ok := v.User.Password(); !ok {
-			v.User = url.User("xxxxx") // a lone user part may be a token
-		}
-	}
-	return v.Redacted()
-}
-
-// redactString is redactURL for a string; one that does not parse is not
-// shown at all.
-func redactString(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return redactURL(u)
 }
 
 // parseReason is the cause of a url.Parse error without the input it quotes.

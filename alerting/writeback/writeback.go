@@ -17,6 +17,7 @@
 // each with the source series' labels, minus __name__, plus
 //
 //	for     the rule's name (vmanomaly's `for` names the query a model ran on)
+//	rule    the rule's name again, as inferwatch's /metrics and events name it
 //	group   the rule's group
 //	metric  the source series' __name__, when it had one
 //
@@ -25,10 +26,10 @@
 // ready, or its band is one-sided) is no sample.
 //
 // For each lead of each forecast in Batch.Forecasts, three series named
-// inferwatch_forecast with the same labels plus kind (yhat, yhat_lower,
+// inferwatch_predicted with the same labels plus kind (yhat, yhat_lower,
 // yhat_upper), horizon (the lead: 5m, 1h) and at (target or origin). A
 // series per lead keeps every series in time order however the forecasts of
-// successive evaluations overlap: inferwatch_forecast{horizon="10m"} is what
+// successive evaluations overlap: inferwatch_predicted{horizon="10m"} is what
 // was forecast ten minutes ahead. With at=target (ForecastTime AtTarget)
 // each sample lies at the time it forecasts, so a panel shows it under what
 // came; with at=origin (AtOrigin) at the forecast's origin, and `offset 10m`
@@ -70,6 +71,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/internal/metricname"
+	"github.com/inferwatch/inferwatch/internal/redact"
 )
 
 // Protocol is how samples are sent.
@@ -299,8 +301,8 @@ func New(o Options) (*Writer, error) {
 	}
 	ep := endpoint(o.URL, o.Protocol)
 	w := &Writer{
-		o: o, log: o.Logger.With("writeback", redactString(ep)), hc: hc,
-		url: redactString(ep), endpoint: ep,
+		o: o, log: o.Logger.With("writeback", redact.URL(ep)), hc: hc,
+		url: redact.URL(ep), endpoint: ep,
 		conv: converter{scores: !o.SkipScores, forecasts: !o.SkipForecasts, forecastAt: o.ForecastAt,
 			horizons: horizons, rules: patterns},
 		draining: make(chan struct{}),
