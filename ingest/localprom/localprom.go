@@ -3,6 +3,9 @@
 // the second store, beside VictoriaMetrics, that inferwatch is checked
 // against. It needs the prometheus and promtool binaries (Debian package
 // prometheus).
+//
+// Without them a test is skipped, or fails when the environment variable CI
+// is set or INFERWATCH_REQUIRE_PROMETHEUS is 1, since CI installs them.
 package localprom
 
 import (
@@ -29,18 +32,23 @@ type Prometheus struct {
 	URL string
 }
 
+// EnvRequire names the environment variable that, set to 1, makes a
+// missing Prometheus a failure rather than a skip.
+const EnvRequire = "INFERWATCH_REQUIRE_PROMETHEUS"
+
 // Run backfills series into a fresh TSDB, starts Prometheus on it on a free
-// 127.0.0.1 port, waits until it is ready, and stops it in t.Cleanup.
-// Without the binaries the test is skipped — or fails when the CI
-// environment variable is set, since CI installs them.
-func Run(t testing.TB, series []ingest.Series) *Prometheus {
+// 127.0.0.1 port with flags appended to its command line (e.g.
+// --web.enable-remote-write-receiver), waits until it is ready, and stops it
+// in t.Cleanup. Without the binaries the test is skipped — or fails when
+// the CI environment variable is set or INFERWATCH_REQUIRE_PROMETHEUS is 1.
+func Run(t testing.TB, series []ingest.Series, flags ...string) *Prometheus {
 	t.Helper()
 	for _, bin := range []string{"prometheus", "promtool"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("CI") != "" {
+			if os.Getenv("CI") != "" || os.Getenv(EnvRequire) == "1" {
 				t.Fatalf("localprom: %s not found; .ci/run installs the Debian package prometheus", bin)
 			}
-			t.Skipf("localprom: %s not found (apt-get install prometheus)", bin)
+			t.Skipf("localprom: %s not found (apt-get install prometheus, or set %s=1 to make this a failure)", bin, EnvRequire)
 		}
 	}
 	dir := t.TempDir()
@@ -65,8 +73,9 @@ func Run(t testing.TB, series []ingest.Series) *Prometheus {
 	addr := ln.Addr().String()
 	ln.Close()
 	var out strings.Builder
-	cmd := exec.Command("prometheus", "--config.file="+cfg, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr, "--log.level=warn")
+	args := append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + data,
+		"--storage.tsdb.retention.time=100y", "--web.listen-address=" + addr, "--log.level=warn"}, flags...)
+	cmd := exec.Command("prometheus", args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("localprom: starting prometheus: %v", err)

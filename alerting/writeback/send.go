@@ -1,0 +1,333 @@
+package writeback
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxBodyInLog is how much of a refusing store's answer is logged.
+const maxBodyInLog = 512
+
+// userAgent identifies inferwatch to the store.
+const userAgent = "inferwatch"
+
+// run drains the queue until Close: one request at a time.
+func (w *Writer) run() {
+	defer w.wg.Done()
+	failures := 0 // consecutive failed attempts
+	for w.waitBatch() {
+		batch := merge(w.q.popFront(w.o.MaxSamplesPerSend))
+		if len(batch) == 0 {
+			continue
+		}
+		if !w.deliver(batch, &failures) {
+			return
+		}
+	}
+}
+
+// waitBatch waits until a request is due: MaxSamplesPerSend samples are
+// queued, the oldest has waited BatchDeadline, or Close asked to flush and
+// something is queued. It returns false when the worker is to stop: Close
+// asked and the queue is empty, or Close gave up.
+func (w *Writer) waitBatch() bool {
+	for {
+		n, oldest := w.q.state()
+		draining := false
+		select {
+		case <-w.draining:
+			draining = true
+		default:
+		}
+		if n == 0 {
+			if draining {
+				return false
+			}
+			select {
+			case <-w.q.wake:
+			case <-w.draining:
+			case <-w.ctx.Done():
+				return false
+			}
+			continue
+		}
+		if w.ctx.Err() != nil {
+			return false
+		}
+		if draining || n >= w.o.MaxSamplesPerSend {
+			return true
+		}
+		wait := w.o.BatchDeadline - time.Since(oldest)
+		if wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-w.q.wake:
+		case <-w.draining:
+		case <-t.C:
+		case <-w.ctx.Done():
+			t.Stop()
+			return false
+		}
+		t.Stop()
+	}
+}
+
+// merge joins the parts of each series in ss, which the queue holds oldest
+// first, into one series per identity, in the order they first appear.
+func merge(ss []*series) []*series {
+	if len(ss) < 2 {
+		return ss
+	}
+	idx := make(map[string]int, len(ss))
+	out := ss[:0:0]
+	for _, s := range ss {
+		i, ok := idx[s.key]
+		if !ok {
+			idx[s.key] = len(out)
+			out = append(out, &series{key: s.key, labels: s.labels, t: s.t, v: s.v, at: s.at})
+			continue
+		}
+		m := out[i]
+		m.t, m.v = append(m.t[:len(m.t):len(m.t)], s.t...), append(m.v[:len(m.v):len(m.v)], s.v...)
+		if s.at.Before(m.at) {
+			m.at = s.at
+		}
+	}
+	return out
+}
+
+func samples(ss []*series) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s.t)
+	}
+	return n
+}
+
+// deliver writes batch: it retries what can succeed on retry (after a
+// backoff, putting the batch back at the head of the queue first) and
+// splits a refused request in halves by series to drop only the series
+// refused. It returns false when Close gave up.
+func (w *Writer) deliver(batch []*series, failures *int) bool {
+	parts := [][]*series{batch} // a stack: the last is sent next
+	requests := 0
+	for len(parts) > 0 {
+		part := parts[len(parts)-1]
+		parts = parts[:len(parts)-1]
+		res := w.post(part)
+		requests++
+		switch {
+		case res.cancelled:
+			w.requeue(slices.Concat(part, flatten(parts)))
+			return false
+		case res.err == nil:
+			w.sent.Add(samples(part))
+			if *failures > 0 {
+				w.log.Info("the store takes samples again", "failed_attempts", *failures)
+			}
+			*failures = 0
+			continue
+		}
+		w.errors.Inc()
+		if res.retry {
+			wait := backoff(*failures, res.retryAfter, w.o.BackoffMax)
+			*failures++
+			w.retries.Inc()
+			w.log.Warn("writing samples back failed; retrying", "samples", samples(part), "attempt", *failures,
+				"wait", wait, "status", res.status, "body", res.body, "err", res.err)
+			// Put it back first: while waiting, newer samples may push its
+			// oldest out, and Close counts what is queued.
+			w.requeue(slices.Concat(part, flatten(parts)))
+			return sleep(w.ctx, wait) == nil
+		}
+		*failures = 0
+		if res.split && len(part) > 1 && requests+len(parts)+2 <= maxRequestsPerBatch {
+			h := len(part) / 2
+			parts = append(parts, part[h:], part[:h])
+			w.log.Debug("the store refused a request; sending its halves apart to find the series it refuses",
+				"series", len(part), "status", res.status, "body", res.body)
+			continue
+		}
+		n := samples(part)
+		w.dropped[ReasonRejected].Add(n)
+		if k := w.refusedNotice.add(n, time.Now()); k > 0 {
+			w.log.Error("the store refused samples; dropped them, retrying cannot help",
+				"samples", k, "series", describe(part), "status", res.status, "body", res.body, "err", res.err)
+		}
+	}
+	return true
+}
+
+func flatten(parts [][]*series) []*series {
+	var out []*series
+	for i := len(parts) - 1; i >= 0; i-- { // in the order they would be sent
+		out = append(out, parts[i]...)
+	}
+	return out
+}
+
+// requeue puts undelivered series back at the head of the queue.
+func (w *Writer) requeue(ss []*series) {
+	if k := w.q.pushFront(ss); k > 0 {
+		w.dropFull(k)
+	}
+}
+
+// result is the outcome of one request.
+type result struct {
+	err        error  // nil: written
+	retry      bool   // the same request may succeed later
+	split      bool   // refused for its content: its parts may pass
+	cancelled  bool   // Close gave up: not the store's fault
+	status     string // e.g. "503 Service Unavailable", "" without an answer
+	body       string // first bytes of a failed answer
+	retryAfter time.Duration
+}
+
+// post sends ss in one request.
+func (w *Writer) post(ss []*series) result {
+	var body []byte
+	if w.o.Protocol == RemoteWrite {
+		body = encodeRemoteWrite(ss)
+	} else {
+		body = appendImport(nil, ss)
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, w.o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return result{err: fmt.Errorf("building the request to %s: %s", w.url, parseReason(err))}
+	}
+	req.Header.Set("User-Agent", userAgent)
+	if w.o.Protocol == RemoteWrite {
+		req.Header.Set("Content-Encoding", "snappy")
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	} else {
+		req.Header.Set("Content-Type", "application/json")
+	}
+
+	began := time.Now()
+	resp, err := w.hc.Do(req)
+	if err != nil {
+		w.observe("error", began)
+		switch {
+		case w.ctx.Err() != nil:
+			return result{err: err, cancelled: true}
+		case ctx.Err() != nil:
+			return result{err: fmt.Errorf("POST %s: no answer within the timeout of %v", w.url, w.o.Timeout), retry: true, retryAfter: -1}
+		case cannotSucceed(err):
+			return result{err: fmt.Errorf("POST %s: %w", w.url, transportError(err))}
+		}
+		return result{err: fmt.Errorf("POST %s: %w", w.url, transportError(err)), retry: true, retryAfter: -1}
+	}
+	defer resp.Body.Close()
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInLog))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection is reused
+	w.observe(strconv.Itoa(resp.StatusCode), began)
+	if resp.StatusCode/100 == 2 {
+		return result{}
+	}
+	r := result{
+		status:     resp.Status,
+		body:       strings.TrimSpace(strings.ToValidUTF8(string(head), "\uFFFD")),
+		retryAfter: -1,
+		err:        fmt.Errorf("POST %s: HTTP %s", w.url, resp.Status),
+	}
+	switch c := resp.StatusCode; {
+	case c >= 500 || c == http.StatusTooManyRequests:
+		r.retry = true
+		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	case c == http.StatusBadRequest || c == http.StatusRequestEntityTooLarge || c == http.StatusUnprocessableEntity:
+		r.split = true
+	}
+	return r
+}
+
+// observe counts a request by its outcome and times it.
+func (w *Writer) observe(code string, began time.Time) {
+	w.set.GetOrCreateCounter(`inferwatch_writeback_requests_total{code="` + code + `"}`).Inc()
+	w.latency.UpdateDuration(began)
+}
+
+// cannotSucceed reports transport errors that the same request meets again
+// however often it is retried: a server certificate that does not verify.
+// Everything else without an answer (refused, reset, DNS, timeouts) may
+// pass next time.
+func cannotSucceed(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// transportError drops the *url.Error wrapper, whose message holds the
+// URL unredacted.
+func transportError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// backoff is the wait before retry number failures+1: a capped
+// exponential from backoffBase with jitter over its upper half, or the
+// server's Retry-After (given when >= 0) if that is longer; capped at
+// ceiling. A Retry-After of 0 thus never makes a retry loop spin.
+func backoff(failures int, retryAfter, ceiling time.Duration) time.Duration {
+	d := min(backoffBase, ceiling)
+	for i := 0; i < failures && d < ceiling; i++ {
+		d *= 2
+	}
+	d = min(d, ceiling)
+	d = d/2 + rand.N(d/2+1)
+	return min(max(d, retryAfter), ceiling)
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or bad.
+func parseRetryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return -1
+	}
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n < 0 {
+			return -1
+		}
+		return time.Duration(min(n, 1<<20)) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return -1
+}
+
+// sleep waits for d or until ctx is done, whichever is first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
