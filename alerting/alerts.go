@@ -355,7 +355,7 @@ func (l *Lifecycle) save(ctx context.Context, states map[string][]byte) {
 		if err := l.o.Store.Save(ctx, k, s); err != nil {
 			l.saveFailures.Inc()
 			failed = append(failed, k)
-			l.log.Warn("saving an alert state failed; retried with the next evaluation", "alert", strings.ReplaceAll(k, "\x00", "/"), "err", err)
+			l.log.Debug("saving an alert state failed; retried with the next evaluation", "alert", strings.ReplaceAll(k, "\x00", "/"), "err", err)
 		}
 	}
 	l.mu.Lock()

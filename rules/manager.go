@@ -419,7 +419,7 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	if m.o.Progress != nil && len(progress) > 0 {
 		if err := m.o.Progress.SaveProgress(ctx, progress); err != nil {
 			m.progressFailures.Inc()
-			m.log.Warn("saving the rules' progress failed; retried after the next evaluation", "group", g.cfg.Name, "err", err)
+			m.log.Debug("saving the rules' progress failed; retried after the next evaluation", "group", g.cfg.Name, "err", err)
 		}
 	}
 	gm.duration.UpdateDuration(start)

@@ -398,6 +398,12 @@ func (j *JetStream) Close() error {
 	if j.nc.IsClosed() {
 		return nil
 	}
+	if !j.nc.IsConnected() {
+		// Nothing can be flushed to a server that is away: do not wait
+		// for it.
+		j.nc.Close()
+		return nil
+	}
 	if err := j.nc.Drain(); err != nil {
 		j.nc.Close()
 		if errors.Is(err, nats.ErrConnectionClosed) {

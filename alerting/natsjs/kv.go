@@ -21,6 +21,22 @@ import (
 type KV struct {
 	kv     jetstream.KeyValue
 	bucket string
+	nc     interface{ IsConnected() bool }
+}
+
+// kvTimeout bounds one write: state is saved again with the next
+// evaluation, which must not wait on a broker that is away.
+const kvTimeout = 2 * time.Second
+
+// errKVDisconnected is a write refused at once while NATS is away.
+var errKVDisconnected = errors.New("NATS is disconnected; saved again with a later evaluation")
+
+// ready refuses a write at once while the connection is down.
+func (k *KV) ready() error {
+	if k.nc != nil && !k.nc.IsConnected() {
+		return fmt.Errorf("bucket %s: %w", k.bucket, errKVDisconnected)
+	}
+	return nil
 }
 
 // Key prefixes of the two kinds of state.
@@ -50,7 +66,7 @@ func (j *JetStream) KV(ctx context.Context, bucket string) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating or updating the key-value bucket %s on %s: %w", bucket, j.url, err)
 	}
-	return &KV{kv: kv, bucket: bucket}, nil
+	return &KV{kv: kv, bucket: bucket, nc: j.nc}, nil
 }
 
 func hashKey(prefix, id string) string {
@@ -87,6 +103,11 @@ func (k *KV) Load(ctx context.Context) (map[string][]byte, error) { return k.loa
 
 // Save stores an alert's state, or deletes it when state is nil.
 func (k *KV) Save(ctx context.Context, key string, state []byte) error {
+	if err := k.ready(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
+	defer cancel()
 	kk := hashKey(kvAlert, key)
 	if state == nil {
 		if err := k.kv.Delete(ctx, kk); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -124,6 +145,11 @@ func (k *KV) LoadProgress(ctx context.Context) (map[string]time.Time, error) {
 
 // SaveProgress stores the rules' progress.
 func (k *KV) SaveProgress(ctx context.Context, ps map[string]time.Time) error {
+	if err := k.ready(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
+	defer cancel()
 	var errs []error
 	for rule, t := range ps {
 		b, _ := json.Marshal(progress{Rule: rule, T: t.UTC()})

@@ -190,3 +190,75 @@ groups:
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestOverriddenLabelKeepsSeriesApart: two series that differ only in a
+// label the rule's labels override are two findings with their own ids:
+// neither is dropped by JetStream as a duplicate of the other.
+func TestOverriddenLabelKeepsSeriesApart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics and NATS")
+	}
+	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	srv := natstest.Start(t)
+	now := time.Now().Truncate(time.Second)
+	for _, team := range []string{"a", "b"} {
+		s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p0"}, {Name: "team", Value: team}}}
+		for ts := now.Add(-11 * time.Minute); !ts.After(now); ts = ts.Add(time.Second) {
+			v := 10 + 0.1*float64(ts.Unix()%3)
+			if ts.Equal(now.Add(-2 * time.Second)) {
+				v = 50
+			}
+			s.Timestamps, s.Values = append(s.Timestamps, ts.UnixMilli()), append(s.Values, v)
+		}
+		var buf bytes.Buffer
+		if err := ingest.WriteImportJSONL(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := vm.Import(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "cfg.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source: {url: %s, evaluation_delay: 0s}
+nats: {url: %s, outbox_dir: none}
+groups:
+  - name: latency
+    interval: 1s
+    rules:
+      - name: ttft_spike
+        expr: ttft
+        step: 1s
+        lookback: 10m
+        detector: {name: sigma, k: 4, min_points: 30}
+        labels: {team: serving}
+`, vm.URL(), srv.ClientURL())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(now.Add(1100 * time.Millisecond)))
+	if code, _, errOut := runCmd(t, context.Background(), "run", "--config", cfg, "--once", "--backfill", "1m", "--web.listen-address", ""); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	msgs := natstest.Collect(t, srv.ClientURL(), "inferwatch.findings.>")(3, 3*time.Second)
+	series := map[string]bool{}
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		var ev struct {
+			ID   string `json:"id"`
+			Data struct {
+				Series string            `json:"series"`
+				Labels map[string]string `json:"labels"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		series[ev.Data.Series], ids[ev.ID] = true, true
+		if ev.Data.Labels["team"] != "serving" {
+			t.Errorf("the rule's label did not override: %v", ev.Data.Labels)
+		}
+	}
+	t.Logf("two series differing only in an overridden label: findings expected 2, received %d, duplicated %d", len(series), len(msgs)-len(series))
+	if len(msgs) != 2 || len(series) != 2 || len(ids) != 2 {
+		t.Fatalf("%d findings (series %v, ids %v), want 2 with their own ids", len(msgs), series, ids)
+	}
+}

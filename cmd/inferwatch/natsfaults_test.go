@@ -29,6 +29,7 @@ type brokerFaults struct {
 	cfg      string
 	t0       time.Time
 	spikes   map[int64]bool
+	written  int // the newest second written
 }
 
 func newBrokerFaults(t *testing.T) *brokerFaults {
@@ -64,6 +65,18 @@ groups:
 	b.t0 = time.Now().Truncate(time.Second)
 	liveSeries(t, b.vm, b.t0.Add(-11*time.Minute), b.t0, b.normal)
 	return b
+}
+
+// now is the second (since t0) the live series has reached: the samples
+// between the last one written and now are written as normal ones first.
+func (b *brokerFaults) now() int {
+	b.t.Helper()
+	s := int(time.Since(b.t0) / time.Second)
+	if s > b.written {
+		liveSeries(b.t, b.vm, b.t0.Add(time.Duration(b.written+1)*time.Second), b.t0.Add(time.Duration(s)*time.Second), b.normal)
+		b.written = s
+	}
+	return s
 }
 
 func (b *brokerFaults) normal(ts time.Time) float64 { return 10 + 0.1*float64(ts.Unix()%3) }
@@ -131,6 +144,7 @@ func (b *brokerFaults) live(from, to int, spikes []int, at map[int]func()) {
 			v = 50
 		}
 		liveSeries(b.t, b.vm, ts, ts, func(time.Time) float64 { return v })
+		b.written = s
 		if f := at[s]; f != nil {
 			f()
 		}
@@ -211,7 +225,8 @@ func TestKilledDaemonLosesNoFinding(t *testing.T) {
 	stop(syscall.SIGKILL)
 	b.startNATS()
 	stop = b.daemon()
-	b.live(20, 28, []int{24}, nil)
+	now := b.now()
+	b.live(now, now+8, []int{now + 4}, nil)
 	stop(syscall.SIGTERM)
 	b.check("SIGKILL with findings unacknowledged")
 }
@@ -232,7 +247,11 @@ func TestTerminatedDuringOutageLosesNoFinding(t *testing.T) {
 	t.Logf("SIGTERM during the outage: stopped in %s", took.Round(100*time.Millisecond))
 	b.startNATS()
 	stop = b.daemon()
-	b.live(20, 28, []int{24}, nil)
-	stop(syscall.SIGTERM)
+	now := b.now()
+	b.live(now, now+8, []int{now + 4}, nil)
+	log = stop(syscall.SIGTERM)
 	b.check("SIGTERM during a NATS outage")
+	if t.Failed() {
+		t.Logf("the restarted daemon's log:\n%s", log)
+	}
 }
