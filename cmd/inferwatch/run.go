@@ -30,6 +30,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/outbox"
 	"github.com/inferwatch/inferwatch/alerting/promexport"
+	"github.com/inferwatch/inferwatch/alerting/writeback"
 	"github.com/inferwatch/inferwatch/ingest"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/inferwatch/inferwatch/rules"
@@ -214,6 +215,20 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			defer stop()
 		}
 	}
+	if wc := cfg.Writeback; wc != nil {
+		wb, err := newWriteback(wc, logger, set)
+		if err != nil {
+			return fmt.Errorf("%s: writeback: %w", cfg.File, err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), wc.FlushTimeout+time.Second)
+			defer cancel()
+			if left, err := wb.Close(ctx); err != nil {
+				logger.Warn("stopping: samples left unwritten", "left", left, "err", err)
+			}
+		}()
+		receivers = append(receivers, wb)
+	}
 	if f.listenAddr != "" {
 		stopWeb, err := serveWeb(f.listenAddr, set, web, ready, logger)
 		if err != nil {
@@ -366,7 +381,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Sink:            sink,
 		CatchUp:         f.catchUp,
 		Progress:        kv,
-		Scores:          ex.Metrics.Enabled, // inferwatch_anomaly_score
+		Scores:          ex.Metrics.Enabled || (cfg.Writeback != nil && cfg.Writeback.Scores), // inferwatch_anomaly_score, anomaly_score
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
 		Logger:          logger,
@@ -429,8 +444,9 @@ func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.
 		return false
 	}
 	if !reflect.DeepEqual(cfg.Source, running.Source) || !reflect.DeepEqual(cfg.NATS, running.NATS) ||
-		!reflect.DeepEqual(cfg.Export, running.Export) || !reflect.DeepEqual(cfg.Alertmanager, running.Alertmanager) {
-		logger.Warn("the source, nats, alertmanager or export sections changed: they take effect at the next restart; the groups are reloaded now")
+		!reflect.DeepEqual(cfg.Export, running.Export) || !reflect.DeepEqual(cfg.Alertmanager, running.Alertmanager) ||
+		!reflect.DeepEqual(cfg.Writeback, running.Writeback) {
+		logger.Warn("the source, nats, alertmanager, export or writeback sections changed: they take effect at the next restart; the groups are reloaded now")
 	}
 	kept := m.Update(groups)
 	ok.Set(1)
@@ -569,3 +585,26 @@ func redactAll(us []string) []string {
 
 // redact hides the secrets of a URL.
 func redact(u string) string { return redactpkg.URL(u) }
+
+// newWriteback builds the writer of the writeback section.
+func newWriteback(wc *rulefmt.Writeback, logger *slog.Logger, set *metrics.Set) (*writeback.Writer, error) {
+	hc := wc.HTTPClientConfig
+	return writeback.New(writeback.Options{
+		URL:               wc.URL,
+		Protocol:          wc.Protocol,
+		HTTPClientConfig:  &hc,
+		Timeout:           wc.Timeout,
+		Rules:             wc.Rules,
+		SkipScores:        !wc.Scores,
+		SkipForecasts:     !wc.Forecasts,
+		ForecastAt:        wc.ForecastTime,
+		Horizons:          wc.Horizons,
+		QueueCapacity:     wc.QueueCapacity,
+		MaxSamplesPerSend: wc.MaxSamplesPerSend,
+		BatchDeadline:     wc.BatchDeadline,
+		BackoffMax:        wc.MaxBackoff,
+		FlushTimeout:      wc.FlushTimeout,
+		Logger:            logger,
+		Metrics:           set,
+	})
+}

@@ -17,8 +17,10 @@ type Config struct {
 	// Alertmanager, when set, forwards alerts to Alertmanagers.
 	Alertmanager *Alertmanager `yaml:"alertmanager"`
 	// Export configures the autoscaler feeds and the gauges.
-	Export Export  `yaml:"export"`
-	Groups []Group `yaml:"groups"`
+	Export Export `yaml:"export"`
+	// Writeback, when set, writes scores and forecasts back to a store.
+	Writeback *Writeback `yaml:"writeback"`
+	Groups    []Group    `yaml:"groups"`
 
 	// File is the path the configuration was read from.
 	File string `yaml:"-"`

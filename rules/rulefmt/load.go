@@ -107,7 +107,14 @@ func Parse(data []byte, file string) (*Config, error) {
 		return nil, err
 	}
 	if file != "" {
-		cfg.Source.HTTPClientConfig.SetDirectory(filepath.Dir(file))
+		dir := filepath.Dir(file)
+		cfg.Source.HTTPClientConfig.SetDirectory(dir)
+		if cfg.Writeback != nil {
+			cfg.Writeback.HTTPClientConfig.SetDirectory(dir)
+		}
+		if cfg.Alertmanager != nil {
+			cfg.Alertmanager.HTTPClientConfig.SetDirectory(dir)
+		}
 	}
 	return cfg, nil
 }
@@ -208,7 +215,7 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	cfg := &Config{File: p.file}
-	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "groups"}, nil)
+	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "writeback", "groups"}, nil)
 	cfg.Source = p.source(f["source"], root)
 	if e, ok := f["alertmanager"]; ok {
 		cfg.Alertmanager = p.alertmanager(e)
@@ -216,6 +223,9 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.NATS = p.nats(f["nats"])
 	cfg.Export = p.export(f["export"])
 	cfg.Groups = p.groups(f["groups"], root)
+	if e, ok := f["writeback"]; ok {
+		cfg.Writeback = p.writeback(e, cfg.Groups)
+	}
 	if p.exhausted {
 		p.errs = p.errs[:p.stopAt]
 	}

@@ -125,6 +125,19 @@ var badFiles = map[string][]string{
 		`bad-nats.bad.yaml:9:13: nats.embedded.listen "localhost" is not host:port`,
 	},
 	"auth-conflict.bad.yaml": {"auth-conflict.bad.yaml:2:3: source: at most one of basic_auth, oauth2 & authorization must be configured"},
+	"writeback.bad.yaml": {
+		`writeback.bad.yaml:4:3: writeback: scores and forecasts are both false, so nothing would be written`,
+		`writeback.bad.yaml:4:8: writeback.url: writeback URL http://u:xxxxx@127.0.0.1:8428 holds credentials`,
+		`writeback.bad.yaml:5:13: writeback.protocol "influx" is not vm_import or remote_write`,
+		`writeback.bad.yaml:6:25: writeback rules: "a/b/c" has more than one /`,
+		`writeback.bad.yaml:6:32: writeback.rules: "nosuch" selects no rule of this file`,
+		`writeback.bad.yaml:9:18: writeback.forecast_time "now" is not target or origin`,
+		`writeback.bad.yaml:10:14: writeback.horizons must be greater than 0, got 0s`,
+		`writeback.bad.yaml:10:18: writeback.horizons: "10" has no unit`,
+		`writeback.bad.yaml:11:19: writeback.queue_capacity must be in [1, 1e+09], got 0`,
+		`writeback.bad.yaml:12:19: writeback.batch_deadline must be greater than 0, got -1s`,
+		`writeback.bad.yaml:13:3: unknown field "bogus" in writeback`,
+	},
 	"no-groups.bad.yaml":     {"no-groups.bad.yaml:3:9: groups must hold at least one group"},
 	"two-documents.bad.yaml": {"two-documents.bad.yaml:7:1: only one YAML document is allowed"},
 	"many-errors.bad.yaml": {
@@ -542,5 +555,30 @@ func TestAnalysisRulesAndTheirDefaults(t *testing.T) {
 		MinEta: DefaultDecayMinEta, Confidence: DefaultDecayConfidence, Current: time.Hour}
 	if d := specOf[*Decay](rs[2]); d == nil || *d != want {
 		t.Errorf("decay defaults = %+v, want %+v", d, want)
+	}
+}
+
+func TestWritebackSection(t *testing.T) {
+	cfg, err := Load(filepath.Join(configDir, "writeback.good.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.Writeback
+	if w == nil {
+		t.Fatal("no writeback section")
+	}
+	if w.URL != "http://127.0.0.1:9090/api/v1/write" || w.Protocol != "remote_write" || !w.Scores || !w.Forecasts ||
+		w.ForecastTime != "" || !slices.Equal(w.Rules, []string{"latency/*", "request_rate"}) ||
+		!slices.Equal(w.Horizons, []time.Duration{10 * time.Minute, time.Hour}) ||
+		w.Timeout != 10*time.Second || w.QueueCapacity != 50000 || w.MaxSamplesPerSend != 1000 ||
+		w.BatchDeadline != 2*time.Second || w.MaxBackoff != 5*time.Second || w.FlushTimeout != 20*time.Second {
+		t.Errorf("writeback = %+v", *w)
+	}
+	if w.HTTPClientConfig.BasicAuth == nil || w.HTTPClientConfig.BasicAuth.PasswordFile != filepath.Join(configDir, "wb-password") {
+		t.Errorf("basic_auth %+v: the password file is not relative to the configuration", w.HTTPClientConfig.BasicAuth)
+	}
+	cfg, err = Load(filepath.Join(configDir, "minimal.good.yaml"))
+	if err != nil || cfg.Writeback != nil {
+		t.Errorf("without the section: %v, %+v", err, cfg.Writeback)
 	}
 }

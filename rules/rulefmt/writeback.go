@@ -1,0 +1,159 @@
+package rulefmt
+
+import (
+	"time"
+
+	"github.com/prometheus/common/config"
+	"gopkg.in/yaml.v3"
+
+	"github.com/inferwatch/inferwatch/alerting/writeback"
+)
+
+// Writeback says where the rules' scores and forecasts are written back
+// to, as vmanomaly writes its output (package alerting/writeback names the
+// series).
+type Writeback struct {
+	// URL is the write endpoint; one without a path gets the protocol's
+	// default path, /api/v1/import or /api/v1/write.
+	URL string `yaml:"url"`
+	// Protocol is vm_import (the default) or remote_write.
+	Protocol writeback.Protocol `yaml:"protocol"`
+	// Rules select whose results are written: a rule's name, group/rule or
+	// group/*, with wildcards; empty: every rule.
+	Rules []string `yaml:"rules"`
+	// Scores and Forecasts say what is written (default both).
+	Scores    bool `yaml:"scores"`
+	Forecasts bool `yaml:"forecasts"`
+	// ForecastTime is where forecast samples lie; "": target for
+	// vm_import, origin for remote_write.
+	ForecastTime writeback.ForecastTime `yaml:"forecast_time"`
+	// Horizons are the forecast leads written; empty: every lead.
+	Horizons []time.Duration `yaml:"-"`
+	// Timeout bounds a request; BatchDeadline is how long a sample waits
+	// for a request to fill; MaxBackoff caps the wait between retries;
+	// FlushTimeout is how long a stop keeps writing what is queued.
+	Timeout       time.Duration `yaml:"-"`
+	BatchDeadline time.Duration `yaml:"-"`
+	MaxBackoff    time.Duration `yaml:"-"`
+	FlushTimeout  time.Duration `yaml:"-"`
+	// QueueCapacity is how many samples may wait; MaxSamplesPerSend is the
+	// most in one request.
+	QueueCapacity     int `yaml:"queue_capacity"`
+	MaxSamplesPerSend int `yaml:"max_samples_per_send"`
+	// HTTPClientConfig holds basic auth, bearer token, TLS and headers.
+	HTTPClientConfig config.HTTPClientConfig `yaml:",inline"`
+}
+
+var writebackKeys = []string{"url", "protocol", "rules", "scores", "forecasts", "forecast_time", "horizons",
+	"timeout", "queue_capacity", "max_samples_per_send", "batch_deadline", "max_backoff", "flush_timeout"}
+
+// writeback reads the writeback section; groups are the file's, which
+// writeback.rules selects from.
+func (p *parser) writeback(kv pair, groups []Group) *Writeback {
+	n := resolve(kv.v)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "writeback must be a mapping with at least url, e.g. writeback: {url: http://127.0.0.1:8428}, got %s", kind(n))
+		return nil
+	}
+	w := &Writeback{
+		Protocol: writeback.VMImport, Scores: true, Forecasts: true,
+		Timeout: writeback.DefaultTimeout, BatchDeadline: writeback.DefaultBatchDeadline,
+		MaxBackoff: writeback.DefaultBackoffMax, FlushTimeout: writeback.DefaultFlushTimeout,
+		QueueCapacity: writeback.DefaultQueueCapacity, MaxSamplesPerSend: writeback.DefaultMaxSamplesPerSend,
+		HTTPClientConfig: config.DefaultHTTPClientConfig,
+	}
+	f := p.fieldsWithHTTP(n, "writeback", writebackKeys, &w.HTTPClientConfig)
+	if e, ok := f["url"]; ok {
+		w.URL, _ = p.str(e.v, "writeback.url")
+		if err := writeback.ValidateURL(w.URL); err != nil {
+			p.errorf(resolve(e.v), "writeback.url: %v", err)
+		}
+	} else {
+		p.errorf(n, "writeback needs url, e.g. http://127.0.0.1:8428 (VictoriaMetrics), or http://127.0.0.1:9090/api/v1/write with protocol: remote_write")
+	}
+	if e, ok := f["protocol"]; ok {
+		s, _ := p.str(e.v, "writeback.protocol")
+		switch pr := writeback.Protocol(s); pr {
+		case writeback.VMImport, writeback.RemoteWrite:
+			w.Protocol = pr
+		default:
+			p.errorf(resolve(e.v), "writeback.protocol %q is not vm_import or remote_write", s)
+		}
+	}
+	if e, ok := f["rules"]; ok && !isNull(resolve(e.v)) {
+		if v := resolve(e.v); v.Kind != yaml.SequenceNode {
+			p.errorf(v, "writeback.rules must be a list of rules (rule, group/rule or group/*), got %s", kind(v))
+		} else {
+			for _, item := range v.Content {
+				s, ok := p.str(item, "writeback.rules")
+				if !ok {
+					continue
+				}
+				if err := writeback.ValidateRules([]string{s}); err != nil {
+					p.errorf(resolve(item), "%v", err)
+					continue
+				}
+				if !selectsAny(s, groups) {
+					p.errorf(resolve(item), "writeback.rules: %q selects no rule of this file; write a rule's name, group/rule or group/*", s)
+				}
+				w.Rules = append(w.Rules, s)
+			}
+		}
+	}
+	if e, ok := f["scores"]; ok {
+		w.Scores, _ = p.boolean(e.v, "writeback.scores")
+	}
+	if e, ok := f["forecasts"]; ok {
+		w.Forecasts, _ = p.boolean(e.v, "writeback.forecasts")
+	}
+	if !w.Scores && !w.Forecasts {
+		p.errorf(n, "writeback: scores and forecasts are both false, so nothing would be written; set one to true or remove the section")
+	}
+	if e, ok := f["forecast_time"]; ok {
+		s, _ := p.str(e.v, "writeback.forecast_time")
+		switch ft := writeback.ForecastTime(s); ft {
+		case writeback.AtTarget, writeback.AtOrigin:
+			w.ForecastTime = ft
+		default:
+			p.errorf(resolve(e.v), "writeback.forecast_time %q is not target or origin", s)
+		}
+	}
+	if e, ok := f["horizons"]; ok {
+		w.Horizons = p.durations(e.v, "writeback.horizons")
+	}
+	e, ok := f["timeout"]
+	w.Timeout, _ = p.positive(e, ok, "writeback.timeout", writeback.DefaultTimeout, false)
+	e, ok = f["batch_deadline"]
+	w.BatchDeadline, _ = p.positive(e, ok, "writeback.batch_deadline", writeback.DefaultBatchDeadline, false)
+	e, ok = f["max_backoff"]
+	w.MaxBackoff, _ = p.positive(e, ok, "writeback.max_backoff", writeback.DefaultBackoffMax, false)
+	e, ok = f["flush_timeout"]
+	w.FlushTimeout, _ = p.positive(e, ok, "writeback.flush_timeout", writeback.DefaultFlushTimeout, false)
+	if e, ok := f["queue_capacity"]; ok {
+		w.QueueCapacity = int(p.integer(e, "writeback.queue_capacity", writeback.DefaultQueueCapacity, 1, 1e9))
+	}
+	if e, ok := f["max_samples_per_send"]; ok {
+		w.MaxSamplesPerSend = int(p.integer(e, "writeback.max_samples_per_send", writeback.DefaultMaxSamplesPerSend, 1, 1e7))
+	}
+	if err := w.HTTPClientConfig.Validate(); err != nil {
+		p.errorf(n, "writeback: %v", err)
+	}
+	return w
+}
+
+// selectsAny reports whether the writeback.rules entry sel selects a rule
+// of groups: one that selects none is most likely a typo, which would
+// write nothing.
+func selectsAny(sel string, groups []Group) bool {
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if writeback.MatchRule(sel, g.Name, r.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
