@@ -324,7 +324,7 @@ func events(t *testing.T) map[string][]byte {
 	fc := alerting.ForecastData{Group: "forecasting", Rule: "request_rate", Labels: labels, Series: series, Origin: at,
 		LastValue: 6.9, StepSeconds: 60, HorizonSeconds: 120, Model: "naive", Fallback: "hw_daily needs 2 periods of history", Level: 0.9,
 		Points: []alerting.ForecastPoint{{Time: at.Add(time.Minute), Mean: 7, Lower: 6, Upper: 8}, {Time: at.Add(2 * time.Minute), Mean: 7.1, Lower: alerting.JSONFloat(math.NaN()), Upper: alerting.JSONFloat(math.Inf(1))}},
-		Peak: 7.1, PeakTime: at.Add(2 * time.Minute), UpperPeak: alerting.JSONFloat(math.Inf(1)),
+		Peak:   7.1, PeakTime: at.Add(2 * time.Minute), UpperPeak: alerting.JSONFloat(math.Inf(1)),
 		Accuracy: alerting.ForecastAccuracy{LeadSeconds: 120, MAE: alerting.JSONFloat(math.NaN()), Coverage: alerting.JSONFloat(math.NaN()), NaiveMAE: alerting.JSONFloat(math.NaN())}}
 	ev, err = alerting.NewForecastEvent(fc, "")
 	add("forecast", ev, err)
