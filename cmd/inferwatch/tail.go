@@ -548,7 +548,7 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 		var d struct {
 			Group, Rule, Series, Model, Fallback string
 			Origin                               time.Time
-			LastValue                            nullNum     `json:"last_value"`
+			LastValue                            nullNum `json:"last_value"`
 			HorizonSeconds                       float64 `json:"horizon_seconds"`
 			Level                                float64
 			Points                               []struct {
@@ -556,7 +556,7 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 			}
 			Peak      nullNum
 			PeakTime  time.Time `json:"peak_time"`
-			UpperPeak nullNum       `json:"upper_peak"`
+			UpperPeak nullNum   `json:"upper_peak"`
 		}
 		if err = json.Unmarshal(ev.Data, &d); err == nil {
 			s := "now " + fmtNumber(d.LastValue)
