@@ -590,8 +590,9 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 			if !d.Known {
 				cur = "unknown"
 			}
+			tier := fmt.Sprintf("tier %d", d.Tier)
 			return head("scale", ansiCyan, "", d.Group+"/"+d.Rule, d.Target) +
-				fmt.Sprintf("desired %s (current %s), tier %d: %s", p.paint(ansiBold, strconv.Itoa(d.Desired)), cur, d.Tier, d.Reason)
+				fmt.Sprintf("desired %s (current %s), %s: %s", p.paint(ansiBold, strconv.Itoa(d.Desired)), cur, tier, strings.TrimPrefix(d.Reason, tier+": "))
 		}
 	default:
 		what := strings.TrimSuffix(strings.TrimPrefix(ev.Type, "io.inferwatch."), ".v1")

@@ -67,7 +67,7 @@ func tailBatch() alerting.Batch {
 	b.Scales = []alerting.ScaleData{
 		{Group: "forecasting", Rule: "vllm-qwen-32b", Target: `{model="qwen2.5-32b-instruct"}`, Labels: qwen, Time: at,
 			DesiredReplicas: 3, CurrentReplicas: 2, CurrentKnown: true, PredictedLoad: 17.2, PredictedUpper: 19.9, CapacityPerReplica: 7,
-			Tier: 3, Reason: "forecast peak 19.9 req/s needs 3 replicas of 7 req/s", ValidUntil: at.Add(10 * time.Minute), ForecastModel: "auto"},
+			Tier: 3, Reason: "tier 3: forecast peak 19.9 req/s needs 3 replicas of 7 req/s", ValidUntil: at.Add(10 * time.Minute), ForecastModel: "auto"},
 		{Group: "forecasting", Rule: "vllm-qwen-32b", Target: `{model="qwen2.5-32b-instruct"}`, Labels: qwen, Time: at.Add(time.Minute),
 			DesiredReplicas: 1, PredictedLoad: alerting.JSONFloat(math.NaN()), PredictedUpper: alerting.JSONFloat(math.NaN()),
 			CapacityPerReplica: 7, Tier: 0, Reason: "no replicas series and no forecast: keeping the minimum", ValidUntil: at.Add(11 * time.Minute)},
