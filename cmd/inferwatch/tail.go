@@ -41,6 +41,12 @@ line each, for people:
             the peak and when, the upper peak, the model
   scale     desired replicas (current), the tier and the reason
 
+For example:
+
+  2026-11-25T14:34:00Z  firing      critical  latency/ttft_spike  ttft{pod="p0"}  50 above 9.712…10.91 (expected 10.31), score 41.23, for 2m
+  2026-11-25T14:34:00Z  forecast              forecasting/request_rate  {model="qwen2.5-32b-instruct"}  now 6.891, +10m 7.123 (90% 6.2…8.04), peak 7.4 at +5m (upper 8.3), model auto
+  2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (current 2), tier 3: forecast peak 19.9 req/s needs 3 replicas of 7 req/s
+
 TIME is the event's time in UTC; a number the daemon could not define (a
 one-sided band, no estimate) is shown as —. With --json each event is
 printed as it is stored instead: its CloudEvents envelope, one JSON object a
@@ -191,7 +197,7 @@ type tailTarget struct {
 
 // target resolves the flags and the configuration into what to read.
 func (f tailFlags) target() (tailTarget, error) {
-	t := tailTarget{url: defaultTailURL, prefix: alerting.DefaultSubjectPrefix, from: "the default URL (give --nats.url or --config)"}
+	t := tailTarget{url: defaultTailURL, prefix: alerting.DefaultSubjectPrefix, from: "the default; give --nats.url or --config"}
 	if f.configFile != "" {
 		cfg, err := rulefmt.Load(f.configFile)
 		if err != nil {
@@ -199,9 +205,11 @@ func (f tailFlags) target() (tailTarget, error) {
 		}
 		n := cfg.NATS
 		t.prefix, t.stream = n.SubjectPrefix, n.Stream
-		if n.URL != "" {
+		switch {
+		case f.natsURL != "":
+		case n.URL != "":
 			t.url, t.from = n.URL, "nats.url in "+f.configFile
-		} else {
+		default:
 			u, err := embeddedURL(n.Embedded.Listen)
 			if err != nil {
 				return t, fmt.Errorf("%s: %w", f.configFile, err)
@@ -281,7 +289,10 @@ func tail(ctx context.Context, t tailTarget, f tailFlags, p *tailPrinter, stderr
 	if err := checkSubjects(t, st.CachedInfo().Config.Subjects); err != nil {
 		return err
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: t.subjects, DeliverPolicy: jetstream.DeliverNewPolicy}
+	// The server removes the consumer this long after tail stopped
+	// (heartbeats keep it while tail runs).
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: t.subjects, DeliverPolicy: jetstream.DeliverNewPolicy,
+		InactiveThreshold: 30 * time.Second}
 	if f.since.set {
 		start := f.since.start(time.Now())
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start

@@ -179,6 +179,19 @@ func TestTailPrintsWhatWasPublished(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
 	golden(t, "tail.txt", out)
+	// The help's examples are lines tail prints.
+	examples := 0
+	for _, l := range strings.Split(tailHelp, "\n") {
+		if strings.HasPrefix(l, "  2026-") {
+			examples++
+			if !strings.Contains(out, strings.TrimPrefix(l, "  ")+"\n") {
+				t.Errorf("the help's example %q is not what tail prints:\n%s", l, out)
+			}
+		}
+	}
+	if examples == 0 {
+		t.Error("the help shows no example line")
+	}
 
 	code, out, errOut = tailCmd(t, "--nats.url", srv.ClientURL(), "--since", "1h", "--count", n, "--color", "always")
 	if code != 0 || errOut != "" {
@@ -278,16 +291,23 @@ func TestTailFollows(t *testing.T) {
 		t.Errorf("the event published after the replay: %q, want %q", got, laterLine)
 	}
 
-	// Live only: the stream's earlier events are not printed.
-	out = newSyncBuffer()
-	done = start(out, "--count", "1")
+	// Live only: the stream's earlier events are not printed. The event
+	// is published once tail's consumer exists (the earlier tail's may
+	// linger: the server removes it once it is inactive).
 	st, err := natstest.JetStream(t, srv.ClientURL()).Stream(ctx, "INFERWATCH")
 	if err != nil {
 		t.Fatal(err)
 	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := info.State.Consumers
+	out = newSyncBuffer()
+	done = start(out, "--count", "1")
 	waitFor(t, "tail's consumer", func() bool {
 		info, err := st.Info(ctx)
-		return err == nil && info.State.Consumers > 0
+		return err == nil && info.State.Consumers > before
 	}, out.String)
 	later.Time = later.Time.Add(time.Hour)
 	ev, err = alerting.NewScaleEvent(later, "")
