@@ -406,6 +406,7 @@ func TestTailErrorsSayWhatToCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	f(1, []string{"free-port.yml", "picks a free port", "--nats.url"}, "--config", file)
+	f(1, []string{"cannot reach NATS at nats://127.0.0.1:1", "(from --nats.url)"}, "--config", file, "--nats.url", "nats://127.0.0.1:1")
 
 	if testing.Short() {
 		return

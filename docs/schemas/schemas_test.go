@@ -321,11 +321,16 @@ func events(t *testing.T) map[string][]byte {
 	ad.Status, ad.ResolvedAt, ad.Time = alerting.StatusResolved, &resolved, resolved
 	ev, err = alerting.NewAlertEvent(ad, "/inferwatch/eu-1")
 	add("alert resolved", ev, err)
+	undefined := alerting.JSONFloat(math.NaN())
 	fc := alerting.ForecastData{Group: "forecasting", Rule: "request_rate", Labels: labels, Series: series, Origin: at,
 		LastValue: 6.9, StepSeconds: 60, HorizonSeconds: 120, Model: "naive", Fallback: "hw_daily needs 2 periods of history", Level: 0.9,
-		Points: []alerting.ForecastPoint{{Time: at.Add(time.Minute), Mean: 7, Lower: 6, Upper: 8}, {Time: at.Add(2 * time.Minute), Mean: 7.1, Lower: alerting.JSONFloat(math.NaN()), Upper: alerting.JSONFloat(math.Inf(1))}},
-		Peak:   7.1, PeakTime: at.Add(2 * time.Minute), UpperPeak: alerting.JSONFloat(math.Inf(1)),
-		Accuracy: alerting.ForecastAccuracy{LeadSeconds: 120, MAE: alerting.JSONFloat(math.NaN()), Coverage: alerting.JSONFloat(math.NaN()), NaiveMAE: alerting.JSONFloat(math.NaN())}}
+		Points: []alerting.ForecastPoint{
+			{Time: at.Add(time.Minute), Mean: 7, Lower: 6, Upper: 8},
+			{Time: at.Add(2 * time.Minute), Mean: 7.1, Lower: undefined, Upper: alerting.JSONFloat(math.Inf(1))},
+		},
+		Peak: 7.1, PeakTime: at.Add(2 * time.Minute), UpperPeak: alerting.JSONFloat(math.Inf(1)),
+		Accuracy: alerting.ForecastAccuracy{LeadSeconds: 120, MAE: undefined, Coverage: undefined, NaiveMAE: undefined},
+	}
 	ev, err = alerting.NewForecastEvent(fc, "")
 	add("forecast", ev, err)
 	sc := alerting.ScaleData{Group: "forecasting", Rule: "vllm-qwen-32b", Target: series, Labels: labels, Time: at,
