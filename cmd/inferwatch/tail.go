@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
@@ -58,12 +59,13 @@ time), in order, then follows. It reads through a JetStream ordered
 consumer: nothing is acknowledged or removed, and any number of tails can
 run beside the daemon.
 
-Where: --nats.url, or the nats section of --config FILE (its url, with any
-credentials in it, its subject_prefix and stream; with no url, the daemon's
-embedded server at nats.embedded.listen), or nats://127.0.0.1:4222.
+Where: --nats.url, or the nats section of --config FILE: its url, subject_prefix,
+stream, credentials (user and password, token, creds_file or nkey_seed_file)
+and tls; with no url, the daemon's embedded server at nats.embedded.listen
+with nats.embedded's user and password or token. Else ` + defaultTailURL + `.
 
   inferwatch tail --config examples/inferwatch.yml --since 1h
-  inferwatch tail --nats.url nats://127.0.0.1:4222 --subject 'inferwatch.alerts.>'
+  inferwatch tail --nats.url nats://nats.internal:4222 --subject 'inferwatch.alerts.>'
   inferwatch tail --since 24h --json --count 100 > events.jsonl
 
 Exit status: 0 after --count events or an interrupt, 1 when NATS or the
@@ -137,7 +139,7 @@ func (f *sinceFlag) start(now time.Time) time.Time {
 func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f tailFlags
 	fs := newOfflineFlagSet("inferwatch tail", tailHelp)
-	fs.StringVar(&f.configFile, "config", "", "take nats.url, nats.subject_prefix and nats.stream from this configuration `FILE`")
+	fs.StringVar(&f.configFile, "config", "", "take the nats section (url, subject_prefix, stream, credentials, tls) of this configuration `FILE`")
 	fs.StringVar(&f.natsURL, "nats.url", "", "the NATS server (default: the config's, else "+defaultTailURL+")")
 	fs.StringVar(&f.prefix, "nats.subject-prefix", "", "the subject prefix (default: the config's, else inferwatch)")
 	fs.StringVar(&f.stream, "nats.stream", "", "the JetStream stream (default: the config's, else the prefix upper-cased)")
@@ -191,8 +193,11 @@ type tailTarget struct {
 	stream     string
 	prefix     string
 	subjects   []string
-	// from says where the URL came from, for errors.
-	from string
+	// from says where the URL came from, for errors; auth where the
+	// credentials did ("" when there are none).
+	from, auth string
+	// opts authenticate the client and set up TLS.
+	opts []nats.Option
 }
 
 // target resolves the flags and the configuration into what to read.
@@ -205,6 +210,26 @@ func (f tailFlags) target() (tailTarget, error) {
 		}
 		n := cfg.NATS
 		t.prefix, t.stream = n.SubjectPrefix, n.Stream
+		// The daemon's own credentials: those of its embedded server when
+		// it has no url, as it connects itself.
+		auth, where := n.Auth, "the nats section of "+f.configFile
+		if n.URL == "" {
+			em := n.Embedded
+			auth, where = rulefmt.NATSAuth{User: em.User, Password: em.Password, Token: em.Token}, "nats.embedded in "+f.configFile
+		}
+		if t.opts, err = natsAuthOptions(auth); err != nil {
+			return t, fmt.Errorf("%s: %w", f.configFile, err)
+		}
+		if len(t.opts) > 0 {
+			t.auth = where
+		}
+		if n.TLS != nil {
+			tc, err := config.NewTLSConfig(n.TLS)
+			if err != nil {
+				return t, fmt.Errorf("%s: nats.tls: %w", f.configFile, err)
+			}
+			t.opts = append(t.opts, nats.Secure(tc))
+		}
 		switch {
 		case f.natsURL != "":
 		case n.URL != "":
@@ -240,6 +265,27 @@ func (f tailFlags) target() (tailTarget, error) {
 	return t, nil
 }
 
+// natsAuthOptions are the client options of one way of authenticating,
+// in the order the daemon takes them: a .creds file, an NKey seed file, a
+// token, a user and password.
+func natsAuthOptions(a rulefmt.NATSAuth) ([]nats.Option, error) {
+	switch {
+	case a.CredsFile != "":
+		return []nats.Option{nats.UserCredentials(a.CredsFile)}, nil
+	case a.NKeySeedFile != "":
+		opt, err := nats.NkeyOptionFromSeed(a.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats.nkey_seed_file %s: %w", a.NKeySeedFile, err)
+		}
+		return []nats.Option{opt}, nil
+	case a.Token != "":
+		return []nats.Option{nats.Token(string(a.Token))}, nil
+	case a.User != "":
+		return []nats.Option{nats.UserInfo(a.User, string(a.Password))}, nil
+	}
+	return nil, nil
+}
+
 // embeddedURL is the client URL of an embedded server listening on listen.
 func embeddedURL(listen string) (string, error) {
 	host, port, err := net.SplitHostPort(listen)
@@ -259,7 +305,7 @@ func embeddedURL(listen string) (string, error) {
 // tail connects, checks the stream and prints its events until ctx is
 // done or f.count events were printed.
 func tail(ctx context.Context, t tailTarget, f tailFlags, p *tailPrinter, stderr io.Writer) error {
-	nc, err := nats.Connect(t.url,
+	nc, err := nats.Connect(t.url, append([]nats.Option{
 		nats.Name("inferwatch-tail"),
 		nats.Timeout(f.connectWait),
 		nats.MaxReconnects(-1),
@@ -271,7 +317,7 @@ func tail(ctx context.Context, t tailTarget, f tailFlags, p *tailPrinter, stderr
 		nats.ReconnectHandler(func(*nats.Conn) {
 			fmt.Fprintf(stderr, "inferwatch tail: reconnected to NATS at %s\n", t.shown)
 		}),
-	)
+	}, t.opts...)...)
 	if err != nil {
 		return connectError(t, err)
 	}
@@ -336,7 +382,11 @@ func connectError(t tailTarget, err error) error {
 	msg := redactErr(err, t.url)
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), strings.Contains(strings.ToLower(msg), "authorization"):
-		return fmt.Errorf("NATS at %s refused the connection (%s): check the user and password or token in the URL (from %s)", t.shown, msg, t.from)
+		creds := "the user and password or token in the URL (from " + t.from + ")"
+		if t.auth != "" {
+			creds = "the credentials in " + t.auth
+		}
+		return fmt.Errorf("NATS at %s refused the connection (%s): check %s", t.shown, msg, creds)
 	case errors.Is(err, nats.ErrNoServers):
 		// nats.go keeps the dial error to itself: dial once to say it.
 		if u, perr := url.Parse(strings.TrimSpace(strings.Split(t.url, ",")[0])); perr == nil && u.Host != "" {

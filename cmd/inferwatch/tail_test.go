@@ -451,3 +451,63 @@ func TestTailFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestTailAuthenticatesAsTheDaemon: against a server that wants a user
+// and password, tail takes them from the configuration, the embedded
+// server's when it has no url and the nats section's otherwise; wrong
+// ones are refused with where they came from, never printed.
+func TestTailAuthenticatesAsTheDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS server")
+	}
+	srv, err := natsjs.StartEmbedded(natsjs.EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir(),
+		User: "inferwatch", Password: "hunter2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	ctx := context.Background()
+	js, err := natsjs.Connect(ctx, natsjs.Options{URL: srv.ClientURL(), Auth: natsjs.Auth{User: "inferwatch", Password: "hunter2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := alerting.NewScaleEvent(tailBatch().Scales[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.PublishEvent(ctx, "inferwatch.scale.vllm-qwen-32b", ev); err != nil {
+		t.Fatal(err)
+	}
+	js.Close()
+	dir := t.TempDir()
+	config := func(name, nats string) string {
+		t.Helper()
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte("source: {url: http://127.0.0.1:8428}\nnats:\n"+nats+"\ngroups: [{name: g, rules: [{name: r, expr: up}]}]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	pw := filepath.Join(dir, "password")
+	if err := os.WriteFile(pw, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	embedded := config("embedded.yml", "  embedded: {listen: '"+srv.Addr()+"', user: inferwatch, password: hunter2}")
+	external := config("external.yml", "  url: "+srv.ClientURL()+"\n  user: inferwatch\n  password_file: "+pw)
+	wrong := config("wrong.yml", "  url: "+srv.ClientURL()+"\n  user: inferwatch\n  password: hunter3")
+	const want = `2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (current 2), tier 3: forecast peak 19.9 req/s needs 3 replicas of 7 req/s` + "\n"
+	for _, file := range []string{embedded, external} {
+		if code, out, errOut := tailCmd(t, "--config", file, "--since", "1h", "--count", "1"); code != 0 || out != want {
+			t.Errorf("--config %s: exit %d, stdout %q, stderr:\n%s", filepath.Base(file), code, out, errOut)
+		}
+	}
+	code, _, errOut := tailCmd(t, "--config", wrong, "--count", "1")
+	if code != 1 || !strings.Contains(errOut, "refused") || !strings.Contains(errOut, "the credentials in the nats section of "+wrong) ||
+		strings.Contains(errOut, "hunter") {
+		t.Errorf("wrong password: exit %d, stderr:\n%s", code, errOut)
+	}
+	code, _, errOut = tailCmd(t, "--nats.url", srv.ClientURL(), "--count", "1")
+	if code != 1 || !strings.Contains(errOut, "refused") || !strings.Contains(errOut, "(from --nats.url)") {
+		t.Errorf("no credentials: exit %d, stderr:\n%s", code, errOut)
+	}
+}
