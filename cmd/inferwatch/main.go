@@ -26,6 +26,7 @@ const usage = `inferwatch watches LLM-serving metrics and publishes findings on 
 Usage:
   inferwatch check --config FILE       check a configuration file
   inferwatch run --config FILE [flags] evaluate the rule groups on their schedule
+  inferwatch tail [--config FILE]      print the published events as they arrive, one line each
   inferwatch detect --input FILE       score every row of a file, write CSV with the scores
   inferwatch backtest nab --data DIR --windows FILE  score a detector on the NAB corpus
   inferwatch correlate --x FILE --y FILE  correlate two series, find the lag (JSON)
@@ -55,6 +56,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdCheck(args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "tail":
+		return cmdTail(ctx, args[1:], stdout, stderr)
 	case "detect":
 		return cmdDetect(args[1:], stdout, stderr)
 	case "backtest":

@@ -1,7 +1,8 @@
 // Command demo runs inferwatch end to end on one machine: it starts a
 // VictoriaMetrics single-node and an embedded NATS server, backfills a
 // generated week of an LLM-serving fleet with injected incidents, runs
-// `inferwatch run --once` over it, and prints what a subscriber receives.
+// `inferwatch run --once` over it, and prints what a subscriber receives
+// with `inferwatch tail`.
 //
 //	go run ./examples/demo --inferwatch bin/inferwatch
 package main
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
@@ -125,7 +127,6 @@ func run(ctx context.Context) error {
 			first = m
 		}
 		mu.Unlock()
-		fmt.Println("   " + describe(m.Subject, ev.Data))
 	})
 	if err != nil {
 		return err
@@ -190,6 +191,29 @@ func run(ctx context.Context) error {
 
 	mu.Lock()
 	defer mu.Unlock()
+	// What a person watching the stream sees: inferwatch tail replays the
+	// findings the stream holds, one line each.
+	held, err := findingsHeld(ctx, nc)
+	if err != nil {
+		return err
+	}
+	tailArgs := []string{"tail", "--nats.url", srv.ClientURL(), "--since", "1h", "--subject", "inferwatch.findings.>",
+		"--count", fmt.Sprint(held)}
+	shown := make([]string, len(tailArgs))
+	for i, a := range tailArgs {
+		shown[i] = a
+		if strings.ContainsAny(a, "*>") {
+			shown[i] = "'" + a + "'"
+		}
+	}
+	step(fmt.Sprintf("What a subscriber receives: %s %s", *bin, strings.Join(shown, " ")))
+	if held > 0 {
+		tail := exec.CommandContext(ctx, *bin, tailArgs...)
+		tail.Stdout, tail.Stderr = os.Stdout, os.Stderr
+		if err := tail.Run(); err != nil {
+			return fmt.Errorf("inferwatch tail: %w", err)
+		}
+	}
 	step(fmt.Sprintf("Summary: %d findings received", len(received)))
 	summarize(f, received)
 	showForecasts(forecasts)
@@ -206,6 +230,27 @@ func run(ctx context.Context) error {
 }
 
 func step(s string) { fmt.Printf("\n== %s\n", s) }
+
+// findingsHeld is how many findings the stream holds.
+func findingsHeld(ctx context.Context, nc *nats.Conn) (int, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	st, err := js.Stream(ctx, natsjs.StreamName(alerting.DefaultSubjectPrefix))
+	if err != nil {
+		return 0, fmt.Errorf("looking up the stream: %w", err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter("inferwatch.findings.>"))
+	if err != nil {
+		return 0, fmt.Errorf("counting the findings the stream holds: %w", err)
+	}
+	n := 0
+	for _, c := range info.State.Subjects {
+		n += int(c)
+	}
+	return n, nil
+}
 
 func orAll(pod string) string {
 	if pod == "" {
