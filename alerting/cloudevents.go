@@ -227,6 +227,19 @@ type findingData struct {
 	Score    JSONFloat `json:"score"`
 }
 
+// UnmarshalJSON reads a finding's data as NewFindingEvent wrote it: a
+// null figure (an undefined one, such as the missing side of a one-sided
+// band) reads as NaN, not 0.
+func (f *Finding) UnmarshalJSON(b []byte) error {
+	d := findingData{findingAlias: (*findingAlias)(f), Value: JSONFloat(f.Value), Expected: JSONFloat(f.Expected),
+		Lower: JSONFloat(f.Lower), Upper: JSONFloat(f.Upper), Score: JSONFloat(f.Score)}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return err
+	}
+	f.Value, f.Expected, f.Lower, f.Upper, f.Score = float64(d.Value), float64(d.Expected), float64(d.Lower), float64(d.Upper), float64(d.Score)
+	return nil
+}
+
 // NewForecastEvent wraps a forecast in a CloudEvent from source (""
 // means DefaultEventSource). Its id is stable over (group, rule, labels,
 // origin): an outlook published again is the same event.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +216,40 @@ func BenchmarkNewFindingEvent(b *testing.B) {
 		if _, err := NewFindingEvent(f, ""); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFindingReadsBack: a finding's data decodes to the finding encoded,
+// an undefined figure (NaN, or the missing side of a one-sided band, -Inf)
+// reading back as NaN rather than as 0.
+func TestFindingReadsBack(t *testing.T) {
+	at := time.Date(2026, 11, 25, 14, 34, 0, 0, time.UTC)
+	f := Finding{Kind: "anomaly", Group: "latency", Rule: "ttft_spike", Detector: "sigma",
+		Labels: map[string]string{"pod": "p0"}, Series: `ttft{pod="p0"}`, WindowStart: at.Add(-time.Minute), WindowEnd: at,
+		Value: 50, ValueTime: at, Expected: 10.3, Lower: math.Inf(-1), Upper: 10.9, Score: 41.2, Severity: "critical"}
+	ev, err := NewFindingEvent(f, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Finding
+	if err := json.Unmarshal(ev.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(got.Lower) {
+		t.Errorf("lower = %v, want NaN for the null written", got.Lower)
+	}
+	got.Lower = f.Lower
+	if !reflect.DeepEqual(got, f) {
+		t.Errorf("read back\n%+v\nwant\n%+v", got, f)
+	}
+	var x JSONFloat
+	if err := json.Unmarshal([]byte("null"), &x); err != nil || !math.IsNaN(float64(x)) {
+		t.Errorf("null reads as %v, %v; want NaN", x, err)
+	}
+	if err := json.Unmarshal([]byte("2.5"), &x); err != nil || x != 2.5 {
+		t.Errorf("2.5 reads as %v, %v", x, err)
+	}
+	if err := json.Unmarshal([]byte(`"x"`), &x); err == nil {
+		t.Error(`"x" read as a number`)
 	}
 }

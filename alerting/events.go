@@ -158,3 +158,18 @@ func (f JSONFloat) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(float64(f))
 }
+
+// UnmarshalJSON reads a number, or null as NaN: what MarshalJSON wrote
+// reads back as the same figure, undefined included.
+func (f *JSONFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = JSONFloat(math.NaN())
+		return nil
+	}
+	var x float64
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	*f = JSONFloat(x)
+	return nil
+}

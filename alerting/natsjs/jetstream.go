@@ -74,7 +74,9 @@ type Auth struct {
 	User, Password          string
 }
 
-func (a Auth) options() ([]nats.Option, error) {
+// Options are the client options of a, for a connection made apart from
+// Connect (a reader of the stream); none when a is empty.
+func (a Auth) Options() ([]nats.Option, error) {
 	switch {
 	case a.CredsFile != "":
 		return []nats.Option{nats.UserCredentials(a.CredsFile)}, nil
@@ -226,7 +228,7 @@ func Connect(ctx context.Context, o Options) (*JetStream, error) {
 			log.Warn("NATS asynchronous error", "subject", subject, "err", err)
 		}),
 	}
-	auth, err := o.Auth.options()
+	auth, err := o.Auth.Options()
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // newOfflineFlagSet returns a flag set whose usage prints help, then the
@@ -67,4 +70,19 @@ func writeJSON(stdout, stderr io.Writer, v any) int {
 		return 1
 	}
 	return 0
+}
+
+// natsAuth is how the daemon authenticates to NATS with the nats section
+// n: with n's credentials to the server at n.url, else with the embedded
+// server's own; where names them for an error message.
+func natsAuth(n rulefmt.NATS, file string) (a natsjs.Auth, where string) {
+	c := n.Auth
+	where = "the nats section of " + file
+	if n.URL == "" {
+		em := n.Embedded
+		c = rulefmt.NATSAuth{User: em.User, Password: em.Password, Token: em.Token}
+		where = "nats.embedded in " + file
+	}
+	return natsjs.Auth{CredsFile: c.CredsFile, NKeySeedFile: c.NKeySeedFile, Token: string(c.Token),
+		User: c.User, Password: string(c.Password)}, where
 }

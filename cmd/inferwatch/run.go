@@ -252,8 +252,6 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		defer srv.Shutdown()
 		natsURL = srv.ClientURL()
 		logger.Info("embedded NATS server with JetStream started", "url", natsURL, "store", srv.StoreDir())
-		// The daemon is the embedded server's first client.
-		cfg.NATS.Auth = rulefmt.NATSAuth{User: em.User, Password: em.Password, Token: em.Token}
 	}
 	var tlsConfig *tls.Config
 	if cfg.NATS.TLS != nil {
@@ -261,21 +259,20 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return fmt.Errorf("%s: nats.tls: %w", cfg.File, err)
 		}
 	}
-	a := cfg.NATS.Auth
+	auth, _ := natsAuth(cfg.NATS, cfg.File)
 	connectCtx, cancel := context.WithTimeout(ctx, f.connectWait)
 	js, err := natsjs.Connect(connectCtx, natsjs.Options{
 		URL:             natsURL,
 		Prefix:          cfg.NATS.SubjectPrefix,
 		Stream:          cfg.NATS.Stream,
 		DuplicateWindow: cfg.NATS.DuplicateWindow,
-		Auth: natsjs.Auth{CredsFile: a.CredsFile, NKeySeedFile: a.NKeySeedFile, Token: string(a.Token),
-			User: a.User, Password: string(a.Password)},
-		TLS:      tlsConfig,
-		MaxAge:   cfg.NATS.StreamMaxAge,
-		MaxBytes: cfg.NATS.StreamMaxBytes,
-		Replicas: cfg.NATS.StreamReplicas,
-		Logger:   logger,
-		Metrics:  set,
+		Auth:            auth,
+		TLS:             tlsConfig,
+		MaxAge:          cfg.NATS.StreamMaxAge,
+		MaxBytes:        cfg.NATS.StreamMaxBytes,
+		Replicas:        cfg.NATS.StreamReplicas,
+		Logger:          logger,
+		Metrics:         set,
 	})
 	cancel()
 	if err != nil {

@@ -212,12 +212,8 @@ func (f tailFlags) target() (tailTarget, error) {
 		t.prefix, t.stream = n.SubjectPrefix, n.Stream
 		// The daemon's own credentials: those of its embedded server when
 		// it has no url, as it connects itself.
-		auth, where := n.Auth, "the nats section of "+f.configFile
-		if n.URL == "" {
-			em := n.Embedded
-			auth, where = rulefmt.NATSAuth{User: em.User, Password: em.Password, Token: em.Token}, "nats.embedded in "+f.configFile
-		}
-		if t.opts, err = natsAuthOptions(auth); err != nil {
+		auth, where := natsAuth(n, f.configFile)
+		if t.opts, err = auth.Options(); err != nil {
 			return t, fmt.Errorf("%s: %w", f.configFile, err)
 		}
 		if len(t.opts) > 0 {
@@ -263,27 +259,6 @@ func (f tailFlags) target() (tailTarget, error) {
 	}
 	t.shown = redactpkg.URL(t.url)
 	return t, nil
-}
-
-// natsAuthOptions are the client options of one way of authenticating,
-// in the order the daemon takes them: a .creds file, an NKey seed file, a
-// token, a user and password.
-func natsAuthOptions(a rulefmt.NATSAuth) ([]nats.Option, error) {
-	switch {
-	case a.CredsFile != "":
-		return []nats.Option{nats.UserCredentials(a.CredsFile)}, nil
-	case a.NKeySeedFile != "":
-		opt, err := nats.NkeyOptionFromSeed(a.NKeySeedFile)
-		if err != nil {
-			return nil, fmt.Errorf("nats.nkey_seed_file %s: %w", a.NKeySeedFile, err)
-		}
-		return []nats.Option{opt}, nil
-	case a.Token != "":
-		return []nats.Option{nats.Token(string(a.Token))}, nil
-	case a.User != "":
-		return []nats.Option{nats.UserInfo(a.User, string(a.Password))}, nil
-	}
-	return nil, nil
 }
 
 // embeddedURL is the client URL of an embedded server listening on listen.
