@@ -19,6 +19,9 @@ type Config struct {
 	// Export configures the autoscaler feeds and the gauges.
 	Export Export  `yaml:"export"`
 	Groups []Group `yaml:"groups"`
+	// SLOs and Reports are the slos: and reports: sections (reports.go).
+	SLOs    []ServiceLevel `yaml:"-"`
+	Reports []Report       `yaml:"-"`
 
 	// File is the path the configuration was read from.
 	File string `yaml:"-"`

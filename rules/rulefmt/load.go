@@ -208,7 +208,7 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	cfg := &Config{File: p.file}
-	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "groups"}, nil)
+	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "groups", "slos", "reports"}, nil)
 	cfg.Source = p.source(f["source"], root)
 	if e, ok := f["alertmanager"]; ok {
 		cfg.Alertmanager = p.alertmanager(e)
@@ -216,6 +216,8 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.NATS = p.nats(f["nats"])
 	cfg.Export = p.export(f["export"])
 	cfg.Groups = p.groups(f["groups"], root)
+	cfg.SLOs = p.slos(f["slos"])
+	cfg.Reports = p.reports(f["reports"], cfg.SLOs)
 	if p.exhausted {
 		p.errs = p.errs[:p.stopAt]
 	}
