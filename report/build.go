@@ -218,7 +218,9 @@ func (r *Reporter) Build(ctx context.Context, spec Spec, end time.Time) (*Docume
 	return b.doc, nil
 }
 
-func emptyEpisodes() Episodes { return Episodes{TotalSeconds: 0, ByKind: map[string]int{}, Top: []Episode{}} }
+func emptyEpisodes() Episodes {
+	return Episodes{TotalSeconds: 0, ByKind: map[string]int{}, Top: []Episode{}}
+}
 
 func (b *builder) note(format string, args ...any) {
 	b.doc.Notes = append(b.doc.Notes, fmt.Sprintf(format, args...))
@@ -380,7 +382,10 @@ func (b *builder) windows() []Period {
 func secs(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) + "s" }
 
 // latencyKinds are the histograms of the latency section.
-func (b *builder) latencyKinds() []struct{ kind, title string; metrics []string } {
+func (b *builder) latencyKinds() []struct {
+	kind, title string
+	metrics     []string
+} {
 	return []struct {
 		kind, title string
 		metrics     []string

@@ -44,16 +44,16 @@ type Document struct {
 	By          []string `json:"by"`
 	// Changes are the sentences of "what changed and why"; empty when
 	// nothing crossed a threshold.
-	Changes   []Change       `json:"changes"`
-	Models    []Model        `json:"models"`
+	Changes []Change `json:"changes"`
+	Models  []Model  `json:"models"`
 	// FleetChanges are the models (values of By) that appeared in the
 	// period or vanished from it against the day before.
-	FleetChanges []LabelChange `json:"fleet_changes"`
-	SLOs      []SLOReport    `json:"slos"`
-	Anomalies Episodes       `json:"anomalies"`
-	Alerts    Episodes       `json:"alerts"`
-	Forecasts []ForecastRule `json:"forecasts"`
-	Scale     []ScaleTarget  `json:"scale"`
+	FleetChanges []LabelChange  `json:"fleet_changes"`
+	SLOs         []SLOReport    `json:"slos"`
+	Anomalies    Episodes       `json:"anomalies"`
+	Alerts       Episodes       `json:"alerts"`
+	Forecasts    []ForecastRule `json:"forecasts"`
+	Scale        []ScaleTarget  `json:"scale"`
 	// Notes say what could not be measured and why (no data, an
 	// unreachable stream, a query that failed).
 	Notes []string `json:"notes"`
@@ -74,11 +74,11 @@ type Period struct {
 
 // EventsRead says what was read from the stream.
 type EventsRead struct {
-	Read      bool   `json:"read"`
+	Read      bool     `json:"read"`
 	Subjects  []string `json:"subjects"`
-	Count     int    `json:"count"`
-	Error     string `json:"error,omitempty"`
-	Undecoded int    `json:"undecoded"`
+	Count     int      `json:"count"`
+	Error     string   `json:"error,omitempty"`
+	Undecoded int      `json:"undecoded"`
 }
 
 // Change is one sentence of "what changed and why".
@@ -282,10 +282,10 @@ type SLOSeries struct {
 	BudgetSpent F `json:"budget_spent"`
 	BudgetLeft  F `json:"budget_left"`
 	// PeriodBudget is the share of the window's budget the period used.
-	PeriodBudget F `json:"period_budget"`
-	Burn1h       F `json:"burn_rate_1h"`
-	Burn6h       F `json:"burn_rate_6h"`
-	Burn24h      F `json:"burn_rate_24h"`
+	PeriodBudget F     `json:"period_budget"`
+	Burn1h       F     `json:"burn_rate_1h"`
+	Burn6h       F     `json:"burn_rate_6h"`
+	Burn24h      F     `json:"burn_rate_24h"`
 	Met          *bool `json:"met"`
 
 	chart []point
@@ -343,17 +343,17 @@ type ForecastRule struct {
 
 // ScaleTarget summarises the scale signals of one target.
 type ScaleTarget struct {
-	Group    string    `json:"group"`
-	Rule     string    `json:"rule"`
-	Target   string    `json:"target"`
-	Signals  int       `json:"signals"`
-	Min      int       `json:"min_desired"`
-	Max      int       `json:"max_desired"`
-	Last     time.Time `json:"last_time"`
-	Desired  int       `json:"last_desired"`
-	Current  int       `json:"last_current"`
-	Tier     int       `json:"last_tier"`
-	Reason   string    `json:"last_reason"`
+	Group   string    `json:"group"`
+	Rule    string    `json:"rule"`
+	Target  string    `json:"target"`
+	Signals int       `json:"signals"`
+	Min     int       `json:"min_desired"`
+	Max     int       `json:"max_desired"`
+	Last    time.Time `json:"last_time"`
+	Desired int       `json:"last_desired"`
+	Current int       `json:"last_current"`
+	Tier    int       `json:"last_tier"`
+	Reason  string    `json:"last_reason"`
 }
 
 // point is one sample of a chart.
@@ -364,9 +364,9 @@ type point struct {
 
 // band is a forecast interval at one time.
 type band struct {
-	T           int64
+	T            int64
 	Lower, Upper float64
-	Mean        float64
+	Mean         float64
 }
 
 // modelCharts are the series the HTML charts draw.
@@ -377,8 +377,8 @@ type modelCharts struct {
 	forecast []band
 	eta      []point
 	trend    [2]point
-	kneeAll  [][2]float64 // concurrency, qps over the week
-	kneeNow  [][2]float64 // the period's
-	marks    []Span       // findings of the model
+	kneeAll  [][2]float64       // concurrency, qps over the week
+	kneeNow  [][2]float64       // the period's
+	marks    []Span             // findings of the model
 	sloLine  map[string]float64 // latency kind → objective in seconds
 }

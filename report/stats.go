@@ -196,8 +196,8 @@ type ForecastOutcome struct {
 // ratio of the two (below 1: better than naive) and the share of actuals
 // inside the interval.
 type ForecastAccuracy struct {
-	N                            int
-	MAE, NaiveMAE, Ratio, Cover  float64
+	N                           int
+	MAE, NaiveMAE, Ratio, Cover float64
 	AboveUpper, LongestAboveRun int
 }
 
