@@ -773,7 +773,7 @@ func (b *builder) coupling(ctx context.Context) {
 		m.Coupling.Available = true
 		m.Coupling.Reason = ""
 		m.Coupling.Pairs++
-		var cur *CouplingWindow
+		var cur *CouplingWindow // the stretch the next coupled window may extend
 		for wEnd := b.start.Add(couplingWindow); !wEnd.After(b.end); wEnd = wEnd.Add(couplingEvery) {
 			wFrom := wEnd.Add(-couplingWindow)
 			xt, xv := cut(x, wFrom, wEnd)
@@ -784,13 +784,12 @@ func (b *builder) coupling(ctx context.Context) {
 			m.Coupling.Windows++
 			c := analysis.Correlate(xt, xv, yt, yv, analysis.CorrelateConfig{Step: step.Milliseconds(), From: wFrom.UnixMilli(),
 				YJitter: (15 * time.Minute).Milliseconds(), MaxLag: 5})
-			v := analysis.JudgeCoupling(c, analysis.CouplingThresholds{}, gpuSaturated)
-			if v.Score < 1 {
-				cur = nil
+			if v := analysis.JudgeCoupling(c, analysis.CouplingThresholds{}, gpuSaturated); v.Score < 1 {
 				continue
 			}
+			// Overlapping windows make one stretch.
 			if cur != nil && !wFrom.After(cur.End) {
-				cur.End = wEnd
+				cur.End = wEnd.UTC()
 				if math.Abs(c.Pearson.R) > math.Abs(float64(cur.Pearson)) {
 					cur.Pearson, cur.PValue, cur.N = F(c.Pearson.R), F(c.Pearson.P), c.Pearson.N
 					cur.LagSeconds = F(float64(c.Lag.Lag) * step.Seconds())
@@ -821,54 +820,45 @@ func cut(s ingest.Series, from, to time.Time) ([]int64, []float64) {
 	return s.Timestamps[lo:hi], s.Values[lo:hi]
 }
 
-// capacity applies Little's law at the knee.
+// capacity measures headroom against the knee: the knee's throughput is
+// the most the model served before more concurrency stopped paying, and
+// the period's peak is judged against it; the period's P99 end-to-end
+// latency is judged against the latency SLO on it, when there is one.
 func (b *builder) capacity() {
-	var sloW float64 = math.NaN()
-	basis := ""
+	sloT, sloName := math.NaN(), ""
 	for _, s := range b.spec.SLOs {
 		if s.Latency != nil && s.Latency.Metric == b.eng.e2e {
-			sloW, basis = s.Latency.Threshold.Seconds(), fmt.Sprintf("the objective of SLO %s (end-to-end latency ≤ %s)", s.Name, s.Latency.Threshold)
+			sloT, sloName = s.Latency.Threshold.Seconds(), s.Name
 			break
 		}
 	}
 	for _, k := range b.order {
 		m := b.models[k]
-		c := CapacityReport{LatencySeconds: F(math.NaN()), ConcurrencyPer: F(math.NaN()), PerReplica: F(math.NaN()), Total: F(math.NaN()),
-			PeakDemand: m.Traffic.Requests.Peak, Utilization: F(math.NaN()), Headroom: F(math.NaN())}
-		w, why := sloW, basis
-		if !finite(w) {
-			for _, l := range m.Latency {
-				if l.Kind == "e2e" {
-					w = float64(l.Quantiles[2].Value)
-				}
+		c := CapacityReport{KneeRPS: F(math.NaN()), PerReplica: F(math.NaN()), PeakDemand: m.Traffic.Requests.Peak,
+			Utilization: F(math.NaN()), Headroom: F(math.NaN()), P99: F(math.NaN()), SLOThreshold: F(sloT), SLO: sloName}
+		for _, l := range m.Latency {
+			if l.Kind == "e2e" && l.Available {
+				c.P99 = l.Quantiles[2].Value
 			}
-			why = "the period's P99 end-to-end latency (no latency SLO on " + b.eng.e2e + ")"
 		}
-		c.LatencyBasis, c.LatencySeconds = why, F(w)
-		replicas := max(m.Replicas.AtEnd, 0)
+		if finite(sloT) && finite(float64(c.P99)) {
+			within := float64(c.P99) <= sloT
+			c.WithinSLO = &within
+		}
+		replicas := m.Replicas.AtEnd
 		switch {
 		case !m.Knee.Found:
-			c.Reason = "no knee was found, so the concurrency a replica holds is unknown"
+			c.Reason = "no knee was found, so the most the model serves is unknown"
 		case replicas == 0:
 			c.Reason = "no replica reported at the end of the period"
-		case !(w > 0):
-			c.Reason = "no latency to divide by: the end-to-end latency histogram has no data"
 		default:
-			l := float64(m.Knee.Concurrency) / float64(replicas)
-			demand := float64(m.Traffic.Requests.Peak)
-			if !finite(demand) {
-				demand = 0
-			}
-			cp, err := analysis.SLOCapacity(analysis.CapacityInput{Concurrency: l, Latency: w, Replicas: replicas, Demand: demand})
-			if err != nil {
-				c.Reason = err.Error()
-				break
-			}
 			c.Available = true
-			c.ConcurrencyPer, c.PerReplica, c.Total = F(l), F(cp.PerReplica), F(cp.Total)
-			c.Needed = cp.Needed
-			if demand > 0 {
-				c.Utilization, c.Headroom = F(cp.Utilization), F(1-cp.Utilization)
+			c.KneeRPS = m.Knee.QPS
+			c.PerReplica = F(float64(m.Knee.QPS) / float64(replicas))
+			if peak := float64(c.PeakDemand); finite(peak) && float64(m.Knee.QPS) > 0 {
+				u := peak / float64(m.Knee.QPS)
+				c.Utilization, c.Headroom = F(u), F(1-u)
+				c.Needed = int(math.Ceil(peak / float64(c.PerReplica)))
 			}
 		}
 		m.Capacity = c

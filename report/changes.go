@@ -36,8 +36,8 @@ func Changes(d *Document) []Change {
 	for _, m := range d.Models {
 		if dc := m.Decay; dc.Available && dc.Significant && float64(dc.EtaCurrent) >= decayMinEta {
 			prev := ""
-			if finite(float64(dc.DayOverDay)) {
-				prev = fmt.Sprintf("; its mean over the last day is %s above the day before's", fmtSigned(float64(dc.DayOverDay), 2))
+			if float64(dc.DayOverDay) > 0 {
+				prev = fmt.Sprintf("; the last day's mean η is %s higher than the day before's", fmtNum(float64(dc.DayOverDay), 2))
 			}
 			add("decay", m.Name, m.ID+"-throughput",
 				"Throughput of %s is decaying: generation tokens per running request are %s below their weekly peak at the end of the period (η = %s), and η rose %s per day (95 %% interval %s to %s)%s.",
@@ -63,7 +63,7 @@ func Changes(d *Document) []Change {
 		}
 		for _, c := range m.Coupling.Coupled {
 			add("coupling", m.Name, m.ID+"-coupling",
-				"On %s the latency turned jittery while the GPU saturated: from %s to %s GPU utilisation (up to %s %%) and the 15-minute jitter of time to first token were coupled (Pearson r = %s, p %s).",
+				"On %s the latency turned jittery while the GPU saturated: in the two-hour windows from %s to %s, GPU utilisation (up to %s %%) and the 15-minute jitter of time to first token were coupled (Pearson r up to %s, p %s).",
 				c.Instance, clock(c.Start), clock(c.End), fmtNum(float64(c.GPUMax), 0), fmtNum(float64(c.Pearson), 2), fmtP(float64(c.PValue)))
 		}
 		for _, c := range m.LabelChanges {

@@ -207,21 +207,29 @@ type KneeReport struct {
 	Points            int `json:"points"`
 }
 
-// CapacityReport is SLO-bound capacity by Little's law: λ = 0.85 · L / W
-// per replica with L the knee's concurrency per replica and W the latency
-// objective (or, without one, the period's P99 end-to-end latency).
+// CapacityReport is headroom against the knee and the latency SLO: the
+// knee's throughput (the most the model served before more concurrency
+// stopped paying) against the period's peak request rate, and the
+// period's P99 end-to-end latency against the latency SLO's threshold.
 type CapacityReport struct {
-	Available      bool   `json:"available"`
-	Reason         string `json:"reason,omitempty"`
-	LatencyBasis   string `json:"latency_basis"`
-	LatencySeconds F      `json:"latency_seconds"`
-	ConcurrencyPer F      `json:"concurrency_per_replica"`
-	PerReplica     F      `json:"per_replica_rps"`
-	Total          F      `json:"total_rps"`
-	PeakDemand     F      `json:"peak_demand_rps"`
-	Utilization    F      `json:"utilization"`
-	Headroom       F      `json:"headroom"`
-	Needed         int    `json:"replicas_needed"`
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	// KneeRPS is the model's throughput at the knee; PerReplica that over
+	// the replicas at the period's end.
+	KneeRPS    F `json:"knee_rps"`
+	PerReplica F `json:"per_replica_rps"`
+	PeakDemand F `json:"peak_demand_rps"`
+	// Utilization is the peak over KneeRPS and Headroom 1 − Utilization;
+	// Needed the replicas that carry the peak at PerReplica each.
+	Utilization F   `json:"utilization"`
+	Headroom    F   `json:"headroom"`
+	Needed      int `json:"replicas_needed"`
+	// P99 is the period's P99 end-to-end latency; SLOThreshold that of the
+	// latency SLO named SLO ("" and null: none); WithinSLO whether it held.
+	P99          F      `json:"p99_seconds"`
+	SLO          string `json:"slo"`
+	SLOThreshold F      `json:"slo_threshold_seconds"`
+	WithinSLO    *bool  `json:"within_slo"`
 }
 
 // CouplingReport is GPU utilisation against latency jitter per replica.

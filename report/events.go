@@ -121,7 +121,7 @@ func (b *builder) findings(fs []alerting.Finding) {
 
 func (b *builder) alerts(as []alertData) {
 	// An alert is re-sent while it fires: one episode per labels and start,
-	// ending at its latest end (or the period's end while it fires).
+	// ending where its newest event says (the period's end while it fires).
 	type key struct {
 		labels string
 		start  int64
@@ -145,9 +145,8 @@ func (b *builder) alerts(as []alertData) {
 			byKey[k] = e
 			order = append(order, k)
 		}
-		if end.After(e.End) {
-			e.End = end.UTC()
-		}
+		// The newest event says whether it still fires or when it ended.
+		e.End = end.UTC()
 	}
 	eps := make([]Episode, 0, len(order))
 	for _, k := range order {

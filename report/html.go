@@ -30,10 +30,10 @@ type chartView struct {
 
 type modelView struct {
 	Model
-	Latency []chartView
-	Traffic chartView
-	Eta     chartView
-	Knee    chartView
+	LatencyCharts []chartView
+	TrafficChart  chartView
+	EtaChart      chartView
+	KneeChart     chartView
 }
 
 type sloView struct {
@@ -88,12 +88,12 @@ func HTML(d *Document) ([]byte, error) {
 			if t, ok := m.charts.sloLine[l.Kind]; ok {
 				hl, hn = t, "SLO threshold "+fmtSeconds(t)
 			}
-			mv.Latency = append(mv.Latency, chart(m.ID+"-chart-"+l.Kind, l.Title+" of "+m.Name, timeChart{
+			mv.LatencyCharts = append(mv.LatencyCharts, chart(m.ID+"-chart-"+l.Kind, l.Title+" of "+m.Name, timeChart{
 				yLabel: "seconds", gap: gap, marks: m.charts.marks, hline: hl, hlineName: hn,
 				lines: []line{{name: "P50", pts: lines[0], col: colP50}, {name: "P95", pts: lines[1], col: colP95}, {name: "P99", pts: lines[2], col: colP99}},
 			}))
 		}
-		mv.Traffic = chart(m.ID+"-chart-traffic", "Request rate of "+m.Name, timeChart{
+		mv.TrafficChart = chart(m.ID+"-chart-traffic", "Request rate of "+m.Name, timeChart{
 			yLabel: "requests/s", gap: gap, marks: m.charts.marks, hline: math.NaN(), band: m.charts.forecast, bandName: "forecast interval",
 			lines: []line{{name: "day before", pts: m.charts.reqPrev, col: colPrev, dash: true}, {name: "requests/s (5 min)", pts: m.charts.requests, col: colP50}},
 		})
@@ -102,16 +102,16 @@ func HTML(d *Document) ([]byte, error) {
 		if tr := m.charts.trend; tr[0].T != 0 {
 			eta.lines = append(eta.lines, line{name: "trend (Theil–Sen)", pts: tr[:], col: colP99, dash: true})
 		}
-		mv.Eta = chart(m.ID+"-chart-eta", "Throughput decay η of "+m.Name, eta)
-		mv.Knee = chartView{ID: m.ID + "-chart-knee", Title: "QPS against concurrency of " + m.Name}
-		svg, err := scatterChart(mv.Knee.Title, m.charts.kneeAll, m.charts.kneeNow, [2]float64{float64(m.Knee.Concurrency), float64(m.Knee.QPS)}, mv.Knee.ID)
+		mv.EtaChart = chart(m.ID+"-chart-eta", "Throughput decay η of "+m.Name, eta)
+		mv.KneeChart = chartView{ID: m.ID + "-chart-knee", Title: "QPS against concurrency of " + m.Name}
+		svg, err := scatterChart(mv.KneeChart.Title, m.charts.kneeAll, m.charts.kneeNow, [2]float64{float64(m.Knee.Concurrency), float64(m.Knee.QPS)}, mv.KneeChart.ID)
 		switch {
 		case errors.Is(err, errNoData):
-			mv.Knee.Empty = "No concurrency and request-rate samples to draw."
+			mv.KneeChart.Empty = "No concurrency and request-rate samples to draw."
 		case err != nil:
 			errs = append(errs, err)
 		default:
-			mv.Knee.SVG = template.HTML(svg)
+			mv.KneeChart.SVG = template.HTML(svg)
 		}
 		v.Models = append(v.Models, mv)
 	}
@@ -212,7 +212,16 @@ func funcs(d *Document, loc *time.Location) template.FuncMap {
 			}
 			return "missed"
 		},
-		"add":  func(a, b int) int { return a + b },
+		"add":   func(a, b int) int { return a + b },
+		"deref": func(b *bool) bool { return b != nil && *b },
+		"e2eMetric": func(ls []Latency) string {
+			for _, l := range ls {
+				if l.Kind == "e2e" {
+					return l.Metric
+				}
+			}
+			return "end-to-end latency"
+		},
 		"pair": func(a any, b any) struct{ A, B any } { return struct{ A, B any }{a, b} },
 		"fsec": func(s float64) F { return F(s) },
 		"join": strings.Join,

@@ -104,8 +104,13 @@ func Markdown(d *Document) []byte {
 				fmtNum(float64(m.Knee.Concurrency), 3), fmtNum(float64(m.Knee.QPS), 3), fmtNum(float64(m.Knee.MedianConcurrency), 3), pct(float64(m.Knee.ShareBeyond)))
 		}
 		if m.Capacity.Available {
-			w("Capacity: %s req/s per replica, %s in all; headroom at the peak %s.\n\n",
-				fmtNum(float64(m.Capacity.PerReplica), 3), fmtNum(float64(m.Capacity.Total), 3), pct(float64(m.Capacity.Headroom)))
+			w("Capacity: the knee's %s req/s (%s per replica); the peak used %s of it, headroom %s.",
+				fmtNum(float64(m.Capacity.KneeRPS), 3), fmtNum(float64(m.Capacity.PerReplica), 3), pct(float64(m.Capacity.Utilization)), pct(float64(m.Capacity.Headroom)))
+			if m.Capacity.WithinSLO != nil {
+				w(" P99 end-to-end latency %s against SLO %s's %s: %s.", fmtSeconds(float64(m.Capacity.P99)), m.Capacity.SLO,
+					fmtSeconds(float64(m.Capacity.SLOThreshold)), map[bool]string{true: "within", false: "over"}[*m.Capacity.WithinSLO])
+			}
+			w("\n\n")
 		}
 		for _, c := range m.Coupling.Coupled {
 			w("- GPU ↔ latency jitter coupled on %s from %s to %s (r = %s).\n", c.Instance, clock(c.Start), clock(c.End), fmtNum(float64(c.Pearson), 2))

@@ -155,9 +155,16 @@ func (b *builder) slos(ctx context.Context) {
 			ser := SLOSeries{ID: "slo-" + strings.Trim(idRE.ReplaceAllString(strings.ToLower(s.Name+"-"+k), "-"), "-"),
 				Labels: labels[k].Map(), SLIPeriod: F(1 - get(3)), SLIWindow: F(1 - get(4)),
 				WindowData:  F(math.Min(1, float64(have[k])/math.Max(1, s.Window.Hours()))),
-				BudgetSpent: F(BudgetSpent(get(4), obj)), PeriodBudget: F(BudgetSpent(get(3), obj) * b.end.Sub(b.start).Seconds() / s.Window.Seconds()),
-				Burn1h: F(BurnRate(get(0), obj)), Burn6h: F(BurnRate(get(1), obj)), Burn24h: F(BurnRate(get(2), obj))}
+				BudgetSpent: F(BudgetSpent(get(4), obj)),
+				Burn1h:      F(BurnRate(get(0), obj)), Burn6h: F(BurnRate(get(1), obj)), Burn24h: F(BurnRate(get(2), obj))}
 			ser.BudgetLeft = F(1 - float64(ser.BudgetSpent))
+			// The period's share of the window's budget, the window's events
+			// taken as spread evenly over the part of it the store holds.
+			if wd := float64(ser.WindowData); wd > 0 {
+				ser.PeriodBudget = F(BudgetSpent(get(3), obj) * b.end.Sub(b.start).Seconds() / (s.Window.Seconds() * wd))
+			} else {
+				ser.PeriodBudget = F(math.NaN())
+			}
 			if finite(float64(ser.SLIWindow)) {
 				met := float64(ser.SLIWindow) >= obj
 				ser.Met = &met

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -46,6 +47,24 @@ func Find() (string, error) {
 		}
 	}
 	return "", ErrNoBrowser
+}
+
+// EnvRequire names the variable that turns a missing browser from a
+// skipped test into a failed one (CI sets it to 1).
+const EnvRequire = "INFERWATCH_REQUIRE_CHROMIUM"
+
+// Require returns the browser for a test. Without one it skips the test
+// and says so clearly, or fails it when INFERWATCH_REQUIRE_CHROMIUM=1.
+func Require(t testing.TB) string {
+	t.Helper()
+	b, err := Find()
+	if err != nil {
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatalf("%s=1 but %v", EnvRequire, err)
+		}
+		t.Skipf("SKIPPING: this test opens the report in a real browser and %v (set %s=1 to make this a failure)", err, EnvRequire)
+	}
+	return b
 }
 
 // Flags are the command-line flags the browser runs with: headless, no

@@ -13,20 +13,6 @@ import (
 	"testing"
 )
 
-// Browser returns the browser for a test: it skips, saying so, when none
-// is installed, and fails instead when INFERWATCH_REQUIRE_CHROMIUM=1 (CI).
-func Browser(t testing.TB) string {
-	t.Helper()
-	b, err := Find()
-	if err != nil {
-		if os.Getenv("INFERWATCH_REQUIRE_CHROMIUM") == "1" {
-			t.Fatalf("INFERWATCH_REQUIRE_CHROMIUM=1 but %v", err)
-		}
-		t.Skipf("SKIPPING the browser test: %v (set INFERWATCH_REQUIRE_CHROMIUM=1 to make this a failure)", err)
-	}
-	return b
-}
-
 const pngPixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa7\x35\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82"
 
 // TestOpenSeesRequestsAndRefusals checks the check itself: a page that
@@ -34,7 +20,7 @@ const pngPixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x0
 // same page under a policy that forbids it is seen attempting and
 // refusing it, without reaching the server.
 func TestOpenSeesRequestsAndRefusals(t *testing.T) {
-	b := Browser(t)
+	b := Require(t)
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
