@@ -83,7 +83,7 @@ func Changes(d *Document) []Change {
 			switch {
 			case ser.Met != nil && !*ser.Met:
 				add("slo", "", ser.ID, "SLO %s is missed: %s of events were good over its %s window against an objective of %s %%; the period used %s of the window's error budget.",
-					name, pct(float64(ser.SLIWindow)), fmtDur(time.Duration(s.WindowSeconds)*time.Second), strconv.FormatFloat(s.ObjectivePct, 'f', -1, 64), pct(float64(ser.PeriodBudget)))
+					name, sliPct(float64(ser.SLIWindow)), fmtDur(time.Duration(s.WindowSeconds)*time.Second), strconv.FormatFloat(s.ObjectivePct, 'f', -1, 64), pct(float64(ser.PeriodBudget)))
 			case float64(ser.Burn1h) >= fastBurn:
 				add("slo", "", ser.ID, "SLO %s burned its error budget %s× faster than sustainable over the last hour of the period.", name, fmtNum(float64(ser.Burn1h), 1))
 			case float64(ser.Burn24h) >= 1:
@@ -195,6 +195,18 @@ func pct(x float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64) + " %"
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64) + " %"
+}
+
+// sliPct formats a share of good events finely enough to tell it from an
+// objective such as 99.9 %.
+func sliPct(x float64) string {
+	switch {
+	case !finite(x):
+		return "no data"
+	case x == 1:
+		return "100 %"
+	}
+	return strconv.FormatFloat(100*x, 'f', 3, 64) + " %"
 }
 
 func fmtSeconds(x float64) string {

@@ -164,6 +164,7 @@ func funcs(d *Document, loc *time.Location) template.FuncMap {
 		"num":  func(x F, prec int) string { return cell(fmtNum(float64(x), prec)) },
 		"secs": func(x F) string { return cell(fmtSeconds(float64(x))) },
 		"pct":  func(x F) string { return cell(pct(float64(x))) },
+		"sli":  func(x F) string { return cell(sliPct(float64(x))) },
 		"change": func(x F) string {
 			if !finite(float64(x)) {
 				return "—"

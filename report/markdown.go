@@ -132,7 +132,7 @@ func Markdown(d *Document) []byte {
 				row(s.Name, "—", "not measured: "+s.Reason, "", "", "", "", "")
 			}
 			for _, ser := range s.Series {
-				row(s.Name, labelText(ser.Labels), cell(pct(float64(ser.SLIPeriod))), cell(pct(float64(ser.SLIWindow))), cell(pct(float64(ser.BudgetLeft))),
+				row(s.Name, labelText(ser.Labels), cell(sliPct(float64(ser.SLIPeriod))), cell(sliPct(float64(ser.SLIWindow))), cell(pct(float64(ser.BudgetLeft))),
 					cell(fmtNum(float64(ser.Burn1h), 2)), cell(fmtNum(float64(ser.Burn6h), 2)), cell(fmtNum(float64(ser.Burn24h), 2)))
 			}
 		}

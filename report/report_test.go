@@ -206,7 +206,7 @@ func TestGapAndNewPod(t *testing.T) {
 	if !found {
 		t.Errorf("the new pod is not stated; changes: %s", changeTexts(doc))
 	}
-	if !bytes.Contains(html, []byte("missing 03:0")) || !bytes.Contains(md, []byte("Samples cover 87")) {
+	if !bytes.Contains(html, []byte("missing 03:0")) || !bytes.Contains(md, []byte("Samples cover 88 %")) {
 		t.Errorf("the gap is not stated in the HTML or the Markdown")
 	}
 	if doc.Events.Read || len(doc.Notes) == 0 || !strings.Contains(strings.Join(doc.Notes, " "), "events were not read") {
@@ -295,3 +295,5 @@ func TestMakeRetainAnnounce(t *testing.T) {
 	}
 	_ = json.Valid
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

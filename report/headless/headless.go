@@ -108,8 +108,10 @@ type Options struct {
 	Width int
 	// Timeout bounds the whole session (default 60s).
 	Timeout time.Duration
-	// Screenshot asks for the PNG.
+	// Screenshot asks for the PNG; Height, when > 0, keeps only the top
+	// of the page that high in CSS pixels.
 	Screenshot bool
+	Height     int
 }
 
 // Open loads the file (or URL) in a fresh headless Chromium and returns
@@ -399,6 +401,9 @@ measured:
 		json.Unmarshal(res, &lm)
 		h := int(lm.CSSContentSize.Height)
 		h = max(300, min(h, 30000))
+		if o.Height > 0 {
+			h = min(h, o.Height)
+		}
 		if _, err := c.send(ctx, s, "Emulation.setDeviceMetricsOverride", map[string]any{"width": o.Width, "height": h, "deviceScaleFactor": 1, "mobile": false}); err != nil {
 			return nil, err
 		}
