@@ -27,8 +27,8 @@ var (
 	colP95      = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
 	colP99      = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 	colPrev     = color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}
-	colBand     = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x40}
-	colMark     = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x30}
+	colBand     = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x40}
+	colMark     = color.NRGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x38}
 	colSLO      = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 	colKneeAll  = color.RGBA{R: 0xbb, G: 0xbb, B: 0xbb, A: 0xff}
 	colKneeNow  = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
@@ -43,6 +43,9 @@ type line struct {
 	col   color.Color
 	dash  bool
 	width vg.Length
+	// whole draws the points as one line however far apart (a fitted
+	// trend), not broken at gaps.
+	whole bool
 }
 
 // timeChart describes one chart over the report's period.
@@ -116,11 +119,12 @@ func (c timeChart) draw(id string) (string, error) {
 	if ymax == ymin {
 		ymax = ymin + 1
 	}
-	pad := (ymax - ymin) * 0.05
+	// Room above the data for the legend.
+	pad := (ymax - ymin) * 0.3
 	p.Y.Min, p.Y.Max = ymin, ymax+pad
 	if c.percent {
 		p.Y.Min = math.Max(0, ymin-pad)
-		p.Y.Max = math.Min(100, ymax+pad)
+		p.Y.Max = ymax + pad
 		if p.Y.Max <= p.Y.Min {
 			p.Y.Max = p.Y.Min + 1
 		}
@@ -172,7 +176,11 @@ func (c timeChart) draw(id string) (string, error) {
 	}
 	for _, ln := range c.lines {
 		first := true
-		for _, seg := range segments(ln.pts, c.gap) {
+		gap := c.gap
+		if ln.whole {
+			gap = 0
+		}
+		for _, seg := range segments(ln.pts, gap) {
 			xy := make(plotter.XYs, len(seg))
 			for i, pt := range seg {
 				xy[i] = plotter.XY{X: float64(pt.T / 1000), Y: pt.V}

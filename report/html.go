@@ -100,7 +100,7 @@ func HTML(d *Document) ([]byte, error) {
 		eta := timeChart{yLabel: "η (share below peak)", gap: gap, marks: m.charts.marks, hline: math.NaN(),
 			lines: []line{{name: "η", pts: m.charts.eta, col: colP95}}}
 		if tr := m.charts.trend; tr[0].T != 0 {
-			eta.lines = append(eta.lines, line{name: "trend (Theil–Sen)", pts: tr[:], col: colP99, dash: true})
+			eta.lines = append(eta.lines, line{name: "trend (Theil–Sen)", pts: tr[:], col: colP99, dash: true, whole: true})
 		}
 		mv.EtaChart = chart(m.ID+"-chart-eta", "Throughput decay η of "+m.Name, eta)
 		mv.KneeChart = chartView{ID: m.ID + "-chart-knee", Title: "QPS against concurrency of " + m.Name}

@@ -407,7 +407,11 @@ measured:
 		if _, err := c.send(ctx, s, "Emulation.setDeviceMetricsOverride", map[string]any{"width": o.Width, "height": h, "deviceScaleFactor": 1, "mobile": false}); err != nil {
 			return nil, err
 		}
-		res, err = c.send(ctx, s, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true})
+		shotParams := map[string]any{"format": "png", "captureBeyondViewport": true}
+		if o.Height > 0 {
+			shotParams["clip"] = map[string]any{"x": 0, "y": 0, "width": o.Width, "height": h, "scale": 1}
+		}
+		res, err = c.send(ctx, s, "Page.captureScreenshot", shotParams)
 		if err != nil {
 			return nil, err
 		}
