@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,21 +76,65 @@ func golden(t *testing.T, name string, got []byte) {
 	if err != nil {
 		t.Fatalf("%v (run go test ./report -run %s -update to write it)", err, t.Name())
 	}
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < max(len(gl), len(wl)); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs from the golden file at line %d:\n got  %s\n want %s\n(run with -update if the change is meant)", path, i+1, g, w)
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if d := jsonDiff(g, w, "$"); d != "" {
+		t.Fatalf("%s differs from the golden file: %s\n(run go test ./report -run %s -update if the change is meant)", path, d, t.Name())
+	}
+}
+
+// jsonDiff compares two decoded JSON values; numbers may differ by a
+// relative 1e-9, as sums the store adds in another order do.
+func jsonDiff(got, want any, path string) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%s: got %v, want an object", path, got)
+		}
+		keys := map[string]bool{}
+		for k := range w {
+			keys[k] = true
+		}
+		for k := range g {
+			keys[k] = true
+		}
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if d := jsonDiff(g[k], w[k], path+"."+k); d != "" {
+				return d
 			}
 		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Sprintf("%s: got %v, want %d items", path, got, len(w))
+		}
+		for i := range w {
+			if d := jsonDiff(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+	case float64:
+		g, ok := got.(float64)
+		if !ok || math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
+			return fmt.Sprintf("%s: got %v, want %v", path, got, w)
+		}
+	default:
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Sprintf("%s: got %v, want %v", path, got, want)
+		}
 	}
+	return ""
 }
 
 // TestGoldenDays builds the reports of three days of the fixed fleet and

@@ -37,12 +37,12 @@ func TestHistogramQuantile(t *testing.T) {
 		}
 	}
 	inf := math.Inf(1)
-	f(0.5, []Bucket{{1, 0}, {inf, 0}}, math.NaN())                 // no observations
-	f(0.5, []Bucket{{1, 5}, {2, 10}}, math.NaN())                  // no +Inf bucket
-	f(0.5, []Bucket{{inf, 10}, {2, 10}, {1, 0}}, 1.5)              // unsorted
-	f(0.5, []Bucket{{1, 6}, {2, 4}, {inf, 10}}, 1*5/6.0)           // a count that decreases is raised
-	f(1.2, []Bucket{{1, 6}, {inf, 10}}, math.NaN())                // q out of range
-	f(0.95, []Bucket{{1, 6}, {2, 9}, {inf, 10}}, 2)                // in the +Inf bucket: the highest bound
+	f(0.5, []Bucket{{1, 0}, {inf, 0}}, math.NaN())       // no observations
+	f(0.5, []Bucket{{1, 5}, {2, 10}}, math.NaN())        // no +Inf bucket
+	f(0.5, []Bucket{{inf, 10}, {2, 10}, {1, 0}}, 1.5)    // unsorted
+	f(0.5, []Bucket{{1, 6}, {2, 4}, {inf, 10}}, 1*5/6.0) // a count that decreases is raised
+	f(1.2, []Bucket{{1, 6}, {inf, 10}}, math.NaN())      // q out of range
+	f(0.95, []Bucket{{1, 6}, {2, 9}, {inf, 10}}, 2)      // in the +Inf bucket: the highest bound
 	f(0, []Bucket{{1, 6}, {2, 9}, {inf, 10}}, 0)
 }
 
