@@ -13,8 +13,9 @@ import (
 // figures of d, each pointing at the section holding its evidence, in
 // this order: models that appeared or vanished, throughput decay,
 // latency, traffic against the day before and the forecast, GPU ↔
-// latency-jitter coupling, label values that appeared or vanished, SLOs
-// burning their budget. It returns none when no figure crossed its
+// latency-jitter coupling, label values that appeared or vanished, the
+// strongest of the daemon's findings, SLOs burning their budget. It
+// returns none when no figure crossed its
 // threshold (see the constants of Build).
 func Changes(d *Document) []Change {
 	loc, err := time.LoadLocation(d.TimeZone)
@@ -73,6 +74,16 @@ func Changes(d *Document) []Change {
 				add("label", m.Name, m.ID+"-labels", "%s %s of %s vanished: its last sample came the day before, at %s.", c.Label, c.Value, m.Name, clock(c.At))
 			}
 		}
+	}
+	if a := d.Anomalies; a.Count > 0 && len(a.Top) > 0 {
+		top := a.Top[0]
+		rule := strings.Trim(top.Group+"/"+top.Rule, "/")
+		when := "from " + clock(top.Start) + " to " + clock(top.End)
+		if !top.End.After(top.Start) {
+			when = "at " + clock(top.End)
+		}
+		add("anomaly", "", "anomalies", "The daemon published %d %s in the period; the strongest, a%s %s finding of %s on %s, came %s (score %s).",
+			a.Count, plural(a.Count, "finding", "findings"), article(top.Kind), top.Kind, rule, top.Series, when, fmtNum(float64(top.Score), 1))
 	}
 	for _, s := range d.SLOs {
 		for _, ser := range s.Series {
@@ -243,3 +254,18 @@ func fmtDur(d time.Duration) string {
 }
 
 func sortStrings(s []string) { slices.Sort(s) }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// article is "n" before a kind that starts with a vowel, for "a"/"an".
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "n"
+	}
+	return ""
+}
