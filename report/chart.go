@@ -123,11 +123,10 @@ func (c timeChart) draw(id string) (string, error) {
 	pad := (ymax - ymin) * 0.3
 	p.Y.Min, p.Y.Max = ymin, ymax+pad
 	if c.percent {
-		p.Y.Min = math.Max(0, ymin-pad)
-		p.Y.Max = ymax + pad
-		if p.Y.Max <= p.Y.Min {
-			p.Y.Max = p.Y.Min + 1
-		}
+		// Shares near 100 %: the legend goes below the data.
+		p.Y.Min = math.Max(0, ymin-(ymax-ymin)*0.6/0.3)
+		p.Y.Max = math.Min(100, ymax) + (ymax-ymin)*0.05/0.3
+		p.Legend.Top = false
 	}
 	// Findings: translucent bands, at least five minutes wide to be seen.
 	for i, m := range c.marks {
