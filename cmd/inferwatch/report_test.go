@@ -1,18 +1,26 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
+	"github.com/inferwatch/inferwatch/report"
 )
 
 const reportConfig = `source: {url: %s}
@@ -103,4 +111,85 @@ func TestReportCommand(t *testing.T) {
 	if !doc.Period.End.Equal(time.Date(2026, 11, 25, 6, 0, 0, 0, berlin)) || !doc.Period.Start.Equal(time.Date(2026, 11, 24, 6, 0, 0, 0, berlin)) || len(doc.Models) != 3 {
 		t.Errorf("period %v – %v, %d models", doc.Period.Start, doc.Period.End, len(doc.Models))
 	}
+}
+
+// TestStartReports runs the daemon's report scheduler as run wires it:
+// with the state of a report made two days ago it makes the one due now at
+// start, announces it, and stops when the daemon's context is cancelled.
+func TestStartReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics and NATS")
+	}
+	vm := localvm.Run(t)
+	end := time.Now().UTC().Truncate(time.Minute)
+	f, err := fleet.New(fleet.Options{Seed: 3, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := f.WriteImportJSONL(pw)
+		pw.CloseWithError(err)
+	}()
+	if err := vm.Import(context.Background(), pr); err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t)
+	path := writeReportConfig(t, vm.URL())
+	cfg, _, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(filepath.Dir(path), "out")
+	if err := report.SaveState(dir, "daily", end.Add(-48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	set := metrics.NewSet()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	client, err := newStoreClient(cfg, set, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := natsjs.Connect(context.Background(), natsjs.Options{URL: srv.ClientURL(), Prefix: cfg.NATS.SubjectPrefix, Stream: cfg.NATS.Stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	stop, err := startReports(ctx, cfg, srv.ClientURL(), client, js, logger, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for i := 0; i < 1200; i++ {
+		if e, ok, _ := report.LastEnd(dir, "daily"); ok && e.After(end.Add(-48*time.Hour)) {
+			last = e
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	stop()
+	if last.IsZero() {
+		t.Fatal("the report due at start was not made")
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "daily-*.json")); len(files) != 1 {
+		t.Errorf("files %q, want the one report due now", files)
+	}
+	msgs := natstest.Collect(t, srv.ClientURL(), "inferwatch.reports.daily")(1, 10*time.Second)
+	if len(msgs) != 1 || msgs[0].Headers().Get("Nats-Msg-Id") == "" {
+		t.Errorf("%d announcements on inferwatch.reports.daily", len(msgs))
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
