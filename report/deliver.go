@@ -18,7 +18,7 @@ import (
 )
 
 // EventType is the CloudEvents type of a report announcement.
-const EventType = "io.inferwatch.report.v1"
+const EventType = alerting.ReportEventType
 
 // Subject is the subject reports named name are announced on.
 func Subject(prefix, name string) string { return prefix + ".reports." + name }

@@ -302,8 +302,9 @@ type SLOSeries struct {
 // Episodes are findings (or alerts) of the period.
 type Episodes struct {
 	Count int `json:"count"`
-	// TotalSeconds sums each episode's span: a finding's from its first
-	// anomalous sample to the sample at which it fired.
+	// TotalSeconds sums each episode's span in the period: a finding's
+	// from its first anomalous sample to the sample at which it fired, an
+	// alert's from when it became active to when it resolved.
 	TotalSeconds F              `json:"total_seconds"`
 	ByKind       map[string]int `json:"by_kind"`
 	Top          []Episode      `json:"top"`

@@ -23,13 +23,6 @@ func Subjects(prefix string) []string {
 // earlier.
 const readLead = 2 * time.Hour
 
-// alertData is an alert event's data: an alert as Alertmanager takes it.
-type alertData struct {
-	Labels   map[string]string `json:"labels"`
-	StartsAt time.Time         `json:"startsAt"`
-	EndsAt   time.Time         `json:"endsAt"`
-}
-
 func (b *builder) events(ctx context.Context) {
 	subjects := Subjects(b.r.o.Prefix)
 	b.doc.Events.Subjects = subjects
@@ -46,36 +39,32 @@ func (b *builder) events(ctx context.Context) {
 	}
 	b.doc.Events.Read = true
 	var findings []alerting.Finding
-	var alerts []alertData
+	var alerts []alerting.AlertData
 	var forecasts []alerting.ForecastData
 	var scales []alerting.ScaleData
-	alertPrefix := b.r.o.Prefix + ".alerts."
 	for _, rc := range evs {
 		ev := rc.Event
 		var err error
 		switch {
-		case strings.HasPrefix(ev.Type, alerting.FindingEventTypePrefix):
+		case ev.Type == alerting.FindingEventType || strings.HasPrefix(ev.Type, "io.inferwatch.finding."):
 			var f alerting.Finding
 			if err = decodeData(ev.Data, &f); err == nil && b.inPeriod(f.WindowEnd) && b.groupWanted(f.Group) {
 				findings = append(findings, f)
 			}
-		case ev.Type == alerting.ForecastEventType:
+		case ev.Type == alerting.AlertEventType:
+			var a alerting.AlertData
+			if err = decodeData(ev.Data, &a); err == nil && b.groupWanted(a.Group) {
+				alerts = append(alerts, a)
+			}
+		case ev.Type == alerting.ForecastEventType || ev.Type == "io.inferwatch.forecast":
 			var d alerting.ForecastData
 			if err = decodeData(ev.Data, &d); err == nil {
 				forecasts = append(forecasts, d)
 			}
-		case ev.Type == alerting.ScaleEventType:
+		case ev.Type == alerting.ScaleEventType || ev.Type == "io.inferwatch.scale":
 			var d alerting.ScaleData
 			if err = decodeData(ev.Data, &d); err == nil && b.inPeriod(d.Time) && b.groupWanted(d.Group) {
 				scales = append(scales, d)
-			}
-		case strings.HasPrefix(rc.Subject, alertPrefix):
-			var a alertData
-			if err = json.Unmarshal(ev.Data, &a); err == nil && a.StartsAt.IsZero() {
-				err = fmt.Errorf("no startsAt")
-			}
-			if err == nil {
-				alerts = append(alerts, a)
 			}
 		default:
 			continue
@@ -119,38 +108,55 @@ func (b *builder) findings(fs []alerting.Finding) {
 	b.doc.Anomalies = summarize(eps)
 }
 
-func (b *builder) alerts(as []alertData) {
-	// An alert is re-sent while it fires: one episode per labels and start,
-	// ending where its newest event says (the period's end while it fires).
+func (b *builder) alerts(as []alerting.AlertData) {
+	// An alert announces each transition of one episode (pending, firing,
+	// repeat, resolved), all with the episode's first anomalous point: one
+	// episode per group, rule, series and start, counted when it fired,
+	// from when it became active to when it resolved (the period's end
+	// while it fires).
 	type key struct {
-		labels string
-		start  int64
+		group, rule, series string
+		start               int64
 	}
 	byKey := map[key]*Episode{}
+	fired := map[key]bool{}
 	var order []key
+	sort.SliceStable(as, func(i, j int) bool { return as[i].Time.Before(as[j].Time) })
 	for _, a := range as {
-		ls := ingest.LabelsFromMap(a.Labels)
-		k := key{ls.String(), a.StartsAt.UnixMilli()}
-		end := a.EndsAt
-		if end.IsZero() || end.After(b.end) {
-			end = b.end
-		}
-		if !end.After(b.start) || a.StartsAt.After(b.end) {
-			continue
-		}
+		k := key{a.Group, a.Rule, a.Series, a.ActiveAt.UnixMilli()}
 		e, ok := byKey[k]
 		if !ok {
-			e = &Episode{Kind: "alert", Series: ls.String(), Labels: a.Labels, Start: a.StartsAt.UTC(), End: end.UTC(),
-				Severity: a.Labels["severity"], Score: F(math.NaN()), Value: F(math.NaN())}
+			e = &Episode{Kind: "alert", Group: a.Group, Rule: a.Rule, Series: a.Series, Labels: a.Labels, Start: a.ActiveAt.UTC(),
+				End: b.end.UTC(), Severity: a.Severity, Score: F(math.NaN()), Value: F(math.NaN())}
 			byKey[k] = e
 			order = append(order, k)
 		}
-		// The newest event says whether it still fires or when it ended.
-		e.End = end.UTC()
+		if a.Status != alerting.StatusPending || !a.FiredAt.IsZero() {
+			fired[k] = true
+		}
+		if a.Status == alerting.StatusResolved && a.ResolvedAt != nil {
+			e.End = a.ResolvedAt.UTC()
+		}
+		if sc := float64(a.Score); finite(sc) && (!finite(float64(e.Score)) || sc > float64(e.Score)) {
+			e.Score, e.Value = a.Score, a.Value
+		}
+		if a.Severity != "" {
+			e.Severity = a.Severity
+		}
 	}
-	eps := make([]Episode, 0, len(order))
+	eps := []Episode{}
 	for _, k := range order {
-		eps = append(eps, *byKey[k])
+		e := byKey[k]
+		if !fired[k] || !e.End.After(b.start) || e.Start.After(b.end) {
+			continue
+		}
+		if e.Start.Before(b.start) {
+			e.Start = b.start.UTC() // the part in the period
+		}
+		if e.End.After(b.end) {
+			e.End = b.end.UTC()
+		}
+		eps = append(eps, *e)
 	}
 	b.doc.Alerts = summarize(eps)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,11 +97,20 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if u == "" {
 			u = cfg.NATS.URL
 		}
+		auth := natsAuth(cfg.NATS)
 		if u == "" {
+			// The daemon's embedded server, while the daemon runs.
 			u = embeddedURL(cfg.NATS.Embedded.Listen)
+			em := cfg.NATS.Embedded
+			auth = natsjs.Auth{User: em.User, Password: string(em.Password), Token: string(em.Token)}
+		}
+		tlsConfig, err := natsTLS(cfg)
+		if err != nil {
+			fmt.Fprintln(stderr, "inferwatch report:", err)
+			return 1
 		}
 		if u != "" {
-			if rd, err := jsread.Open(jsread.Options{URL: u, Stream: cfg.NATS.Stream, Timeout: 5 * time.Second}); err != nil {
+			if rd, err := jsread.Open(jsread.Options{URL: u, Stream: cfg.NATS.Stream, Timeout: 5 * time.Second, Auth: auth, TLS: tlsConfig}); err != nil {
 				logger.Warn("the daemon's events cannot be read; the report is made without them", "err", err)
 				opts.Events = unreadable{err}
 			} else {
@@ -108,7 +118,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				opts.Events = rd
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				js, err := natsjs.Connect(cctx, natsjs.Options{URL: u, Prefix: cfg.NATS.SubjectPrefix, Stream: cfg.NATS.Stream,
-					DuplicateWindow: cfg.NATS.DuplicateWindow, Logger: logger, Metrics: set})
+					DuplicateWindow: cfg.NATS.DuplicateWindow, Auth: auth, TLS: tlsConfig, Logger: logger, Metrics: set})
 				cancel()
 				if err != nil {
 					logger.Warn("the report cannot be announced on NATS", "err", err)
@@ -191,7 +201,26 @@ func newStoreClient(cfg *rulefmt.Config, set *metrics.Set, logger *slog.Logger) 
 		return nil, fmt.Errorf("%s: source: %w", cfg.File, err)
 	}
 	return ingest.NewClient(ingest.ClientOptions{URL: cfg.Source.URL, HTTPClient: hc, Timeout: cfg.Source.Timeout,
-		UsePOST: cfg.Source.UsePOST, Metrics: set, Logger: logger})
+		UsePOST: cfg.Source.UsePOST, MaxResponseBytes: cfg.Source.MaxResponseBytes, MaxResponseSeries: cfg.Source.MaxResponseSeries,
+		MaxResponsePoints: cfg.Source.MaxResponsePoints, Metrics: set, Logger: logger})
+}
+
+// natsAuth is how to authenticate to the configuration's NATS.
+func natsAuth(n rulefmt.NATS) natsjs.Auth {
+	a := n.Auth
+	return natsjs.Auth{CredsFile: a.CredsFile, NKeySeedFile: a.NKeySeedFile, Token: string(a.Token), User: a.User, Password: string(a.Password)}
+}
+
+// natsTLS is the TLS configuration of nats.tls (nil: none).
+func natsTLS(cfg *rulefmt.Config) (*tls.Config, error) {
+	if cfg.NATS.TLS == nil {
+		return nil, nil
+	}
+	c, err := config.NewTLSConfig(cfg.NATS.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("%s: nats.tls: %w", cfg.File, err)
+	}
+	return c, nil
 }
 
 // forecastQueries finds a forecast rule's query in the configuration.
@@ -212,8 +241,9 @@ func forecastQueries(cfg *rulefmt.Config) report.ForecastQuery {
 }
 
 // startReports runs the scheduler of the configuration's reports until
-// ctx is cancelled, reading events from the daemon's stream at natsURL and
-// announcing each report through pub. The returned function waits for the
+// ctx is cancelled, reading events from the daemon's stream at natsURL
+// (with nats' credentials and TLS, as the daemon connects) and announcing
+// each report through pub. The returned function waits for the
 // scheduler to stop (after ctx is cancelled) and closes its connection.
 func startReports(ctx context.Context, cfg *rulefmt.Config, natsURL string, q report.Querier, pub report.EventPublisher,
 	logger *slog.Logger, set *metrics.Set) (func(), error) {
@@ -221,7 +251,11 @@ func startReports(ctx context.Context, cfg *rulefmt.Config, natsURL string, q re
 	if len(specs) == 0 {
 		return func() {}, nil
 	}
-	rd, err := jsread.Open(jsread.Options{URL: natsURL, Stream: cfg.NATS.Stream})
+	tlsConfig, err := natsTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := jsread.Open(jsread.Options{URL: natsURL, Stream: cfg.NATS.Stream, Auth: natsAuth(cfg.NATS), TLS: tlsConfig})
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}

@@ -8,6 +8,7 @@ package jsread
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/report"
 )
 
@@ -31,6 +33,11 @@ type Options struct {
 	Timeout time.Duration
 	// MaxEvents bounds what one read takes in (default 2,000,000).
 	MaxEvents int
+	// Auth is how the reader proves who it is (as the daemon's output);
+	// TLS how it checks the server (nil: plain, or the system's roots for
+	// tls:// URLs).
+	Auth natsjs.Auth
+	TLS  *tls.Config
 }
 
 // Reader reads events from one stream.
@@ -47,7 +54,25 @@ func Open(o Options) (*Reader, error) {
 	}
 	o.Timeout = cmp.Or(o.Timeout, 10*time.Second)
 	o.MaxEvents = cmp.Or(o.MaxEvents, 2_000_000)
-	nc, err := nats.Connect(o.URL, nats.Name("inferwatch-report"), nats.Timeout(o.Timeout))
+	opts := []nats.Option{nats.Name("inferwatch-report"), nats.Timeout(o.Timeout)}
+	switch a := o.Auth; {
+	case a.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(a.CredsFile))
+	case a.NKeySeedFile != "":
+		opt, err := nats.NkeyOptionFromSeed(a.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("jsread: the NKey seed file %s: %w", a.NKeySeedFile, err)
+		}
+		opts = append(opts, opt)
+	case a.Token != "":
+		opts = append(opts, nats.Token(a.Token))
+	case a.User != "":
+		opts = append(opts, nats.UserInfo(a.User, a.Password))
+	}
+	if o.TLS != nil {
+		opts = append(opts, nats.Secure(o.TLS))
+	}
+	nc, err := nats.Connect(o.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to NATS at %s to read stream %s: %w", redact(o.URL), o.Stream, err)
 	}
