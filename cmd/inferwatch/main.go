@@ -33,6 +33,7 @@ Usage:
   inferwatch decay --input FILE        throughput decay η and its trend (JSON)
   inferwatch knee --input FILE         knee of a concurrency,qps curve (JSON)
   inferwatch forecast --input FILE [--backtest]  forecast a series, or backtest the forecaster on it (CSV)
+  inferwatch report --config FILE --name NAME [--at TIME]  make a trend report now, or for a past day
   inferwatch version                   print the version
 
 Run "inferwatch COMMAND --help" for the flags of a command.
@@ -70,6 +71,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdKnee(args[1:], stdout, stderr)
 	case "forecast":
 		return cmdForecast(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "inferwatch", version)
 		return 0

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -253,11 +252,9 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		natsURL = srv.ClientURL()
 		logger.Info("embedded NATS server with JetStream started", "url", natsURL, "store", srv.StoreDir())
 	}
-	var tlsConfig *tls.Config
-	if cfg.NATS.TLS != nil {
-		if tlsConfig, err = config.NewTLSConfig(cfg.NATS.TLS); err != nil {
-			return fmt.Errorf("%s: nats.tls: %w", cfg.File, err)
-		}
+	tlsConfig, err := natsTLS(cfg)
+	if err != nil {
+		return err
 	}
 	auth, _ := natsAuth(cfg.NATS, cfg.File)
 	connectCtx, cancel := context.WithTimeout(ctx, f.connectWait)
@@ -406,6 +403,14 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		return nil
 	}
 
+	// Reports on their schedules, until ctx is cancelled; the report in
+	// flight is cancelled and waited for before NATS is drained.
+	stopReports, err := startReports(ctx, cfg, natsURL, client, js, logger, set)
+	if err != nil {
+		return err
+	}
+	defer stopReports()
+
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -442,8 +447,9 @@ func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.
 	}
 	if !reflect.DeepEqual(cfg.Source, running.Source) || !reflect.DeepEqual(cfg.NATS, running.NATS) ||
 		!reflect.DeepEqual(cfg.Export, running.Export) || !reflect.DeepEqual(cfg.Alertmanager, running.Alertmanager) ||
-		!reflect.DeepEqual(cfg.Writeback, running.Writeback) {
-		logger.Warn("the source, nats, alertmanager, export or writeback sections changed: they take effect at the next restart; the groups are reloaded now")
+		!reflect.DeepEqual(cfg.Writeback, running.Writeback) || !reflect.DeepEqual(cfg.SLOs, running.SLOs) ||
+		!reflect.DeepEqual(cfg.Reports, running.Reports) {
+		logger.Warn("the source, nats, alertmanager, export, writeback, slos or reports sections changed: they take effect at the next restart; the groups are reloaded now")
 	}
 	kept := m.Update(groups)
 	ok.Set(1)

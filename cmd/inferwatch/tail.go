@@ -18,7 +18,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
@@ -219,11 +218,11 @@ func (f tailFlags) target() (tailTarget, error) {
 		if len(t.opts) > 0 {
 			t.auth = where
 		}
-		if n.TLS != nil {
-			tc, err := config.NewTLSConfig(n.TLS)
-			if err != nil {
-				return t, fmt.Errorf("%s: nats.tls: %w", f.configFile, err)
-			}
+		tc, err := natsTLS(cfg)
+		if err != nil {
+			return t, err
+		}
+		if tc != nil {
 			t.opts = append(t.opts, nats.Secure(tc))
 		}
 		switch {

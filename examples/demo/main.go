@@ -218,6 +218,9 @@ func run(ctx context.Context) error {
 	summarize(f, received)
 	showForecasts(forecasts)
 	showScale(scales)
+	if err := showReport(ctx, *bin, *config, vm.URL(), srv.ClientURL()); err != nil {
+		return err
+	}
 	if first != nil {
 		step("The first event as a subscriber received it")
 		fmt.Printf("   subject: %s\n   Nats-Msg-Id: %s\n", first.Subject, first.Header.Get("Nats-Msg-Id"))
@@ -347,4 +350,47 @@ func showScale(ss []alerting.ScaleData) {
 		fmt.Printf("   %s  %-14s desired %d (current %d)  tier %d: %s\n",
 			s.Time.UTC().Format("Mon 15:04"), s.Target, s.DesiredReplicas, s.CurrentReplicas, s.Tier, s.Reason)
 	}
+}
+
+// showReport makes the daily report over the fleet, reading what the
+// daemon published from the stream, and prints its files and what changed.
+func showReport(ctx context.Context, bin, config, sourceURL, natsURL string) error {
+	dir, err := os.MkdirTemp("", "inferwatch-demo-report-")
+	if err != nil {
+		return err
+	}
+	step(fmt.Sprintf("Report: %s report --config %s --name daily --out %s", bin, config, dir))
+	cmd := exec.CommandContext(ctx, bin, "report", "--config", config, "--name", "daily",
+		"--source.url", sourceURL, "--nats.url", natsURL, "--out", dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("inferwatch report: %w", err)
+	}
+	for _, path := range strings.Fields(out.String()) {
+		fmt.Printf("   %s\n", path)
+		if !strings.HasSuffix(path, ".json") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var doc struct {
+			Period  struct{ Start, End time.Time }
+			Changes []struct{ Text string }
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		fmt.Printf("   what changed from %s to %s:\n", doc.Period.Start.UTC().Format("Mon 15:04"), doc.Period.End.UTC().Format("Mon 15:04 MST"))
+		if len(doc.Changes) == 0 {
+			fmt.Println("   - nothing crossed a threshold")
+		}
+		for _, c := range doc.Changes {
+			fmt.Printf("   - %s\n", c.Text)
+		}
+	}
+	fmt.Printf("   open %s in a browser: one file, no network needed\n", dir)
+	return nil
 }

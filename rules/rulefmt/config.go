@@ -21,6 +21,9 @@ type Config struct {
 	// Writeback, when set, writes scores and forecasts back to a store.
 	Writeback *Writeback `yaml:"writeback"`
 	Groups    []Group    `yaml:"groups"`
+	// SLOs and Reports are the slos: and reports: sections (reports.go).
+	SLOs    []ServiceLevel `yaml:"-"`
+	Reports []Report       `yaml:"-"`
 
 	// File is the path the configuration was read from.
 	File string `yaml:"-"`

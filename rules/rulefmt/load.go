@@ -215,7 +215,7 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	cfg := &Config{File: p.file}
-	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "writeback", "groups"}, nil)
+	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "writeback", "groups", "slos", "reports"}, nil)
 	cfg.Source = p.source(f["source"], root)
 	if e, ok := f["alertmanager"]; ok {
 		cfg.Alertmanager = p.alertmanager(e)
@@ -226,6 +226,8 @@ func (p *parser) parse(data []byte) *Config {
 	if e, ok := f["writeback"]; ok {
 		cfg.Writeback = p.writeback(e, cfg.Groups)
 	}
+	cfg.SLOs = p.slos(f["slos"])
+	cfg.Reports = p.reports(f["reports"], cfg.SLOs)
 	if p.exhausted {
 		p.errs = p.errs[:p.stopAt]
 	}

@@ -1,0 +1,199 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/report"
+	"github.com/inferwatch/inferwatch/report/jsread"
+)
+
+// syncBuffer is a log sink safe for the scheduler's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond for up to two minutes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 1200; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("gave up waiting for %s", what)
+}
+
+// TestSchedulerCatchesUpOnce: the daemon was down from the report of 22
+// Nov to 24 Nov 00:05; at start it makes the report due at 24 Nov 00:00
+// once, not the two it missed.
+func TestSchedulerCatchesUpOnce(t *testing.T) {
+	setup(t)
+	dir := t.TempDir()
+	cfg := loadConfig(t, dir)
+	sp := spec(t, cfg, "daily")
+	sp.Formats = []string{"json"}
+	if err := report.SaveState(dir, "daily", day(22)); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	r := reporter(t, cfg, false)
+	s, err := report.NewScheduler(report.SchedulerOptions{Reporter: r, Specs: []report.Spec{sp}, Logger: log,
+		Now: func() time.Time { return day(24).Add(5 * time.Minute) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	waitFor(t, "the catch-up report", func() bool {
+		end, ok, _ := report.LastEnd(dir, "daily")
+		return ok && end.Equal(day(24))
+	})
+	cancel()
+	<-done
+	files, _ := filepath.Glob(filepath.Join(dir, "daily-*.json"))
+	if len(files) != 1 || filepath.Base(files[0]) != "daily-2026-11-24T0000+0000.json" {
+		t.Errorf("files %q, want only the report of 24 Nov", files)
+	}
+	if !strings.Contains(logs.String(), "a report fell due while inferwatch was not running") {
+		t.Errorf("the catch-up is not logged:\n%s", logs.String())
+	}
+}
+
+type panicky struct{}
+
+func (panicky) QueryRange(context.Context, string, time.Time, time.Time, time.Duration) ([]ingest.Series, error) {
+	panic("the store client broke")
+}
+
+// blocking answers nothing until the report is cancelled.
+type blocking struct{}
+
+func (blocking) QueryRange(ctx context.Context, _ string, _, _ time.Time, _ time.Duration) ([]ingest.Series, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestSchedulerRecoversAndSkips: a report that panics is logged and the
+// scheduler goes on; a report still being made when it falls due again
+// is skipped, not queued; stopping cancels the report in flight.
+func TestSchedulerRecoversAndSkips(t *testing.T) {
+	cfg := loadConfig(t, t.TempDir())
+	for _, tc := range []struct {
+		name string
+		q    report.Querier
+		want string
+	}{
+		{"panic", panicky{}, "panic"},
+		{"skip", blocking{}, "fell due while the previous run was still making it; skipped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sp := spec(t, cfg, "daily")
+			sp.OutputDir = dir
+			sched, err := cron.ParseStandard("@every 1s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp.Cron = sched
+			if err := report.SaveState(dir, "daily", time.Now().Add(-time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			var logs syncBuffer
+			r, err := report.New(report.Options{Querier: tc.q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := report.NewScheduler(report.SchedulerOptions{Reporter: r, Specs: []report.Spec{sp},
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); s.Run(ctx) }()
+			waitFor(t, tc.want+" in the log", func() bool { return strings.Contains(logs.String(), tc.want) })
+			cancel()
+			<-done
+		})
+	}
+}
+
+// TestAnnounce: each report made is announced on inferwatch.reports.daily
+// as a CloudEvent carrying its summary and files.
+func TestAnnounce(t *testing.T) {
+	f := setup(t)
+	dir := t.TempDir()
+	cfg := loadConfig(t, dir)
+	js, err := natsjs.Connect(context.Background(), natsjs.Options{URL: f.nats.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Close()
+	client, err := ingest.NewClient(ingest.ClientOptions{URL: f.vm.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := report.New(report.Options{Querier: client, Publisher: js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := spec(t, cfg, "daily")
+	sp.Formats = []string{"json", "md"}
+	res, err := r.Make(context.Background(), sp, day(25).Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := jsread.Open(jsread.Options{URL: f.nats.ClientURL(), Stream: "INFERWATCH"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	evs, err := rd.ReadEvents(context.Background(), []string{report.Subject("inferwatch", "daily")}, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range evs {
+		if e.Event.Type != report.EventType || e.Event.Time != day(25) {
+			continue
+		}
+		found = true
+		var h report.Headline
+		if err := jsonUnmarshal(e.Event.Data, &h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Files["json"] != res.Files["json"] || h.Files["md"] != res.Files["md"] || len(h.Models) != 3 || h.Name != "daily" {
+			t.Errorf("announced %+v, made %v", h, res.Files)
+		}
+	}
+	if !found {
+		t.Errorf("no %s event for 25 Nov among %d", report.EventType, len(evs))
+	}
+}
