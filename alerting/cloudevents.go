@@ -78,11 +78,13 @@ type Event struct {
 	ID          string `json:"id"`
 	// Source is a URI-reference naming the producer, default "/inferwatch".
 	Source string `json:"source"`
-	// Type is "io.inferwatch.finding.<kind>" for findings.
+	// Type is one of the versioned event types: FindingEventType,
+	// AlertEventType, ForecastEventType, ScaleEventType, ReportEventType.
 	Type string `json:"type"`
 	// Subject is the series selector the event is about.
 	Subject string `json:"subject,omitempty"`
-	// Time is when the event happened: a finding's WindowEnd, in UTC.
+	// Time is when the event happened, in UTC: a finding's WindowEnd, an
+	// alert's evaluation, a forecast's origin, a scale decision's time.
 	Time            time.Time       `json:"time"`
 	DataContentType string          `json:"datacontenttype"` // "application/json"
 	Data            json.RawMessage `json:"data"`

@@ -441,3 +441,32 @@ func TestScoresArePassedOnPointByPoint(t *testing.T) {
 		t.Errorf("a cycle without new points handed over %d scores", len(out.scores))
 	}
 }
+
+// TestBackfillReplaysTheAlertLifecycle: an anomaly that started and ended
+// inside the backfilled range yields its pending, firing and resolved
+// events at their own times, as if the daemon had been running.
+func TestBackfillReplaysTheAlertLifecycle(t *testing.T) {
+	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{100: 50, 101: 60, 102: 55})}}
+	out := &recorder{}
+	now := t0.Add(199 * time.Minute)
+	m, err := newTestManager(testOptions{Groups: testGroups(time.Minute), Querier: store, Output: out,
+		Backfill: 3 * time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range out.alerts {
+		got = append(got, fmt.Sprintf("%s@%d", a.Status, int(a.Time.Sub(t0)/time.Minute)))
+	}
+	if want := "pending@100 firing@101 resolved@103"; strings.Join(got, " ") != want {
+		t.Fatalf("alert events %q, want %q", strings.Join(got, " "), want)
+	}
+	r := out.alerts[2]
+	if !r.ActiveAt.Equal(t0.Add(100*time.Minute)) || !r.FiredAt.Equal(t0.Add(101*time.Minute)) ||
+		r.ResolvedAt == nil || !r.ResolvedAt.Equal(t0.Add(103*time.Minute)) || r.Labels["team"] != "serving" {
+		t.Errorf("resolved event %+v", r)
+	}
+}
