@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,11 +89,26 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			return res, err
 		}
 	}
-	validFor := r.interval
+	// The horizon served: the one named, or the forecast rule's longest.
+	hi, horizon := -1, r.c.Horizon
 	if out != nil {
-		validFor = max(out.Horizon, r.interval)
+		if horizon == 0 {
+			horizon = out.Horizon
+		}
+		hi = slices.Index(out.Horizons, horizon)
+		if hi < 0 && len(out.Horizons) == 0 && horizon == out.Horizon {
+			hi = 0 // an outlook of one horizon that did not list it
+		}
+		if hi < 0 {
+			served := make([]string, len(out.Horizons))
+			for i, d := range out.Horizons {
+				served[i] = rulefmt.FormatDuration(d)
+			}
+			noForecast = fmt.Sprintf("forecast rule %q serves the horizons %s, not %s", r.c.Forecast, strings.Join(served, ", "), rulefmt.FormatDuration(horizon))
+			out = nil
+		}
 	}
-	r.policy.ValidFor = validFor
+	r.policy.ValidFor = max(horizon, r.interval)
 	forecasts := newMatcher[*OutlookSeries]()
 	if out != nil {
 		for i := range out.Series {
@@ -172,8 +188,9 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			in.NoForecast = noForecast
 			if fc != nil && fc.At[k].OK {
 				sn := fc.At[k]
-				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, sn.Peak, sn.Upper
-				in.PeakTime, in.Fallback, model = sn.PeakTime, sn.Fallback, sn.Model
+				pk := sn.At(hi)
+				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, pk.Upper
+				in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
 			}
 			in.Notes = notes
 			prev := st.Desired
@@ -190,7 +207,7 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 				DesiredReplicas: sig.Desired, CurrentReplicas: sig.Current, CurrentKnown: sig.CurrentKnown,
 				PredictedLoad: alerting.JSONFloat(sig.PredictedLoad), PredictedUpper: alerting.JSONFloat(sig.PredictedUpper),
 				CapacityPerReplica: alerting.JSONFloat(sig.CapacityPerReplica), Tier: sig.Tier, Reason: sig.Reason,
-				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model})
+				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model, HorizonSeconds: horizon.Seconds()})
 		}
 	}
 	forget := max(look, 10*r.interval)
