@@ -377,6 +377,25 @@ func clock(t, now time.Time) string {
 	return t.Format("15:04 UTC")
 }
 
+// PeakWithin returns the peak of the mean over leads 1..leads (the first
+// lead where it is largest) and the peak of the upper bound, as Peak,
+// PeakLead and UpperPeak are over the whole horizon. leads is clamped to
+// [1, horizon]; an empty forecast gives NaN and lead 0.
+func (fc *Forecast) PeakWithin(leads int) (peak float64, lead int, upper float64) {
+	n := min(max(leads, 1), len(fc.Mean), len(fc.Upper))
+	if n == 0 {
+		return math.NaN(), 0, math.NaN()
+	}
+	peak, upper = math.Inf(-1), math.Inf(-1)
+	for i := range n {
+		if fc.Mean[i] > peak {
+			peak, lead = fc.Mean[i], i+1
+		}
+		upper = max(upper, fc.Upper[i])
+	}
+	return peak, lead, upper
+}
+
 // DefaultScaleDownMargin is the default hysteresis band of ScalePolicy.
 const DefaultScaleDownMargin = 0.15
 
