@@ -25,10 +25,14 @@ type ScalePolicy struct {
 	// SLOP99 is the latency objective in seconds (0: no tier 2).
 	SLOP99 float64
 	// ScaleDownMargin is the hysteresis band of the forecast tier: the
-	// signal steps down only to a number of replicas that would carry the
-	// predicted upper bound at (1 − ScaleDownMargin) of their capacity, so
-	// a load hovering at one replica's capacity does not make the signal
-	// go up and down (0: DefaultScaleDownMargin; negative: no band).
+	// signal steps down only to a number of replicas that carry the
+	// forecast's upper bound and would run the predicted load (the peak of
+	// the mean) at no more than (1 − ScaleDownMargin) of their capacity,
+	// so a load hovering at one replica's capacity does not make the
+	// signal go up and down. The band is measured on the predicted load:
+	// the upper bound is headroom already, and an interval wider than the
+	// band is hysteresis enough (0: DefaultScaleDownMargin; negative: no
+	// band).
 	ScaleDownMargin float64
 	// ValidFor is how long a signal holds: its valid_until is now +
 	// ValidFor.
@@ -104,9 +108,11 @@ type ScaleSignal struct {
 //     for ⌈upper / capacity per replica⌉, up or down.
 //
 // The highest ask wins (the lower tier on a tie). A rise is signalled at
-// once; a fall only after ScaleDownStableIntervals decisions in a row ask
-// for fewer and Cooldown has passed since the last change, and then to the
-// most any of them asked for. The result is clamped to [MinReplicas,
+// once; a fall only to a number of replicas that would run the forecast
+// peak within the hysteresis band (ScaleDownMargin), after
+// ScaleDownStableIntervals decisions in a row ask for fewer and Cooldown
+// has passed since the last change, and then to the most any of them
+// asked for. The result is clamped to [MinReplicas,
 // MaxReplicas]. Without a forecast or a capacity only tiers 1 and 2 can
 // act, and the reason says so.
 //
@@ -194,7 +200,10 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 		}
 		if isFinite(upper) {
 			n := ceil(upper / in.CapacityPerReplica)
-			hold = ceil(upper / (in.CapacityPerReplica * (1 - margin)))
+			hold = n
+			if isFinite(in.PredictedLoad) {
+				hold = max(n, ceil(in.PredictedLoad/(in.CapacityPerReplica*(1-margin))))
+			}
 			subject := "Forecast peak " + num(in.PredictedLoad) + " req/s"
 			if upper != in.PredictedLoad {
 				subject += " (upper " + num(upper) + ")"
@@ -240,7 +249,7 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 	case clamp(max(want, hold)) >= ref:
 		// Fewer replicas would do, but not with the hysteresis band.
 		next.Below, next.BelowMax = 0, 0
-		band := fmt.Sprintf("%d would run above %s of %s capacity", ref-1, percent(1-margin), its(ref-1))
+		band := fmt.Sprintf("%d would run above %s of %s capacity at the forecast peak", ref-1, percent(1-margin), its(ref-1))
 		if win.tier == 3 {
 			need = win.need("would fit") + win.limit(p.MaxReplicas, minR) + ", but " + band
 		} else {
@@ -251,9 +260,9 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 		target := clamp(max(want, hold))
 		switch {
 		case target > want && win.tier == 3:
-			need += fmt.Sprintf(", %d to run below %s of their capacity", target, percent(1-margin))
+			need += fmt.Sprintf(", %d to run below %s of their capacity at the forecast peak", target, percent(1-margin))
 		case target > want:
-			need += fmt.Sprintf(", and the forecast %d to run below %s of their capacity", target, percent(1-margin))
+			need += fmt.Sprintf(", and the forecast peak %d to run below %s of their capacity", target, percent(1-margin))
 		}
 		next.Below++
 		next.BelowMax = max(next.BelowMax, target)
@@ -405,4 +414,155 @@ func ceil(x float64) int {
 		return 0
 	}
 	return int(math.Ceil(x - 1e-9))
+}
+
+// ReactivePolicy is the reactive autoscaler a scale signal is measured
+// against: Kubernetes' HorizontalPodAutoscaler on a request-rate metric
+// with a target of one replica's capacity (or a share of it). It asks for
+// ⌈load / capacity⌉ replicas from the load just measured, rises at once and falls to the
+// highest of its recommendations over the last ScaleDownWindow (the HPA's
+// scale-down stabilisation window, 5 minutes by default).
+type ReactivePolicy struct {
+	// MinReplicas and MaxReplicas clamp the replicas (MaxReplicas 0: no
+	// maximum).
+	MinReplicas, MaxReplicas int
+	// Target is the share of a replica's capacity the HPA's target value
+	// is set to, in (0, 1] (0: 1, the whole capacity): it asks for
+	// ⌈load / (Target · capacity)⌉.
+	Target float64
+	// ScaleDownWindow is the stabilisation window of a fall.
+	ScaleDownWindow time.Duration
+}
+
+// ReactiveState is what the reactive policy remembers: the replicas it
+// asked for and its recommendations within the window.
+type ReactiveState struct {
+	Desired int
+	recs    []reactiveRec
+}
+
+type reactiveRec struct {
+	at time.Time
+	n  int
+}
+
+// DecideReactive is the reactive policy's decision at now from the load
+// measured over the last interval (requests per second; NaN: not known,
+// the replicas stay). It is a pure function of its arguments.
+func DecideReactive(prev ReactiveState, load, capacity float64, p ReactivePolicy, now time.Time) ReactiveState {
+	if !isFinite(load) || !(capacity > 0) {
+		return prev
+	}
+	if p.Target > 0 && p.Target < 1 {
+		capacity *= p.Target
+	}
+	n := max(ceil(load/capacity), max(p.MinReplicas, 0))
+	if p.MaxReplicas > 0 {
+		n = min(n, p.MaxReplicas)
+	}
+	next := ReactiveState{Desired: prev.Desired}
+	// Keep the recommendations still inside the window, and this one.
+	for _, r := range prev.recs {
+		if now.Sub(r.at) < p.ScaleDownWindow {
+			next.recs = append(next.recs, r)
+		}
+	}
+	next.recs = append(next.recs, reactiveRec{now, n})
+	switch {
+	case n >= prev.Desired:
+		next.Desired = n
+	default:
+		down := n
+		for _, r := range next.recs {
+			down = max(down, r.n)
+		}
+		next.Desired = min(down, prev.Desired)
+	}
+	return next
+}
+
+// Fleet is a target's replicas as an autoscaler's asks make them: a
+// replica asked for is paid for at once and serves from Startup later; one
+// let go stops at once, the youngest (the one still starting, if any)
+// first.
+type Fleet struct {
+	Startup time.Duration
+	starts  []time.Time // ascending
+}
+
+// Set asks for n replicas at now.
+func (f *Fleet) Set(n int, now time.Time) {
+	n = max(n, 0)
+	for len(f.starts) < n {
+		f.starts = append(f.starts, now)
+	}
+	f.starts = f.starts[:n]
+}
+
+// Start sets n replicas that have served since before now.
+func (f *Fleet) Start(n int, now time.Time) {
+	f.starts = f.starts[:0]
+	f.Set(n, now.Add(-f.Startup))
+}
+
+// Allocated is the number of replicas asked for.
+func (f *Fleet) Allocated() int { return len(f.starts) }
+
+// Ready is the number of replicas serving at t.
+func (f *Fleet) Ready(t time.Time) int {
+	n := 0
+	for _, s := range f.starts {
+		if !s.Add(f.Startup).After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// Provisioning tallies how a fleet carried a load.
+type Provisioning struct {
+	// ReplicaMinutes are the replicas asked for, times the minutes they
+	// were asked for (what is paid for, starting replicas included).
+	ReplicaMinutes float64
+	// Minutes is the time tallied, in minutes; UnknownMinutes the part of
+	// it whose load was not known (not judged for under-provisioning).
+	Minutes, UnknownMinutes float64
+	// UnderMinutes are the minutes during which the load was above the
+	// ready replicas' capacity; WorstShortfall the most it was above, in
+	// requests per second (0 when it never was).
+	UnderMinutes, WorstShortfall float64
+	// Changes counts the changes of the replicas asked for.
+	Changes int
+}
+
+// Serve tallies [from, to), during which the load (requests per second,
+// NaN: unknown) was constant and the fleet unchanged but for replicas
+// becoming ready.
+func (f *Fleet) Serve(load, capacity float64, from, to time.Time, acc *Provisioning) {
+	if !to.After(from) {
+		return
+	}
+	minutes := func(a, b time.Time) float64 { return b.Sub(a).Minutes() }
+	acc.Minutes += minutes(from, to)
+	acc.ReplicaMinutes += float64(len(f.starts)) * minutes(from, to)
+	if !isFinite(load) {
+		acc.UnknownMinutes += minutes(from, to)
+		return
+	}
+	// The times inside [from, to) at which a replica becomes ready cut it
+	// into pieces of constant ready replicas.
+	at := from
+	for at.Before(to) {
+		next := to
+		for _, s := range f.starts {
+			if r := s.Add(f.Startup); r.After(at) && r.Before(next) {
+				next = r
+			}
+		}
+		if short := load - float64(f.Ready(at))*capacity; short > 1e-9*max(load, 1) {
+			acc.UnderMinutes += minutes(at, next)
+			acc.WorstShortfall = max(acc.WorstShortfall, short)
+		}
+		at = next
+	}
 }

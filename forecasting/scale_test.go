@@ -2,6 +2,7 @@ package forecasting
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -53,21 +54,25 @@ func TestDecide(t *testing.T) {
 			ScaleState{Desired: 3, Changed: now},
 			"P99 of 1.9 s at 95 % of the 2 s SLO needs 3 replicas: scaling up from 2."},
 		{"the hysteresis band holds", settled, with(func(in *ScaleInputs) { in.PredictedLoad, in.PredictedUpper = 8.8, 9.2 }), nil, 2, 3, settled,
-			"Forecast peak 8.8 req/s (upper 9.2) by 12:07 UTC would fit 1 replica at 10 req/s each, but 1 would run above 85 % of its capacity: holding 2."},
+			"Forecast peak 8.8 req/s (upper 9.2) by 12:07 UTC would fit 1 replica at 10 req/s each, but 1 would run above 85 % of its capacity at the forecast peak: holding 2."},
 		{"the band holds a saturation ask", ScaleState{Desired: 4, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) { in.GPUMemory = 0.95; in.PredictedUpper = 30 }), nil, 4, 1, ScaleState{Desired: 4, Changed: now.Add(-time.Hour)},
-			"GPU memory use at 95 % (above 80 %) needs 3 replicas, but on the forecast 3 would run above 85 % of their capacity: holding 4."},
+			with(func(in *ScaleInputs) { in.GPUMemory = 0.95; in.PredictedLoad, in.PredictedUpper = 28, 30 }), nil, 4, 1, ScaleState{Desired: 4, Changed: now.Add(-time.Hour)},
+			"GPU memory use at 95 % (above 80 %) needs 3 replicas, but on the forecast 3 would run above 85 % of their capacity at the forecast peak: holding 4."},
 		{"a fall waits for stable intervals", settled, with(low), nil, 2, 3,
 			ScaleState{Desired: 2, Changed: settled.Changed, Below: 1, BelowMax: 1},
 			"Forecast peak 4 req/s (upper 5) by 12:07 UTC needs 1 replica at 10 req/s each: holding 2 until 3 evaluations in a row ask for fewer (1 so far)."},
 		{"a fall keeps the band's headroom", ScaleState{Desired: 5, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) { in.PredictedUpper = 18 }), nil, 5, 3,
+			with(func(in *ScaleInputs) { in.PredictedLoad, in.PredictedUpper = 17.5, 18 }), nil, 5, 3,
 			ScaleState{Desired: 5, Changed: now.Add(-time.Hour), Below: 1, BelowMax: 3},
-			"Forecast peak 12 req/s (upper 18) by 12:07 UTC needs 2 replicas at 10 req/s each, 3 to run below 85 % of their capacity: holding 5 until 3 evaluations in a row ask for fewer (1 so far)."},
+			"Forecast peak 17.5 req/s (upper 18) by 12:07 UTC needs 2 replicas at 10 req/s each, 3 to run below 85 % of their capacity at the forecast peak: holding 5 until 3 evaluations in a row ask for fewer (1 so far)."},
+		{"an interval wider than the band is headroom enough", ScaleState{Desired: 5, Changed: now.Add(-time.Hour)},
+			with(func(in *ScaleInputs) { in.PredictedUpper = 18 }), nil, 5, 3,
+			ScaleState{Desired: 5, Changed: now.Add(-time.Hour), Below: 1, BelowMax: 2},
+			"Forecast peak 12 req/s (upper 18) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 5 until 3 evaluations in a row ask for fewer (1 so far)."},
 		{"a fall keeps the forecast's headroom under a saturation ask", ScaleState{Desired: 6, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) { in.GPUMemory = 0.95; in.PredictedUpper = 26 }), nil, 6, 1,
+			with(func(in *ScaleInputs) { in.GPUMemory = 0.95; in.PredictedLoad, in.PredictedUpper = 26, 27 }), nil, 6, 1,
 			ScaleState{Desired: 6, Changed: now.Add(-time.Hour), Below: 1, BelowMax: 4},
-			"GPU memory use at 95 % (above 80 %) needs 3 replicas, and the forecast 4 to run below 85 % of their capacity: holding 6 until 3 evaluations in a row ask for fewer (1 so far)."},
+			"GPU memory use at 95 % (above 80 %) needs 3 replicas, and the forecast peak 4 to run below 85 % of their capacity: holding 6 until 3 evaluations in a row ask for fewer (1 so far)."},
 		{"a fall after enough stable intervals", ScaleState{Desired: 4, Changed: now.Add(-time.Hour), Below: 2, BelowMax: 1},
 			with(low), nil, 1, 3, ScaleState{Desired: 1, Changed: now},
 			"Forecast peak 4 req/s (upper 5) by 12:07 UTC needs 1 replica at 10 req/s each: scaling down from 4 after 3 evaluations in a row asked for fewer."},
@@ -192,5 +197,60 @@ func TestDecideHoldsInsideTheHysteresisBand(t *testing.T) {
 	}
 	if changes != 0 || prev != 2 {
 		t.Fatalf("%d changes over two hours, ending at %d; want 2 held throughout", changes, prev)
+	}
+}
+
+func TestDecideReactive(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	pol := ReactivePolicy{MinReplicas: 1, MaxReplicas: 6, ScaleDownWindow: 5 * time.Minute}
+	// One decision a minute; the load each saw over the last minute.
+	f := func(name string, p ReactivePolicy, loads []float64, want []int) {
+		t.Helper()
+		var st ReactiveState
+		got := make([]int, len(loads))
+		for i, l := range loads {
+			st = DecideReactive(st, l, 10, p, now.Add(time.Duration(i)*time.Minute))
+			got[i] = st.Desired
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: desired %v, want %v", name, got, want)
+		}
+	}
+	// ⌈load / capacity⌉ at once on a rise; on a fall the highest
+	// recommendation of the last five minutes (the one five minutes old
+	// is out of the window).
+	f("rise at once, fall after the window", pol, []float64{12, 35, 35, 8, 8, 8, 8, 8, 8}, []int{2, 4, 4, 4, 4, 4, 4, 1, 1})
+	f("a fall to the highest in the window", pol, []float64{45, 25, 15, 15, 15, 15, 15, 15}, []int{5, 5, 5, 5, 5, 3, 2, 2})
+	f("clamped", pol, []float64{0, 100, math.NaN(), 0}, []int{1, 6, 6, 6})
+	f("no window: down at once", ReactivePolicy{MinReplicas: 1}, []float64{35, 8, 20}, []int{4, 1, 2})
+	f("a target below the capacity", ReactivePolicy{MinReplicas: 1, Target: 0.8}, []float64{8, 8.1, 16}, []int{1, 2, 2})
+}
+
+func TestFleet(t *testing.T) {
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	m := func(n int) time.Time { return at.Add(time.Duration(n) * time.Minute) }
+	f := &Fleet{Startup: 3 * time.Minute}
+	f.Start(2, m(0))
+	var p Provisioning
+	// 0–10: 25 req/s on 2 ready replicas of 10: 10 minutes short by 5.
+	f.Serve(25, 10, m(0), m(10), &p)
+	// Ask for 4 at 10: two start, ready at 13. 10–20 at 35 req/s: short
+	// until 13 by 15.
+	f.Set(4, m(10))
+	if f.Allocated() != 4 || f.Ready(m(12)) != 2 || f.Ready(m(13)) != 4 {
+		t.Fatalf("allocated %d, ready %d at 12 and %d at 13", f.Allocated(), f.Ready(m(12)), f.Ready(m(13)))
+	}
+	f.Serve(35, 10, m(10), m(20), &p)
+	// Up to 5 at 20, then down to 3 at 21: the starting one goes first,
+	// then the youngest ready one.
+	f.Set(5, m(20))
+	f.Set(3, m(21))
+	if f.Allocated() != 3 || f.Ready(m(21)) != 3 {
+		t.Fatalf("after a rise and a fall: allocated %d, ready %d", f.Allocated(), f.Ready(m(21)))
+	}
+	f.Serve(math.NaN(), 10, m(21), m(25), &p) // an unknown load is paid for, not judged
+	want := Provisioning{ReplicaMinutes: 2*10 + 4*10 + 3*4, Minutes: 24, UnknownMinutes: 4, UnderMinutes: 10 + 3, WorstShortfall: 15}
+	if p != want {
+		t.Errorf("tally %+v, want %+v", p, want)
 	}
 }
