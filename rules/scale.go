@@ -41,12 +41,20 @@ func newScaleRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	if s.SLO != nil {
 		sr.conc = opt(s.SLO.Concurrency)
 	}
-	sr.policy = forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
+	sr.policy = ScalePolicy(s)
+	return sr, nil
+}
+
+// ScalePolicy is the policy of forecasting.Decide a scale rule decides by
+// (its ValidFor is set at each evaluation): the offline commands replay a
+// rule with it.
+func ScalePolicy(s *rulefmt.Scale) forecasting.ScalePolicy {
+	p := forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
 		Cooldown: s.Cooldown, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
 	if s.SLO != nil {
-		sr.policy.SLOP99 = s.SLO.P99.Seconds()
+		p.SLOP99 = s.SLO.P99.Seconds()
 	}
-	return sr, nil
+	return p
 }
 
 // dependsOn names the forecast rule a scale rule reads: the group

@@ -128,12 +128,32 @@ type SLO struct {
 	Concurrency string
 }
 
+// DefaultForecast is a forecast block with every default filled in, at
+// the given step: what `forecast: {expr: …}` reads as.
+func DefaultForecast(step time.Duration) Forecast {
+	fc := Forecast{Step: step, History: DefaultForecastHistory, Horizon: DefaultForecastHorizon, Horizons: []time.Duration{DefaultForecastHorizon},
+		Model: DefaultForecastModel, Level: DefaultForecastLevel, Period: DefaultForecastPeriod}
+	if step > 0 {
+		fc.History = min(fc.History, 10_000*step)
+		fc.Horizon = roundUp(fc.Horizon, step)
+		fc.Horizons = []time.Duration{fc.Horizon}
+	}
+	return fc
+}
+
+// DefaultScale is a scale block with every default filled in (its
+// horizon 0: the forecast rule's longest).
+func DefaultScale() Scale {
+	return Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown,
+		GPUMemoryHigh: DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
+}
+
 var forecastKeys = []string{"expr", "step", "history", "horizon", "horizons", "model", "level", "period", "sum_by"}
 
 // forecast reads a forecast block. step is the rule's step (the default).
 func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
-	fc := &Forecast{Step: step, History: DefaultForecastHistory, Horizon: DefaultForecastHorizon, Horizons: []time.Duration{DefaultForecastHorizon},
-		Model: DefaultForecastModel, Level: DefaultForecastLevel, Period: DefaultForecastPeriod}
+	d := DefaultForecast(step)
+	fc := &d
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "forecast must be a mapping with at least expr (forecast: {expr: QUERY, horizon: 10m}), got %s", kind(n))
 		return fc
@@ -289,8 +309,8 @@ var scaleKeys = []string{"forecast", "horizon", "on", "replicas", "gpu_memory", 
 	"min_replicas", "max_replicas", "scale_down_stable_intervals", "cooldown", "gpu_memory_high", "waiting_per_replica", "p99_near"}
 
 func (p *parser) scale(n *yaml.Node) *Scale {
-	s := &Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown,
-		GPUMemoryHigh: DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
+	d := DefaultScale()
+	s := &d
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "scale must be a mapping with at least forecast, replicas and capacity_per_replica or slo, got %s", kind(n))
 		return s
