@@ -487,33 +487,55 @@ func DecideReactive(prev ReactiveState, load, capacity float64, p ReactivePolicy
 // first.
 type Fleet struct {
 	Startup time.Duration
-	starts  []time.Time // ascending
+	// cohorts are the replicas asked for together, oldest first; those
+	// serving are merged into the first.
+	cohorts []cohort
+	n       int
+}
+
+type cohort struct {
+	start time.Time
+	n     int
 }
 
 // Set asks for n replicas at now.
 func (f *Fleet) Set(n int, now time.Time) {
 	n = max(n, 0)
-	for len(f.starts) < n {
-		f.starts = append(f.starts, now)
+	// Merge the cohorts that serve by now: their start no longer matters.
+	for len(f.cohorts) > 1 && !f.cohorts[1].start.Add(f.Startup).After(now) {
+		f.cohorts[1].n += f.cohorts[0].n
+		f.cohorts = f.cohorts[1:]
 	}
-	f.starts = f.starts[:n]
+	if n > f.n {
+		f.cohorts = append(f.cohorts, cohort{now, n - f.n})
+	}
+	for drop := f.n - n; drop > 0; {
+		last := &f.cohorts[len(f.cohorts)-1]
+		k := min(drop, last.n)
+		last.n -= k
+		drop -= k
+		if last.n == 0 {
+			f.cohorts = f.cohorts[:len(f.cohorts)-1]
+		}
+	}
+	f.n = n
 }
 
 // Start sets n replicas that have served since before now.
 func (f *Fleet) Start(n int, now time.Time) {
-	f.starts = f.starts[:0]
+	f.cohorts, f.n = f.cohorts[:0], 0
 	f.Set(n, now.Add(-f.Startup))
 }
 
 // Allocated is the number of replicas asked for.
-func (f *Fleet) Allocated() int { return len(f.starts) }
+func (f *Fleet) Allocated() int { return f.n }
 
 // Ready is the number of replicas serving at t.
 func (f *Fleet) Ready(t time.Time) int {
 	n := 0
-	for _, s := range f.starts {
-		if !s.Add(f.Startup).After(t) {
-			n++
+	for _, c := range f.cohorts {
+		if !c.start.Add(f.Startup).After(t) {
+			n += c.n
 		}
 	}
 	return n
@@ -544,7 +566,7 @@ func (f *Fleet) Serve(load, capacity float64, from, to time.Time, acc *Provision
 	}
 	minutes := func(a, b time.Time) float64 { return b.Sub(a).Minutes() }
 	acc.Minutes += minutes(from, to)
-	acc.ReplicaMinutes += float64(len(f.starts)) * minutes(from, to)
+	acc.ReplicaMinutes += float64(f.n) * minutes(from, to)
 	if !isFinite(load) {
 		acc.UnknownMinutes += minutes(from, to)
 		return
@@ -554,8 +576,8 @@ func (f *Fleet) Serve(load, capacity float64, from, to time.Time, acc *Provision
 	at := from
 	for at.Before(to) {
 		next := to
-		for _, s := range f.starts {
-			if r := s.Add(f.Startup); r.After(at) && r.Before(next) {
+		for _, c := range f.cohorts {
+			if r := c.start.Add(f.Startup); r.After(at) && r.Before(next) {
 				next = r
 			}
 		}

@@ -39,14 +39,21 @@ At each step, from the samples known then:
             forecast rule's first evaluation fits and then fed one sample a
             step, and forecasting.Decide on the peak of its upper bound over
             --horizon, with the rule's hysteresis band, stable intervals and
-            cooldown;
+            cooldown. The horizon defaults to what this autoscaler looks
+            ahead by, a step plus the start-up (scale.horizon in the daemon:
+            the autoscaler's interval plus a replica's start-up), not to the
+            rule's 10m;
   reactive  a HorizontalPodAutoscaler on the request rate: ⌈the load of the
             last step / (--hpa-target × capacity)⌉, at once on a rise, on a
             fall the highest of its recommendations over the last
             --hpa-window.
 Replicas asked for are paid for at once and serve --startup later;
 replicas let go stop at once. Both start the first decision with the
-replicas the last warm-up step needed, all serving.
+replicas the last warm-up step needed, all serving. A third row,
+foresight, knows the load: at each step it asks for what the peak until
+the next decision's replicas serve needs, so no minute is short; its
+replica-minutes are the least a decision a step can pay for that, and
+what the forecast policy could reach with perfect forecasts.
 
 For each policy: replica-minutes (replicas asked for × minutes), the minutes
 under-provisioned (the load above the serving replicas × capacity), the
@@ -263,7 +270,8 @@ type scaleReport struct {
 	StartupSeconds float64 `json:"startup_seconds"`
 	HorizonSeconds float64 `json:"horizon_seconds"`
 	HPAWindowSecs  float64 `json:"hpa_window_seconds"`
-	// Policies are the forecast policy's figures, then the reactive's.
+	// Policies are the forecast policy's figures, the reactive's, and
+	// those of perfect foresight (a bound, not a policy).
 	Policies []policyFigures `json:"policies"`
 }
 
@@ -337,12 +345,33 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	if b.Scale.MaxReplicas > 0 {
 		n0 = min(n0, b.Scale.MaxReplicas)
 	}
-	ff, fr := &forecasting.Fleet{Startup: b.Startup}, &forecasting.Fleet{Startup: b.Startup}
+	ff, fr, fo := &forecasting.Fleet{Startup: b.Startup}, &forecasting.Fleet{Startup: b.Startup}, &forecasting.Fleet{Startup: b.Startup}
 	ff.Start(n0, first)
 	fr.Start(n0, first)
+	// Foresight knows the load: at each decision it asks for what the
+	// peak until the next decision's replicas serve needs, so no minute
+	// is short, at the least replica-minutes of a decision a step.
+	ahead := int((b.Startup + b.Step - 1) / b.Step)
+	foresight := func(k int) int {
+		peak := math.NaN()
+		for j := k; j <= min(k+ahead, n-1); j++ {
+			if isFinite(b.Load[j]) && !(b.Load[j] <= peak) {
+				peak = b.Load[j]
+			}
+		}
+		r := max(int(math.Ceil(peak/capacity-1e-9)), b.Scale.MinReplicas)
+		if !isFinite(peak) {
+			r = fo.Allocated()
+		}
+		if b.Scale.MaxReplicas > 0 {
+			r = min(r, b.Scale.MaxReplicas)
+		}
+		return r
+	}
+	fo.Start(foresight(b.Warmup), first)
 	st := forecasting.ScaleState{Desired: n0, Changed: first.Add(-b.Scale.Cooldown)}
 	rs := forecasting.ReactiveState{Desired: n0}
-	var pf, pr forecasting.Provisioning
+	var pf, pr, po forecasting.Provisioning
 	fallbacks := 0
 	var fc forecasting.Forecast
 	for k := b.Warmup; k < n; k++ {
@@ -370,8 +399,13 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			pr.Changes++
 			fr.Set(rs.Desired, now)
 		}
+		if r := foresight(k); r != fo.Allocated() {
+			po.Changes++
+			fo.Set(r, now)
+		}
 		ff.Serve(b.Load[k], capacity, now, at(k+1), &pf)
 		fr.Serve(b.Load[k], capacity, now, at(k+1), &pr)
+		fo.Serve(b.Load[k], capacity, now, at(k+1), &po)
 		if err := fcs.update(b.T0, b.Load, k, stepMs); err != nil {
 			return nil, err
 		}
@@ -380,7 +414,7 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 		return policyFigures{Policy: name, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
 			Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
 	}
-	rep.Policies = []policyFigures{figures("forecast", pf), figures("reactive", pr)}
+	rep.Policies = []policyFigures{figures("forecast", pf), figures("reactive", pr), figures("foresight", po)}
 	rep.Policies[0].FallbackDecisions = fallbacks
 	return rep, nil
 }
@@ -631,15 +665,15 @@ func readGenTD26QPS(path, requestType string) (*regular, error) {
 
 func writeScaleText(w io.Writer, rep *scaleReport) {
 	fmt.Fprintf(w, "backtest scale of %s\n", rep.Input)
+	d := func(secs float64) string { return rulefmt.FormatDuration(time.Duration(secs * float64(time.Second))) }
 	fmt.Fprintf(w, "  %d steps of %s; %d decisions from %s after a warm-up of %d steps\n",
-		rep.Steps, time.Duration(rep.StepSeconds*float64(time.Second)), rep.Decisions, rep.Start, rep.WarmupSteps)
+		rep.Steps, d(rep.StepSeconds), rep.Decisions, rep.Start, rep.WarmupSteps)
 	capFrom := ""
 	if rep.CapacityFrom != "" {
 		capFrom = " (" + rep.CapacityFrom + ")"
 	}
 	fmt.Fprintf(w, "  capacity %.4g req/s per replica%s; peak load %.4g req/s; start-up %s; forecast horizon %s; reactive scale-down window %s\n\n",
-		rep.Capacity, capFrom, rep.PeakLoad, time.Duration(rep.StartupSeconds*float64(time.Second)),
-		time.Duration(rep.HorizonSeconds*float64(time.Second)), time.Duration(rep.HPAWindowSecs*float64(time.Second)))
+		rep.Capacity, capFrom, rep.PeakLoad, d(rep.StartupSeconds), d(rep.HorizonSeconds), d(rep.HPAWindowSecs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\treplica-minutes\tunder-provisioned minutes\tworst shortfall (req/s)\tscale changes\t")
 	for _, p := range rep.Policies {

@@ -22,7 +22,7 @@ func runScale(t *testing.T, args ...string) scaleReport {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: output is not the report: %v\n%s", args, err, out)
 	}
-	if len(rep.Policies) != 2 || rep.Policies[0].Policy != "forecast" || rep.Policies[1].Policy != "reactive" {
+	if len(rep.Policies) != 3 || rep.Policies[0].Policy != "forecast" || rep.Policies[1].Policy != "reactive" || rep.Policies[2].Policy != "foresight" {
 		t.Fatalf("%v: policies %+v", args, rep.Policies)
 	}
 	return rep
@@ -45,6 +45,8 @@ func runScale(t *testing.T, args ...string) scaleReport {
 //     From 161 it is asked for 1, but 4 stays the highest recommendation
 //     of the last five minutes until 165: 3 more replicas for 14 minutes a
 //     spike, 120 + 2·42 = 204 replica-minutes, 8 minutes short, 4 changes.
+//   - foresight: as the forecast, but down at once at 160: 120 + 2·39 =
+//     198 replica-minutes.
 func TestBacktestScaleSpike(t *testing.T) {
 	var ts []int64
 	var vs []float64
@@ -64,6 +66,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	want := []policyFigures{
 		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120},
 		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120},
+		{Policy: "foresight", ReplicaMinutes: 198, Changes: 4, Minutes: 120},
 	}
 	for i, w := range want {
 		if got := rep.Policies[i]; got != w {
@@ -77,7 +80,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	}
 	counts := writeSeriesCSV(t, t.TempDir(), "counts.csv", ts, vs)
 	rep = runScale(t, "--input", counts, "--counts", "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
-	if rep.PeakLoad != 35 || rep.Policies[0] != want[0] || rep.Policies[1] != want[1] {
+	if rep.PeakLoad != 35 || rep.Policies[0] != want[0] || rep.Policies[1] != want[1] || rep.Policies[2] != want[2] {
 		t.Errorf("per-minute counts: %+v", rep)
 	}
 	// The capacity from the peak after the warm-up: 35 req/s over 7.
@@ -88,11 +91,11 @@ func TestBacktestScaleSpike(t *testing.T) {
 }
 
 // TestBacktestScaleSharedTraces replays the shared ServeGen and GenTD26
-// traffic, when present, and checks what must hold of any replay: both
+// traffic, when present, and checks what must hold of any replay: the
 // policies are judged over the same minutes, the figures are within their
-// bounds, and the replicas paid for carry the load but for the shortfalls
-// counted: replica-minutes × capacity ≥ the requests served less the
-// worst shortfall over the minutes short.
+// bounds, the replicas paid for carry the load but for the shortfalls
+// counted (replica-minutes × capacity ≥ the requests served less the
+// worst shortfall over the minutes short), and foresight is never short.
 func TestBacktestScaleSharedTraces(t *testing.T) {
 	const data = "../../../shared/data"
 	if _, err := os.Stat(data); err != nil {
@@ -128,7 +131,10 @@ func TestBacktestScaleSharedTraces(t *testing.T) {
 					t.Errorf("%s: %g replica-minutes at %g req/s carry %g, less than the %g requests served less the shortfalls", p.Policy, p.ReplicaMinutes, rep.Capacity, carried, requests)
 				}
 			}
-			t.Logf("%s: forecast %+v, reactive %+v", name, rep.Policies[0], rep.Policies[1])
+			if o := rep.Policies[2]; o.UnderMinutes != 0 {
+				t.Errorf("foresight: %+v; want no minute short", o)
+			}
+			t.Logf("%s: forecast %+v, reactive %+v, foresight %+v", name, rep.Policies[0], rep.Policies[1], rep.Policies[2])
 		})
 	}
 }
