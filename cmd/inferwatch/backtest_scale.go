@@ -552,7 +552,12 @@ func readGenTD26QPS(path, requestType string) (*regular, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
+	return parseGenTD26QPS(f, path, requestType)
+}
+
+// parseGenTD26QPS is readGenTD26QPS of the text r, named path in errors.
+func parseGenTD26QPS(in io.Reader, path, requestType string) (*regular, error) {
+	r := csv.NewReader(in)
 	r.FieldsPerRecord = -1
 	header, err := r.Read()
 	if err != nil {
@@ -631,6 +636,9 @@ func readGenTD26QPS(path, requestType string) (*regular, error) {
 		}
 	}
 	first, last := sorted[0], sorted[len(sorted)-1]
+	if steps := (last - first) / s; steps > 10_000_000 {
+		return nil, fmt.Errorf("%s: %d sampling steps of %s between the first and the last time; too many", path, steps, time.Duration(s)*time.Millisecond)
+	}
 	rate := make([]float64, (last-first)/s+1)
 	for _, rw := range rows {
 		if (rw.t-first)%s != 0 {
@@ -641,8 +649,11 @@ func readGenTD26QPS(path, requestType string) (*regular, error) {
 	const minute = int64(60_000)
 	m0 := (first + minute - 1) / minute * minute
 	end := (last + s) / minute * minute // the held value of the last time reaches last+s
-	if end-m0 < 2*minute {
+	switch {
+	case end-m0 < 2*minute:
 		return nil, fmt.Errorf("%s: the samples cover less than two whole minutes", path)
+	case (end-m0)/minute > 10_000_000:
+		return nil, fmt.Errorf("%s: the samples span %d minutes; too many", path, (end-m0)/minute)
 	}
 	out := &regular{t0: m0, step: time.Minute, y: make([]float64, (end-m0)/minute)}
 	for i := range out.y {

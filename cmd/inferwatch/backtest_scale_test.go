@@ -184,3 +184,27 @@ func TestReadGenTD26QPS(t *testing.T) {
 		t.Errorf("an unknown type: %v", err)
 	}
 }
+
+// FuzzParseGenTD26QPS: any text is read or refused with an error, never a
+// panic, and what is read is whole minutes of finite rates.
+func FuzzParseGenTD26QPS(f *testing.F) {
+	f.Add("timestamp_anon,value,container_ip,request_type\n1662858720.0,0.09,a,Generative Requests\n1662858777.0,0.18,b,Generative Requests\n1662858834.0,0.09,,API Requests\n1662858891.0,0.27,a,Generative Requests\n")
+	f.Add("timestamp_anon,value,container_ip,request_type\n1,1,a,x\n2,1,a,x\n1e12,1,a,x\n")
+	f.Add("value,request_type,timestamp_anon\n0.5,all,60\n0.5,all,120\n0.5,all,180\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, typ := range []string{"Generative Requests", "all"} {
+			s, err := parseGenTD26QPS(strings.NewReader(text), "qps.csv", typ)
+			if err != nil {
+				continue
+			}
+			if s.step.Seconds() != 60 || len(s.y) < 2 || s.t0%60_000 != 0 {
+				t.Fatalf("%q: step %v, %d minutes from %d", text, s.step, len(s.y), s.t0)
+			}
+			for _, v := range s.y {
+				if !isFinite(v) {
+					t.Fatalf("%q: rate %v", text, v)
+				}
+			}
+		}
+	})
+}
