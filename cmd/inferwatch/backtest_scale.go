@@ -133,14 +133,16 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	horizon := dur("--horizon", *horizonS, false)
 	period := dur("--period", *periodS, false)
 	cooldown := dur("--cooldown", *cooldownS, true)
-	switch {
-	case !(*level > 0 && *level < 1):
+	if !(*level > 0 && *level < 1) {
 		errs = append(errs, fmt.Errorf("--level %g: want a number in (0, 1)", *level))
-	case *minReplicas < 0 || *maxReplicas < 0 || (*maxReplicas > 0 && *maxReplicas < *minReplicas):
+	}
+	if *minReplicas < 0 || *maxReplicas < 0 || (*maxReplicas > 0 && *maxReplicas < *minReplicas) {
 		errs = append(errs, fmt.Errorf("--min-replicas %d, --max-replicas %d: want 0 ≤ min ≤ max (max 0: none)", *minReplicas, *maxReplicas))
-	case !(*hpaTarget > 0 && *hpaTarget <= 1):
+	}
+	if !(*hpaTarget > 0 && *hpaTarget <= 1) {
 		errs = append(errs, fmt.Errorf("--hpa-target %g: want a share of the capacity in (0, 1]", *hpaTarget))
-	case *stable < 1:
+	}
+	if *stable < 1 {
 		errs = append(errs, fmt.Errorf("--scale-down-stable-intervals %d: want at least 1", *stable))
 	}
 	if _, err := forecasting.New(forecasting.Options{Step: time.Minute, Model: *model}); err != nil {
@@ -209,6 +211,10 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		horizon = series.step + startup
 	}
 	fc.Horizon = (horizon + series.step - 1) / series.step * series.step
+	if fc.Horizon/series.step > 10_000 {
+		fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", rulefmt.FormatDuration(horizon), series.step)
+		return 2
+	}
 	fc.Horizons = []time.Duration{fc.Horizon}
 	fc.BottomUp = parts != nil
 	sc := rulefmt.DefaultScale()
@@ -324,8 +330,10 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	// Fit as a forecast rule's first evaluation does: on the history but
 	// its last part (up to a period, at most a quarter), which is then
 	// fed point by point so the first decision has calibrated intervals.
-	fitN := max(b.Warmup-min(b.Warmup/4, opts.Period), 1)
-	if err := fcs.fit(b.T0, b.Load, 0, fitN); err != nil {
+	// The rule fetches forecast.history before its first evaluation.
+	from := max(b.Warmup-int(b.Forecast.History/b.Step), 0)
+	fitN := max(b.Warmup-min((b.Warmup-from)/4, opts.Period), from+1)
+	if err := fcs.fit(b.T0, b.Load, from, fitN); err != nil {
 		return nil, err
 	}
 	for j := fitN; j < b.Warmup; j++ {
