@@ -99,7 +99,7 @@ type ForecastData struct {
 	UpperPeak      JSONFloat         `json:"upper_peak"`
 	GapsFilled     int               `json:"gaps_filled"`
 	Accuracy       ForecastAccuracy  `json:"accuracy"`
-	Horizons       []ForecastHorizon `json:"horizons"`
+	Horizons       []ForecastHorizon `json:"horizons,omitempty"`
 }
 
 // ScaleData is the data of a scale signal: the desired replicas of one
@@ -123,8 +123,8 @@ type ScaleData struct {
 	ValidUntil         time.Time         `json:"valid_until"`
 	ForecastModel      string            `json:"forecast_model,omitempty"`
 	// HorizonSeconds is the forecast horizon the decision served: the
-	// predicted load is the peak over it.
-	HorizonSeconds float64 `json:"horizon_seconds"`
+	// predicted load is the peak over it (0, left out: none was known).
+	HorizonSeconds float64 `json:"horizon_seconds,omitempty"`
 }
 
 // Scores are what an anomaly or window rule judged of one series in one
