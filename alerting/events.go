@@ -67,7 +67,20 @@ type ForecastAccuracy struct {
 	NaiveMAE    JSONFloat `json:"naive_mae"`
 }
 
+// ForecastHorizon is the outlook over one of the horizons a forecast rule
+// serves: the peak of the mean over the leads up to it, when it is
+// expected, and the peak of the upper bound.
+type ForecastHorizon struct {
+	HorizonSeconds float64   `json:"horizon_seconds"`
+	Peak           JSONFloat `json:"peak"`
+	PeakTime       time.Time `json:"peak_time"`
+	UpperPeak      JSONFloat `json:"upper_peak"`
+}
+
 // ForecastData is the data of a forecast event: one series' outlook.
+// Points reach the longest horizon, HorizonSeconds; Peak, PeakTime and
+// UpperPeak are over it, and Horizons holds them over each horizon the
+// rule serves, shortest first.
 type ForecastData struct {
 	Group          string            `json:"group"`
 	Rule           string            `json:"rule"`
@@ -86,6 +99,7 @@ type ForecastData struct {
 	UpperPeak      JSONFloat         `json:"upper_peak"`
 	GapsFilled     int               `json:"gaps_filled"`
 	Accuracy       ForecastAccuracy  `json:"accuracy"`
+	Horizons       []ForecastHorizon `json:"horizons,omitempty"`
 }
 
 // ScaleData is the data of a scale signal: the desired replicas of one
@@ -108,6 +122,9 @@ type ScaleData struct {
 	Reason             string            `json:"reason"`
 	ValidUntil         time.Time         `json:"valid_until"`
 	ForecastModel      string            `json:"forecast_model,omitempty"`
+	// HorizonSeconds is the forecast horizon the decision served: the
+	// predicted load is the peak over it (0, left out: none was known).
+	HorizonSeconds float64 `json:"horizon_seconds,omitempty"`
 }
 
 // Scores are what an anomaly or window rule judged of one series in one

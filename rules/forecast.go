@@ -27,8 +27,11 @@ import (
 type Outlook struct {
 	Rule  string
 	Times []time.Time
-	// Horizon is how far ahead the forecasts reach.
-	Horizon time.Duration
+	// Horizon is how far ahead the forecasts reach: the longest of
+	// Horizons, the horizons the rule serves (ascending). Each Snapshot
+	// holds the peaks over each of them.
+	Horizon  time.Duration
+	Horizons []time.Duration
 	// Series are the series forecast, in the order of their identities.
 	Series []OutlookSeries
 }
@@ -40,8 +43,9 @@ type OutlookSeries struct {
 }
 
 // Snapshot is a series' outlook at one time: from its newest point at or
-// before it, the peak of the forecast mean over the horizon and of its
-// upper bound. OK is false where the series had no outlook yet.
+// before it, the peak of the forecast mean over the longest horizon and
+// of its upper bound, and ByHorizon the same over each of
+// Outlook.Horizons. OK is false where the series had no outlook yet.
 type Snapshot struct {
 	OK              bool
 	Origin          time.Time
@@ -49,6 +53,23 @@ type Snapshot struct {
 	Last            float64
 	PeakTime        time.Time
 	Model, Fallback string
+	ByHorizon       []Peak
+}
+
+// Peak is the outlook over one horizon: the peak of the forecast mean,
+// when it is expected, and the peak of the upper bound.
+type Peak struct {
+	Peak, Upper float64
+	PeakTime    time.Time
+}
+
+// At returns the snapshot's peaks over horizon i of Outlook.Horizons (the
+// longest when ByHorizon was not filled).
+func (s Snapshot) At(i int) Peak {
+	if i >= 0 && i < len(s.ByHorizon) {
+		return s.ByHorizon[i]
+	}
+	return Peak{Peak: s.Peak, Upper: s.Upper, PeakTime: s.PeakTime}
 }
 
 // forecastOptions maps a forecast rule to the forecaster's options. A
@@ -58,14 +79,36 @@ type Snapshot struct {
 // and auto offers the weekly models once a series has that much. Shorter
 // histories keep today's memory use.
 func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
-	h := int((fc.Horizon + fc.Step - 1) / fc.Step)
-	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: max(h, 1), Level: fc.Level,
+	h := 0
+	for _, d := range horizons(fc) {
+		h = max(h, leads(d, fc.Step))
+	}
+	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: h, Level: fc.Level,
 		Period: int(fc.Period / fc.Step), Weekly: fc.Period > 0 && fc.History >= 2*7*fc.Period}
 }
 
+// ForecastOptions are the forecaster's options of a forecast rule, as the
+// rule uses them: the offline commands replay a rule with them.
+func ForecastOptions(fc *rulefmt.Forecast) forecasting.Options { return forecastOptions(fc) }
+
+// horizons are the horizons a forecast rule serves, ascending: its
+// Horizons, or its one Horizon when a rule built in code set only that.
+func horizons(fc *rulefmt.Forecast) []time.Duration {
+	if len(fc.Horizons) > 0 {
+		return fc.Horizons
+	}
+	return []time.Duration{fc.Horizon}
+}
+
+// leads is the number of steps a horizon covers, rounded up, at least 1.
+func leads(d, step time.Duration) int { return max(int((d+step-1)/step), 1) }
+
 type forecastRule struct {
 	base
-	opts   forecasting.Options
+	opts forecasting.Options
+	// leads are the steps of each horizon served, ascending; the last is
+	// opts.Horizon.
+	leads  []int
 	w      *window
 	series map[string]*fcSeries // by series, or by group with sum_by
 	// bottomUp forecasts the sums of the series grouped by sumBy; grids
@@ -95,7 +138,13 @@ func newForecastRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	if _, err := forecasting.New(opts); err != nil {
 		return nil, specError(r, g, err)
 	}
-	return &forecastRule{base: newBase(g, r), opts: opts, w: newWindow(r.Expr), series: map[string]*fcSeries{},
+	var ls []int
+	for _, d := range horizons(fc) {
+		if l := leads(d, fc.Step); len(ls) == 0 || l > ls[len(ls)-1] {
+			ls = append(ls, l)
+		}
+	}
+	return &forecastRule{base: newBase(g, r), opts: opts, leads: ls, w: newWindow(r.Expr), series: map[string]*fcSeries{},
 		bottomUp: fc.BottomUp, sumBy: fc.SumBy, grids: map[string]*fcGrid{}}, nil
 }
 
@@ -121,6 +170,9 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 	}
 	out := &Outlook{Rule: r.cfg.Name, Times: evalTimes(end, replay, max(r.interval, step)),
 		Horizon: time.Duration(r.opts.Horizon) * step}
+	for _, l := range r.leads {
+		out.Horizons = append(out.Horizons, time.Duration(l)*step)
+	}
 
 	var errs []error
 	for _, it := range r.items(stepMs) {
@@ -140,7 +192,7 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 		snapTo := func(t int64) { // record the outlook at every evaluation time before t
 			for ; k < len(out.Times) && out.Times[k].UnixMilli() < t; k++ {
 				if (s.f != nil || s.sum != nil) && s.lastT <= out.Times[k].UnixMilli() {
-					snaps[k] = s.snap(stepMs)
+					snaps[k] = s.snap(stepMs, r.leads)
 				}
 			}
 		}
@@ -291,9 +343,15 @@ func (s *fcSeries) track(stepMs int64) {
 	s.acc.Forecast(target, s.fc.Mean[h-1], s.fc.Lower[h-1], s.fc.Upper[h-1], s.lastV)
 }
 
-func (s *fcSeries) snap(stepMs int64) Snapshot {
-	return Snapshot{OK: true, Origin: time.UnixMilli(s.fc.Origin), Peak: s.fc.Peak, Upper: s.fc.UpperPeak, Last: s.lastV,
-		PeakTime: time.UnixMilli(s.fc.Origin + int64(s.fc.PeakLead)*stepMs), Model: s.fc.Model, Fallback: s.fc.Fallback}
+func (s *fcSeries) snap(stepMs int64, leads []int) Snapshot {
+	sn := Snapshot{OK: true, Origin: time.UnixMilli(s.fc.Origin), Peak: s.fc.Peak, Upper: s.fc.UpperPeak, Last: s.lastV,
+		PeakTime: time.UnixMilli(s.fc.Origin + int64(s.fc.PeakLead)*stepMs), Model: s.fc.Model, Fallback: s.fc.Fallback,
+		ByHorizon: make([]Peak, len(leads))}
+	for i, l := range leads {
+		peak, lead, upper := s.fc.PeakWithin(l)
+		sn.ByHorizon[i] = Peak{Peak: peak, Upper: upper, PeakTime: time.UnixMilli(s.fc.Origin + int64(lead)*stepMs)}
+	}
+	return sn
 }
 
 // grid lays samples on the step grid of the first one, NaN where missing.
@@ -330,6 +388,12 @@ func (r *forecastRule) forecastData(s *fcSeries) alerting.ForecastData {
 		UpperPeak: alerting.JSONFloat(fc.UpperPeak), GapsFilled: fc.Gaps,
 		Accuracy: alerting.ForecastAccuracy{LeadSeconds: horizon.Seconds(), N: acc.N, MAE: alerting.JSONFloat(acc.MAE),
 			Coverage: alerting.JSONFloat(acc.Coverage), NaiveMAE: alerting.JSONFloat(acc.NaiveMAE)},
+	}
+	for _, l := range r.leads {
+		peak, lead, upper := fc.PeakWithin(l)
+		d.Horizons = append(d.Horizons, alerting.ForecastHorizon{HorizonSeconds: (time.Duration(l) * step).Seconds(),
+			Peak: alerting.JSONFloat(peak), PeakTime: time.UnixMilli(fc.Origin + int64(lead)*step.Milliseconds()).UTC(),
+			UpperPeak: alerting.JSONFloat(upper)})
 	}
 	for i := range fc.Mean {
 		d.Points = append(d.Points, alerting.ForecastPoint{Time: time.UnixMilli(fc.Origin + int64(i+1)*step.Milliseconds()).UTC(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,12 +41,20 @@ func newScaleRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	if s.SLO != nil {
 		sr.conc = opt(s.SLO.Concurrency)
 	}
-	sr.policy = forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
+	sr.policy = ScalePolicy(s)
+	return sr, nil
+}
+
+// ScalePolicy is the policy of forecasting.Decide a scale rule decides by
+// (its ValidFor is set at each evaluation): the offline commands replay a
+// rule with it.
+func ScalePolicy(s *rulefmt.Scale) forecasting.ScalePolicy {
+	p := forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
 		Cooldown: s.Cooldown, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
 	if s.SLO != nil {
-		sr.policy.SLOP99 = s.SLO.P99.Seconds()
+		p.SLOP99 = s.SLO.P99.Seconds()
 	}
-	return sr, nil
+	return p
 }
 
 // dependsOn names the forecast rule a scale rule reads: the group
@@ -88,11 +97,26 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			return res, err
 		}
 	}
-	validFor := r.interval
+	// The horizon served: the one named, or the forecast rule's longest.
+	hi, horizon := -1, r.c.Horizon
 	if out != nil {
-		validFor = max(out.Horizon, r.interval)
+		if horizon == 0 {
+			horizon = out.Horizon
+		}
+		hi = slices.Index(out.Horizons, horizon)
+		if hi < 0 && len(out.Horizons) == 0 && horizon == out.Horizon {
+			hi = 0 // an outlook of one horizon that did not list it
+		}
+		if hi < 0 {
+			served := make([]string, len(out.Horizons))
+			for i, d := range out.Horizons {
+				served[i] = rulefmt.FormatDuration(d)
+			}
+			noForecast = fmt.Sprintf("forecast rule %q serves the horizons %s, not %s", r.c.Forecast, strings.Join(served, ", "), rulefmt.FormatDuration(horizon))
+			out = nil
+		}
 	}
-	r.policy.ValidFor = validFor
+	r.policy.ValidFor = max(horizon, r.interval)
 	forecasts := newMatcher[*OutlookSeries]()
 	if out != nil {
 		for i := range out.Series {
@@ -172,8 +196,9 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			in.NoForecast = noForecast
 			if fc != nil && fc.At[k].OK {
 				sn := fc.At[k]
-				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, sn.Peak, sn.Upper
-				in.PeakTime, in.Fallback, model = sn.PeakTime, sn.Fallback, sn.Model
+				pk := sn.At(hi)
+				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, pk.Upper
+				in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
 			}
 			in.Notes = notes
 			prev := st.Desired
@@ -190,7 +215,7 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 				DesiredReplicas: sig.Desired, CurrentReplicas: sig.Current, CurrentKnown: sig.CurrentKnown,
 				PredictedLoad: alerting.JSONFloat(sig.PredictedLoad), PredictedUpper: alerting.JSONFloat(sig.PredictedUpper),
 				CapacityPerReplica: alerting.JSONFloat(sig.CapacityPerReplica), Tier: sig.Tier, Reason: sig.Reason,
-				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model})
+				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model, HorizonSeconds: horizon.Seconds()})
 		}
 	}
 	forget := max(look, 10*r.interval)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 func scaleSignals(t *testing.T, events *eventRecorder) []alerting.ScaleData {
@@ -131,5 +132,102 @@ func TestScaleRuleRefusesAnAmbiguousForecast(t *testing.T) {
 			!strings.Contains(s.Reason, `pod="p0"`) || !strings.Contains(s.Reason, "sum_by") {
 			t.Fatalf("cycle %d: %+v", i, s)
 		}
+	}
+}
+
+// TestScaleRulesChooseTheirHorizon: one forecast rule serves 2m and 10m;
+// its forecast carries the peaks over each, and two scale rules over it
+// decide on the one each names (the longest by default), naming it in
+// their signals and holding them for that long.
+func TestScaleRulesChooseTheirHorizon(t *testing.T) {
+	g := forecastGroups()
+	fc := g[0].Rules[0].Spec.(*rulefmt.Forecast)
+	fc.Horizons, fc.Horizon = []time.Duration{2 * time.Minute, 10 * time.Minute}, 10*time.Minute
+	short := g[0].Rules[1]
+	short.Name = "deploy_2m"
+	sc := *short.Spec.(*rulefmt.Scale)
+	sc.Horizon = 2 * time.Minute
+	short.Spec = &sc
+	g[0].Rules = append(g[0].Rules, short)
+
+	n := 8 * 60
+	store := &exprStore{byExpr: map[string][]ingest.Series{
+		"rate":     {hourly("a", n, 1, 0, 0)},
+		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
+	}}
+	events := &eventRecorder{}
+	// Five minutes into the hour the sine still rises (to its top at 15):
+	// the later leads peak higher.
+	now := t0.Add(time.Duration(n-55) * time.Minute)
+	m, err := newTestManager(testOptions{Groups: g, Querier: store, Events: events, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	subjects, evs := events.take()
+	var fd alerting.ForecastData
+	scales := map[string]alerting.ScaleData{}
+	for i, ev := range evs {
+		switch {
+		case strings.Contains(subjects[i], ".forecasts."):
+			if err := json.Unmarshal(ev.Data, &fd); err != nil {
+				t.Fatal(err)
+			}
+		case strings.Contains(subjects[i], ".scale."):
+			var d alerting.ScaleData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			scales[d.Rule] = d
+		}
+	}
+	if len(fd.Points) != 10 || len(fd.Horizons) != 2 || fd.Horizons[0].HorizonSeconds != 120 || fd.Horizons[1].HorizonSeconds != 600 {
+		t.Fatalf("forecast: %d points, horizons %+v", len(fd.Points), fd.Horizons)
+	}
+	// Each horizon's peaks are those of the points up to it.
+	for _, h := range fd.Horizons {
+		peak, upper := math.Inf(-1), math.Inf(-1)
+		var at time.Time
+		for _, p := range fd.Points {
+			if p.Time.Sub(fd.Origin).Seconds() > h.HorizonSeconds {
+				break
+			}
+			if float64(p.Mean) > peak {
+				peak, at = float64(p.Mean), p.Time
+			}
+			upper = max(upper, float64(p.Upper))
+		}
+		if float64(h.Peak) != peak || float64(h.UpperPeak) != upper || !h.PeakTime.Equal(at) {
+			t.Errorf("horizon %vs: peak %v at %v, upper %v; the points give %v at %v, %v", h.HorizonSeconds, h.Peak, h.PeakTime, h.UpperPeak, peak, at, upper)
+		}
+	}
+	long, near := fd.Horizons[1], fd.Horizons[0]
+	if fd.Peak != long.Peak || fd.UpperPeak != long.UpperPeak || !(near.UpperPeak < long.UpperPeak) {
+		t.Fatalf("peaks: whole %v/%v, 2m %v/%v, 10m %v/%v: want the 10m ones whole and the 2m upper lower on a rise",
+			fd.Peak, fd.UpperPeak, near.Peak, near.UpperPeak, long.Peak, long.UpperPeak)
+	}
+	d10, d2 := scales["deploy"], scales["deploy_2m"]
+	if d10.HorizonSeconds != 600 || d2.HorizonSeconds != 120 ||
+		d10.PredictedUpper != long.UpperPeak || d2.PredictedUpper != near.UpperPeak ||
+		!d2.ValidUntil.Equal(d2.Time.Add(2*time.Minute)) || !d10.ValidUntil.Equal(d10.Time.Add(10*time.Minute)) {
+		t.Fatalf("scale signals:\n%+v\n%+v", d10, d2)
+	}
+
+	// A scale rule built in code with a horizon the forecast rule does not
+	// serve says so, and acts on tiers 1 and 2 only.
+	sc.Horizon = 3 * time.Minute
+	sr, err := newScaleRule(g[0], short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := now.Truncate(time.Minute)
+	out := &Outlook{Rule: "rate", Times: []time.Time{end}, Horizon: 10 * time.Minute, Horizons: []time.Duration{2 * time.Minute, 10 * time.Minute},
+		Series: []OutlookSeries{{Labels: ingest.Labels{{Name: "model", Value: "a"}}, At: []Snapshot{{OK: true, Origin: end, Peak: 29, Upper: 31}}}}}
+	res, err := sr.Eval(context.Background(), now, &Env{Querier: store, Interval: time.Minute, Outlooks: map[string]*Outlook{"rate": out}})
+	if err != nil || len(res.Scales) != 1 || res.Scales[0].Tier == 3 ||
+		!strings.Contains(res.Scales[0].Reason, `forecast rule "rate" serves the horizons 2m, 10m, not 3m: tiers 1 and 2 only`) {
+		t.Fatalf("a horizon not served: %v %+v", err, res.Scales)
 	}
 }

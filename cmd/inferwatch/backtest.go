@@ -46,8 +46,11 @@ is no detection, as a detector treats a sample out of order
 `
 
 func cmdBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "scale" {
+		return cmdBacktestScale(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "nab" {
-		fmt.Fprint(stderr, "inferwatch backtest: name the benchmark: nab\n\n"+backtestUsage)
+		fmt.Fprint(stderr, "inferwatch backtest: name the benchmark: nab, or scale (inferwatch backtest scale --help)\n\n"+backtestUsage)
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
 			return 0
 		}

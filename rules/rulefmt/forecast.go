@@ -1,7 +1,9 @@
 package rulefmt
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,9 +43,13 @@ type Forecast struct {
 	// 10,000 steps when that is shorter; at most MaxForecastPoints steps).
 	// It is also Rule.Lookback: a forecast rule has no separate lookback.
 	History time.Duration
-	// Horizon is how far ahead to forecast (default 10m); rounded up to
-	// whole steps.
-	Horizon time.Duration
+	// Horizons are the lead times the rule serves, ascending, each rounded
+	// up to whole steps (forecast.horizons, default [10m]; forecast.horizon
+	// is the form for one): each output carries the peak and its upper
+	// bound over each, and a scale rule chooses one. Horizon is the
+	// longest: the forecast points reach it.
+	Horizons []time.Duration
+	Horizon  time.Duration
 	// Model is a forecasting model name (default "auto"); checked by
 	// alerting.Compile.
 	Model string
@@ -71,6 +77,13 @@ type Scale struct {
 	// Forecast names the forecast rule of the same group whose outlook
 	// is the predicted load (requests per second).
 	Forecast string
+	// Horizon is the one of the forecast rule's horizons whose peak the
+	// decision takes (default: the forecast rule's longest): how far
+	// ahead the autoscaler fed by the signal looks, e.g. its polling
+	// interval plus a replica's start-up. HorizonPos is where it was
+	// written.
+	Horizon    time.Duration
+	HorizonPos Pos
 	// On lists the labels that match a target with the series of the
 	// forecast and of the other queries (default: every label of the
 	// Replicas series but __name__). A query series without any of these
@@ -115,12 +128,32 @@ type SLO struct {
 	Concurrency string
 }
 
-var forecastKeys = []string{"expr", "step", "history", "horizon", "model", "level", "period", "sum_by"}
+// DefaultForecast is a forecast block with every default filled in, at
+// the given step: what `forecast: {expr: …}` reads as.
+func DefaultForecast(step time.Duration) Forecast {
+	fc := Forecast{Step: step, History: DefaultForecastHistory, Horizon: DefaultForecastHorizon, Horizons: []time.Duration{DefaultForecastHorizon},
+		Model: DefaultForecastModel, Level: DefaultForecastLevel, Period: DefaultForecastPeriod}
+	if step > 0 {
+		fc.History = min(fc.History, 10_000*step)
+		fc.Horizon = roundUp(fc.Horizon, step)
+		fc.Horizons = []time.Duration{fc.Horizon}
+	}
+	return fc
+}
+
+// DefaultScale is a scale block with every default filled in (its
+// horizon 0: the forecast rule's longest).
+func DefaultScale() Scale {
+	return Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown,
+		GPUMemoryHigh: DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
+}
+
+var forecastKeys = []string{"expr", "step", "history", "horizon", "horizons", "model", "level", "period", "sum_by"}
 
 // forecast reads a forecast block. step is the rule's step (the default).
 func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
-	fc := &Forecast{Step: step, History: DefaultForecastHistory, Horizon: DefaultForecastHorizon,
-		Model: DefaultForecastModel, Level: DefaultForecastLevel, Period: DefaultForecastPeriod}
+	d := DefaultForecast(step)
+	fc := &d
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "forecast must be a mapping with at least expr (forecast: {expr: QUERY, horizon: 10m}), got %s", kind(n))
 		return fc
@@ -136,6 +169,7 @@ func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
 	kv, present := f["step"]
 	fc.Step, good = p.positive(kv, present, "forecast.step", step, false)
 	ok = ok && good
+	stepOK := good && fc.Step > 0
 	kv, present = f["history"]
 	def := DefaultForecastHistory
 	if fc.Step > 0 {
@@ -143,9 +177,7 @@ func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
 	}
 	fc.History, good = p.positive(kv, present, "forecast.history", def, false)
 	ok = ok && good
-	kv, present = f["horizon"]
-	fc.Horizon, good = p.positive(kv, present, "forecast.horizon", DefaultForecastHorizon, false)
-	ok = ok && good
+	horizons := p.horizons(f)
 	kv, present = f["period"]
 	fc.Period, good = p.positive(kv, present, "forecast.period", DefaultForecastPeriod, false)
 	ok = ok && good
@@ -165,14 +197,15 @@ func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
 			fc.Level = DefaultForecastLevel
 		}
 	}
+	if stepOK {
+		fc.Horizons = p.checkHorizons(horizons, fc.Step)
+		if len(fc.Horizons) == 0 {
+			fc.Horizons = []time.Duration{roundUp(DefaultForecastHorizon, fc.Step)}
+		}
+		fc.Horizon = fc.Horizons[len(fc.Horizons)-1]
+	}
 	if !ok || fc.Step <= 0 {
 		return fc
-	}
-	switch {
-	case fc.Horizon < fc.Step:
-		p.errorf(n, "forecast.horizon %s is shorter than the step %s; forecast at least one step ahead", fmtDuration(fc.Horizon), fmtDuration(fc.Step))
-	case fc.Horizon/fc.Step > 10_000:
-		p.errorf(n, "forecast.horizon %s is more than 10000 steps of %s; raise the step", fmtDuration(fc.Horizon), fmtDuration(fc.Step))
 	}
 	switch {
 	case fc.History < 2*fc.Step:
@@ -187,12 +220,97 @@ func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
 	return fc
 }
 
-var scaleKeys = []string{"forecast", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
+// horizon is one horizon as written, with its node for errors.
+type horizon struct {
+	d    time.Duration
+	node *yaml.Node
+	key  string // forecast.horizon or forecast.horizons
+}
+
+// horizons reads forecast.horizon (one) or forecast.horizons (a list),
+// reporting what does not read as a duration > 0 and returning the rest;
+// none gives nil (the default).
+func (p *parser) horizons(f map[string]pair) []horizon {
+	one, hasOne := f["horizon"]
+	list, hasList := f["horizons"]
+	switch {
+	case hasOne && hasList:
+		p.errorf(one.k, "forecast has both horizon and horizons; keep horizons (horizon is the form for one)")
+		return nil
+	case hasOne:
+		if d, ok := p.positive(one, true, "forecast.horizon", 0, false); ok {
+			return []horizon{{d, resolve(one.v), "forecast.horizon"}}
+		}
+		return nil
+	case !hasList:
+		return nil
+	}
+	v := resolve(list.v)
+	switch {
+	case v.Kind != yaml.SequenceNode:
+		p.errorf(v, "forecast.horizons must be a list of durations such as [2m, 3m, 10m], got %s", kind(v))
+		return nil
+	case len(v.Content) == 0:
+		p.errorf(v, "forecast.horizons is empty; list at least one duration, or leave it out for the default [10m]")
+		return nil
+	}
+	var out []horizon
+	for _, item := range v.Content {
+		if d, ok := p.positive(pair{k: list.k, v: item}, true, "forecast.horizons", 0, false); ok {
+			out = append(out, horizon{d, resolve(item), "forecast.horizons"})
+		}
+	}
+	return out
+}
+
+// checkHorizons rounds the horizons up to whole steps, checks that each
+// is at least one step and at most 10,000, and returns them ascending
+// without repeats (a repeat is an error at the second).
+func (p *parser) checkHorizons(hs []horizon, step time.Duration) []time.Duration {
+	var out []time.Duration
+	seen := map[time.Duration]time.Duration{}
+	for _, h := range hs {
+		switch {
+		case h.d < step:
+			p.errorf(h.node, "%s %s is shorter than the step %s; forecast at least one step ahead", h.key, fmtDuration(h.d), fmtDuration(step))
+			continue
+		case h.d/step > 10_000:
+			p.errorf(h.node, "%s %s is more than 10000 steps of %s; raise the step", h.key, fmtDuration(h.d), fmtDuration(step))
+			continue
+		}
+		r := roundUp(h.d, step)
+		if first, dup := seen[r]; dup {
+			msg := fmt.Sprintf("%s lists %s twice", h.key, fmtDuration(r))
+			if first != h.d || r != h.d {
+				msg = fmt.Sprintf("%s %s and %s are both %s in whole steps of %s", h.key, fmtDuration(first), fmtDuration(h.d), fmtDuration(r), fmtDuration(step))
+			}
+			p.errorf(h.node, "%s; list each once", msg)
+			continue
+		}
+		seen[r] = h.d
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FormatDuration writes d as the configuration does: 10m, 1h30m, 2d.
+func FormatDuration(d time.Duration) string { return fmtDuration(d) }
+
+// roundUp is d rounded up to whole steps.
+func roundUp(d, step time.Duration) time.Duration {
+	if step <= 0 {
+		return d
+	}
+	return (d + step - 1) / step * step
+}
+
+var scaleKeys = []string{"forecast", "horizon", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
 	"min_replicas", "max_replicas", "scale_down_stable_intervals", "cooldown", "gpu_memory_high", "waiting_per_replica", "p99_near"}
 
 func (p *parser) scale(n *yaml.Node) *Scale {
-	s := &Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown,
-		GPUMemoryHigh: DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
+	d := DefaultScale()
+	s := &d
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "scale must be a mapping with at least forecast, replicas and capacity_per_replica or slo, got %s", kind(n))
 		return s
@@ -205,6 +323,10 @@ func (p *parser) scale(n *yaml.Node) *Scale {
 		}
 	} else {
 		p.errorf(n, "scale needs forecast (the name of a forecast rule of this group)")
+	}
+	if kv, ok := f["horizon"]; ok {
+		s.Horizon, _ = p.positive(kv, true, "scale.horizon", 0, false)
+		s.HorizonPos = p.pos(resolve(kv.v))
 	}
 	if kv, ok := f["replicas"]; ok {
 		s.Replicas = p.query(kv, "scale.replicas")
@@ -302,11 +424,16 @@ func (p *parser) labelList(v *yaml.Node, name string) []string {
 }
 
 // checkScaleRefs checks what needs the whole group: a scale rule names a
-// forecast rule of its group.
+// forecast rule of its group and one of the horizons it serves (its
+// longest when it names none).
 func (p *parser) checkScaleRefs(rs []Rule) {
 	kinds := map[string]Kind{}
+	specs := map[string]*Forecast{}
 	for _, r := range rs {
 		kinds[r.Name] = r.Kind
+		if fc, ok := r.Spec.(*Forecast); ok {
+			specs[r.Name] = fc
+		}
 	}
 	for _, r := range rs {
 		sc, ok := r.Spec.(*Scale)
@@ -319,6 +446,8 @@ func (p *parser) checkScaleRefs(rs []Rule) {
 			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q names no rule of this group; add a forecast rule of that name", sc.Forecast)
 		case k != KindForecast:
 			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q is an %s rule, not a forecast rule", sc.Forecast, k)
+		default:
+			p.checkScaleHorizon(r.Name, sc, specs[sc.Forecast])
 		}
 	}
 	p.rule = ""
@@ -355,6 +484,34 @@ func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
 		r.Step = s.Step
 		r.Lookback = s.History
 	}
+}
+
+// checkScaleHorizon checks that the scale rule's horizon, rounded up to
+// the forecast's steps, is one the forecast rule serves, and fills the
+// default: the longest.
+func (p *parser) checkScaleHorizon(rule string, sc *Scale, fc *Forecast) {
+	if fc == nil || len(fc.Horizons) == 0 {
+		return
+	}
+	if sc.Horizon == 0 {
+		sc.Horizon = fc.Horizon
+		return
+	}
+	h := roundUp(sc.Horizon, fc.Step)
+	if slices.Contains(fc.Horizons, h) {
+		sc.Horizon = h
+		return
+	}
+	served := make([]string, len(fc.Horizons))
+	for i, d := range fc.Horizons {
+		served[i] = fmtDuration(d)
+	}
+	what := fmtDuration(sc.Horizon)
+	if h != sc.Horizon {
+		what += fmt.Sprintf(" (%s in whole steps of %s)", fmtDuration(h), fmtDuration(fc.Step))
+	}
+	p.errs.Add(sc.HorizonPos, p.group, rule, "scale.horizon %s is not a horizon of forecast rule %q, which serves %s; add it to its forecast.horizons or choose one of those",
+		what, sc.Forecast, strings.Join(served, ", "))
 }
 
 func hasKey(f map[string]pair, key string) bool {

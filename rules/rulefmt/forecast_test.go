@@ -1,6 +1,7 @@
 package rulefmt
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 func init() {
 	badFiles["forecast.bad.yaml"] = []string{
 		`forecast.bad.yaml:6:15: group "g": rule "rate.fc": rule name "rate.fc" must not contain '.': it ends the NATS subjects of the rule's events`,
-		`forecast.bad.yaml:7:19: group "g": rule "rate.fc": forecast.horizon 30s is shorter than the step 1m`,
+		`forecast.bad.yaml:7:39: group "g": rule "rate.fc": forecast.horizon 30s is shorter than the step 1m; forecast at least one step ahead`,
 		`forecast.bad.yaml:9:9: group "g": rule "fc_expr": a forecast rule takes its query from forecast.expr, not expr: remove expr`,
 		`forecast.bad.yaml:10:9: group "g": rule "fc_expr": a forecast rule takes its lookback from forecast.history: remove lookback`,
 		`forecast.bad.yaml:11:19: group "g": rule "fc_expr": forecast.history 1m must hold at least two steps of 1m`,
@@ -24,6 +25,66 @@ func init() {
 		`forecast.bad.yaml:20:81: group "g": rule "sc_anomaly": scale.capacity_per_replica must be in (0, +Inf], got 0`,
 		`forecast.bad.yaml:20:94: group "g": rule "sc_anomaly": scale.cooldown must be 0 or greater, got -1m`,
 		`forecast.bad.yaml:24:38: group "g": rule "fc_sum": forecast.sum_by must be a list of label names, got "model"`,
+	}
+}
+
+func init() {
+	badFiles["forecast-horizons.bad.yaml"] = []string{
+		`forecast-horizons.bad.yaml:9:40: group "g": rule "sc": scale.horizon 3m is not a horizon of forecast rule "fc", which serves 2m, 10m; add it to its forecast.horizons or choose one of those`,
+		`forecast-horizons.bad.yaml:11:30: group "g": rule "both": forecast has both horizon and horizons; keep horizons (horizon is the form for one)`,
+		`forecast-horizons.bad.yaml:13:41: group "g": rule "bad_list": forecast.horizons 30s is shorter than the step 1m; forecast at least one step ahead`,
+		`forecast-horizons.bad.yaml:13:50: group "g": rule "bad_list": forecast.horizons lists 2m twice; list each once`,
+		`forecast-horizons.bad.yaml:13:60: group "g": rule "bad_list": forecast.horizons 365d is more than 10000 steps of 1m; raise the step`,
+		`forecast-horizons.bad.yaml:13:64: group "g": rule "bad_list": forecast.horizons: "soon" is not a duration`,
+		`forecast-horizons.bad.yaml:15:40: group "g": rule "not_a_list": forecast.horizons must be a list of durations such as [2m, 3m, 10m], got "10m"`,
+		`forecast-horizons.bad.yaml:17:40: group "g": rule "empty_list": forecast.horizons is empty; list at least one duration, or leave it out for the default [10m]`,
+		`forecast-horizons.bad.yaml:19:40: group "g": rule "sc_zero": scale.horizon must be greater than 0, got 0s`,
+		`forecast-horizons.bad.yaml:24:41: group "g": rule "sc5": scale.horizon 12m (15m in whole steps of 5m) is not a horizon of forecast rule "fc5", which serves 10m`,
+	}
+}
+
+// TestForecastHorizons: a forecast rule serves several horizons, rounded
+// up to whole steps and sorted; each scale rule takes one of them, by
+// default the longest.
+func TestForecastHorizons(t *testing.T) {
+	cfg, err := Load(configDir + "/forecast-horizons.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]Rule{}
+	for _, r := range cfg.Groups[0].Rules {
+		rules[r.Name] = r
+	}
+	f := func(rule string, want ...time.Duration) {
+		t.Helper()
+		fc := specOf[*Forecast](rules[rule])
+		if !slices.Equal(fc.Horizons, want) || fc.Horizon != want[len(want)-1] {
+			t.Errorf("%s: horizons %v, horizon %v; want %v", rule, fc.Horizons, fc.Horizon, want)
+		}
+	}
+	f("request_rate", 2*time.Minute, 3*time.Minute, 10*time.Minute)
+	f("coarse", 10*time.Minute, 30*time.Minute) // 6m in steps of 5m is 10m
+	for rule, want := range map[string]time.Duration{"dynamo": 3 * time.Minute, "aibrix": 2 * time.Minute, "keda": 10 * time.Minute, "coarse_scale": 10 * time.Minute} {
+		if h := specOf[*Scale](rules[rule]).Horizon; h != want {
+			t.Errorf("%s: scale horizon %v, want %v", rule, h, want)
+		}
+	}
+	// The default, and the single form.
+	for text, want := range map[string][]time.Duration{
+		"{expr: up}":                          {10 * time.Minute},
+		"{expr: up, horizon: 3m}":             {3 * time.Minute},
+		"{expr: up, horizon: 90s}":            {2 * time.Minute},
+		"{expr: up, step: 15m}":               {15 * time.Minute},
+		"{expr: up, horizons: [1h, 5m, 30m]}": {5 * time.Minute, 30 * time.Minute, time.Hour},
+	} {
+		cfg, err := Parse([]byte("source: {url: http://127.0.0.1:8428}\ngroups:\n  - name: g\n    rules:\n      - {name: fc, forecast: "+text+"}\n"), "x.yaml")
+		if err != nil {
+			t.Errorf("%s: %v", text, err)
+			continue
+		}
+		if fc := specOf[*Forecast](cfg.Groups[0].Rules[0]); !slices.Equal(fc.Horizons, want) || fc.Horizon != want[len(want)-1] {
+			t.Errorf("%s: horizons %v, horizon %v; want %v", text, fc.Horizons, fc.Horizon, want)
+		}
 	}
 }
 
@@ -48,7 +109,7 @@ func TestForecastAndScaleRules(t *testing.T) {
 	if sc.Forecast != "request_rate" || len(sc.On) != 1 || sc.On[0] != "model" || sc.CapacityPerReplica != 7 ||
 		sc.SLO == nil || sc.SLO.P99 != 30*time.Second || sc.MinReplicas != 1 || sc.MaxReplicas != 8 ||
 		sc.ScaleDownStableIntervals != 3 || sc.Cooldown != 5*time.Minute || sc.GPUMemoryHigh != 0.8 ||
-		sc.WaitingPerReplica != 5 || sc.P99Near != 0.9 || !strings.Contains(sc.Waiting, "num_requests_waiting") {
+		sc.WaitingPerReplica != 5 || sc.P99Near != 0.9 || !strings.Contains(sc.Waiting, "num_requests_waiting") || sc.Horizon != 10*time.Minute {
 		t.Errorf("scale %+v", *sc)
 	}
 }

@@ -1,0 +1,720 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
+)
+
+const backtestScaleUsage = `Usage: inferwatch backtest scale (--input FILE | --sum-of GLOB | --gentd26 FILE) (--capacity REQS_PER_REPLICA | --peak-replicas N) [flags]
+
+Replays a traffic series through the scale signal and, beside it, through a
+reactive autoscaler, and reports for each how the replicas it asked for
+carried the traffic.
+
+The series is requests per second (with --counts: requests per step) on an
+even step: a CSV timestamp,value file or any file inferwatch forecast reads
+(--input), the sum of the client series of the files matching GLOB
+(--sum-of, forecast bottom-up as a forecast rule with sum_by does), or
+GenTD26's qps.csv (--gentd26, below). A sample at t is the load over
+[t, t+step); it is known at t+step.
+
+At each step, from the samples known then:
+  forecast  the forecast rule and the scale rule with their defaults (or the
+            flags below): the series' forecaster (forecasting.Forecaster, or
+            forecasting.Sum with --sum-of), fitted on the warm-up as a
+            forecast rule's first evaluation fits and then fed one sample a
+            step, and forecasting.Decide on the peak of its upper bound over
+            --horizon, with the rule's hysteresis band, stable intervals and
+            cooldown. The horizon defaults to what this autoscaler looks
+            ahead by, a step plus the start-up (scale.horizon in the daemon:
+            the autoscaler's interval plus a replica's start-up), not to the
+            rule's 10m;
+  reactive  a HorizontalPodAutoscaler on the request rate: ⌈the load of the
+            last step / (--hpa-target × capacity)⌉, at once on a rise, on a
+            fall the highest of its recommendations over the last
+            --hpa-window.
+Replicas asked for are paid for at once and serve --startup later;
+replicas let go stop at once. Both start the first decision with the
+replicas the last warm-up step needed, all serving. A third row,
+foresight, knows the load: at each step it asks for what the peak until
+the next decision's replicas serve needs, so no minute is short; its
+replica-minutes are the least a decision a step can pay for that, and
+what the forecast policy could reach with perfect forecasts.
+
+For each policy: replica-minutes (replicas asked for × minutes), the minutes
+under-provisioned (the load above the serving replicas × capacity), the
+worst shortfall (req/s) and the number of scale changes, over the steps
+after the warm-up. With --json, the same as JSON.
+
+--gentd26 FILE reads GenTD26's qps.csv (timestamp_anon,value,container_ip,
+request_type: one row per container and sample time, sampled every 57 s,
+rows of zero left out) as the per-minute request rate of --request-type:
+at each sample time of the file's grid the containers' values are added
+(0 where none has a row of that type), each holds until the next sample
+time, and each whole minute of the file takes the time-weighted mean.
+--write-series FILE writes the series replayed as CSV timestamp,value
+(unix seconds, requests per second), to read back with --input.
+
+`
+
+func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newOfflineFlagSet("inferwatch backtest scale", backtestScaleUsage)
+	input := fs.String("input", "", "the traffic series")
+	sumOf := fs.String("sum-of", "", "the traffic is the sum of the series in the files matching this glob, forecast bottom-up")
+	gentd := fs.String("gentd26", "", "GenTD26's qps.csv, read as a per-minute request rate (see above)")
+	requestType := fs.String("request-type", "Generative Requests", "with --gentd26: the request_type to count, or all")
+	counts := fs.Bool("counts", false, "the values are requests per step, not per second")
+	capacity := fs.Float64("capacity", 0, "requests per second one replica sustains")
+	peakReplicas := fs.Int("peak-replicas", 0, "instead of --capacity: the capacity is the peak load after the warm-up divided by this")
+	startupS := fs.String("startup", "3m", "how long a replica asked for takes to serve")
+	stepS := fs.String("step", "", "the decision step, a multiple of the series' step (default the series' step); the series is averaged to it")
+	warmupS := fs.String("warmup", "", "history before the first decision (default one period, at most a quarter of the series)")
+	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window")
+	hpaTarget := fs.Float64("hpa-target", 1, "the reactive policy's target: this share of a replica's capacity, in (0, 1]")
+	writeSeries := fs.String("write-series", "", "write the series replayed to this CSV file")
+	asJSON := fs.Bool("json", false, "write the result as JSON")
+	// The forecast and scale rules' keys, with their defaults.
+	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the decision looks (default the step plus --startup, rounded up to whole steps: until the replicas the next decision asks for serve)")
+	model := fs.String("model", rulefmt.DefaultForecastModel, "forecast.model: "+strings.Join(forecasting.Models(), ", "))
+	level := fs.Float64("level", rulefmt.DefaultForecastLevel, "forecast.level: the prediction interval, whose upper bound the decision takes")
+	periodS := fs.String("period", rulefmt.FormatDuration(rulefmt.DefaultForecastPeriod), "forecast.period: the seasonal period")
+	def := rulefmt.DefaultScale()
+	minReplicas := fs.Int("min-replicas", def.MinReplicas, "scale.min_replicas (both policies)")
+	maxReplicas := fs.Int("max-replicas", def.MaxReplicas, "scale.max_replicas (both policies; 0: none)")
+	stable := fs.Int("scale-down-stable-intervals", def.ScaleDownStableIntervals, "scale.scale_down_stable_intervals")
+	cooldownS := fs.String("cooldown", rulefmt.FormatDuration(def.Cooldown), "scale.cooldown (0s: none)")
+	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
+		return code
+	}
+	given := 0
+	for _, s := range []string{*input, *sumOf, *gentd} {
+		if s != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return usageError(stderr, fs, "give one of --input FILE, --sum-of GLOB or --gentd26 FILE")
+	}
+	if (*capacity > 0) == (*peakReplicas > 0) {
+		return usageError(stderr, fs, "give one of --capacity REQS_PER_REPLICA (> 0) or --peak-replicas N (> 0)")
+	}
+	var errs []error
+	dur := func(name, s string, zeroOK bool) time.Duration {
+		if s == "" {
+			return 0
+		}
+		if d, err := time.ParseDuration(s); zeroOK && err == nil && d == 0 {
+			return 0
+		}
+		d, err := cliDuration(name, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return d
+	}
+	startup := dur("--startup", *startupS, true)
+	stepD := dur("--step", *stepS, false)
+	warmup := dur("--warmup", *warmupS, false)
+	hpaWindow := dur("--hpa-window", *hpaWindowS, true)
+	horizon := dur("--horizon", *horizonS, false)
+	period := dur("--period", *periodS, false)
+	cooldown := dur("--cooldown", *cooldownS, true)
+	if !(*level > 0 && *level < 1) {
+		errs = append(errs, fmt.Errorf("--level %g: want a number in (0, 1)", *level))
+	}
+	if *minReplicas < 0 || *maxReplicas < 0 || (*maxReplicas > 0 && *maxReplicas < *minReplicas) {
+		errs = append(errs, fmt.Errorf("--min-replicas %d, --max-replicas %d: want 0 ≤ min ≤ max (max 0: none)", *minReplicas, *maxReplicas))
+	}
+	if !(*hpaTarget > 0 && *hpaTarget <= 1) {
+		errs = append(errs, fmt.Errorf("--hpa-target %g: want a share of the capacity in (0, 1]", *hpaTarget))
+	}
+	if *stable < 1 {
+		errs = append(errs, fmt.Errorf("--scale-down-stable-intervals %d: want at least 1", *stable))
+	}
+	if _, err := forecasting.New(forecasting.Options{Step: time.Minute, Model: *model}); err != nil {
+		errs = append(errs, fmt.Errorf("--model: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return usageError(stderr, fs, err.Error())
+	}
+
+	var (
+		series *regular
+		parts  [][]float64
+		err    error
+		name   = *input
+	)
+	switch {
+	case *sumOf != "":
+		series, parts, err = readParts(*sumOf)
+		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
+	case *gentd != "":
+		series, err = readGenTD26QPS(*gentd, *requestType)
+		name = fmt.Sprintf("%s (%s, per minute)", *gentd, *requestType)
+	default:
+		var in *detectInput
+		if in, err = readDetectInput(*input, readOptions{}); err == nil {
+			series, err = regularise(*input, in)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch backtest scale:", err)
+		return 1
+	}
+	if *counts {
+		perSecond := 1 / series.step.Seconds()
+		for i := range series.y {
+			series.y[i] *= perSecond
+		}
+		for _, p := range parts {
+			for i := range p {
+				p[i] *= perSecond
+			}
+		}
+	}
+	if stepD != 0 && stepD != series.step {
+		if stepD < series.step || stepD%series.step != 0 {
+			fmt.Fprintf(stderr, "inferwatch backtest scale: --step %s is not a multiple of the series' step %s\n", *stepS, series.step)
+			return 2
+		}
+		k := int(stepD / series.step)
+		series = average(series, k)
+		for i, p := range parts {
+			parts[i] = averageSlice(p, k)
+		}
+	}
+	if *writeSeries != "" {
+		if err := writeReplayedSeries(*writeSeries, series); err != nil {
+			fmt.Fprintln(stderr, "inferwatch backtest scale:", err)
+			return 1
+		}
+	}
+	fc := rulefmt.DefaultForecast(series.step)
+	fc.Model, fc.Level, fc.Period = *model, *level, period
+	if horizon == 0 {
+		// The replicas asked for at a decision carry the load until those
+		// of the next decision serve: one step and a start-up ahead.
+		horizon = series.step + startup
+	}
+	fc.Horizon = (horizon + series.step - 1) / series.step * series.step
+	if fc.Horizon/series.step > 10_000 {
+		fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", rulefmt.FormatDuration(horizon), series.step)
+		return 2
+	}
+	fc.Horizons = []time.Duration{fc.Horizon}
+	fc.BottomUp = parts != nil
+	sc := rulefmt.DefaultScale()
+	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals, sc.Cooldown, sc.Horizon = *minReplicas, *maxReplicas, *stable, cooldown, fc.Horizon
+	if int(period/series.step) < 2 {
+		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.step)
+		return 2
+	}
+	warm := int(warmup / series.step)
+	if warmup == 0 {
+		warm = min(int(period/series.step), len(series.y)/4)
+	}
+	b := scaleBacktest{T0: series.t0, Step: series.step, Load: series.y, Parts: parts, Capacity: *capacity,
+		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
+		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, ScaleDownWindow: hpaWindow, Target: *hpaTarget}}
+	rep, err := runScaleBacktest(ctx, b)
+	if err != nil {
+		fmt.Fprintf(stderr, "inferwatch backtest scale: %s: %v\n", name, err)
+		return 1
+	}
+	rep.Input = name
+	if *asJSON {
+		return writeJSON(stdout, stderr, rep)
+	}
+	writeScaleText(stdout, rep)
+	return 0
+}
+
+// scaleBacktest is one replay: the load per step (requests per second,
+// NaN where unknown) from T0 (unix ms), and with a sum its parts.
+type scaleBacktest struct {
+	T0    int64
+	Step  time.Duration
+	Load  []float64
+	Parts [][]float64
+	// Capacity is the requests per second of one replica; when 0, the
+	// peak load after the warm-up over PeakReplicas.
+	Capacity     float64
+	PeakReplicas int
+	Startup      time.Duration
+	// Warmup is the number of steps before the first decision.
+	Warmup   int
+	Forecast rulefmt.Forecast
+	Scale    rulefmt.Scale
+	Reactive forecasting.ReactivePolicy
+}
+
+// scaleReport is what a replay measured.
+type scaleReport struct {
+	Input          string  `json:"input"`
+	Steps          int     `json:"steps"`
+	StepSeconds    float64 `json:"step_seconds"`
+	Start          string  `json:"start"`
+	WarmupSteps    int     `json:"warmup_steps"`
+	Decisions      int     `json:"decisions"`
+	Capacity       float64 `json:"capacity_per_replica"`
+	CapacityFrom   string  `json:"capacity_from,omitempty"`
+	PeakLoad       float64 `json:"peak_load"`
+	StartupSeconds float64 `json:"startup_seconds"`
+	HorizonSeconds float64 `json:"horizon_seconds"`
+	HPAWindowSecs  float64 `json:"hpa_window_seconds"`
+	// Policies are the forecast policy's figures, the reactive's, and
+	// those of perfect foresight (a bound, not a policy).
+	Policies []policyFigures `json:"policies"`
+}
+
+type policyFigures struct {
+	Policy         string  `json:"policy"`
+	ReplicaMinutes float64 `json:"replica_minutes"`
+	UnderMinutes   float64 `json:"under_provisioned_minutes"`
+	WorstShortfall float64 `json:"worst_shortfall"`
+	Changes        int     `json:"scale_changes"`
+	Minutes        float64 `json:"minutes"`
+	UnknownMinutes float64 `json:"unknown_minutes,omitempty"`
+	// FallbackDecisions counts the forecast policy's decisions on a
+	// forecast that fell back for lack of history.
+	FallbackDecisions int `json:"fallback_decisions,omitempty"`
+}
+
+// runScaleBacktest replays b: at each step after the warm-up both
+// policies decide from the samples before it, then the step's load is
+// served by their replicas and its sample becomes known.
+func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error) {
+	n := len(b.Load)
+	if b.Warmup < 2 || b.Warmup >= n {
+		return nil, fmt.Errorf("a warm-up of %d steps leaves no decision in %d steps; want at least 2 steps of warm-up and one after", b.Warmup, n)
+	}
+	rep := &scaleReport{Steps: n, StepSeconds: b.Step.Seconds(), WarmupSteps: b.Warmup, Decisions: n - b.Warmup,
+		Start:          time.UnixMilli(b.T0 + int64(b.Warmup)*b.Step.Milliseconds()).UTC().Format(time.RFC3339),
+		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), HPAWindowSecs: b.Reactive.ScaleDownWindow.Seconds()}
+	for _, v := range b.Load[b.Warmup:] {
+		if isFinite(v) {
+			rep.PeakLoad = max(rep.PeakLoad, v)
+		}
+	}
+	capacity := b.Capacity
+	if capacity <= 0 {
+		if b.PeakReplicas < 1 || rep.PeakLoad <= 0 {
+			return nil, fmt.Errorf("no capacity: give one, or a peak load above 0 and a number of replicas at the peak (the peak is %g)", rep.PeakLoad)
+		}
+		capacity = rep.PeakLoad / float64(b.PeakReplicas)
+		rep.CapacityFrom = fmt.Sprintf("the peak load %.4g req/s over %d replicas", rep.PeakLoad, b.PeakReplicas)
+	}
+	rep.Capacity = capacity
+
+	opts := rules.ForecastOptions(&b.Forecast)
+	fcs, err := newReplayForecaster(opts, b.Parts)
+	if err != nil {
+		return nil, err
+	}
+	stepMs := b.Step.Milliseconds()
+	at := func(k int) time.Time { return time.UnixMilli(b.T0 + int64(k)*stepMs) }
+	// Fit as a forecast rule's first evaluation does: on the history but
+	// its last part (up to a period, at most a quarter), which is then
+	// fed point by point so the first decision has calibrated intervals.
+	// The rule fetches forecast.history before its first evaluation.
+	from := max(b.Warmup-int(b.Forecast.History/b.Step), 0)
+	fitN := max(b.Warmup-min((b.Warmup-from)/4, opts.Period), from+1)
+	if err := fcs.fit(b.T0, b.Load, from, fitN); err != nil {
+		return nil, err
+	}
+	for j := fitN; j < b.Warmup; j++ {
+		if err := fcs.update(b.T0, b.Load, j, stepMs); err != nil {
+			return nil, err
+		}
+	}
+	leads := max(int((b.Scale.Horizon+b.Step-1)/b.Step), 1)
+	policy := rules.ScalePolicy(&b.Scale)
+	policy.ValidFor = b.Scale.Horizon
+
+	first := at(b.Warmup)
+	n0 := max(int(math.Ceil(b.Load[b.Warmup-1]/capacity-1e-9)), b.Scale.MinReplicas, 0)
+	if !isFinite(b.Load[b.Warmup-1]) {
+		n0 = max(b.Scale.MinReplicas, 1)
+	}
+	if b.Scale.MaxReplicas > 0 {
+		n0 = min(n0, b.Scale.MaxReplicas)
+	}
+	ff, fr, fo := &forecasting.Fleet{Startup: b.Startup}, &forecasting.Fleet{Startup: b.Startup}, &forecasting.Fleet{Startup: b.Startup}
+	ff.Start(n0, first)
+	fr.Start(n0, first)
+	// Foresight knows the load: at each decision it asks for what the
+	// peak until the next decision's replicas serve needs, so no minute
+	// is short, at the least replica-minutes of a decision a step.
+	ahead := int((b.Startup + b.Step - 1) / b.Step)
+	foresight := func(k int) int {
+		peak := math.NaN()
+		for j := k; j <= min(k+ahead, n-1); j++ {
+			if isFinite(b.Load[j]) && !(b.Load[j] <= peak) {
+				peak = b.Load[j]
+			}
+		}
+		r := max(int(math.Ceil(peak/capacity-1e-9)), b.Scale.MinReplicas)
+		if !isFinite(peak) {
+			r = fo.Allocated()
+		}
+		if b.Scale.MaxReplicas > 0 {
+			r = min(r, b.Scale.MaxReplicas)
+		}
+		return r
+	}
+	fo.Start(foresight(b.Warmup), first)
+	st := forecasting.ScaleState{Desired: n0, Changed: first.Add(-b.Scale.Cooldown)}
+	rs := forecasting.ReactiveState{Desired: n0}
+	var pf, pr, po forecasting.Provisioning
+	fallbacks := 0
+	var fc forecasting.Forecast
+	for k := b.Warmup; k < n; k++ {
+		if k%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("interrupted: %w", err)
+			}
+		}
+		now := at(k)
+		fcs.forecastInto(&fc)
+		peak, lead, upper := fc.PeakWithin(leads)
+		if fc.Fallback != "" {
+			fallbacks++
+		}
+		sig, next := forecasting.Decide(st, forecasting.ScaleInputs{Current: float64(ff.Ready(now)), CapacityPerReplica: capacity,
+			HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(fc.Origin + int64(lead)*stepMs),
+			Fallback: fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN()}, policy, now)
+		st = next
+		if sig.Desired != ff.Allocated() {
+			pf.Changes++
+			ff.Set(sig.Desired, now)
+		}
+		rs = forecasting.DecideReactive(rs, b.Load[k-1], capacity, b.Reactive, now)
+		if rs.Desired != fr.Allocated() {
+			pr.Changes++
+			fr.Set(rs.Desired, now)
+		}
+		if r := foresight(k); r != fo.Allocated() {
+			po.Changes++
+			fo.Set(r, now)
+		}
+		ff.Serve(b.Load[k], capacity, now, at(k+1), &pf)
+		fr.Serve(b.Load[k], capacity, now, at(k+1), &pr)
+		fo.Serve(b.Load[k], capacity, now, at(k+1), &po)
+		if err := fcs.update(b.T0, b.Load, k, stepMs); err != nil {
+			return nil, err
+		}
+	}
+	figures := func(name string, p forecasting.Provisioning) policyFigures {
+		return policyFigures{Policy: name, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
+			Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
+	}
+	rep.Policies = []policyFigures{figures("forecast", pf), figures("reactive", pr), figures("foresight", po)}
+	rep.Policies[0].FallbackDecisions = fallbacks
+	return rep, nil
+}
+
+// replayForecaster is a forecast rule's forecaster of one series, or of a
+// sum of parts, fed as the rule feeds it.
+type replayForecaster struct {
+	opts  forecasting.Options
+	parts [][]float64
+	f     *forecasting.Forecaster
+	sum   *forecasting.Sum
+	ys    []float64
+}
+
+func newReplayForecaster(opts forecasting.Options, parts [][]float64) (*replayForecaster, error) {
+	if _, err := forecasting.New(opts); err != nil {
+		return nil, err
+	}
+	return &replayForecaster{opts: opts, parts: parts, ys: make([]float64, len(parts))}, nil
+}
+
+// fit fits afresh on the samples [from, to).
+func (r *replayForecaster) fit(t0 int64, load []float64, from, to int) error {
+	start := t0 + int64(from)*r.opts.Step.Milliseconds()
+	if r.parts != nil {
+		sum, err := forecasting.NewSum(r.opts, len(r.parts))
+		if err != nil {
+			return err
+		}
+		data := make([][]float64, len(r.parts))
+		for i, p := range r.parts {
+			data[i] = p[from:to]
+		}
+		if err := sum.Fit(start, data); err != nil {
+			return err
+		}
+		r.sum = sum
+		return nil
+	}
+	f, err := forecasting.New(r.opts)
+	if err != nil {
+		return err
+	}
+	if err := f.Fit(start, load[from:to]); err != nil {
+		return err
+	}
+	r.f = f
+	return nil
+}
+
+// update feeds sample j, refitting when due and fitting afresh after a
+// gap too long to fill, as a forecast rule does.
+func (r *replayForecaster) update(t0 int64, load []float64, j int, stepMs int64) error {
+	t := t0 + int64(j)*stepMs
+	var err error
+	if r.sum != nil {
+		for i, p := range r.parts {
+			r.ys[i] = p[j]
+		}
+		err = r.sum.Update(t, r.ys)
+	} else {
+		err = r.f.Update(t, load[j])
+	}
+	switch {
+	case errors.Is(err, forecasting.ErrGap):
+		return r.fit(t0, load, max(0, j+1-r.opts.MaxHistory), j+1)
+	case err != nil:
+		return err
+	}
+	if r.sum != nil && r.sum.RefitDue() {
+		return r.sum.Refit()
+	}
+	if r.f != nil && r.f.RefitDue() {
+		return r.f.Refit()
+	}
+	return nil
+}
+
+func (r *replayForecaster) forecastInto(fc *forecasting.Forecast) {
+	if r.sum != nil {
+		r.sum.ForecastInto(fc)
+		return
+	}
+	r.f.ForecastInto(fc)
+}
+
+func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// average averages each k steps of s into one (NaN when one of them is).
+func average(s *regular, k int) *regular {
+	out := &regular{t0: s.t0, step: s.step * time.Duration(k), y: averageSlice(s.y, k)}
+	for _, v := range out.y {
+		if !isFinite(v) {
+			out.gaps++
+		}
+	}
+	return out
+}
+
+func averageSlice(y []float64, k int) []float64 {
+	out := make([]float64, 0, len(y)/k)
+	for i := 0; i+k <= len(y); i += k {
+		sum := 0.0
+		for _, v := range y[i : i+k] {
+			sum += v
+		}
+		out = append(out, sum/float64(k))
+	}
+	return out
+}
+
+func writeReplayedSeries(path string, s *regular) error {
+	var b strings.Builder
+	b.WriteString("timestamp,value\n")
+	for i, v := range s.y {
+		b.WriteString(strconv.FormatInt((s.t0+int64(i)*s.step.Milliseconds())/1000, 10))
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("--write-series: %w", err)
+	}
+	return nil
+}
+
+// readGenTD26QPS reads GenTD26's qps.csv as the per-minute request rate of
+// requestType ("all": every type): the containers' values added at each
+// time of the file's sample grid (its most common spacing from its first
+// time; 0 where no row of the type), each held until the next time, and
+// averaged over each whole minute the grid covers.
+func readGenTD26QPS(path, requestType string) (*regular, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseGenTD26QPS(f, path, requestType)
+}
+
+// parseGenTD26QPS is readGenTD26QPS of the text r, named path in errors.
+func parseGenTD26QPS(in io.Reader, path, requestType string) (*regular, error) {
+	r := csv.NewReader(in)
+	r.FieldsPerRecord = -1
+	header, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		col[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
+	}
+	for _, need := range []string{"timestamp_anon", "value", "request_type"} {
+		if _, ok := col[need]; !ok {
+			return nil, fmt.Errorf("%s: no %s column in the header %q; want GenTD26's qps.csv (timestamp_anon,value,container_ip,request_type)", path, need, strings.Join(header, ","))
+		}
+	}
+	type row struct {
+		t int64 // ms
+		v float64
+	}
+	var rows []row
+	var times []int64
+	types := map[string]int{}
+	line := 1
+	for {
+		rec, err := r.Read()
+		line++
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(rec) <= max(col["timestamp_anon"], col["value"], col["request_type"]) {
+			return nil, fmt.Errorf("%s:%d: %d fields; want at least %d", path, line, len(rec), len(header))
+		}
+		ts, err1 := strconv.ParseFloat(rec[col["timestamp_anon"]], 64)
+		v, err2 := strconv.ParseFloat(rec[col["value"]], 64)
+		if err := errors.Join(err1, err2); err != nil || !isFinite(ts) || !isFinite(v) {
+			return nil, fmt.Errorf("%s:%d: timestamp %q and value %q must be numbers", path, line, rec[col["timestamp_anon"]], rec[col["value"]])
+		}
+		t := int64(math.Round(ts * 1000))
+		times = append(times, t)
+		typ := rec[col["request_type"]]
+		types[typ]++
+		if requestType == "all" || typ == requestType {
+			rows = append(rows, row{t, v})
+		}
+	}
+	if len(rows) == 0 {
+		var have []string
+		for t, c := range types {
+			have = append(have, fmt.Sprintf("%q (%d rows)", t, c))
+		}
+		return nil, fmt.Errorf("%s: no row of request_type %q; the file has %s, or give all", path, requestType, strings.Join(have, ", "))
+	}
+	// The grid: the most common spacing between the file's distinct times.
+	distinct := map[int64]bool{}
+	for _, t := range times {
+		distinct[t] = true
+	}
+	sorted := make([]int64, 0, len(distinct))
+	for t := range distinct {
+		sorted = append(sorted, t)
+	}
+	slices.Sort(sorted)
+	if len(sorted) < 2 {
+		return nil, fmt.Errorf("%s: one sample time; need two to know the sampling step", path)
+	}
+	spacing := map[int64]int{}
+	for i := 1; i < len(sorted); i++ {
+		spacing[sorted[i]-sorted[i-1]]++
+	}
+	var s int64
+	for d, c := range spacing {
+		if c > spacing[s] || (c == spacing[s] && d < s) {
+			s = d
+		}
+	}
+	first, last := sorted[0], sorted[len(sorted)-1]
+	if steps := (last - first) / s; steps > 10_000_000 {
+		return nil, fmt.Errorf("%s: %d sampling steps of %s between the first and the last time; too many", path, steps, time.Duration(s)*time.Millisecond)
+	}
+	rate := make([]float64, (last-first)/s+1)
+	for _, rw := range rows {
+		if (rw.t-first)%s != 0 {
+			return nil, fmt.Errorf("%s: time %s is off the file's sampling grid of %s from %s", path, formatUnixMillis(rw.t), time.Duration(s)*time.Millisecond, formatUnixMillis(first))
+		}
+		rate[(rw.t-first)/s] += rw.v
+	}
+	const minute = int64(60_000)
+	m0 := (first + minute - 1) / minute * minute
+	end := (last + s) / minute * minute // the held value of the last time reaches last+s
+	switch {
+	case end-m0 < 2*minute:
+		return nil, fmt.Errorf("%s: the samples cover less than two whole minutes", path)
+	case (end-m0)/minute > 10_000_000:
+		return nil, fmt.Errorf("%s: the samples span %d minutes; too many", path, (end-m0)/minute)
+	}
+	out := &regular{t0: m0, step: time.Minute, y: make([]float64, (end-m0)/minute)}
+	for i := range out.y {
+		a, b := m0+int64(i)*minute, m0+int64(i+1)*minute
+		sum := 0.0
+		for j := max((a-first)/s, 0); j < int64(len(rate)); j++ {
+			ta := first + j*s
+			if ta >= b {
+				break
+			}
+			lo, hi := max(ta, a), min(ta+s, b)
+			if hi > lo {
+				sum += rate[j] * float64(hi-lo)
+			}
+		}
+		out.y[i] = sum / float64(minute)
+	}
+	return out, nil
+}
+
+func writeScaleText(w io.Writer, rep *scaleReport) {
+	fmt.Fprintf(w, "backtest scale of %s\n", rep.Input)
+	d := func(secs float64) string { return rulefmt.FormatDuration(time.Duration(secs * float64(time.Second))) }
+	fmt.Fprintf(w, "  %d steps of %s; %d decisions from %s after a warm-up of %d steps\n",
+		rep.Steps, d(rep.StepSeconds), rep.Decisions, rep.Start, rep.WarmupSteps)
+	capFrom := ""
+	if rep.CapacityFrom != "" {
+		capFrom = " (" + rep.CapacityFrom + ")"
+	}
+	fmt.Fprintf(w, "  capacity %.4g req/s per replica%s; peak load %.4g req/s; start-up %s; forecast horizon %s; reactive scale-down window %s\n\n",
+		rep.Capacity, capFrom, rep.PeakLoad, d(rep.StartupSeconds), d(rep.HorizonSeconds), d(rep.HPAWindowSecs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\treplica-minutes\tunder-provisioned minutes\tworst shortfall (req/s)\tscale changes\t")
+	for _, p := range rep.Policies {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.4g\t%d\t\n", p.Policy, p.ReplicaMinutes, p.UnderMinutes, p.WorstShortfall, p.Changes)
+	}
+	tw.Flush()
+	f, r := rep.Policies[0], rep.Policies[1]
+	fmt.Fprintf(w, "\nforecast / reactive: replica-minutes %s, under-provisioned minutes %s\n", ratio(f.ReplicaMinutes, r.ReplicaMinutes), ratio(f.UnderMinutes, r.UnderMinutes))
+	if f.FallbackDecisions > 0 {
+		fmt.Fprintf(w, "%d of the forecast policy's %d decisions were on a forecast falling back for lack of history\n", f.FallbackDecisions, rep.Decisions)
+	}
+	if f.UnknownMinutes > 0 {
+		fmt.Fprintf(w, "%.0f minutes had no load sample and were not judged\n", f.UnknownMinutes)
+	}
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		if a == 0 {
+			return "1 (both 0)"
+		}
+		return "n/a (reactive 0)"
+	}
+	return strconv.FormatFloat(a/b, 'f', 3, 64)
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runScale runs backtest scale with --json and decodes the report.
+func runScale(t *testing.T, args ...string) scaleReport {
+	t.Helper()
+	code, out, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d, stderr:\n%s", args, code, errOut)
+	}
+	var rep scaleReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: output is not the report: %v\n%s", args, err, out)
+	}
+	if len(rep.Policies) != 3 || rep.Policies[0].Policy != "forecast" || rep.Policies[1].Policy != "reactive" || rep.Policies[2].Policy != "foresight" {
+		t.Fatalf("%v: policies %+v", args, rep.Policies)
+	}
+	return rep
+}
+
+// TestBacktestScaleSpike replays four hours at one-minute steps of 5 req/s
+// with a spike to 35 req/s in minutes 30–39 of each hour, at 10 req/s a
+// replica and a start-up of 3 minutes. The seasonal naive forecast of a
+// series that repeats every hour is exact, so every figure can be worked
+// out by hand over the two hours after the two-hour warm-up (minutes
+// 120–239, spikes at 150 and 210):
+//
+//   - forecast: the horizon is a step plus the start-up, 4 minutes. At 147
+//     the window 147–150 holds the spike: 4 replicas, ready at 150, so no
+//     minute is short. From 160 the window asks for 1; the third such
+//     decision in a row, at 162, steps down. 3 more replicas for 15
+//     minutes a spike: 120 + 2·45 = 210 replica-minutes, 4 changes.
+//   - reactive: at 151 it sees the 35 of minute 150 and asks for 4, ready
+//     at 154: minutes 150–153 run 35 req/s on one replica, short by 25.
+//     From 161 it is asked for 1, but 4 stays the highest recommendation
+//     of the last five minutes until 165: 3 more replicas for 14 minutes a
+//     spike, 120 + 2·42 = 204 replica-minutes, 8 minutes short, 4 changes.
+//   - foresight: as the forecast, but down at once at 160: 120 + 2·39 =
+//     198 replica-minutes.
+func TestBacktestScaleSpike(t *testing.T) {
+	var ts []int64
+	var vs []float64
+	for i := range 240 {
+		v := 5.0
+		if m := i % 60; m >= 30 && m < 40 {
+			v = 35
+		}
+		ts = append(ts, t0+int64(i)*60_000)
+		vs = append(vs, v)
+	}
+	file := writeSeriesCSV(t, t.TempDir(), "spike.csv", ts, vs)
+	rep := runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
+	if rep.Decisions != 120 || rep.HorizonSeconds != 240 || rep.Capacity != 10 || rep.PeakLoad != 35 {
+		t.Errorf("report %+v", rep)
+	}
+	want := []policyFigures{
+		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120},
+		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120},
+		{Policy: "foresight", ReplicaMinutes: 198, Changes: 4, Minutes: 120},
+	}
+	for i, w := range want {
+		if got := rep.Policies[i]; got != w {
+			t.Errorf("%s: %+v\nwant %+v", w.Policy, got, w)
+		}
+	}
+
+	// The same as counts per minute.
+	for i := range vs {
+		vs[i] *= 60
+	}
+	counts := writeSeriesCSV(t, t.TempDir(), "counts.csv", ts, vs)
+	rep = runScale(t, "--input", counts, "--counts", "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
+	if rep.PeakLoad != 35 || rep.Policies[0] != want[0] || rep.Policies[1] != want[1] || rep.Policies[2] != want[2] {
+		t.Errorf("per-minute counts: %+v", rep)
+	}
+	// The capacity from the peak after the warm-up: 35 req/s over 7.
+	rep = runScale(t, "--input", file, "--peak-replicas", "7", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
+	if rep.Capacity != 5 || !strings.Contains(rep.CapacityFrom, "35 req/s over 7 replicas") {
+		t.Errorf("capacity %g from %q", rep.Capacity, rep.CapacityFrom)
+	}
+}
+
+// TestBacktestScaleSharedTraces replays the shared ServeGen and GenTD26
+// traffic, when present, and checks what must hold of any replay: the
+// policies are judged over the same minutes, the figures are within their
+// bounds, the replicas paid for carry the load but for the shortfalls
+// counted (replica-minutes × capacity ≥ the requests served less the
+// worst shortfall over the minutes short), and foresight is never short.
+func TestBacktestScaleSharedTraces(t *testing.T) {
+	const data = "../../../shared/data"
+	if _, err := os.Stat(data); err != nil {
+		t.Skipf("shared data not present at %s (%v); the replays of real traffic run where it is", data, err)
+	}
+	runs := map[string][]string{
+		"m-large":         {"--input", filepath.Join(data, "servegen/aggregate_rate_language_m-large.csv")},
+		"m-small":         {"--input", filepath.Join(data, "servegen/aggregate_rate_language_m-small.csv")},
+		"m-large clients": {"--sum-of", filepath.Join(data, "servegen/language/m-large/*.csv")},
+		"gentd26":         {"--gentd26", filepath.Join(data, "gentd26/qps.csv")},
+		"gentd26 api":     {"--gentd26", filepath.Join(data, "gentd26/qps.csv"), "--request-type", "API Requests"},
+	}
+	for name, args := range runs {
+		t.Run(name, func(t *testing.T) {
+			series := filepath.Join(t.TempDir(), "series.csv")
+			rep := runScale(t, append(args, "--peak-replicas", "8", "--write-series", series)...)
+			load := readBack(t, series)
+			requests := 0.0 // replayed after the warm-up, in req/s × minutes
+			for _, v := range load[rep.WarmupSteps:] {
+				requests += v * rep.StepSeconds / 60
+			}
+			if rep.Decisions != len(load)-rep.WarmupSteps || rep.Decisions < 100 || math.Abs(rep.Capacity*8-rep.PeakLoad) > 1e-9*rep.PeakLoad {
+				t.Fatalf("report %+v for %d steps", rep, len(load))
+			}
+			minutes := float64(rep.Decisions) * rep.StepSeconds / 60
+			for _, p := range rep.Policies {
+				if math.Abs(p.Minutes-minutes) > 1e-6 || p.UnderMinutes < 0 || p.UnderMinutes > minutes ||
+					p.WorstShortfall < 0 || p.WorstShortfall > rep.PeakLoad || (p.UnderMinutes == 0) != (p.WorstShortfall == 0) ||
+					p.Changes > rep.Decisions || p.ReplicaMinutes < minutes {
+					t.Errorf("%s: figures out of bounds: %+v over %g minutes", p.Policy, p, minutes)
+				}
+				if carried := p.ReplicaMinutes * rep.Capacity; carried < requests-p.WorstShortfall*p.UnderMinutes-1e-6*requests {
+					t.Errorf("%s: %g replica-minutes at %g req/s carry %g, less than the %g requests served less the shortfalls", p.Policy, p.ReplicaMinutes, rep.Capacity, carried, requests)
+				}
+			}
+			if o := rep.Policies[2]; o.UnderMinutes != 0 {
+				t.Errorf("foresight: %+v; want no minute short", o)
+			}
+			t.Logf("%s: forecast %+v, reactive %+v, foresight %+v", name, rep.Policies[0], rep.Policies[1], rep.Policies[2])
+		})
+	}
+}
+
+func readBack(t *testing.T, path string) []float64 {
+	t.Helper()
+	in, err := readDetectInput(path, readOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in.vs
+}
+
+// TestReadGenTD26QPS: the containers' values are added at each sample time
+// of the file's 57-second grid (0 at a time with no row of the type), held
+// until the next, and averaged over each whole minute.
+func TestReadGenTD26QPS(t *testing.T) {
+	const base = 1_662_858_720 // a whole minute
+	row := func(k int, v float64, typ string) string {
+		return fmt.Sprintf("%d.0,%g,c%d,%s\n", base+57*k, v, k%3, typ)
+	}
+	text := "timestamp_anon,value,container_ip,request_type\n" +
+		row(0, 1, "Generative Requests") + row(0, 2, "Generative Requests") + // two containers: 3 at 0 s
+		row(1, 0.5, "API Requests") + // no generative row at 57 s: 0
+		row(2, 6, "Generative Requests") + // 114 s
+		row(3, 0.5, "API Requests") // 171 s, the last time: held until 228 s
+	file := writeText(t, t.TempDir(), "qps.csv", text)
+	s, err := readGenTD26QPS(file, "Generative Requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Minute 0–60: 3 for 57 s, 0 for 3 s. 60–120: 0 for 54 s, 6 for 6 s.
+	// 120–180: 6 until 171, then 0. The last whole minute ends at 180.
+	want := []float64{3 * 57.0 / 60, 6 * 6.0 / 60, 6 * 51.0 / 60}
+	if s.t0 != base*1000 || s.step.Seconds() != 60 || len(s.y) != len(want) {
+		t.Fatalf("series from %d, step %v, %d minutes: %v", s.t0, s.step, len(s.y), s.y)
+	}
+	for i := range want {
+		if math.Abs(s.y[i]-want[i]) > 1e-12 {
+			t.Errorf("minute %d: %g, want %g", i, s.y[i], want[i])
+		}
+	}
+	if all, err := readGenTD26QPS(file, "all"); err != nil || math.Abs(all.y[0]-(3*57.0+0.5*3)/60) > 1e-12 {
+		t.Errorf("all types: %v, %v", all, err)
+	}
+	if _, err := readGenTD26QPS(file, "Other"); err == nil || !strings.Contains(err.Error(), `"API Requests" (2 rows)`) {
+		t.Errorf("an unknown type: %v", err)
+	}
+}
+
+// FuzzParseGenTD26QPS: any text is read or refused with an error, never a
+// panic, and what is read is whole minutes of finite rates.
+func FuzzParseGenTD26QPS(f *testing.F) {
+	f.Add("timestamp_anon,value,container_ip,request_type\n1662858720.0,0.09,a,Generative Requests\n1662858777.0,0.18,b,Generative Requests\n1662858834.0,0.09,,API Requests\n1662858891.0,0.27,a,Generative Requests\n")
+	f.Add("timestamp_anon,value,container_ip,request_type\n1,1,a,x\n2,1,a,x\n1e12,1,a,x\n")
+	f.Add("value,request_type,timestamp_anon\n0.5,all,60\n0.5,all,120\n0.5,all,180\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, typ := range []string{"Generative Requests", "all"} {
+			s, err := parseGenTD26QPS(strings.NewReader(text), "qps.csv", typ)
+			if err != nil {
+				continue
+			}
+			if s.step.Seconds() != 60 || len(s.y) < 2 || s.t0%60_000 != 0 {
+				t.Fatalf("%q: step %v, %d minutes from %d", text, s.step, len(s.y), s.t0)
+			}
+			for _, v := range s.y {
+				if !isFinite(v) {
+					t.Fatalf("%q: rate %v", text, v)
+				}
+			}
+		}
+	})
+}
