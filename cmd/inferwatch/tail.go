@@ -45,7 +45,7 @@ For example:
 
   2026-11-25T14:34:00Z  firing      critical  latency/ttft_spike  ttft{pod="p0"}  50 above 9.712…10.91 (expected 10.31), score 41.23, for 2m
   2026-11-25T14:34:00Z  forecast              forecasting/request_rate  {model="qwen2.5-32b-instruct"}  now 6.891, +10m 7.123 (90% 6.2…8.04), peak 7.4 at +5m (upper 8.3), model auto
-  2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (current 2), tier 3: forecast peak 19.9 req/s needs 3 replicas of 7 req/s
+  2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (current 2), tier 3. Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: scaling up from 2.
 
 TIME is the event's time in UTC; a number the daemon could not define (a
 one-sided band, no estimate) is shown as —. With --json each event is
@@ -625,9 +625,8 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 			if !d.Known {
 				cur = "unknown"
 			}
-			tier := fmt.Sprintf("tier %d", d.Tier)
 			return head("scale", ansiCyan, "", d.Group+"/"+d.Rule, d.Target) +
-				fmt.Sprintf("desired %s (current %s), %s: %s", p.paint(ansiBold, strconv.Itoa(d.Desired)), cur, tier, strings.TrimPrefix(d.Reason, tier+": "))
+				fmt.Sprintf("desired %s (current %s), tier %d. %s", p.paint(ansiBold, strconv.Itoa(d.Desired)), cur, d.Tier, d.Reason)
 		}
 	default:
 		what := strings.TrimSuffix(strings.TrimPrefix(ev.Type, "io.inferwatch."), ".v1")

@@ -347,7 +347,7 @@ func showScale(ss []alerting.ScaleData) {
 	step(fmt.Sprintf("Scale signals (inferwatch.scale.*): %d", len(ss)))
 	sort.SliceStable(ss, func(i, j int) bool { return ss[i].Time.Before(ss[j].Time) })
 	for _, s := range ss {
-		fmt.Printf("   %s  %-14s desired %d (current %d)  tier %d: %s\n",
+		fmt.Printf("   %s  %-14s desired %d (current %d)  tier %d. %s\n",
 			s.Time.UTC().Format("Mon 15:04"), s.Target, s.DesiredReplicas, s.CurrentReplicas, s.Tier, s.Reason)
 	}
 }
