@@ -27,8 +27,8 @@
 // median of its recent errors), and a prediction interval at level L gives
 // quantile (1−L)/2 for the lower bound and (1+L)/2 for the upper one, "0.05"
 // and "0.95" at the default level 0.9. inferwatch_forecast_peak is the
-// highest point forecast over the horizon (quantile "0.5") and the highest
-// upper bound (the upper quantile). The value is the forecast for
+// highest point forecast over each horizon the rule serves (quantile "0.5")
+// and the highest upper bound (the upper quantile). The value is the forecast for
 // origin+horizon, exposed now: compare it with what came by shifting the
 // forecast, e.g. `inferwatch_forecast{quantile="0.5"} offset 10m`.
 //
@@ -101,8 +101,8 @@ type Options struct {
 	Expiry time.Duration
 	// Leads are the leads at which each forecast is exposed, one horizon
 	// label value each; a lead the forecast does not reach, or that falls
-	// between its steps, is skipped. Default: the forecast's horizon (its
-	// last point) only.
+	// between its steps, is skipped. Default: each horizon the forecast
+	// rule serves (forecast.horizons).
 	Leads []time.Duration
 	// Now is the clock that ages series (default time.Now).
 	Now func() time.Time
@@ -237,14 +237,24 @@ func (e *Exporter) forecastLocked(f *alerting.ForecastData, now time.Time) {
 	}
 	base, st := translate(f.Labels, forecastOwn)
 	lo, hi := quantileLabels(f.Level)
-	horizon := f.Points[len(f.Points)-1].Time.Sub(f.Origin)
-	var fc, peak []point
-	add := func(ps []point, lead time.Duration, q string, v alerting.JSONFloat) []point {
-		return append(ps, point{seriesKey(FamilyForecastPeak, base, "rule", f.Rule, "horizon", durationLabel(lead), "quantile", q), float64(v)})
+	// The horizons the rule serves, each with its peaks; an outlook without
+	// them serves one, its last point's lead.
+	served := f.Horizons
+	if len(served) == 0 {
+		served = []alerting.ForecastHorizon{{HorizonSeconds: f.Points[len(f.Points)-1].Time.Sub(f.Origin).Seconds(),
+			Peak: f.Peak, UpperPeak: f.UpperPeak}}
 	}
+	var fc, peak []point
 	leads := e.o.Leads
-	if len(leads) == 0 {
-		leads = []time.Duration{horizon}
+	for _, h := range served {
+		lead := time.Duration(h.HorizonSeconds * float64(time.Second))
+		if len(e.o.Leads) == 0 {
+			leads = append(leads, lead)
+		}
+		hl := durationLabel(lead)
+		peak = append(peak,
+			point{seriesKey(FamilyForecastPeak, base, "rule", f.Rule, "horizon", hl, "quantile", "0.5"), float64(h.Peak)},
+			point{seriesKey(FamilyForecastPeak, base, "rule", f.Rule, "horizon", hl, "quantile", hi), float64(h.UpperPeak)})
 	}
 	for _, lead := range leads {
 		p, ok := pointAt(f, lead)
@@ -257,8 +267,6 @@ func (e *Exporter) forecastLocked(f *alerting.ForecastData, now time.Time) {
 			point{seriesKey(FamilyForecast, base, "rule", f.Rule, "horizon", h, "quantile", lo), float64(p.Lower)},
 			point{seriesKey(FamilyForecast, base, "rule", f.Rule, "horizon", h, "quantile", hi), float64(p.Upper)})
 	}
-	peak = add(peak, horizon, "0.5", f.Peak)
-	peak = add(peak, horizon, hi, f.UpperPeak)
 	e.putLocked(e.byName[FamilyForecast], fc, st, now)
 	e.putLocked(e.byName[FamilyForecastPeak], peak, labelStats{}, now)
 }

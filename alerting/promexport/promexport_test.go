@@ -195,6 +195,34 @@ func TestLeads(t *testing.T) {
 	}
 }
 
+// TestServedHorizons: a forecast rule serving several horizons is exposed
+// at each, with the peaks over each.
+func TestServedHorizons(t *testing.T) {
+	e := New(Options{})
+	f := forecast("rr", nil, t0, 10, 0)
+	f.Horizons = []alerting.ForecastHorizon{
+		{HorizonSeconds: 180, Peak: 3, UpperPeak: 4, PeakTime: t0.Add(3 * time.Minute)},
+		{HorizonSeconds: 600, Peak: 10, UpperPeak: 11, PeakTime: t0.Add(10 * time.Minute)},
+	}
+	e.Send(context.Background(), alerting.Batch{Forecasts: []alerting.ForecastData{f}})
+	mfs := scrapeExporter(t, e)
+	for _, c := range []struct {
+		family, horizon, quantile string
+		want                      float64
+	}{
+		{FamilyForecast, "3m", "0.5", 3}, {FamilyForecast, "3m", "0.95", 4}, {FamilyForecast, "10m", "0.05", 9},
+		{FamilyForecastPeak, "3m", "0.5", 3}, {FamilyForecastPeak, "3m", "0.95", 4},
+		{FamilyForecastPeak, "10m", "0.5", 10}, {FamilyForecastPeak, "10m", "0.95", 11},
+	} {
+		if v, ok := value(mfs, c.family, map[string]string{"rule": "rr", "horizon": c.horizon, "quantile": c.quantile}); !ok || v != c.want {
+			t.Errorf("%s{horizon=%q,quantile=%q} = %v (present %v), want %v", c.family, c.horizon, c.quantile, v, ok, c.want)
+		}
+	}
+	if n := count(mfs, FamilyForecast); n != 6 {
+		t.Errorf("%d forecast series, want 3 quantiles at each of 2 horizons", n)
+	}
+}
+
 func TestQuantileLabels(t *testing.T) {
 	f := func(level float64, lo, hi string) {
 		t.Helper()
