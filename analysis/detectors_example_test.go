@@ -99,16 +99,20 @@ func ExampleSeasonal() {
 	// t=26000 x=50 ready=true score=1.3333 expected=10.0000 band=[-20.0000, 40.0000] anomalous=true
 }
 
-// The window holds 1 … 9: m = 5, MAD = 2, s = 2.9652; with P = 0.25 the
-// quartiles are 3 and 7, and each side's spread is (5 − 3)/Φ⁻¹(0.75) =
-// 2/0.6745 = 2.9652 too. The band is 5 ∓ 3·2.9652 = [−3.8956, 13.8956]
-// and 20 scores 15/8.8956 = 1.6862. For the next two samples (Refractory
-// 2) the score is capped at 0.99 and the band is not given. The fourth
-// 20 is judged again, against 1 … 9 20 20 20: m = 6.5, Q(0.75) = 11.75,
-// s_hi = 5.25/0.6745 = 7.7837, score 13.5/(3·7.7837) = 0.5781; the
-// spikes already seen widen the upper side only.
+// Each sample is its own bin here (Bin 1 s, and no period whose reach would
+// widen the bins), and all of them are in the
+// thinned window. After 1 … 9: m = 5, MAD = 2, s_eff = 1.4826·2 = 2.9652;
+// with P = 0.25 the bins' maxima have Q(0.75) = 7 and their minima Q(0.25)
+// = 3, and Φ⁻¹(1 − P/3) = 1.3830, so each side's spread is
+// max(2.9652, 2/1.3830) = 2.9652. The band is 5 ∓ 3·2.9652 = [−3.8956,
+// 13.8956] and 20 scores 15/8.8956 = 1.6862. For the next two seconds
+// (Refractory 2 s) the score is capped at 0.99 and the band is not given.
+// The fourth 20 is judged again, against 1 … 9 20 20 20: m = 6.5, the MAD
+// 3, s_eff = 4.4478; Q(0.75) of the maxima is 11.75 and (11.75 − 6.5)/1.3830
+// = 3.7961 is below s_eff, so the band is 6.5 ∓ 13.3434 and 20 scores
+// 13.5/13.3434 = 1.0117: still beyond it, it alarms again.
 func ExampleAuto() {
-	a := analysis.NewAuto(analysis.AutoConfig{Window: 60_000, K: 3, P: 0.25, Refractory: 2, MinPoints: 9})
+	a := analysis.NewAuto(analysis.AutoConfig{K: 3, P: 0.25, Refractory: 2000, MinPoints: 9, Bin: 1000, Period: -1})
 	for i, x := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 20, 20, 20, 20} {
 		r := a.Observe(int64(i+1)*1000, x)
 		if i >= 9 {
@@ -119,5 +123,5 @@ func ExampleAuto() {
 	// t=10000 x=20 ready=true score=1.6862 expected=5.0000 band=[-3.8956, 13.8956] anomalous=true
 	// t=11000 x=20 ready=true score=0.9900 expected=5.5000 band=[NaN, NaN] anomalous=false
 	// t=12000 x=20 ready=true score=0.9900 expected=6.0000 band=[NaN, NaN] anomalous=false
-	// t=13000 x=20 ready=true score=0.5781 expected=6.5000 band=[-6.8434, 29.8510] anomalous=false
+	// t=13000 x=20 ready=true score=1.0117 expected=6.5000 band=[-6.8434, 19.8434] anomalous=true
 }

@@ -1,0 +1,302 @@
+package analysis
+
+import (
+	"math"
+	"slices"
+)
+
+// The summaries Auto keeps of a series' past instead of its samples: a ring
+// of time bins with each bin's range and mean (binRing), the most extreme
+// bin ranges of the tail test's horizon (extremes), and a thinned sample of
+// the horizon for its median and spread (thinWindow). Their size depends on
+// the horizon in bins, not on the series' step.
+
+// bin is one time bin of a series: the range of its samples, rounded
+// outwards to float32 (lo down, hi up, so that "the past reached x" is
+// never missed by rounding), their mean and count. An empty bin has n 0.
+type bin struct {
+	lo, hi, mean float32
+	n            uint16
+}
+
+// binRing holds the bins of the last len(b) bin numbers, bin k spanning
+// [k·width, (k+1)·width) ms; bin k is at b[k mod len(b)]. newest is the
+// number of the bin of the newest sample.
+type binRing struct {
+	width  int64
+	b      []bin
+	newest int64
+	has    bool
+}
+
+// number returns the number of the bin holding t.
+func (r *binRing) number(t int64) int64 { return floorDiv(t, r.width) }
+
+// at returns bin k, or nil when it is empty or not held.
+func (r *binRing) at(k int64) *bin {
+	if !r.has || k > r.newest || k <= r.newest-int64(len(r.b)) {
+		return nil
+	}
+	x := &r.b[r.slot(k)]
+	if x.n == 0 {
+		return nil
+	}
+	return x
+}
+
+func (r *binRing) slot(k int64) int {
+	m := k % int64(len(r.b))
+	if m < 0 {
+		m += int64(len(r.b))
+	}
+	return int(m)
+}
+
+// add adds v to bin k, the newest.
+func (r *binRing) add(k int64, v float64) {
+	x := &r.b[r.slot(k)]
+	lo, hi := down32(v), up32(v)
+	if x.n == 0 {
+		*x = bin{lo: lo, hi: hi, mean: float32(v), n: 1}
+		return
+	}
+	x.lo, x.hi = min(x.lo, lo), max(x.hi, hi)
+	if x.n < math.MaxUint16 {
+		x.n++
+		x.mean += (float32(v) - x.mean) / float32(x.n)
+	}
+}
+
+// floorDiv is a/b rounded towards −∞, for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// down32 is x as a float32 no greater than x, and up32 no smaller; both
+// clamp to the finite float32 range.
+func down32(x float64) float32 {
+	f := float32(max(-math.MaxFloat32, min(math.MaxFloat32, x)))
+	if float64(f) > x {
+		f = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	return f
+}
+
+func up32(x float64) float32 {
+	f := float32(max(-math.MaxFloat32, min(math.MaxFloat32, x)))
+	if float64(f) < x {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
+}
+
+// ranked is a bin's extreme value with the bin's number.
+type ranked struct {
+	v float32
+	k int64
+}
+
+// extremes keeps, over the closed bins of the last `span` bin numbers, the
+// count of non-empty bins and the `keep` highest bin maxima (top, highest
+// first) and lowest bin minima (bottom, lowest first): enough to read the
+// tail quantiles of the bins' extremes in O(1). A bin enters when it closes
+// and leaves span bins later; when one of the kept leaves, the lists are
+// rebuilt from the ring, which a bin among the `keep` most extreme of
+// hundreds does rarely.
+type extremes struct {
+	span, keep  int
+	n           int // non-empty closed bins in the span
+	top, bottom []ranked
+}
+
+// insert offers the extremes of bin k.
+func (e *extremes) insert(x *bin, k int64) {
+	e.top = insertRanked(e.top, ranked{x.hi, k}, e.keep, func(a, b float32) bool { return a > b })
+	e.bottom = insertRanked(e.bottom, ranked{x.lo, k}, e.keep, func(a, b float32) bool { return a < b })
+}
+
+// insertRanked inserts r into list, ordered by before (ties: the older
+// first), keeping at most keep entries.
+func insertRanked(list []ranked, r ranked, keep int, before func(a, b float32) bool) []ranked {
+	i := len(list)
+	for i > 0 && before(r.v, list[i-1].v) {
+		i--
+	}
+	if i >= keep {
+		return list
+	}
+	if len(list) < keep {
+		list = append(list, ranked{})
+	}
+	copy(list[i+1:], list[i:len(list)-1])
+	list[i] = r
+	return list
+}
+
+// remove drops bin k from the lists; it reports whether it was in one.
+func (e *extremes) remove(k int64) bool {
+	found := false
+	if i := slices.IndexFunc(e.top, func(r ranked) bool { return r.k == k }); i >= 0 {
+		e.top = slices.Delete(e.top, i, i+1)
+		found = true
+	}
+	if i := slices.IndexFunc(e.bottom, func(r ranked) bool { return r.k == k }); i >= 0 {
+		e.bottom = slices.Delete(e.bottom, i, i+1)
+		found = true
+	}
+	return found
+}
+
+// quantile returns the q-quantile (type 7, as sortedWindow.quantile) of
+// the maxima (high) or minima of the closed bins and, when open is not
+// NaN, of the open bin's extreme open. It is NaN when there is none.
+func (e *extremes) quantile(q float64, high bool, open float64) float64 {
+	hasOpen := !math.IsNaN(open)
+	n := e.n
+	if hasOpen {
+		n++
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	list := e.bottom
+	if high {
+		list, q = e.top, 1-q
+	}
+	// The quantile's order statistics, counted from the extreme end: the
+	// rank-th and (rank−1)-th.
+	h := q * float64(n-1)
+	i := int(h)
+	f := h - float64(i)
+	rank := n - 1 - i
+	if !high {
+		rank = i
+	}
+	x := rankedAt(list, rank, open, hasOpen, high)
+	if f == 0 {
+		return x
+	}
+	var y float64
+	if high {
+		y = rankedAt(list, rank-1, open, hasOpen, high)
+	} else {
+		y = rankedAt(list, rank+1, open, hasOpen, high)
+	}
+	return x + f*(y-x)
+}
+
+// rankedAt returns the d-th most extreme (from 0) of the list's values and
+// open (when hasOpen): the list's d-th when open is not among the first d,
+// or open, or the list's (d−1)-th.
+func rankedAt(list []ranked, d int, open float64, hasOpen, high bool) float64 {
+	far := math.Inf(-1)
+	if !high {
+		far = math.Inf(1)
+	}
+	get := func(i int) float64 {
+		if i >= 0 && i < len(list) {
+			return float64(list[i].v)
+		}
+		if i < 0 {
+			return -far
+		}
+		return far
+	}
+	if !hasOpen {
+		return get(d)
+	}
+	if high {
+		return min(get(d-1), max(get(d), open))
+	}
+	return max(get(d-1), min(get(d), open))
+}
+
+// thinWindow is a sorted window over time that keeps at most max samples:
+// one per slot of stride ms (the first to arrive), the stride doubling,
+// from a second, each time the window fills. Over a steady series it holds
+// between a half and all of max samples spread evenly over its span,
+// whatever the series' step; its median and spread are those of the
+// window's samples within the error of a sample of that size.
+type thinWindow struct {
+	w        sortedWindow
+	max      int
+	stride   int64
+	lastSlot int64
+	has      bool
+	changed  bool // since the median was last read
+	ts       []int64
+}
+
+func newThinWindow(window int64, max int) thinWindow {
+	w := sortedWindow{window: window, vals: make([]float64, max+1), idx: make([]uint16, max+1)}
+	return thinWindow{w: w, max: max, stride: 1000}
+}
+
+// evict drops the samples older than t − window.
+func (s *thinWindow) evict(t int64) {
+	if n := s.w.n; n > 0 {
+		s.w.evictBefore(t)
+		s.changed = s.changed || s.w.n != n
+	}
+}
+
+// add offers (t, v), t after every sample held.
+func (s *thinWindow) add(t int64, v float64) {
+	slot := floorDiv(t, s.stride)
+	if s.has && slot == s.lastSlot {
+		return
+	}
+	if s.w.n >= s.max {
+		s.thin()
+		if slot = floorDiv(t, s.stride); slot == s.lastSlot {
+			return
+		}
+	}
+	s.w.push(t, v)
+	s.lastSlot, s.has, s.changed = slot, true, true
+}
+
+// thin doubles the stride and keeps the first sample of each new slot.
+func (s *thinWindow) thin() {
+	s.stride *= 2
+	w := &s.w
+	s.ts = s.ts[:0]
+	for range w.n {
+		s.ts = append(s.ts, w.ts.oldest())
+		w.ts.pop()
+	}
+	// Compact the kept values to the front of the ring, in time order.
+	n, head := w.n, w.head
+	kept := 0
+	prev := int64(math.MinInt64)
+	for i := range n {
+		j := head + i
+		if j >= len(w.vals) {
+			j -= len(w.vals)
+		}
+		if slot := floorDiv(s.ts[i], s.stride); slot != prev || kept == 0 {
+			prev = slot
+			s.ts[kept] = s.ts[i]
+			// vals is read ahead of where it is written: j ≥ kept modulo
+			// the ring, so a value is moved before it is overwritten only
+			// when head is 0; otherwise go through idx as scratch.
+			w.idx[kept] = uint16(j)
+			kept++
+		}
+	}
+	tmp := make([]float64, kept)
+	for i := range kept {
+		tmp[i] = w.vals[w.idx[i]]
+	}
+	w.head, w.n = 0, 0
+	w.ts = tsQueue{buf: w.ts.buf}
+	for i := range kept {
+		w.push(s.ts[i], tmp[i])
+	}
+	s.lastSlot = prev
+	s.changed = true
+}
