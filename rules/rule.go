@@ -72,6 +72,10 @@ type Result struct {
 	// Unreported is the stretch a delayed evaluation did not report
 	// because it lay beyond the catch-up horizon (zero when none).
 	Unreported Gap
+	// Notes are what a person should know about the rule's evaluation,
+	// reported once (a detector that cannot run all its tests at the
+	// rule's step, a store that returned less history than asked for).
+	Notes []string
 }
 
 // Gap is a stretch of time [From, To) not reported, about Points points
