@@ -523,11 +523,12 @@ func (a *Auto) seenBefore(t int64, v float64, up bool) bool {
 	return false
 }
 
-// Mode says which of the tests did not judge the newest sample, and why,
-// or is "" when all of them did or could have (the phase test judges only
-// series its past periods predict well: that is not a mode). For example
-// "tail only: 2h of the 22h the seen-before test needs".
-func (a *Auto) Mode() string {
+// Mode says which of the tests could not judge a sample at t, with the
+// history held since the summaries were last empty, and why, or is "" when
+// all of them could (the phase test judges only series its past periods
+// predict well: that is not a mode). For example "tail only: 2h of the 22h
+// the seen-before test needs".
+func (a *Auto) Mode(t int64) string {
 	switch {
 	case a.period <= 0:
 		return ""
@@ -537,7 +538,7 @@ func (a *Auto) Mode() string {
 	case a.narrow:
 		return fmt.Sprintf("tail only: the window reaches no past period of %s", fmtMs(a.period))
 	}
-	held := a.last - a.since
+	held := max(0, t-a.since)
 	seenNeed := a.period - a.tol
 	if held < seenNeed {
 		if a.ph.on() {
@@ -552,25 +553,33 @@ func (a *Auto) Mode() string {
 	return ""
 }
 
-// fmtMs writes a span of ms as a short duration: 45h, 2h30m, 15m, 30s.
-func fmtMs(ms int64) string {
-	d := time.Duration(ms) * time.Millisecond
+// fmtMs writes a span of ms as a short duration: 7d2h, 45h, 2h30m, 15m,
+// 30s (rounded to the second; to the minute from an hour, to the hour
+// from two days).
+func fmtMs(ms int64) string { return fmtSpan(time.Duration(ms) * time.Millisecond) }
+
+func fmtSpan(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "0s"
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= 48*time.Hour:
+		d = d.Round(time.Hour)
 	case d >= time.Hour:
 		d = d.Round(time.Minute)
-	case d >= time.Minute:
+	default:
 		d = d.Round(time.Second)
 	}
-	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
+	var b strings.Builder
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if d >= u.d && (u.d != 24*time.Hour || d >= 48*time.Hour) {
+			fmt.Fprintf(&b, "%d%s", d/u.d, u.name)
+			d %= u.d
+		}
 	}
-	return s
+	return b.String()
 }
 
 // normQuantile returns Φ⁻¹(p), the p-quantile of the standard normal.

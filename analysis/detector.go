@@ -67,9 +67,9 @@ type BatchDetector interface {
 
 // Moder is implemented by detectors that run some of their tests only once
 // they have the history (or the resolution) those need. Mode says, for a
-// person, which tests did not judge the newest sample and why — for
-// example "tail only: 2h of the 22h the seen-before test needs" — or is ""
-// when every test could.
+// person, which tests could not judge a sample at t (one the detector has
+// observed) and why — for example "tail only: 2h of the 22h the
+// seen-before test needs" — or is "" when every test could.
 type Moder interface {
-	Mode() string
+	Mode(t int64) string
 }

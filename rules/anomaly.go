@@ -38,9 +38,9 @@ type anomalyRule struct {
 	// scratch, reused from one evaluation to the next
 	scoreAt map[*seriesState]int // a series' entry in Result.Scores
 	bt      []int64
-	bv  []float64
-	br  []analysis.Result
-	key []byte
+	bv      []float64
+	br      []analysis.Result
+	key     []byte
 }
 
 func newAnomalyRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
