@@ -65,8 +65,8 @@ func (p *phaseTest) enter(r *binRing, k, period, step, minStep int64) {
 	p.centre = k*r.width + r.width/2
 	p.es = p.es[:0]
 	for j := 1; j <= p.periods; j++ {
-		if x := r.at(r.number(p.centre - int64(j)*period)); x != nil {
-			p.es = append(p.es, float64(x.mean))
+		if m, ok := r.meanOf(r.number(p.centre - int64(j)*period)); ok {
+			p.es = append(p.es, m)
 		}
 	}
 	p.e = math.NaN()
@@ -140,13 +140,13 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, res *Resu
 	p.ds, p.lo, p.hi = p.ds[:0], p.lo[:0], p.hi[:0]
 	for j := 1; j <= p.periods; j++ {
 		at := p.centre - int64(j)*p.period
-		if r.at(r.number(at)) == nil {
+		if _, ok := r.meanOf(r.number(at)); !ok {
 			continue
 		}
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for k := r.number(at - p.reach); k <= r.number(at+p.reach); k++ {
-			if x := r.at(k); x != nil {
-				lo, hi = min(lo, float64(x.lo)), max(hi, float64(x.hi))
+			if l, h, ok := r.at(k); ok {
+				lo, hi = min(lo, l), max(hi, h)
 			}
 		}
 		d := 0.0

@@ -11,60 +11,85 @@ import (
 // the horizon for its median and spread (thinWindow). Their size depends on
 // the horizon in bins, not on the series' step.
 
-// bin is one time bin of a series: the range of its samples, rounded
-// outwards to float32 (lo down, hi up, so that "the past reached x" is
-// never missed by rounding), their mean and count. An empty bin has n 0.
-type bin struct {
-	lo, hi, mean float32
-	n            uint16
-}
-
-// binRing holds the bins of the last len(b) bin numbers, bin k spanning
-// [k·width, (k+1)·width) ms; bin k is at b[k mod len(b)]. newest is the
-// number of the bin of the newest sample.
+// binRing holds the bins of the last len(rng) bin numbers, bin k spanning
+// [k·width, (k+1)·width) ms at slot k mod len(rng): each bin's range of
+// samples, rounded outwards to float32 (lo down, hi up, so that "the past
+// reached x" is never missed by rounding; lo > hi when the bin is empty),
+// and, once it has closed, its mean as its place in the range in 65535ths.
+// The newest bin, the one being filled, keeps its mean exactly. newest is
+// its number.
 type binRing struct {
 	width  int64
-	b      []bin
+	rng    [][2]float32
+	mid    []uint16
 	newest int64
 	has    bool
+	mean   float64 // of the newest bin
+	n      int     // samples in the newest bin
 }
+
+func newBinRing(width int64, bins int) binRing {
+	r := binRing{width: width, rng: make([][2]float32, bins), mid: make([]uint16, bins)}
+	for i := range r.rng {
+		r.rng[i] = emptyBin
+	}
+	return r
+}
+
+// emptyBin is the range of a bin without samples.
+var emptyBin = [2]float32{math.MaxFloat32, -math.MaxFloat32}
 
 // number returns the number of the bin holding t.
 func (r *binRing) number(t int64) int64 { return floorDiv(t, r.width) }
 
-// at returns bin k, or nil when it is empty or not held.
-func (r *binRing) at(k int64) *bin {
-	if !r.has || k > r.newest || k <= r.newest-int64(len(r.b)) {
-		return nil
+// at returns the range of bin k, and false when it is empty or not held.
+func (r *binRing) at(k int64) (lo, hi float64, ok bool) {
+	if !r.has || k > r.newest || k <= r.newest-int64(len(r.rng)) {
+		return 0, 0, false
 	}
-	x := &r.b[r.slot(k)]
-	if x.n == 0 {
-		return nil
+	x := r.rng[r.slot(k)]
+	return float64(x[0]), float64(x[1]), x[0] <= x[1]
+}
+
+// meanOf returns the mean of bin k, closed, and false when it is empty or
+// not held.
+func (r *binRing) meanOf(k int64) (float64, bool) {
+	lo, hi, ok := r.at(k)
+	if !ok || k == r.newest {
+		return 0, false
 	}
-	return x
+	return lo + (hi-lo)*float64(r.mid[r.slot(k)])/math.MaxUint16, true
 }
 
 func (r *binRing) slot(k int64) int {
-	m := k % int64(len(r.b))
+	m := k % int64(len(r.rng))
 	if m < 0 {
-		m += int64(len(r.b))
+		m += int64(len(r.rng))
 	}
 	return int(m)
 }
 
-// add adds v to bin k, the newest.
-func (r *binRing) add(k int64, v float64) {
-	x := &r.b[r.slot(k)]
-	lo, hi := down32(v), up32(v)
-	if x.n == 0 {
-		*x = bin{lo: lo, hi: hi, mean: float32(v), n: 1}
-		return
+// add adds v to the newest bin.
+func (r *binRing) add(v float64) {
+	x := &r.rng[r.slot(r.newest)]
+	x[0], x[1] = min(x[0], down32(v)), max(x[1], up32(v))
+	r.n++
+	r.mean += (v - r.mean) / float64(r.n)
+}
+
+// close stores the mean of the newest bin, which is done, and starts the
+// next.
+func (r *binRing) close() {
+	if r.n > 0 {
+		x := r.rng[r.slot(r.newest)]
+		lo, hi := float64(x[0]), float64(x[1])
+		q := 0.0
+		if hi > lo {
+			q = math.Round((min(hi, max(lo, r.mean)) - lo) / (hi - lo) * math.MaxUint16)
+		}
+		r.mid[r.slot(r.newest)] = uint16(q)
 	}
-	x.lo, x.hi = min(x.lo, lo), max(x.hi, hi)
-	if x.n < math.MaxUint16 {
-		x.n++
-		x.mean += (float32(v) - x.mean) / float32(x.n)
-	}
+	r.mean, r.n = 0, 0
 }
 
 // floorDiv is a/b rounded towards −∞, for b > 0.
@@ -114,9 +139,9 @@ type extremes struct {
 }
 
 // insert offers the extremes of bin k.
-func (e *extremes) insert(x *bin, k int64) {
-	e.top = insertRanked(e.top, ranked{x.hi, k}, e.keep, func(a, b float32) bool { return a > b })
-	e.bottom = insertRanked(e.bottom, ranked{x.lo, k}, e.keep, func(a, b float32) bool { return a < b })
+func (e *extremes) insert(x [2]float32, k int64) {
+	e.top = insertRanked(e.top, ranked{x[1], k}, e.keep, func(a, b float32) bool { return a > b })
+	e.bottom = insertRanked(e.bottom, ranked{x[0], k}, e.keep, func(a, b float32) bool { return a < b })
 }
 
 // insertRanked inserts r into list, ordered by before (ties: the older
@@ -228,11 +253,10 @@ type thinWindow struct {
 	lastSlot int64
 	has      bool
 	changed  bool // since the median was last read
-	ts       []int64
 }
 
 func newThinWindow(window int64, max int) thinWindow {
-	w := sortedWindow{window: window, vals: make([]float64, max+1), idx: make([]uint16, max+1)}
+	w := sortedWindow{window: window, vals: make([]float64, max), idx: make([]uint16, max)}
 	return thinWindow{w: w, max: max, stride: 1000}
 }
 
@@ -250,7 +274,7 @@ func (s *thinWindow) add(t int64, v float64) {
 	if s.has && slot == s.lastSlot {
 		return
 	}
-	if s.w.n >= s.max {
+	for s.w.n >= s.max {
 		s.thin()
 		if slot = floorDiv(t, s.stride); slot == s.lastSlot {
 			return
@@ -260,42 +284,30 @@ func (s *thinWindow) add(t int64, v float64) {
 	s.lastSlot, s.has, s.changed = slot, true, true
 }
 
-// thin doubles the stride and keeps the first sample of each new slot.
+// thin doubles the stride and keeps the first sample of each new slot. It
+// runs a few times as the window first fills, rarely after.
 func (s *thinWindow) thin() {
 	s.stride *= 2
 	w := &s.w
-	s.ts = s.ts[:0]
-	for range w.n {
-		s.ts = append(s.ts, w.ts.oldest())
-		w.ts.pop()
-	}
-	// Compact the kept values to the front of the ring, in time order.
-	n, head := w.n, w.head
-	kept := 0
+	ts := make([]int64, 0, w.n)
+	vs := make([]float64, 0, w.n)
 	prev := int64(math.MinInt64)
-	for i := range n {
-		j := head + i
+	for i := range w.n {
+		t := w.ts.oldest()
+		w.ts.pop()
+		j := w.head + i
 		if j >= len(w.vals) {
 			j -= len(w.vals)
 		}
-		if slot := floorDiv(s.ts[i], s.stride); slot != prev || kept == 0 {
+		if slot := floorDiv(t, s.stride); slot != prev {
 			prev = slot
-			s.ts[kept] = s.ts[i]
-			// vals is read ahead of where it is written: j ≥ kept modulo
-			// the ring, so a value is moved before it is overwritten only
-			// when head is 0; otherwise go through idx as scratch.
-			w.idx[kept] = uint16(j)
-			kept++
+			ts, vs = append(ts, t), append(vs, w.vals[j])
 		}
-	}
-	tmp := make([]float64, kept)
-	for i := range kept {
-		tmp[i] = w.vals[w.idx[i]]
 	}
 	w.head, w.n = 0, 0
 	w.ts = tsQueue{buf: w.ts.buf}
-	for i := range kept {
-		w.push(s.ts[i], tmp[i])
+	for i := range ts {
+		w.push(ts[i], vs[i])
 	}
 	s.lastSlot = prev
 	s.changed = true
