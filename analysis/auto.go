@@ -207,27 +207,30 @@ type AutoConfig struct {
 // window (DefaultAutoSample samples of 10 bytes and their timestamps) and
 // the rest. An Auto is not safe for concurrent use.
 type Auto struct {
-	k, p, zp, floor float64
-	minPoints       int
-	refractory      int64
-	refPoints       int
+	// What every sample reads, together.
+	last, since   int64 // the newest sample; the first since the summaries were last empty
+	hasLast       bool
+	holding       bool
+	m, sd         float64 // median and spread of thin, read when it changed
+	k, zp, floor  float64
+	minPoints     int
+	until         int64 // alarms are held through this time
+	holdN         int
+	step, minStep int64
+	hi, lo        tailQ // the tail quantiles, prepared for the bin being filled
+	res           resolution
+	bins          binRing
+	thin          thinWindow
+	ph            phaseTest
 
-	bins  binRing
-	ext   extremes
-	thin  thinWindow
-	m, sd float64 // median and spread of thin, read when it changed
-	res   resolution
-	ph    phaseTest
+	p          float64
+	refractory int64
+	refPoints  int
+	ext        extremes
 
 	period, tol    int64
 	periods        int // past periods the tests read (0: none)
 	seenOn         bool
-	step, minStep  int64
-	last, since    int64 // the newest sample; the first since the summaries were last empty
-	hasLast        bool
-	until          int64 // alarms are held through this time
-	holding        bool
-	holdN          int
 	coarse, narrow bool // why the past-period tests are off, when they are
 }
 
@@ -405,9 +408,9 @@ func (a *Auto) observe(t int64, v float64) Result {
 	m := a.m
 	hi, lo := math.NaN(), math.NaN()
 	if a.bins.n > 0 {
-		lo, hi, _ = a.bins.at(a.bins.newest)
+		lo, hi = float64(a.bins.open[0]), float64(a.bins.open[1])
 	}
-	u, l := a.ext.quantile(a.p, true, hi), a.ext.quantile(a.p, false, lo)
+	u, l := a.hi.at(hi), a.lo.at(lo)
 	abs := sigmaFloor * max(1, math.Abs(m))
 	s := robustSpread(max(a.sd, a.res.step()), m, a.floor)
 	sHi, sLo := max(s, (u-m)/a.zp), max(s, (m-l)/a.zp)
@@ -467,6 +470,7 @@ func (a *Auto) advance(k int64) {
 	if !r.has {
 		r.newest, r.has = k, true
 		a.ph.enter(r, k, a.period, a.step, a.minStep)
+		a.hi, a.lo = a.ext.prepare(a.p, true), a.ext.prepare(a.p, false)
 		return
 	}
 	if k <= r.newest {
@@ -475,9 +479,8 @@ func (a *Auto) advance(k int64) {
 	e := &a.ext
 	if r.n > 0 {
 		e.n++
-		e.insert(r.rng[r.slot(r.newest)], r.newest)
+		e.insert(r.open, r.newest)
 	}
-	r.close()
 	rebuild := false
 	ring := int64(len(r.rng))
 	from := max(r.newest-int64(e.span)+1, r.newest-ring+1)
@@ -487,6 +490,7 @@ func (a *Auto) advance(k int64) {
 			rebuild = e.remove(old) || rebuild
 		}
 	}
+	r.close()
 	if k-r.newest >= ring {
 		for i := range r.rng {
 			r.rng[i] = emptyBin
@@ -506,6 +510,7 @@ func (a *Auto) advance(k int64) {
 		}
 	}
 	a.ph.enter(r, k, a.period, a.step, a.minStep)
+	a.hi, a.lo = a.ext.prepare(a.p, true), a.ext.prepare(a.p, false)
 }
 
 // seenBefore reports whether a past period reached v or beyond (above

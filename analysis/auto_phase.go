@@ -30,7 +30,8 @@ type phaseTest struct {
 	rms    float64
 
 	period int64
-	blocks []phaseBlock // per period, in a ring by period number
+	cur    phaseBlock   // the period of the newest sample
+	blocks []phaseBlock // the periods before it, in a ring by period number
 
 	es, ds, lo, hi []float64 // scratch
 }
@@ -45,7 +46,8 @@ type phaseBlock struct {
 }
 
 func newPhaseTest(k, fit float64, reach int64, periods int) phaseTest {
-	p := phaseTest{k: k, fit: fit, reach: reach, periods: periods, e: math.NaN(), blocks: make([]phaseBlock, periods+1)}
+	p := phaseTest{k: k, fit: fit, reach: reach, periods: periods, e: math.NaN(), blocks: make([]phaseBlock, periods),
+		cur: phaseBlock{id: math.MinInt64}}
 	for i := range p.blocks {
 		p.blocks[i].id = math.MinInt64
 	}
@@ -83,7 +85,11 @@ func (p *phaseTest) enter(r *binRing, k, period, step, minStep int64) {
 	id := floorDiv(p.centre, period)
 	var n int
 	var mean, m2, r2 float64
-	for _, b := range p.blocks {
+	for i := -1; i < len(p.blocks); i++ {
+		b := &p.cur
+		if i >= 0 {
+			b = &p.blocks[i]
+		}
 		if b.id > id || b.id < id-int64(p.periods) || b.n == 0 {
 			continue
 		}
@@ -107,9 +113,13 @@ func (p *phaseTest) add(t int64, v float64) {
 	if !p.on() || math.IsNaN(p.e) {
 		return
 	}
-	id := floorDiv(t, p.period)
-	b := &p.blocks[int(((id%int64(len(p.blocks)))+int64(len(p.blocks)))%int64(len(p.blocks)))]
-	if b.id != id {
+	b := &p.cur
+	if id := floorDiv(t, p.period); b.id != id {
+		// A new period: the one ending goes into the ring.
+		if b.id != math.MinInt64 && len(p.blocks) > 0 {
+			n := int64(len(p.blocks))
+			p.blocks[int((b.id%n+n)%n)] = *b
+		}
 		*b = phaseBlock{id: id}
 	}
 	r := v - p.e

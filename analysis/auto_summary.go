@@ -16,20 +16,22 @@ import (
 // samples, rounded outwards to float32 (lo down, hi up, so that "the past
 // reached x" is never missed by rounding; lo > hi when the bin is empty),
 // and, once it has closed, its mean as its place in the range in 65535ths.
-// The newest bin, the one being filled, keeps its mean exactly. newest is
-// its number.
+// The newest bin, the one being filled, is kept apart, with its mean
+// exact, and enters the ring when it closes: a sample touches no memory of
+// the ring. newest is its number.
 type binRing struct {
 	width  int64
-	rng    [][2]float32
-	mid    []uint16
+	open   [2]float32 // the newest bin's range
+	mean   float64    // and mean
+	n      int        // and samples
 	newest int64
 	has    bool
-	mean   float64 // of the newest bin
-	n      int     // samples in the newest bin
+	rng    [][2]float32
+	mid    []uint16
 }
 
 func newBinRing(width int64, bins int) binRing {
-	r := binRing{width: width, rng: make([][2]float32, bins), mid: make([]uint16, bins)}
+	r := binRing{width: width, open: emptyBin, rng: make([][2]float32, bins), mid: make([]uint16, bins)}
 	for i := range r.rng {
 		r.rng[i] = emptyBin
 	}
@@ -47,7 +49,10 @@ func (r *binRing) at(k int64) (lo, hi float64, ok bool) {
 	if !r.has || k > r.newest || k <= r.newest-int64(len(r.rng)) {
 		return 0, 0, false
 	}
-	x := r.rng[r.slot(k)]
+	x := r.open
+	if k != r.newest {
+		x = r.rng[r.slot(k)]
+	}
 	return float64(x[0]), float64(x[1]), x[0] <= x[1]
 }
 
@@ -71,17 +76,18 @@ func (r *binRing) slot(k int64) int {
 
 // add adds v to the newest bin.
 func (r *binRing) add(v float64) {
-	x := &r.rng[r.slot(r.newest)]
+	x := &r.open
 	x[0], x[1] = min(x[0], down32(v)), max(x[1], up32(v))
 	r.n++
 	r.mean += (v - r.mean) / float64(r.n)
 }
 
-// close stores the mean of the newest bin, which is done, and starts the
+// close stores the newest bin, which is done, in the ring, and starts the
 // next.
 func (r *binRing) close() {
+	r.rng[r.slot(r.newest)] = r.open
 	if r.n > 0 {
-		x := r.rng[r.slot(r.newest)]
+		x := r.open
 		lo, hi := float64(x[0]), float64(x[1])
 		q := 0.0
 		if hi > lo {
@@ -89,7 +95,7 @@ func (r *binRing) close() {
 		}
 		r.mid[r.slot(r.newest)] = uint16(q)
 	}
-	r.mean, r.n = 0, 0
+	r.open, r.mean, r.n = emptyBin, 0, 0
 }
 
 // floorDiv is a/b rounded towards −∞, for b > 0.
@@ -212,6 +218,69 @@ func (e *extremes) quantile(q float64, high bool, open float64) float64 {
 		y = rankedAt(list, rank+1, open, hasOpen, high)
 	}
 	return x + f*(y-x)
+}
+
+// tailQ is a tail quantile of the bins' extremes prepared for the bin
+// being filled, so that a sample reads it without the lists: its value
+// while that bin is empty (fixed), and otherwise, with o the bin's extreme
+// so far, x(o) + f·(y(o) − x(o)), where x and y clamp o between two of the
+// closed bins' values (see rankedAt).
+type tailQ struct {
+	fixed          float64
+	x0, x1, y0, y1 float64
+	f              float64
+	high           bool
+}
+
+// at returns the quantile for the open bin's extreme open (NaN: empty).
+func (q *tailQ) at(open float64) float64 {
+	if math.IsNaN(open) {
+		return q.fixed
+	}
+	var x, y float64
+	if q.high {
+		x, y = min(q.x0, max(q.x1, open)), min(q.y0, max(q.y1, open))
+	} else {
+		x, y = max(q.x0, min(q.x1, open)), max(q.y0, min(q.y1, open))
+	}
+	if q.f == 0 {
+		return x
+	}
+	return x + q.f*(y-x)
+}
+
+// prepare returns the q-quantile of the maxima (high) or minima, as
+// quantile reads it, prepared for the open bin.
+func (e *extremes) prepare(q float64, high bool) tailQ {
+	t := tailQ{fixed: e.quantile(q, high, math.NaN()), high: high}
+	n := e.n + 1
+	list := e.bottom
+	if high {
+		list, q = e.top, 1-q
+	}
+	h := q * float64(n-1)
+	i := int(h)
+	t.f = h - float64(i)
+	far := math.Inf(-1)
+	if !high {
+		far = math.Inf(1)
+	}
+	get := func(i int) float64 {
+		if i >= 0 && i < len(list) {
+			return float64(list[i].v)
+		}
+		if i < 0 {
+			return -far
+		}
+		return far
+	}
+	if high {
+		rank := n - 1 - i
+		t.x0, t.x1, t.y0, t.y1 = get(rank-1), get(rank), get(rank-2), get(rank-1)
+	} else {
+		t.x0, t.x1, t.y0, t.y1 = get(i-1), get(i), get(i), get(i+1)
+	}
+	return t
 }
 
 // rankedAt returns the d-th most extreme (from 0) of the list's values and

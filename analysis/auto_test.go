@@ -347,6 +347,9 @@ func TestExtremes(t *testing.T) {
 				w2.push(int64(j), los[j])
 			}
 			got1, got2 := a.ext.quantile(c.p, true, hi), a.ext.quantile(c.p, false, lo)
+			if p1, p2 := a.hi.at(hi), a.lo.at(lo); p1 != got1 || p2 != got2 {
+				t.Fatalf("%+v, sample %d: prepared quantiles %v %v, read %v %v", c, i, p1, p2, got1, got2)
+			}
 			want1, want2 := w1.quantile(1-c.p), w2.quantile(c.p)
 			if got1 != want1 || got2 != want2 {
 				t.Fatalf("%+v, sample %d: quantiles %v %v of %d bins, want %v %v", c, i, got1, got2, len(his), want1, want2)

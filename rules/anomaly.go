@@ -35,6 +35,9 @@ type anomalyRule struct {
 	resumed bool
 	noted   bool // the limits and a short history have been reported
 
+	// seen counts the series seen in this evaluation.
+	seen int
+
 	// scratch, reused from one evaluation to the next
 	scoreAt map[*seriesState]int // a series' entry in Result.Scores
 	bt      []int64
@@ -120,6 +123,7 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 	fromMs := from.UnixMilli()
 	oldest := int64(math.MaxInt64)
 	clear(r.scoreAt)
+	r.seen = 0
 	part := int64(warmPart)
 	if !first {
 		part = math.MaxInt64
@@ -154,7 +158,10 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 				fmtSpan(held), fmtSpan(r.warm), r.detector, time.UnixMilli(oldest).UTC().Format(time.RFC3339)))
 		}
 	}
-	r.sweep(&r.series, &res, at, r.forget(), r.detector)
+	// Only a series not seen in this evaluation can have gone.
+	if r.seen < len(r.series.series) {
+		r.sweep(&r.series, &res, at, r.forget(), r.detector)
+	}
 	res.Series = len(r.series.series)
 	return res, nil
 }
@@ -162,10 +169,14 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 // judge scores the points of s not yet scored and records them.
 func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs int64, scores bool) {
 	res.Dropped.Add(s.Clean())
-	r.key = s.Labels.AppendString(r.key[:0])
+	r.key = appendLabelsKey(r.key[:0], s.Labels)
 	st := r.series.series[string(r.key)] // a lookup without a string
 	if st == nil {
 		st = r.state(string(r.key), s.Labels, r.factory)
+		st.key = s.Labels.String() // the series in selector syntax, for its findings
+	}
+	if !st.lastSeen.Equal(at) {
+		r.seen++
 	}
 	st.lastSeen = at
 	// The samples not yet scored, in order, scored in one call where the
@@ -212,6 +223,20 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs 
 		}
 		r.observe(res, st, t, r.bv[j], r.br[j], details, r.detector, t >= fromMs)
 	}
+}
+
+// appendLabelsKey appends the identity of a series to dst: each label's
+// name and value, separated by bytes that UTF-8 text never holds. It is
+// cheaper to build and to hash than the selector syntax, which the states
+// keep for the findings.
+func appendLabelsKey(dst []byte, ls ingest.Labels) []byte {
+	for _, l := range ls {
+		dst = append(dst, l.Name...)
+		dst = append(dst, 0xfe)
+		dst = append(dst, l.Value...)
+		dst = append(dst, 0xff)
+	}
+	return dst
 }
 
 // fmtSpan writes a duration briefly: 7d2h, 45h, 2h30m, 15m, 30s.
