@@ -185,9 +185,12 @@ type AutoConfig struct {
 // when it scores ≥ 1 and above the tail test, its result is the sample's.
 // The seen-before rule applies to the tail test only.
 //
-// After a score ≥ 1, the samples of the next Refractory have their score
-// capped at 0.99 (Lower and Upper NaN) so one incident raises one alarm,
-// early; they still enter the summaries.
+// After a score ≥ 1, new alarms are held for Refractory: once the samples
+// stop scoring ≥ 1, those up to Refractory after the alarm have their score
+// capped at 0.99 (Lower and Upper NaN), so one incident raises one alarm,
+// early; they still enter the summaries. The samples that go on scoring ≥ 1
+// from the alarm on keep their scores: they are the same incident, which a
+// rule's lifecycle reports once, and which its `for` can measure.
 //
 // The past-period tests need history: the seen-before test the period less
 // the tolerance, the phase test three periods (two for a first residual,
@@ -211,6 +214,7 @@ type Auto struct {
 	last, since   int64 // the newest sample; the first since the summaries were last empty
 	hasLast       bool
 	holding       bool
+	stretch       bool // the newest sample was anomalous
 	m, sd         float64 // median and spread of thin, read when it changed
 	k, zp, floor  float64
 	minPoints     int
@@ -427,7 +431,7 @@ func (a *Auto) observe(t int64, v float64) Result {
 	}
 	res.Score = min(res.Score, MaxAutoScore)
 	holding := a.holding && t <= a.until || a.holdN > 0
-	if !holding && res.Score >= 1 && a.seenBefore(t, v, v >= m) {
+	if (!holding || a.stretch) && res.Score >= 1 && a.seenBefore(t, v, v >= m) {
 		res.Score = refractoryCap
 	}
 	if a.ph.on() {
@@ -437,11 +441,14 @@ func (a *Auto) observe(t int64, v float64) Result {
 			res = pres
 		}
 	}
+	if a.holdN > 0 {
+		a.holdN--
+	}
 	switch {
+	case holding && a.stretch && res.Score >= 1:
+		// The alarm's stretch goes on: one incident, which the rule's
+		// lifecycle makes one finding (and its for can measure).
 	case holding:
-		if a.holdN > 0 {
-			a.holdN--
-		}
 		res.Score = min(res.Score, refractoryCap)
 		res.Lower, res.Upper = math.NaN(), math.NaN()
 	case res.Score >= 1:
@@ -451,6 +458,7 @@ func (a *Auto) observe(t int64, v float64) Result {
 			a.holding, a.until = true, satAdd(t, a.refractory)
 		}
 	}
+	a.stretch = res.Score >= 1
 	a.keep(t, v)
 	return res
 }

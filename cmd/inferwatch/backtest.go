@@ -23,11 +23,18 @@ import (
 
 const backtestUsage = `Usage: inferwatch backtest nab --data DIR --windows FILE [flags]
 
-Runs a detector over every file of a Numenta Anomaly Benchmark corpus
-(DIR/CATEGORY/FILE.csv) and scores it as NAB does (probation, sigmoid
-scoring, profiles, normalisation between the null and the perfect
-detector): at the detector's own decisions (score ≥ 1) and at the threshold
-on its scores that maximises the total, per category and overall.
+Judges every file of a Numenta Anomaly Benchmark corpus
+(DIR/CATEGORY/FILE.csv) as the daemon judges a series — one anomaly rule
+with the flags' detector and settings (by default nothing but its step,
+the file's most common interval), evaluated once over the whole file as
+` + "`inferwatch run --once --backfill`" + ` does, through the alert lifecycle — and
+scores it as NAB does (probation, sigmoid scoring, profiles, normalisation
+between the null and the perfect detector): at the rule's findings (a row
+is a detection where a finding fired), and at the best threshold on the
+detector's scores (among 1.05^k, 1 included; each run of rows at or above
+it counting once, at its first row, as the lifecycle counts an anomalous
+stretch), per category and overall, with the false positives per day of
+one series.
 
 Rows are taken in file order, as NAB takes them: a row's place in its file,
 not its timestamp, decides whether it is in a labelled window and how far it
@@ -330,11 +337,11 @@ type nabReport struct {
 type nabProfile struct {
 	Name    string     `json:"name"`
 	Weights nabWeights `json:"weights"`
-	// Own is the score at the detector's own decisions.
+	// Own is the score at the rule's findings.
 	Own nabScores `json:"own"`
-	// Best is the score at the threshold on the anomaly scores that
-	// maximises the overall raw score (null: detecting nothing is best;
-	// the string "+Inf" when only infinite scores should count).
+	// Best is the score at the threshold on the detector's scores (among
+	// 1.05^k) that maximises the overall raw score, each run of rows at
+	// or above it counting once (null: detecting nothing is best).
 	BestThreshold any       `json:"best_threshold"`
 	Best          nabScores `json:"best"`
 }
@@ -374,35 +381,77 @@ func scoreNABProfile(p nab.Profile, runs []nabRun) (nabProfile, error) {
 		return out, err
 	}
 	out.Own = own
-	sweep := make([]nab.Scores, len(runs))
-	for i, r := range runs {
-		sweep[i] = nab.Scores{File: r.file, Scores: r.scores}
-	}
-	best, err := nab.Sweep(p, sweep)
+	th, ok, err := bestThreshold(p, runs)
 	if err != nil {
 		return out, err
 	}
-	switch th := best.Threshold; {
-	case math.IsInf(th, 1):
-		out.BestThreshold = "+Inf"
-	case !math.IsNaN(th):
+	if ok {
 		out.BestThreshold = th
+	} else {
+		th = math.Inf(1)
 	}
-	out.Best, err = scoreNABLines(p, runs, func(r nabRun) []bool {
-		det := make([]bool, len(r.scores))
-		for i, v := range r.scores {
-			det[i] = v >= best.Threshold
-		}
-		return det
-	})
+	out.Best, err = scoreNABLines(p, runs, func(r nabRun) []bool { return runsFrom(r.scores, th) })
 	if err != nil {
 		return out, err
-	}
-	if math.Abs(out.Best.Overall.Raw-best.Score) > 1e-6 {
-		return out, fmt.Errorf("internal error: the sweep scored %v at threshold %v, rescoring gives %v", best.Score, best.Threshold, out.Best.Overall.Raw)
 	}
 	return out, nil
 }
+
+// runsFrom marks the first row of each run of rows scoring th or more: a
+// rule that took th as its threshold would find each such run once, as the
+// lifecycle finds each anomalous stretch once.
+func runsFrom(scores []float64, th float64) []bool {
+	det := make([]bool, len(scores))
+	for i, s := range scores {
+		det[i] = s >= th && (i == 0 || scores[i-1] < th)
+	}
+	return det
+}
+
+// bestThreshold returns the threshold, among 1.05^k (k from −28, 0.25, to
+// the highest score; 1 included), at which the runs of rows at or above it
+// score best overall, and false when detecting nothing scores better.
+func bestThreshold(p nab.Profile, runs []nabRun) (float64, bool, error) {
+	top := 0.0
+	for _, r := range runs {
+		for _, s := range r.scores {
+			if !math.IsInf(s, 0) {
+				top = max(top, s)
+			}
+		}
+	}
+	best, bestTh, found := 0.0, 0.0, false
+	for k := -28; ; k++ {
+		th := math.Pow(1.05, float64(k))
+		if th > top && k > 0 {
+			break
+		}
+		var total float64
+		for _, r := range runs {
+			res, err := r.file.Score(p, runsFrom(r.scores, th))
+			if err != nil {
+				return 0, false, err
+			}
+			total += res.Score
+		}
+		if !found || total > best {
+			best, bestTh, found = total, th, true
+		}
+	}
+	var none float64
+	for _, r := range runs {
+		res, err := r.file.Score(p, make([]bool, len(r.scores)))
+		if err != nil {
+			return 0, false, err
+		}
+		none += res.Score
+	}
+	if !found || none >= best {
+		return 0, false, nil
+	}
+	return bestTh, true, nil
+}
+
 
 // scoreNABLines scores each run's detections and sums them per category
 // and overall.
