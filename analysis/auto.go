@@ -214,7 +214,7 @@ type Auto struct {
 	last, since   int64 // the newest sample; the first since the summaries were last empty
 	hasLast       bool
 	holding       bool
-	stretch       bool // the newest sample was anomalous
+	stretch       bool    // the newest sample was anomalous
 	m, sd         float64 // median and spread of thin, read when it changed
 	k, zp, floor  float64
 	minPoints     int

@@ -452,7 +452,6 @@ func bestThreshold(p nab.Profile, runs []nabRun) (float64, bool, error) {
 	return bestTh, true, nil
 }
 
-
 // scoreNABLines scores each run's detections and sums them per category
 // and overall.
 func scoreNABLines(p nab.Profile, runs []nabRun, detections func(nabRun) []bool) (nabScores, error) {
