@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,41 @@ func TestAnomalyForgetsGoneSeries(t *testing.T) {
 	}
 	if len(gone) != 1 || !strings.Contains(gone[0], `pod="p1"`) {
 		t.Errorf("gone %v, want the series of p1 once", gone)
+	}
+}
+
+// TestAnomalyKeepFiringFor: an alert kept firing for keep_firing_for after
+// its last anomalous point resolves at the first normal point after that,
+// however many normal points came before it: the rule goes on observing
+// them. A spike while it still fires is the same episode; one after it
+// resolved is a new finding.
+func TestAnomalyKeepFiringFor(t *testing.T) {
+	g := testGroups(0)
+	g[0].Rules[0].KeepFiringFor = 10 * time.Minute
+	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{100: 50, 105: 60, 150: 70})}}
+	out := &recorder{}
+	now := t0.Add(199 * time.Minute)
+	m, err := newTestManager(testOptions{Groups: g, Querier: store, Output: out, Backfill: 3 * time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var fired []int
+	for _, f := range out.got {
+		fired = append(fired, int(f.WindowEnd.Sub(t0)/time.Minute))
+	}
+	var resolved []int
+	for _, a := range out.alerts {
+		if a.ResolvedAt != nil {
+			resolved = append(resolved, int(a.ResolvedAt.Sub(t0)/time.Minute))
+		}
+	}
+	if want := []int{100, 150}; !slices.Equal(fired, want) {
+		t.Errorf("findings at minutes %v, want %v (105 is the first episode's, kept firing)", fired, want)
+	}
+	if want := []int{115, 160}; !slices.Equal(resolved, want) {
+		t.Errorf("alerts resolved at minutes %v, want %v (10 minutes after each episode's last spike)", resolved, want)
 	}
 }

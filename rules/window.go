@@ -196,7 +196,7 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 		// series that stopped) is no longer anomalous, as a series a
 		// Prometheus alerting rule no longer returns.
 		for _, st := range r.series.series {
-			if st.anomalous && !judged[st] {
+			if st.open && !judged[st] {
 				r.observe(&res, st, ms, math.NaN(), analysis.Result{}, nil, r.detector, true)
 			}
 		}
