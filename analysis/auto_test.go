@@ -257,6 +257,7 @@ func TestNeedsOf(t *testing.T) {
 	f(Spec{Name: "auto"}, 6*hour, 673*6*hour, "its bins of 6h (the step or 15m, whichever is coarser) are too coarse for the period 24h")
 	f(Spec{Name: "auto", Window: hour}, minute, 3*hour+15*minute, "the window 1h reaches no past period of 24h")
 	f(Spec{Name: "auto", Window: 36 * hour}, minute, 38*hour+15*minute, "the window 36h reaches fewer than two past periods of 24h: the phase test is off")
+	f(Spec{Name: "auto", Params: map[string]string{"refractory": "30"}}, minute, week, "refractory 30 is a count of samples, the form of earlier releases: 30m at this step, and another span at another; write a duration such as refractory: 30m")
 	f(Spec{Name: "sigma"}, minute, 240*minute, "")
 	f(Spec{Name: "sigma", Window: hour}, minute, hour, "")
 	f(Spec{Name: "seasonal"}, minute, 7*day, "")

@@ -127,6 +127,10 @@ func needAuto(window, step int64, p *params) Needs {
 	c.Window, c.Step = window, step
 	pl := planAuto(c)
 	n := Needs{History: int64(pl.ringBins-1) * pl.width}
+	if pts := c.RefractoryPoints; pts > 0 {
+		n.Limits = append(n.Limits, fmt.Sprintf("refractory %d is a count of samples, the form of earlier releases: %s at this step, and another span at another; write a duration such as refractory: %s",
+			pts, fmtMs(satMul(int64(pts), step)), fmtMs(satMul(int64(pts), step))))
+	}
 	c = pl.c
 	switch {
 	case c.Period <= 0:
