@@ -30,8 +30,13 @@ type Detector interface {
 type Spec struct {
 	Name string
 	// Window is the span of history a point is scored against, in
-	// milliseconds (the rule's lookback).
+	// milliseconds (the rule's lookback when it sets one); 0 is the
+	// detector's own (see Build).
 	Window int64
+	// Step is the series' step in milliseconds, as the rule queries it;
+	// 0 when it is not known (the detectors that need it measure it from
+	// the series' first samples).
+	Step int64
 	// Params are the detector's own parameters as written, e.g. {"k": "3"}.
 	Params map[string]string
 }
@@ -58,4 +63,13 @@ type Factory func() Detector
 type BatchDetector interface {
 	Detector
 	ObserveBatch(t []int64, v []float64, out []Result)
+}
+
+// Moder is implemented by detectors that run some of their tests only once
+// they have the history (or the resolution) those need. Mode says, for a
+// person, which tests could not judge a sample at t (one the detector has
+// observed) and why — for example "tail only: 2h of the 22h the
+// seen-before test needs" — or is "" when every test could.
+type Moder interface {
+	Mode(t int64) string
 }

@@ -354,7 +354,7 @@ func TestQuantisedSeriesQuiet(t *testing.T) {
 // alarms on its first day only, and a spike at a new time still alarms.
 func TestAutoSeenBefore(t *testing.T) {
 	const step = 300_000 // 5 minutes: 288 samples a day
-	a := NewAuto(AutoConfig{Window: 2000 * step})
+	a := NewAuto(AutoConfig{Step: step})
 	var alarms []int
 	for i := range 6 * 288 {
 		v := 10 + float64(i%7)
@@ -370,130 +370,6 @@ func TestAutoSeenBefore(t *testing.T) {
 	}
 	if want := []int{288 + 100, 5*288 + 200}; !slices.Equal(alarms, want) {
 		t.Errorf("alarms at samples %v, want %v (the daily job's first run and the new spike)", alarms, want)
-	}
-}
-
-// TestAutoSeenBeforeReach checks the edge of the seen-before test's reach:
-// a spike repeats Window + Tolerance after the first, which has left the
-// window; the history still holds the first when Period = Window +
-// 2·Tolerance (its phase, −Tolerance, is the oldest instant kept), so the
-// repeat is not news; a minute longer a period and no history is kept,
-// and the repeat alarms.
-func TestAutoSeenBeforeReach(t *testing.T) {
-	const minute = 60_000
-	const window, tol = 60 * minute, 10 * minute
-	for _, c := range []struct {
-		period      int64
-		wantHistory bool
-		wantAlarm   bool
-	}{
-		{period: window + 2*tol, wantHistory: true, wantAlarm: false},
-		{period: window + 2*tol + minute, wantHistory: false, wantAlarm: true},
-	} {
-		a := NewAuto(AutoConfig{Window: window, Period: c.period, Tolerance: tol, PhaseK: -1})
-		rng := rand.New(rand.NewPCG(7, 8))
-		const first = 200
-		second := int64(first + (window+tol)/minute)
-		var repeat Result
-		for i := range int64(second + 1) {
-			v := 100 + rng.NormFloat64()
-			if i == first || i == second {
-				v = 200
-			}
-			r := a.Observe(i*minute, v)
-			if i == first && !r.Anomalous() {
-				t.Fatalf("period %d min: the first spike scored %v, want an alarm", c.period/minute, r.Score)
-			}
-			if i == second {
-				repeat = r
-			}
-		}
-		if got := a.hist.len() > 0; got != c.wantHistory {
-			t.Errorf("period %d min: history kept = %v, want %v", c.period/minute, got, c.wantHistory)
-		}
-		if repeat.Anomalous() != c.wantAlarm {
-			t.Errorf("period %d min: the repeated spike scored %v, want an alarm = %v", c.period/minute, repeat.Score, c.wantAlarm)
-		}
-	}
-}
-
-// TestAutoHistory checks that the past-period history holds exactly the
-// samples within the window and the tolerance before it, whether their
-// values are read from the window or kept after they left it: on irregular
-// steps with gaps that empty the window, and past the most samples a
-// window holds.
-func TestAutoHistory(t *testing.T) {
-	rng := rand.New(rand.NewPCG(31, 32))
-	var irregular, dense []sample
-	tm := int64(0)
-	for range 20_000 {
-		switch u := rng.Float64(); {
-		case u < 0.002:
-			tm += 400_000 // longer than window and tolerance
-		case u < 0.5:
-			tm += 1000
-		default:
-			tm += 1 + rng.Int64N(3000)
-		}
-		irregular = append(irregular, sample{tm, rng.NormFloat64()})
-	}
-	for i := range maxSortedWindow + 5000 {
-		dense = append(dense, sample{int64(i), rng.NormFloat64()})
-	}
-	for _, c := range []struct {
-		name   string
-		cfg    AutoConfig
-		stream []sample
-	}{
-		{"irregular", AutoConfig{Window: 120_000, Period: 60_000, Tolerance: 30_000}, irregular},
-		{"irregular, phase test", AutoConfig{Window: 120_000, Period: 50_000, Tolerance: 5_000}, irregular},
-		{"beyond the window's capacity", AutoConfig{Window: 1 << 40, Period: 1000, Tolerance: 100}, dense},
-	} {
-		a := NewAuto(c.cfg)
-		reach := c.cfg.Window + c.cfg.Tolerance
-		for i, s := range c.stream {
-			a.Observe(s.t, s.v)
-			if i%997 != 0 && i != len(c.stream)-1 {
-				continue
-			}
-			var want []point
-			for _, p := range c.stream[:i+1] {
-				if s.t-p.t <= reach {
-					want = append(want, point{p.t, p.v})
-				}
-			}
-			if got := a.hist.items(); !slices.Equal(got, want) {
-				t.Fatalf("%s, after sample %d: history of %d samples, want %d (first %v, want %v)", c.name, i, len(got), len(want), got[:min(1, len(got))], want[:min(1, len(want))])
-			}
-		}
-	}
-}
-
-// TestAutoWithoutHistory checks that an Auto whose period lies beyond its
-// history's reach, and so keeps none, scores every stream exactly as one
-// made to keep it.
-func TestAutoWithoutHistory(t *testing.T) {
-	for _, c := range []AutoConfig{
-		{Window: 240 * 15_000},                                       // 1 h on a 15 s step, one-day period
-		{Window: 1440 * 15_000, Tolerance: 30 * 60_000},              // 6 h
-		{Window: 3_600_000, Period: 7_200_001, Tolerance: 1_800_000}, // a millisecond past the edge
-	} {
-		for name, stream := range batchStreams() {
-			lean, full := NewAuto(c), NewAuto(c)
-			if lean.past {
-				t.Fatalf("%+v: keeps a history it can never read", c)
-			}
-			full.past = true
-			for i, s := range stream {
-				a, b := lean.Observe(s.t, s.v), full.Observe(s.t, s.v)
-				if !identicalResult(a, b) {
-					t.Fatalf("%+v, %s, sample %d: %+v without the history, %+v with it", c, name, i, a, b)
-				}
-			}
-			if lean.hist.len() != 0 || full.hist.len() == 0 {
-				t.Fatalf("%+v, %s: histories of %d and %d samples", c, name, lean.hist.len(), full.hist.len())
-			}
-		}
 	}
 }
 

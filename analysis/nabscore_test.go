@@ -230,3 +230,13 @@ func TestNABScorer(t *testing.T) {
 		t.Errorf("windowed Gaussian scores %.2f on the standard profile, want the published 37.1", got)
 	}
 }
+
+// newDefault returns what a rule naming the detector without a window or
+// parameters gets, for the subset's 5-minute step.
+func newDefault(name string) func() Detector {
+	f, err := Build(Spec{Name: name, Step: 300_000})
+	if err != nil {
+		panic(err)
+	}
+	return f
+}

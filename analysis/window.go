@@ -411,16 +411,16 @@ func (w *sortedWindow) kthDistance(med float64, p, k int, next bool) (kth, after
 }
 
 // stepWindow makes a detector whose window is given in samples rather than
-// in time: it holds back the first samples until it has seen stepProbe
-// intervals, takes the smallest as the series' step, builds the detector
-// with a window of points × step, replays the held samples into it and
-// from then on passes every sample through. The held samples are not
-// scored (their results are not Ready).
+// in time, for a series whose step is not known: it holds back the first
+// samples until it has seen stepProbe intervals, takes the smallest as the
+// series' step, builds the detector for that step (a window of so many
+// steps), replays the held samples into it and from then on passes every
+// sample through. The held samples are not scored (their results are not
+// Ready).
 type stepWindow struct {
-	points int
-	build  func(window int64) Detector
-	d      Detector
-	held   []point
+	build func(step int64) Detector
+	d     Detector
+	held  []point
 }
 
 // stepProbe is how many intervals a stepWindow measures before it decides
@@ -442,11 +442,7 @@ func (s *stepWindow) Observe(t int64, v float64) Result {
 	for i := 1; i < len(s.held); i++ {
 		step = min(step, uint64(s.held[i].t)-uint64(s.held[i-1].t))
 	}
-	win := uint64(s.points) * step
-	if step != 0 && win/step != uint64(s.points) || win > math.MaxInt64 {
-		win = math.MaxInt64
-	}
-	s.d = s.build(int64(win))
+	s.d = s.build(int64(min(step, math.MaxInt64)))
 	var r Result
 	for _, p := range s.held {
 		r = s.d.Observe(p.t, p.v)

@@ -2,10 +2,14 @@ package rules
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/inferwatch/inferwatch/analysis"
+	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -17,26 +21,47 @@ type anomalyRule struct {
 	base
 	detector string
 	factory  analysis.Factory
+	// warm is the history the first evaluation fetches before the points
+	// it reports: the rule's lookback, or what the detector needs at the
+	// rule's step.
+	warm time.Duration
+	// limits are what the detector cannot do at this step and window,
+	// reported once, at the first evaluation.
+	limits []string
 	series
 	// last is the newest point judged; zero before the first evaluation
 	// (resumed, when a restarted daemon restored it).
 	last    time.Time
 	resumed bool
+	noted   bool // the limits and a short history have been reported
+
+	// seen counts the series seen in this evaluation.
+	seen int
 
 	// scratch, reused from one evaluation to the next
-	bt  []int64
-	bv  []float64
-	br  []analysis.Result
-	key []byte
+	scoreAt map[*seriesState]int // a series' entry in Result.Scores
+	bt      []int64
+	bv      []float64
+	br      []analysis.Result
+	key     []byte
 }
 
 func newAnomalyRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	d := r.Spec.(*rulefmt.Detector)
-	f, err := analysis.Build(analysis.Spec{Name: d.Name, Window: r.Lookback.Milliseconds(), Params: d.Params})
+	spec := analysis.Spec{Name: d.Name, Window: r.Lookback.Milliseconds(), Step: r.Step.Milliseconds(), Params: d.Params}
+	f, err := analysis.Build(spec)
 	if err != nil {
 		return nil, specError(r, g, err)
 	}
-	return &anomalyRule{base: newBase(g, r), detector: d.Name, factory: f}, nil
+	needs, err := analysis.NeedsOf(spec, r.Step.Milliseconds())
+	if err != nil {
+		return nil, specError(r, g, err)
+	}
+	warm := r.Lookback
+	if warm <= 0 {
+		warm = time.Duration(needs.History) * time.Millisecond
+	}
+	return &anomalyRule{base: newBase(g, r), detector: d.Name, factory: f, warm: warm, limits: needs.Limits}, nil
 }
 
 func (r *anomalyRule) judged() time.Time { return r.last }
@@ -46,11 +71,30 @@ func (r *anomalyRule) resume(t time.Time) {
 	}
 }
 
+// forget keeps the state of a series unseen for as long as a window rule
+// would, at least DefaultLookback: a series that comes back after a gap
+// keeps its detector's history (a series new to the rule after its first
+// evaluation warms its detector up on its own points, and its findings'
+// details.mode say so while it does).
+func (r *anomalyRule) forget() time.Duration {
+	return max(r.cfg.Lookback, rulefmt.DefaultLookback, 10*r.interval)
+}
+
+// warmPart is how many points per series one request of the first
+// evaluation's history asks for at first; warmBudget bounds the points of
+// the later requests (over all series), so that the history of many
+// series is never held at once.
+const (
+	warmPart   = 60
+	warmBudget = 1 << 22
+)
+
 // Eval fetches the points that are new since the previous evaluation —
 // after a gap, everything since it, within the catch-up horizon — scores
 // them, and observes what the alert lifecycle needs. The first
-// evaluation (and the first after a restart) warms the detectors up on a
-// lookback of history before the points it reports.
+// evaluation (and the first after a restart) warms the detectors up on
+// the history they need (the rule's lookback, when set) before the points
+// it reports, fetched in consecutive parts.
 func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, error) {
 	var res Result
 	step := r.cfg.Step
@@ -60,69 +104,172 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 	res.Unreported = gap
 	start := r.last.Add(step)
 	if first {
-		start = from.Add(-r.cfg.Lookback)
-	} else if warm := from.Add(-r.cfg.Lookback); start.Before(warm) {
-		// Past the horizon: what lies before the detectors' lookback is
+		start = from.Add(-r.warm)
+	} else if warm := from.Add(-r.warm); start.Before(warm) {
+		// Past the horizon: what lies before the detectors' warm-up is
 		// not worth fetching.
 		start = warm
+	}
+	if first && !r.noted {
+		r.noted = true
+		for _, l := range r.limits {
+			res.Notes = append(res.Notes, fmt.Sprintf("detector %s at step %s: %s", r.detector, step, l))
+		}
 	}
 	if start.After(end) {
 		res.Series = len(r.series.series)
 		return res, nil
 	}
-	got, err := env.Querier.QueryRange(ctx, r.cfg.Expr, start, end, step)
-	if err != nil {
-		return res, err
+	fromMs := from.UnixMilli()
+	oldest := int64(math.MaxInt64)
+	clear(r.scoreAt)
+	r.seen = 0
+	part := int64(warmPart)
+	if !first {
+		part = math.MaxInt64
+	}
+	for lo := start; !lo.After(end); {
+		hi := end
+		if first {
+			if span := time.Duration(part-1) * step; lo.Add(span).Before(end) {
+				hi = lo.Add(span)
+			}
+		}
+		got, err := env.Querier.QueryRange(ctx, r.cfg.Expr, lo, hi, step)
+		if err != nil {
+			return res, err
+		}
+		for i := range got {
+			if ts := got[i].Timestamps; len(ts) > 0 {
+				oldest = min(oldest, ts[0])
+			}
+			r.judge(&res, &got[i], at, fromMs, first, env.Scores)
+		}
+		if first && len(got) > 0 {
+			part = min(max(warmPart, warmBudget/int64(len(got))), rulefmt.MaxPointsPerQuery)
+		}
+		lo = hi.Add(step)
 	}
 	r.last, r.resumed = end, false
-
-	fromMs := from.UnixMilli()
-	for i := range got {
-		s := &got[i]
-		res.Dropped.Add(s.Clean())
-		r.key = s.Labels.AppendString(r.key[:0])
-		st := r.series.series[string(r.key)] // a lookup without a string
-		if st == nil {
-			st = r.state(string(r.key), s.Labels, r.factory)
-		}
-		st.lastSeen = at
-		// The samples not yet scored, in order, scored in one call where the
-		// detector can batch them.
-		r.bt, r.bv = r.bt[:0], r.bv[:0]
-		for j, t := range s.Timestamps {
-			if t > st.lastT {
-				r.bt, r.bv = append(r.bt, t), append(r.bv, s.Values[j])
-				st.lastT = t
-			}
-		}
-		r.br = slices.Grow(r.br[:0], len(r.bt))[:len(r.bt)]
-		if bd, ok := st.det.(analysis.BatchDetector); ok {
-			bd.ObserveBatch(r.bt, r.bv, r.br)
-		} else {
-			for j, t := range r.bt {
-				r.br[j] = st.det.Observe(t, r.bv[j])
-			}
-		}
-		res.Scored += len(r.bt)
-		if env.Scores && len(r.bt) > 0 {
-			sc := r.scores(st, len(r.bt))
-			for j, t := range r.bt {
-				addScore(&sc, t, r.bv[j], r.br[j])
-			}
-			res.Scores = append(res.Scores, sc)
-		}
-		for j, t := range r.bt {
-			if first && t >= fromMs && (j == 0 || r.bt[j-1] < fromMs) {
-				// The first point reported after a (re)start: whether the
-				// series was anomalous before is not known here, so the
-				// lifecycle is told this point either way — a restored
-				// alert whose series has cleared resolves.
-				st.anomalous = true
-			}
-			r.observe(&res, st, t, r.bv[j], r.br[j], nil, r.detector, t >= fromMs)
+	if first && oldest != math.MaxInt64 && r.warm > 0 {
+		if short := time.UnixMilli(oldest).Sub(start); short > max(2*step, r.warm/100) && oldest < fromMs {
+			held := from.Sub(time.UnixMilli(oldest))
+			res.Notes = append(res.Notes, fmt.Sprintf("the store returned %s of the %s of history the detector %s asked for, from %s (is its retention shorter?): the detectors judge with what they have, and their findings' details.mode say what they could not test",
+				fmtSpan(held), fmtSpan(r.warm), r.detector, time.UnixMilli(oldest).UTC().Format(time.RFC3339)))
 		}
 	}
-	r.sweep(&r.series, &res, at, r.forget(), r.detector)
+	// Only a series not seen in this evaluation can have gone.
+	if r.seen < len(r.series.series) {
+		r.sweep(&r.series, &res, at, r.forget(), r.detector)
+	}
 	res.Series = len(r.series.series)
 	return res, nil
+}
+
+// judge scores the points of s not yet scored and records them; first
+// says the evaluation is the first after a (re)start.
+func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs int64, first, scores bool) {
+	res.Dropped.Add(s.Clean())
+	r.key = appendLabelsKey(r.key[:0], s.Labels)
+	st := r.series.series[string(r.key)] // a lookup without a string
+	if st == nil {
+		st = r.state(string(r.key), s.Labels, r.factory)
+		st.key = s.Labels.String() // the series in selector syntax, for its findings
+	}
+	if !st.lastSeen.Equal(at) {
+		r.seen++
+	}
+	st.lastSeen = at
+	// The samples not yet scored, in order, scored in one call where the
+	// detector can batch them.
+	prevT := st.lastT
+	r.bt, r.bv = r.bt[:0], r.bv[:0]
+	for j, t := range s.Timestamps {
+		if t > st.lastT {
+			r.bt, r.bv = append(r.bt, t), append(r.bv, s.Values[j])
+			st.lastT = t
+		}
+	}
+	r.br = slices.Grow(r.br[:0], len(r.bt))[:len(r.bt)]
+	if bd, ok := st.det.(analysis.BatchDetector); ok {
+		bd.ObserveBatch(r.bt, r.bv, r.br)
+	} else {
+		for j, t := range r.bt {
+			r.br[j] = st.det.Observe(t, r.bv[j])
+		}
+	}
+	res.Scored += len(r.bt)
+	if scores && len(r.bt) > 0 {
+		// One entry per series and evaluation, however many parts its
+		// points came in.
+		k, ok := r.scoreAt[st]
+		if !ok {
+			if r.scoreAt == nil {
+				r.scoreAt = map[*seriesState]int{}
+			}
+			k = len(res.Scores)
+			r.scoreAt[st] = k
+			res.Scores = append(res.Scores, r.scores(st, len(r.bt)))
+		}
+		for j, t := range r.bt {
+			addScore(&res.Scores[k], t, r.bv[j], r.br[j])
+		}
+	}
+	md, _ := st.det.(analysis.Moder)
+	for j, t := range r.bt {
+		var details map[string]any
+		if md != nil && t >= fromMs && anomalous(r.br[j], r.bv[j], r.cfg.MinDev) {
+			if m := md.Mode(t); m != "" {
+				details = map[string]any{"mode": m}
+			}
+		}
+		if first && t >= fromMs && prevT < fromMs {
+			// The first point reported after a (re)start: whether the
+			// series was anomalous before is not known here, so the
+			// lifecycle is told this point either way — a restored alert
+			// whose series has cleared resolves.
+			st.open = true
+		}
+		prevT = t
+		r.observe(res, st, t, r.bv[j], r.br[j], details, r.detector, t >= fromMs)
+	}
+}
+
+// appendLabelsKey appends the identity of a series to dst: each label's
+// name and value, separated by bytes that UTF-8 text never holds. It is
+// cheaper to build and to hash than the selector syntax, which the states
+// keep for the findings.
+func appendLabelsKey(dst []byte, ls ingest.Labels) []byte {
+	for _, l := range ls {
+		dst = append(dst, l.Name...)
+		dst = append(dst, 0xfe)
+		dst = append(dst, l.Value...)
+		dst = append(dst, 0xff)
+	}
+	return dst
+}
+
+// fmtSpan writes a duration briefly: 7d2h, 45h, 2h30m, 15m, 30s.
+func fmtSpan(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d >= 48*time.Hour:
+		d = d.Round(time.Hour)
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+	default:
+		d = d.Round(time.Second)
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if d >= u.d && (u.d != 24*time.Hour || d >= 48*time.Hour) {
+			fmt.Fprintf(&b, "%d%s", d/u.d, u.name)
+			d %= u.d
+		}
+	}
+	return b.String()
 }

@@ -381,6 +381,9 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		if res.Outlook != nil {
 			env.Outlooks[r.Name()] = res.Outlook
 		}
+		for _, n := range res.Notes {
+			m.log.Warn(n, "group", g.cfg.Name, "rule", r.Name())
+		}
 		if gap := res.Unreported; gap.Points > 0 {
 			m.unreported.Add(gap.Points)
 			m.log.Warn("the evaluation was delayed past the catch-up horizon; points not reported", "group", g.cfg.Name,

@@ -72,6 +72,10 @@ type Result struct {
 	// Unreported is the stretch a delayed evaluation did not report
 	// because it lay beyond the catch-up horizon (zero when none).
 	Unreported Gap
+	// Notes are what a person should know about the rule's evaluation,
+	// reported once (a detector that cannot run all its tests at the
+	// rule's step, a store that returned less history than asked for).
+	Notes []string
 }
 
 // Gap is a stretch of time [From, To) not reported, about Points points
@@ -132,8 +136,12 @@ type seriesState struct {
 	det      analysis.Detector // anomaly rules
 	lastT    int64             // newest sample observed, unix ms
 	lastSeen time.Time
-	// anomalous tells whether the newest point judged was anomalous.
-	anomalous bool
+	// anomalous tells whether the newest point judged was anomalous; open
+	// whether an episode may still be active in the lifecycle: anomalous
+	// points, then normal ones until one at or after quietFrom (the last
+	// anomalous point plus keep_firing_for), which resolves it.
+	anomalous, open bool
+	quietFrom       int64
 }
 
 // series holds the states of the series of one rule.
@@ -162,7 +170,7 @@ func (e *series) state(key string, labels ingest.Labels, mk func() analysis.Dete
 func (b *base) sweep(e *series, res *Result, at time.Time, forget time.Duration, detector string) {
 	for k, st := range e.series {
 		if at.Sub(st.lastSeen) > forget {
-			if st.anomalous {
+			if st.open {
 				o := b.observation(st, at.UnixMilli(), math.NaN(), analysis.Result{}, nil, detector)
 				o.Gone = true
 				res.Observations = append(res.Observations, o)
@@ -178,12 +186,16 @@ func (b *base) sweep(e *series, res *Result, at time.Time, forget time.Duration,
 // first evaluation warms its detectors up on).
 func (b *base) observe(res *Result, st *seriesState, t int64, v float64, r analysis.Result, details map[string]any, detector string, report bool) {
 	anom := anomalous(r, v, b.cfg.MinDev)
-	if report && (anom || st.anomalous) {
+	if anom {
+		st.quietFrom = t + b.cfg.KeepFiringFor.Milliseconds()
+	}
+	if report && (anom || st.open) {
 		o := b.observation(st, t, v, r, details, detector)
 		o.Anomalous = anom
 		res.Observations = append(res.Observations, o)
 	}
 	st.anomalous = anom
+	st.open = anom || st.open && t < st.quietFrom
 }
 
 // anomalous reports whether a judged sample counts against its series: the

@@ -182,7 +182,7 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 			st := r.state(key, v.labels, nil)
 			st.lastSeen = at
 			if resumed && τ.Equal(times[0]) {
-				st.anomalous = true // as in anomalyRule.Eval: tell the lifecycle after a restart
+				st.open = true // as in anomalyRule.judge: tell the lifecycle after a restart
 			}
 			if env.Scores {
 				i, ok := scores[key]
@@ -200,7 +200,7 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 		// series that stopped) is no longer anomalous, as a series a
 		// Prometheus alerting rule no longer returns.
 		for _, st := range r.series.series {
-			if st.anomalous && !judged[st] {
+			if st.open && !judged[st] {
 				r.observe(&res, st, ms, math.NaN(), analysis.Result{}, nil, r.detector, true)
 			}
 		}

@@ -17,18 +17,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/analysis/nab"
 	"github.com/inferwatch/inferwatch/ingest"
 )
 
 const backtestUsage = `Usage: inferwatch backtest nab --data DIR --windows FILE [flags]
 
-Runs a detector over every file of a Numenta Anomaly Benchmark corpus
-(DIR/CATEGORY/FILE.csv) and scores it as NAB does (probation, sigmoid
-scoring, profiles, normalisation between the null and the perfect
-detector): at the detector's own decisions (score ≥ 1) and at the threshold
-on its scores that maximises the total, per category and overall.
+Judges every file of a Numenta Anomaly Benchmark corpus
+(DIR/CATEGORY/FILE.csv) as the daemon judges a series — one anomaly rule
+with the flags' detector and settings (by default nothing but its step,
+the file's most common interval), evaluated once over the whole file as
+` + "`inferwatch run --once --backfill`" + ` does, through the alert lifecycle — and
+scores it as NAB does (probation, sigmoid scoring, profiles, normalisation
+between the null and the perfect detector): at the rule's findings (a row
+is a detection where a finding fired), and at the best threshold on the
+detector's scores (among 1.05^k, 1 included; each run of rows at or above
+it counting once, at its first row, as the lifecycle counts an anomalous
+stretch), per category and overall, with the false positives per day of
+one series.
 
 Rows are taken in file order, as NAB takes them: a row's place in its file,
 not its timestamp, decides whether it is in a labelled window and how far it
@@ -66,6 +72,11 @@ type nabRun struct {
 	file      *nab.File
 	scores    []float64
 	anomalous []bool
+	// step is the rule's step, fired the times findings fired at, days
+	// the span of the file.
+	step  time.Duration
+	fired []int64
+	days  float64
 	// behind counts the rows that step back in time (see scoreRows), the
 	// first on line behindLine.
 	behind, behindLine int
@@ -96,8 +107,8 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		profiles = []nab.Profile{p}
 	}
-	// Check the detector and its parameters before reading anything.
-	newDetector, err := det.factory()
+	// Check the rule before reading anything.
+	rule, err := det.rule()
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
 		return 2
@@ -115,7 +126,7 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 1
 	}
 	bar := newProgress(stderr, isTerminal(stderr), *forceProgress || isTerminal(stderr), len(keys), "files")
-	runs, err := runNAB(ctx, *dataDir, keys, windows, newDetector, bar)
+	runs, err := runNAB(ctx, *dataDir, keys, windows, rule, bar)
 	bar.finish()
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
@@ -228,7 +239,7 @@ func listNABFiles(dir string, windows map[string][][2]int64, windowsFile string)
 
 // runNAB runs the detector over every file, on as many workers as there
 // are CPUs, and returns the runs in the order of keys.
-func runNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, newDetector analysis.Factory, bar *progress) ([]nabRun, error) {
+func runNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, rule replayRule, bar *progress) ([]nabRun, error) {
 	runs := make([]nabRun, len(keys))
 	errs := make([]error, len(keys))
 	next := make(chan int)
@@ -238,7 +249,7 @@ func runNAB(ctx context.Context, dir string, keys []string, windows map[string][
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				runs[i], errs[i] = runNABFile(dir, keys[i], windows[keys[i]], newDetector)
+				runs[i], errs[i] = runNABFile(ctx, dir, keys[i], windows[keys[i]], rule)
 				bar.add(1)
 			}
 		}()
@@ -263,8 +274,8 @@ feed:
 }
 
 // runNABFile reads one file, keeping every row in file order as NAB does
-// (rows that repeat a timestamp or step back in time included), and runs a
-// fresh detector over it.
+// (rows that repeat a timestamp or step back in time included), and
+// evaluates the rule over it as the daemon would (see replay).
 //
 // NAB reads a data file as it is written, without sorting it (nab/corpus.py
 // DataFile: pandas.read_csv), hands its detectors every row in that order
@@ -273,9 +284,9 @@ feed:
 // timestamps serving only to find where each window starts and ends
 // (nab/scorer.py scoreDataSet calls nab/sweeper.py Sweeper.scoreDataSet;
 // see nab.WindowRows). The scoring here is the same. The feeding cannot
-// be: a detector here keeps windows ordered by time, so the rows behind the
-// newest time are not fed (see scoreRows).
-func runNABFile(dir, key string, limits [][2]int64, newDetector analysis.Factory) (nabRun, error) {
+// be: the daemon judges a series forward in time, so the rows behind the
+// newest time are not judged (see rowsJudged).
+func runNABFile(ctx context.Context, dir, key string, limits [][2]int64, rule replayRule) (nabRun, error) {
 	path := filepath.Join(dir, filepath.FromSlash(key))
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -294,9 +305,17 @@ func runNABFile(dir, key string, limits [][2]int64, newDetector analysis.Factory
 	if err != nil {
 		return nabRun{}, err
 	}
-	scores, anomalous := scoreRows(newDetector, ts, c.Series.Values)
+	rows, t, v := advancing(ts, c.Series.Values)
+	rep, err := replay(ctx, rule, t, v)
+	if err != nil {
+		return nabRun{}, fmt.Errorf("%s: %w", path, err)
+	}
+	scores, anomalous := rowsJudged(ts, rows, rep)
 	category, _, _ := strings.Cut(key, "/")
-	run := nabRun{key: key, category: category, file: f, scores: scores, anomalous: anomalous}
+	run := nabRun{key: key, category: category, file: f, scores: scores, anomalous: anomalous, step: rep.step, fired: rep.fired}
+	if len(t) > 1 {
+		run.days = float64(t[len(t)-1]-t[0]) / 86_400_000
+	}
 	if n, first := rowsBehind(ts); n > 0 {
 		run.behind, run.behindLine = n, c.Lines[first]
 	}
@@ -321,11 +340,11 @@ type nabReport struct {
 type nabProfile struct {
 	Name    string     `json:"name"`
 	Weights nabWeights `json:"weights"`
-	// Own is the score at the detector's own decisions.
+	// Own is the score at the rule's findings.
 	Own nabScores `json:"own"`
-	// Best is the score at the threshold on the anomaly scores that
-	// maximises the overall raw score (null: detecting nothing is best;
-	// the string "+Inf" when only infinite scores should count).
+	// Best is the score at the threshold on the detector's scores (among
+	// 1.05^k) that maximises the overall raw score, each run of rows at
+	// or above it counting once (null: detecting nothing is best).
 	BestThreshold any       `json:"best_threshold"`
 	Best          nabScores `json:"best"`
 }
@@ -352,6 +371,10 @@ type nabLine struct {
 	TP       int      `json:"tp"`
 	FP       int      `json:"fp"`
 	FN       int      `json:"fn"`
+	// SeriesDays is the files' span in days, summed; FPPerSeriesDay the
+	// false positives per day of one series.
+	SeriesDays     float64 `json:"series_days"`
+	FPPerSeriesDay float64 `json:"false_positives_per_series_day"`
 }
 
 func scoreNABProfile(p nab.Profile, runs []nabRun) (nabProfile, error) {
@@ -361,34 +384,75 @@ func scoreNABProfile(p nab.Profile, runs []nabRun) (nabProfile, error) {
 		return out, err
 	}
 	out.Own = own
-	sweep := make([]nab.Scores, len(runs))
-	for i, r := range runs {
-		sweep[i] = nab.Scores{File: r.file, Scores: r.scores}
-	}
-	best, err := nab.Sweep(p, sweep)
+	th, ok, err := bestThreshold(p, runs)
 	if err != nil {
 		return out, err
 	}
-	switch th := best.Threshold; {
-	case math.IsInf(th, 1):
-		out.BestThreshold = "+Inf"
-	case !math.IsNaN(th):
+	if ok {
 		out.BestThreshold = th
+	} else {
+		th = math.Inf(1)
 	}
-	out.Best, err = scoreNABLines(p, runs, func(r nabRun) []bool {
-		det := make([]bool, len(r.scores))
-		for i, v := range r.scores {
-			det[i] = v >= best.Threshold
-		}
-		return det
-	})
+	out.Best, err = scoreNABLines(p, runs, func(r nabRun) []bool { return runsFrom(r.scores, th) })
 	if err != nil {
 		return out, err
-	}
-	if math.Abs(out.Best.Overall.Raw-best.Score) > 1e-6 {
-		return out, fmt.Errorf("internal error: the sweep scored %v at threshold %v, rescoring gives %v", best.Score, best.Threshold, out.Best.Overall.Raw)
 	}
 	return out, nil
+}
+
+// runsFrom marks the first row of each run of rows scoring th or more: a
+// rule that took th as its threshold would find each such run once, as the
+// lifecycle finds each anomalous stretch once.
+func runsFrom(scores []float64, th float64) []bool {
+	det := make([]bool, len(scores))
+	for i, s := range scores {
+		det[i] = s >= th && (i == 0 || scores[i-1] < th)
+	}
+	return det
+}
+
+// bestThreshold returns the threshold, among 1.05^k (k from −28, 0.25, to
+// the highest score; 1 included), at which the runs of rows at or above it
+// score best overall, and false when detecting nothing scores better.
+func bestThreshold(p nab.Profile, runs []nabRun) (float64, bool, error) {
+	top := 0.0
+	for _, r := range runs {
+		for _, s := range r.scores {
+			if !math.IsInf(s, 0) {
+				top = max(top, s)
+			}
+		}
+	}
+	best, bestTh, found := 0.0, 0.0, false
+	for k := -28; ; k++ {
+		th := math.Pow(1.05, float64(k))
+		if th > top && k > 0 {
+			break
+		}
+		var total float64
+		for _, r := range runs {
+			res, err := r.file.Score(p, runsFrom(r.scores, th))
+			if err != nil {
+				return 0, false, err
+			}
+			total += res.Score
+		}
+		if !found || total > best {
+			best, bestTh, found = total, th, true
+		}
+	}
+	var none float64
+	for _, r := range runs {
+		res, err := r.file.Score(p, make([]bool, len(r.scores)))
+		if err != nil {
+			return 0, false, err
+		}
+		none += res.Score
+	}
+	if !found || none >= best {
+		return 0, false, nil
+	}
+	return bestTh, true, nil
 }
 
 // scoreNABLines scores each run's detections and sums them per category
@@ -398,10 +462,12 @@ func scoreNABLines(p nab.Profile, runs []nabRun, detections func(nabRun) []bool)
 	var all nab.Result
 	var cur nab.Result
 	files := 0
+	var days, allDays float64
 	flush := func(category string) {
-		out.Categories = append(out.Categories, makeNABLine(p, category, files, cur))
+		out.Categories = append(out.Categories, makeNABLine(p, category, files, days, cur))
 		all.Add(cur)
-		cur, files = nab.Result{}, 0
+		allDays += days
+		cur, files, days = nab.Result{}, 0, 0
 	}
 	for i, r := range runs {
 		res, err := r.file.Score(p, detections(r))
@@ -410,18 +476,22 @@ func scoreNABLines(p nab.Profile, runs []nabRun, detections func(nabRun) []bool)
 		}
 		cur.Add(res)
 		files++
+		days += r.days
 		if i == len(runs)-1 || runs[i+1].category != r.category {
 			flush(r.category)
 		}
 	}
-	out.Overall = makeNABLine(p, "", len(runs), all)
+	out.Overall = makeNABLine(p, "", len(runs), allDays, all)
 	return out, nil
 }
 
-func makeNABLine(p nab.Profile, category string, files int, r nab.Result) nabLine {
-	l := nabLine{Category: category, Files: files, Windows: r.Windows, Raw: r.Score, TP: r.TP, FP: r.FP, FN: r.FN}
+func makeNABLine(p nab.Profile, category string, files int, days float64, r nab.Result) nabLine {
+	l := nabLine{Category: category, Files: files, Windows: r.Windows, Raw: r.Score, TP: r.TP, FP: r.FP, FN: r.FN, SeriesDays: days}
 	if s := r.Normalized(p); !math.IsNaN(s) {
 		l.Score = &s
+	}
+	if days > 0 {
+		l.FPPerSeriesDay = float64(r.FP) / days
 	}
 	return l
 }
@@ -439,9 +509,9 @@ func writeNABText(w io.Writer, det *detectorFlags, rep nabReport) {
 			th = fmt.Sprintf("score ≥ %.6g", p.BestThreshold)
 		}
 		fmt.Fprintf(w, "\nprofile %s (A_TP %g, A_FP %g, A_FN %g); best threshold: %s\n", p.Name, p.Weights.TP, p.Weights.FP, p.Weights.FN, th)
-		fmt.Fprintf(w, "%-22s %5s %7s | %-33s | %-33s\n", "", "", "", "own decisions", "best threshold")
-		fmt.Fprintf(w, "%-22s %5s %7s | %7s %8s %5s %5s %5s | %7s %8s %5s %5s %5s\n",
-			"category", "files", "windows", "score", "raw", "TP", "FP", "FN", "score", "raw", "TP", "FP", "FN")
+		fmt.Fprintf(w, "%-22s %5s %7s | %-40s | %-33s\n", "", "", "", "own decisions (findings)", "best threshold (scores)")
+		fmt.Fprintf(w, "%-22s %5s %7s | %7s %8s %5s %5s %5s %6s | %7s %8s %5s %5s %5s\n",
+			"category", "files", "windows", "score", "raw", "TP", "FP", "FN", "FP/day", "score", "raw", "TP", "FP", "FN")
 		for i := range p.Own.Categories {
 			writeNABLine(w, p.Own.Categories[i].Category, p.Own.Categories[i], p.Best.Categories[i])
 		}
@@ -456,6 +526,6 @@ func writeNABLine(w io.Writer, name string, own, best nabLine) {
 		}
 		return fmt.Sprintf("%.2f", *s)
 	}
-	fmt.Fprintf(w, "%-22s %5d %7d | %7s %8.2f %5d %5d %5d | %7s %8.2f %5d %5d %5d\n", name, own.Files, own.Windows,
-		score(own.Score), own.Raw, own.TP, own.FP, own.FN, score(best.Score), best.Raw, best.TP, best.FP, best.FN)
+	fmt.Fprintf(w, "%-22s %5d %7d | %7s %8.2f %5d %5d %5d %6.3f | %7s %8.2f %5d %5d %5d\n", name, own.Files, own.Windows,
+		score(own.Score), own.Raw, own.TP, own.FP, own.FN, own.FPPerSeriesDay, score(best.Score), best.Raw, best.TP, best.FP, best.FN)
 }

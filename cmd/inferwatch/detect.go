@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
 
@@ -19,49 +22,72 @@ import (
 	"github.com/inferwatch/inferwatch/ingest"
 )
 
-// detectorFlags are the flags that choose and tune the detector, shared by
-// detect and backtest.
+// detectorFlags are the flags that choose and tune the rule, shared by
+// detect and backtest: its detector and the settings of an anomaly rule.
 type detectorFlags struct {
-	name   string
-	window string
-	params paramFlag
+	name          string
+	window        string
+	step          string
+	params        paramFlag
+	forDur        durationFlag
+	keepFiringFor durationFlag
+	minDev        float64
 }
 
 func (d *detectorFlags) register(fs *flag.FlagSet) {
 	d.params = paramFlag{}
 	fs.StringVar(&d.name, "detector", analysis.DefaultDetector, "detector: "+strings.Join(analysis.Names(), ", "))
-	fs.StringVar(&d.window, "window", "", fmt.Sprintf("the history each point is scored against, a MetricsQL duration (5m, 1d); default: the detector's own, a number of the series' steps (auto: %d; sigma, robust, levelshift: %d)",
-		analysis.DefaultAutoPoints, analysis.DefaultPoints))
+	fs.StringVar(&d.window, "window", "", fmt.Sprintf("the rule's lookback, a MetricsQL duration (5m, 1d); default: none, the detector's own history (auto: a week of 15-minute summaries; sigma, robust, levelshift: %d steps)",
+		analysis.DefaultPoints))
+	fs.StringVar(&d.step, "step", "", "the rule's step, a MetricsQL duration; default: the file's most common interval between rows")
 	fs.Var(d.params, "param", "a detector parameter key=value (repeatable), e.g. --param k=3")
+	fs.Var(&d.forDur, "for", "the rule's for: how long a breach must last before a finding fires (default 0)")
+	fs.Var(&d.keepFiringFor, "keep-firing-for", "the rule's keep_firing_for (default 0)")
+	fs.Float64Var(&d.minDev, "min-dev", 0, "the rule's min_dev: the smallest deviation from the expected value that counts")
 }
 
 // windowMS returns the --window flag in ms, or 0 (the detector's own
-// default window, in steps of the series) when it is not set.
+// history) when it is not set.
 func (d *detectorFlags) windowMS() (int64, error) {
-	if d.window == "" {
+	return durationMS("--window", d.window)
+}
+
+// durationMS reads a duration flag in ms; empty is 0.
+func durationMS(flag, s string) (int64, error) {
+	if s == "" {
 		return 0, nil
 	}
-	ms, err := metricsql.DurationValue(d.window, 0)
-	if err != nil || ms <= 0 || strings.ContainsAny(d.window, "iI") {
-		return 0, fmt.Errorf("--window %q: want a duration > 0 such as 5m, 1h30m or 1d", d.window)
+	ms, err := metricsql.DurationValue(s, 0)
+	if err != nil || ms <= 0 || strings.ContainsAny(s, "iI") {
+		return 0, fmt.Errorf("%s %q: want a duration > 0 such as 5m, 1h30m or 1d", flag, s)
 	}
 	return ms, nil
 }
 
-// factory checks the flags and builds the detector they name.
-func (d *detectorFlags) factory() (analysis.Factory, error) {
+// rule checks the flags and returns the rule they describe.
+func (d *detectorFlags) rule() (replayRule, error) {
 	window, err := d.windowMS()
 	if err != nil {
-		return nil, err
+		return replayRule{}, err
 	}
-	f, err := analysis.Build(analysis.Spec{Name: d.name, Window: window, Params: d.params})
+	step, err := durationMS("--step", d.step)
 	if err != nil {
-		return nil, fmt.Errorf("--detector %s: %w", d.name, err)
+		return replayRule{}, err
 	}
-	return f, nil
+	if _, err := analysis.Build(analysis.Spec{Name: d.name, Window: window, Step: step, Params: d.params}); err != nil {
+		return replayRule{}, fmt.Errorf("--detector %s: %w", d.name, err)
+	}
+	if math.IsNaN(d.minDev) || math.IsInf(d.minDev, 0) || d.minDev < 0 {
+		return replayRule{}, fmt.Errorf("--min-dev %v: want a finite number ≥ 0", d.minDev)
+	}
+	if window > 0 && step > window {
+		return replayRule{}, fmt.Errorf("--step %s must not exceed --window %s", d.step, d.window)
+	}
+	return replayRule{detector: d.name, params: d.params, lookback: time.Duration(window) * time.Millisecond,
+		step: time.Duration(step) * time.Millisecond, forDur: d.forDur.d, keepFiringFor: d.keepFiringFor.d, minDev: d.minDev}, nil
 }
 
-// describe is the detector and its settings, for reports.
+// describe is the rule and its settings, for reports.
 func (d *detectorFlags) describe() string {
 	var b strings.Builder
 	b.WriteString(d.name)
@@ -74,11 +100,34 @@ func (d *detectorFlags) describe() string {
 		fmt.Fprintf(&b, " %s=%s", k, d.params[k])
 	}
 	if d.window != "" {
-		b.WriteString(" window=" + d.window)
+		b.WriteString(" lookback=" + d.window)
 	} else {
-		b.WriteString(" window=default")
+		b.WriteString(" lookback=default")
+	}
+	if d.step != "" {
+		b.WriteString(" step=" + d.step)
+	}
+	if d.forDur.d > 0 {
+		b.WriteString(" for=" + fmtSpanFlag(d.forDur.d))
+	}
+	if d.keepFiringFor.d > 0 {
+		b.WriteString(" keep_firing_for=" + fmtSpanFlag(d.keepFiringFor.d))
+	}
+	if d.minDev > 0 {
+		fmt.Fprintf(&b, " min_dev=%g", d.minDev)
 	}
 	return b.String()
+}
+
+// fmtSpanFlag writes a duration as the flags take it (1h30m, 5m, 30s).
+func fmtSpanFlag(d time.Duration) string {
+	s := d.String()
+	for _, suffix := range []string{"m0s", "h0m"} {
+		if strings.HasSuffix(s, suffix) {
+			s = strings.TrimSuffix(s, suffix[1:])
+		}
+	}
+	return s
 }
 
 // paramFlag collects repeated --param key=value flags.
@@ -99,64 +148,8 @@ func (p paramFlag) Set(s string) error {
 	return nil
 }
 
-// scoreRows runs a fresh detector over a series row by row, in the order
-// of the rows. The detectors judge a series forward in time, so a row is
-// fed to the detector only when its timestamp is after the newest one fed
-// so far; any other row is not fed:
-//   - a row whose timestamp equals the previous row's (a duplicate, kept
-//     with --allow-duplicates or by backtest) takes the previous row's
-//     score and decision: the detector has already judged that instant;
-//   - a row that steps back in time, and every row after it until the
-//     time passes the newest one fed (only backtest keeps such rows, in
-//     file order as NAB does), scores 0 and is not anomalous, as a
-//     detector itself treats a sample out of order (see analysis.Detector
-//     and Sigma): the detector has not judged it. Its windows are ordered
-//     by time and left as they were, so the rows after are scored as if
-//     those rows were absent.
-//
-// A NaN or infinite value scores 0 and is not anomalous.
-//
-// The rows between such rows are scored in one batch where the detector
-// takes batches, as the daemon scores the points of a cycle: one Observe
-// per row would find the detector's state cold each time (see
-// analysis.BatchDetector).
-func scoreRows(newDetector analysis.Factory, ts []int64, vs []float64) (scores []float64, anomalous []bool) {
-	d := newDetector()
-	bd, batch := d.(analysis.BatchDetector)
-	scores = make([]float64, len(ts))
-	anomalous = make([]bool, len(ts))
-	res := make([]analysis.Result, len(ts))
-	var newest int64 // the newest timestamp fed, once i > 0
-	for i := 0; i < len(ts); {
-		if i > 0 && ts[i] <= newest {
-			if ts[i] == ts[i-1] {
-				scores[i], anomalous[i] = scores[i-1], anomalous[i-1]
-			}
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(ts) && ts[j] > ts[j-1] {
-			j++
-		}
-		if batch {
-			bd.ObserveBatch(ts[i:j], vs[i:j], res[i:j])
-		} else {
-			for k := i; k < j; k++ {
-				res[k] = d.Observe(ts[k], vs[k])
-			}
-		}
-		for k := i; k < j; k++ {
-			scores[k], anomalous[k] = res[k].Score, res[k].Anomalous()
-		}
-		newest = ts[j-1]
-		i = j
-	}
-	return scores, anomalous
-}
-
-// rowsBehind counts the rows that scoreRows does not feed to the detector
-// because they step back in time (not the duplicates of the row before
+// rowsBehind counts the rows that the rule never judges because they step
+// back in time (not the duplicates of the row before
 // them), and returns the index of the first, or -1.
 func rowsBehind(ts []int64) (n, first int) {
 	first = -1
@@ -323,12 +316,21 @@ func formatUnixMillis(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
 }
 
-const detectHelp = `Usage: inferwatch detect --input FILE [--detector NAME] [--window DURATION] [--param key=value ...] [--sort] [--allow-duplicates]
+const detectHelp = `Usage: inferwatch detect --input FILE [--detector NAME] [--window DURATION] [--step DURATION] [--param key=value ...] [--for DURATION] [--keep-firing-for DURATION] [--min-dev X] [--sort] [--allow-duplicates]
 
 Scores every row of a timestamp,value CSV file (or a query_range JSON or
 export JSON lines file holding one series) and writes CSV to stdout:
 timestamp,value,anomaly_score,is_anomaly, the timestamp as written in the input.
-is_anomaly is 1 when the detector's own threshold is crossed (score ≥ 1).
+
+The file is judged as the daemon judges a series: one anomaly rule with
+the flags' settings (the detector, and the rule's lookback, step, for,
+keep_firing_for and min_dev; by default a rule with nothing set but its
+step, the file's most common interval), evaluated once over the file's
+whole span as ` + "`inferwatch run --once --backfill`" + ` does, through the alert
+lifecycle. anomaly_score is the detector's score (≥ 1: anomalous; 0 while
+it warms up); is_anomaly is 1 on the rows where the daemon would publish a
+finding (an anomalous stretch lasting for, once per stretch). What the
+detector cannot do at that step is said on stderr.
 
 The detectors judge a series forward in time, so the rows must be in time
 order: a row whose timestamp is before the previous row's is an error naming
@@ -340,7 +342,7 @@ their order in the file, and after sorting they are duplicates, which need
 
 `
 
-func cmdDetect(args []string, stdout, stderr io.Writer) int {
+func cmdDetect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newOfflineFlagSet("inferwatch detect", detectHelp+"Flags:\n")
 	input := fs.String("input", "", "the file to score")
 	allowDup := fs.Bool("allow-duplicates", false, "keep rows that repeat the previous row's timestamp; each takes the previous row's score and decision")
@@ -354,7 +356,7 @@ func cmdDetect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "inferwatch detect: --input FILE is required, and nothing else may follow the flags")
 		return 2
 	}
-	newDetector, err := det.factory()
+	rule, err := det.rule()
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch detect:", err)
 		return 2
@@ -364,7 +366,16 @@ func cmdDetect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "inferwatch detect:", err)
 		return 1
 	}
-	scores, anomalous := scoreRows(newDetector, in.ts, in.vs)
+	rows, t, v := advancing(in.ts, in.vs)
+	rep, err := replay(ctx, rule, t, v)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch detect:", err)
+		return 1
+	}
+	for _, n := range rep.notes {
+		fmt.Fprintln(stderr, "inferwatch detect:", n)
+	}
+	scores, anomalous := rowsJudged(in.ts, rows, rep)
 
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	w.WriteString("timestamp,value,anomaly_score,is_anomaly\n")

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/inferwatch/inferwatch/analysis"
 )
 
 // nabData is the NAB subset shared with the project, when present.
@@ -351,35 +349,12 @@ func TestDetectSortIsStable(t *testing.T) {
 }
 
 // forwardOnly wraps a detector and fails the test when it is fed a time
-// that is not after the last one; batched hides ObserveBatch or not.
-type forwardOnly struct {
-	t    *testing.T
-	d    analysis.Detector
-	last int64
-	fed  int
-}
-
-func (f *forwardOnly) Observe(ts int64, v float64) analysis.Result {
-	if f.fed > 0 && ts <= f.last {
-		f.t.Errorf("fed %d after %d", ts, f.last)
-	}
-	f.last, f.fed = ts, f.fed+1
-	return f.d.Observe(ts, v)
-}
-
-type forwardOnlyBatch struct{ forwardOnly }
-
-func (f *forwardOnlyBatch) ObserveBatch(ts []int64, vs []float64, out []analysis.Result) {
-	for i := range ts {
-		out[i] = f.Observe(ts[i], vs[i])
-	}
-}
-
-// TestScoreRowsFeedsOnlyForwardInTime: rows that step back, and the rows
-// after them until the time passes the newest one fed, are not fed and
-// score 0; a duplicate takes the score of the row before it; the other
-// rows score as if the rows not fed were absent.
-func TestScoreRowsFeedsOnlyForwardInTime(t *testing.T) {
+// TestRowsJudgedOnlyForwardInTime: rows that step back, and the rows
+// after them until the time passes the newest one judged, are not judged
+// and score 0; a duplicate takes the score and decision of the row before
+// it; the other rows score as the rule scores the file without the rows
+// not judged.
+func TestRowsJudgedOnlyForwardInTime(t *testing.T) {
 	const minute = 60_000
 	var ts []int64
 	var vs []float64
@@ -387,7 +362,7 @@ func TestScoreRowsFeedsOnlyForwardInTime(t *testing.T) {
 	for m := range int64(40) {
 		add(m, 10+float64(m%5))
 	}
-	for m := int64(20); m < 25; m++ { // step back to 20 (row 40); 95 would be found if fed
+	for m := int64(20); m < 25; m++ { // step back to 20 (row 40); 95 would be found if judged
 		add(m, 95)
 	}
 	add(39, 95) // row 45, back at the newest time, not after it
@@ -397,10 +372,7 @@ func TestScoreRowsFeedsOnlyForwardInTime(t *testing.T) {
 	add(42, 11)
 	notFed := []int{40, 41, 42, 43, 44, 45, 48}
 
-	sigma, err := analysis.Build(analysis.Spec{Name: "sigma"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rule := replayRule{detector: "sigma", step: time.Minute}
 	var keepTs []int64
 	var keepVs []float64
 	for i := range ts {
@@ -408,34 +380,36 @@ func TestScoreRowsFeedsOnlyForwardInTime(t *testing.T) {
 			keepTs, keepVs = append(keepTs, ts[i]), append(keepVs, vs[i])
 		}
 	}
-	wantScores, wantAnomalous := scoreRows(sigma, keepTs, keepVs)
-
-	for _, batched := range []bool{false, true} {
-		wrapped := func() analysis.Detector {
-			f := forwardOnly{t: t, d: sigma()}
-			if batched {
-				return &forwardOnlyBatch{f}
+	want, err := replay(context.Background(), rule, keepTs, keepVs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, ft, fv := advancing(ts, vs)
+	if !slices.Equal(ft, keepTs) || !slices.Equal(fv, keepVs) {
+		t.Fatalf("advancing rows %v, want all but %v", rows, notFed)
+	}
+	rep, err := replay(context.Background(), rule, ft, fv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores, anomalous := rowsJudged(ts, rows, rep)
+	k := 0
+	for i := range ts {
+		switch {
+		case i == 48:
+			if scores[i] != scores[47] || anomalous[i] != anomalous[47] || !anomalous[i] {
+				t.Errorf("the duplicate row 48 scored %v/%v, row 47 %v/%v", scores[i], anomalous[i], scores[47], anomalous[47])
 			}
-			return &f
-		}
-		scores, anomalous := scoreRows(wrapped, ts, vs)
-		k := 0
-		for i := range ts {
-			switch {
-			case i == 48:
-				if scores[i] != scores[47] || anomalous[i] != anomalous[47] || !anomalous[i] {
-					t.Errorf("batched %v: the duplicate row 48 scored %v/%v, row 47 %v/%v", batched, scores[i], anomalous[i], scores[47], anomalous[47])
-				}
-			case slices.Contains(notFed, i):
-				if scores[i] != 0 || anomalous[i] {
-					t.Errorf("batched %v: row %d (minute %d) not fed scored %v/%v, want 0", batched, i, ts[i]/minute, scores[i], anomalous[i])
-				}
-			default:
-				if scores[i] != wantScores[k] || anomalous[i] != wantAnomalous[k] {
-					t.Errorf("batched %v: row %d scored %v/%v, %v/%v without the rows not fed", batched, i, scores[i], anomalous[i], wantScores[k], wantAnomalous[k])
-				}
-				k++
+		case slices.Contains(notFed, i):
+			if scores[i] != 0 || anomalous[i] {
+				t.Errorf("row %d (minute %d) not judged scored %v/%v, want 0", i, ts[i]/minute, scores[i], anomalous[i])
 			}
+		default:
+			_, fired := slices.BinarySearch(want.fired, ts[i])
+			if scores[i] != want.scores[k] || anomalous[i] != fired {
+				t.Errorf("row %d scored %v/%v, %v/%v without the rows not judged", i, scores[i], anomalous[i], want.scores[k], fired)
+			}
+			k++
 		}
 	}
 	if n, first := rowsBehind(ts); n != 6 || first != 40 {

@@ -60,7 +60,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "tail":
 		return cmdTail(ctx, args[1:], stdout, stderr)
 	case "detect":
-		return cmdDetect(args[1:], stdout, stderr)
+		return cmdDetect(ctx, args[1:], stdout, stderr)
 	case "backtest":
 		return cmdBacktest(ctx, args[1:], stdout, stderr)
 	case "correlate":

@@ -140,8 +140,11 @@ type Rule struct {
 	// whose queries are all in their block (correlate, knee, imbalance of
 	// a and b).
 	Expr string `yaml:"expr"`
-	// Lookback is the history each point is scored against, or the window
-	// a window kind judges (default 1h); a forecast rule's forecast.history.
+	// Lookback is the window a window kind judges (default 1h); a forecast
+	// rule's forecast.history; for an anomaly rule, when set, the window
+	// its detector scores each point against and the history its first
+	// evaluation fetches (0, the default: the detector's own, see
+	// analysis.NeedsOf).
 	Lookback time.Duration `yaml:"-"`
 	// Step is the resolution of the query (default: the group interval).
 	Step time.Duration `yaml:"-"`

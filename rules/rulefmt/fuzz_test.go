@@ -64,8 +64,15 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("bad correlate rule accepted: %+v", specOf[*Correlate](r))
 				}
 				ownQueries := specOf[*Correlate](r) != nil || specOf[*Knee](r) != nil || (specOf[*Imbalance](r) != nil && specOf[*Imbalance](r).Across == "") || specOf[*Scale](r) != nil || specOf[*Forecast](r) != nil
-				if r.Name == "" || (r.Expr == "" && !ownQueries) || r.Lookback <= 0 || r.Step <= 0 || r.Step > r.Lookback ||
-					r.For < 0 || (r.Kind == KindAnomaly && specOf[*Detector](r).Name == "") || r.Spec == nil || r.Spec.Kind() != r.Kind || r.Lookback/r.Step > MaxPointsPerQuery {
+				// An anomaly rule's lookback may be unset (0: its detector's
+				// own) and is not bounded in points (its history is fetched
+				// in parts); every other kind has a window within them.
+				windowOK := r.Lookback > 0 && r.Step <= r.Lookback && r.Lookback/r.Step <= MaxPointsPerQuery
+				if r.Kind == KindAnomaly {
+					windowOK = r.Lookback == 0 || r.Step <= r.Lookback
+				}
+				if r.Name == "" || (r.Expr == "" && !ownQueries) || !windowOK || r.Lookback < 0 || r.Step <= 0 ||
+					r.For < 0 || (r.Kind == KindAnomaly && specOf[*Detector](r).Name == "") || r.Spec == nil || r.Spec.Kind() != r.Kind {
 					t.Fatalf("bad rule accepted: %+v", r)
 				}
 			}

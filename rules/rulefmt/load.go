@@ -1076,7 +1076,7 @@ var ruleKeys = func() []string {
 
 func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, names map[string]int) (Rule, bool) {
 	p.rule = ""
-	r := Rule{Kind: KindAnomaly, Lookback: DefaultLookback, Step: interval, Pos: p.pos(n)}
+	r := Rule{Kind: KindAnomaly, Step: interval, Pos: p.pos(n)}
 	r.SpecPos = r.Pos
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "a rule must be a mapping with name, expr and detector, got %s", kind(n))
@@ -1167,13 +1167,20 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	}
 	e, ok := f["lookback"]
 	lookbackOK := false
-	r.Lookback, lookbackOK = p.positive(e, ok, "lookback", DefaultLookback, false)
+	// An anomaly rule without a lookback gives its detector the history
+	// that detector asks for (0 here); the other kinds judge a window of
+	// DefaultLookback.
+	defLookback := DefaultLookback
+	if r.Kind == KindAnomaly {
+		defLookback = 0
+	}
+	r.Lookback, lookbackOK = p.positive(e, ok, "lookback", defLookback, false)
 	e, stepGiven := f["step"]
 	stepOK := intervalOK
 	if stepGiven {
 		r.Step, stepOK = p.positive(e, true, "step", interval, false)
 	}
-	if lookbackOK && stepOK {
+	if lookbackOK && stepOK && r.Lookback > 0 {
 		at, what := n, "step (the group interval)"
 		if stepGiven {
 			at, what = resolve(e.v), "step"
@@ -1181,6 +1188,9 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		switch {
 		case r.Step > r.Lookback:
 			p.errorf(at, "%s %s must not exceed lookback %s", what, fmtDuration(r.Step), fmtDuration(r.Lookback))
+		case r.Kind == KindAnomaly:
+			// An anomaly rule fetches its history in parts and keeps only
+			// its detectors' state: no bound on points per series.
 		case r.Lookback/r.Step > MaxPointsPerQuery || (r.Lookback/r.Step == MaxPointsPerQuery && r.Lookback%r.Step != 0):
 			p.errorf(at, "lookback %s / %s %s gives more than %d points per series; raise step or shorten lookback",
 				fmtDuration(r.Lookback), what, fmtDuration(r.Step), MaxPointsPerQuery)

@@ -102,7 +102,7 @@ var badFiles = map[string][]string{
 		`step-over-lookback.bad.yaml:9:15: group "explicit": rule "r": step 15m must not exceed lookback 10m`,
 		`step-over-lookback.bad.yaml:13:9: group "defaulted": rule "r": step (the group interval) 2h must not exceed lookback 1h`,
 	},
-	"too-many-points.bad.yaml": {`too-many-points.bad.yaml:9:15: group "g": rule "r": lookback 7d / step 30s gives more than 11000 points`},
+	"too-many-points.bad.yaml": {`too-many-points.bad.yaml:10:15: group "g": rule "r": lookback 7d / step 30s gives more than 11000 points`},
 	"missing-url.bad.yaml":     {"missing-url.bad.yaml:2:3: source.url is required"},
 	"non-http-url.bad.yaml":    {`non-http-url.bad.yaml:2:8: source.url "ftp://127.0.0.1:8428" must be an absolute http:// or https:// URL`},
 	"duplicate-group.bad.yaml": {`duplicate-group.bad.yaml:7:11: group "g": duplicate group name "g"; the first is at line 4`},
@@ -213,7 +213,7 @@ groups:
 		t.Errorf("group: interval %v pos %v", g.Interval, g.Pos)
 	}
 	r := g.Rules[0]
-	want := Rule{Name: "r", Expr: "up", Lookback: time.Hour, Step: time.Minute, For: 0,
+	want := Rule{Name: "r", Expr: "up", Lookback: 0, Step: time.Minute, For: 0,
 		Kind: KindAnomaly, Spec: &Detector{Name: "auto"}, Pos: Pos{Line: 6, Column: 9}, SpecPos: Pos{Line: 6, Column: 9}}
 	if r.Name != want.Name || r.Expr != want.Expr || r.Lookback != want.Lookback || r.Step != want.Step ||
 		r.For != want.For || r.Kind != want.Kind || specOf[*Detector](r).Name != specOf[*Detector](want).Name || len(specOf[*Detector](r).Params) != 0 ||
@@ -377,7 +377,7 @@ func TestParseErrors(t *testing.T) {
 	f("rule name list", src+"groups: [{name: g, rules: [{name: [a], expr: up}]}]\n", "c.yaml:2:28: group \"g\": a rule needs a name", "c.yaml:2:35: group \"g\": name must be a string, got a list")
 	f("expr blank", src+"groups: [{name: g, rules: [{name: r, expr: ' '}]}]\n", `rule "r": expr must not be empty`)
 	f("step zero", src+"groups: [{name: g, rules: [{name: r, expr: up, step: 0s}]}]\n", "step must be greater than 0, got 0s")
-	f("11000 points and one", src+"groups: [{name: g, rules: [{name: r, expr: up, lookback: 11001s, step: 1s}]}]\n", "more than 11000 points")
+	f("11000 points and one", src+"groups: [{name: g, rules: [{name: r, expr: up, spikiness: {}, lookback: 11001s, step: 1s}]}]\n", "more than 11000 points")
 	f("labels list", src+"groups: [{name: g, rules: [{name: r, expr: up, labels: [a]}]}]\n", "labels must be a mapping")
 	f("label null", src+"groups: [{name: g, rules: [{name: r, expr: up, labels: {a: }}]}]\n", `label "a" must have a value`)
 	f("detector param null", src+"groups: [{name: g, rules: [{name: r, expr: up, detector: {k: }}]}]\n", `detector parameter "k" must be a single value`)

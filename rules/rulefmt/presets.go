@@ -57,7 +57,6 @@ type presetRule struct {
 	name     string
 	expr     string // detector and decay rules
 	x, y     string // correlate rules
-	k        string
 	minDev   float64
 	forDur   time.Duration
 	step     time.Duration
@@ -73,11 +72,10 @@ type preset struct {
 	latency string
 }
 
-// Defaults of preset detector rules.
-const (
-	presetStep     = time.Minute
-	presetLookback = time.Hour
-)
+// Defaults of preset detector rules: a minute's step and no lookback, so
+// that the default detector keeps the history it needs (a week of
+// 15-minute summaries) and its first evaluation fetches it.
+const presetStep = time.Minute
 
 // meanOf is the mean of a Prometheus histogram or summary over 2m.
 func meanOf(metric string) string {
@@ -90,8 +88,37 @@ func meanOfEither(current, old string) string {
 	return "(" + meanOf(current) + ") or (" + meanOf(old) + ")"
 }
 
-func sigma(name, expr, k string, forDur time.Duration, minDev float64) presetRule {
-	return presetRule{name: name, expr: expr, k: k, forDur: forDur, minDev: minDev, step: presetStep, lookback: presetLookback}
+// watch is a preset detector rule: the default detector (auto) and
+// nothing else set but for and minDev.
+//
+// The choices, which the README repeats:
+//   - The detector is the default, as for a rule that names none: on the
+//     shared NAB subset, judged as the daemon judges it (inferwatch
+//     backtest nab), it scores 72.0 with 0.11 false positives a series-day
+//     where sigma over an hour's window, the presets' earlier choice,
+//     scores −124.8 with 3.4; and it counts its band in 15-minute bins of
+//     a week, not in samples, so it behaves alike at the preset's
+//     one-minute step. It keeps its own history: no lookback.
+//   - for is a persistence in time: 2m (three anomalous minutes in a row)
+//     for latencies, queues, cache use and rates, 5m for the GPU's
+//     utilisation and memory, which batch work drives in bursts. The
+//     detector already raises one alarm per incident (it holds new alarms
+//     for 2h30m after one, and the lifecycle makes an anomalous stretch
+//     one finding); for adds that a breach of a minute or two, a single
+//     slow scrape or a burst, pages no one. It costs the incidents shorter
+//     than it, and delays the others by it. NAB cannot say more: its
+//     steps are five minutes, and there for equal to one step (two points
+//     in a row, ten minutes) finds 17 of the 50 windows where for 0 finds
+//     42; on the generated fleet (examples/fleet) for 0 also finds every
+//     latency spike but adds findings on the model without incidents, at
+//     scores barely above 1, none of which lasts three minutes.
+//   - min_dev is set where the metric's unit gives an absolute floor a
+//     person would not be paged below: two requests waiting, five points
+//     of KV-cache or GPU use, 512 MiB of frame buffer. Latencies and rates
+//     have none that holds across models, so they rely on the detector's
+//     own floors (its resolution and a thousandth of the level).
+func watch(name, expr string, forDur time.Duration, minDev float64) presetRule {
+	return presetRule{name: name, expr: expr, forDur: forDur, minDev: minDev, step: presetStep}
 }
 
 func decayRule(name, expr string) presetRule {
@@ -109,12 +136,12 @@ var presets = map[string]preset{
 	"vllm": {
 		by: []string{"model_name", "pod"},
 		rules: []presetRule{
-			sigma("vllm_ttft_mean", meanOf("vllm:time_to_first_token_seconds"), "3", time.Minute, 0),
-			sigma("vllm_itl_mean", meanOfEither("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"), "3", time.Minute, 0),
-			sigma("vllm_e2e_latency_mean", meanOf("vllm:e2e_request_latency_seconds"), "3", time.Minute, 0),
-			sigma("vllm_requests_waiting", "max by ($by) (vllm:num_requests_waiting$sel)", "4", 2*time.Minute, 2),
-			sigma("vllm_kv_cache_usage", "(max by ($by) (vllm:kv_cache_usage_perc$sel)) or (max by ($by) (vllm:gpu_cache_usage_perc$sel))", "4", 2*time.Minute, 0.05),
-			sigma("vllm_request_rate", "sum by ($by) (rate(vllm:request_success_total$sel[2m]))", "4", 2*time.Minute, 0),
+			watch("vllm_ttft_mean", meanOf("vllm:time_to_first_token_seconds"), 2*time.Minute, 0),
+			watch("vllm_itl_mean", meanOfEither("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"), 2*time.Minute, 0),
+			watch("vllm_e2e_latency_mean", meanOf("vllm:e2e_request_latency_seconds"), 2*time.Minute, 0),
+			watch("vllm_requests_waiting", "max by ($by) (vllm:num_requests_waiting$sel)", 2*time.Minute, 2),
+			watch("vllm_kv_cache_usage", "(max by ($by) (vllm:kv_cache_usage_perc$sel)) or (max by ($by) (vllm:gpu_cache_usage_perc$sel))", 2*time.Minute, 0.05),
+			watch("vllm_request_rate", "sum by ($by) (rate(vllm:request_success_total$sel[2m]))", 2*time.Minute, 0),
 			decayRule("vllm_decode_throughput_decay", "sum by ($by) (rate(vllm:generation_tokens_total$sel[10m])) / sum by ($by) (avg_over_time(vllm:num_requests_running$sel[10m]))"),
 		},
 		latency: meanOf("vllm:time_to_first_token_seconds"),
@@ -122,12 +149,12 @@ var presets = map[string]preset{
 	"sglang": {
 		by: []string{"model_name", "pod"},
 		rules: []presetRule{
-			sigma("sglang_ttft_mean", meanOf("sglang:time_to_first_token_seconds"), "3", time.Minute, 0),
-			sigma("sglang_itl_mean", meanOfEither("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"), "3", time.Minute, 0),
-			sigma("sglang_e2e_latency_mean", meanOf("sglang:e2e_request_latency_seconds"), "3", time.Minute, 0),
-			sigma("sglang_queue_reqs", "max by ($by) (sglang:num_queue_reqs$sel)", "4", 2*time.Minute, 2),
-			sigma("sglang_token_usage", "max by ($by) (sglang:token_usage$sel)", "4", 2*time.Minute, 0.05),
-			sigma("sglang_request_rate", "sum by ($by) (rate(sglang:num_requests_total$sel[2m]))", "4", 2*time.Minute, 0),
+			watch("sglang_ttft_mean", meanOf("sglang:time_to_first_token_seconds"), 2*time.Minute, 0),
+			watch("sglang_itl_mean", meanOfEither("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"), 2*time.Minute, 0),
+			watch("sglang_e2e_latency_mean", meanOf("sglang:e2e_request_latency_seconds"), 2*time.Minute, 0),
+			watch("sglang_queue_reqs", "max by ($by) (sglang:num_queue_reqs$sel)", 2*time.Minute, 2),
+			watch("sglang_token_usage", "max by ($by) (sglang:token_usage$sel)", 2*time.Minute, 0.05),
+			watch("sglang_request_rate", "sum by ($by) (rate(sglang:num_requests_total$sel[2m]))", 2*time.Minute, 0),
 			decayRule("sglang_decode_throughput_decay", "sum by ($by) (avg_over_time(sglang:gen_throughput$sel[10m])) / sum by ($by) (avg_over_time(sglang:num_running_reqs$sel[10m]))"),
 		},
 		latency: meanOf("sglang:time_to_first_token_seconds"),
@@ -135,11 +162,11 @@ var presets = map[string]preset{
 	"tgi": {
 		by: []string{"pod"},
 		rules: []presetRule{
-			sigma("tgi_request_duration_mean", meanOf("tgi_request_duration"), "3", time.Minute, 0),
-			sigma("tgi_queue_duration_mean", meanOf("tgi_request_queue_duration"), "3", time.Minute, 0),
-			sigma("tgi_time_per_token_mean", meanOf("tgi_request_mean_time_per_token_duration"), "3", time.Minute, 0),
-			sigma("tgi_queue_size", "max by ($by) (tgi_queue_size$sel)", "4", 2*time.Minute, 2),
-			sigma("tgi_request_rate", "sum by ($by) (rate(tgi_request_success$sel[2m]))", "4", 2*time.Minute, 0),
+			watch("tgi_request_duration_mean", meanOf("tgi_request_duration"), 2*time.Minute, 0),
+			watch("tgi_queue_duration_mean", meanOf("tgi_request_queue_duration"), 2*time.Minute, 0),
+			watch("tgi_time_per_token_mean", meanOf("tgi_request_mean_time_per_token_duration"), 2*time.Minute, 0),
+			watch("tgi_queue_size", "max by ($by) (tgi_queue_size$sel)", 2*time.Minute, 2),
+			watch("tgi_request_rate", "sum by ($by) (rate(tgi_request_success$sel[2m]))", 2*time.Minute, 0),
 			decayRule("tgi_decode_throughput_decay", "sum by ($by) (rate(tgi_request_generated_tokens_sum$sel[10m])) / sum by ($by) (avg_over_time(tgi_batch_current_size$sel[10m]))"),
 		},
 		latency: meanOf("tgi_request_duration"),
@@ -147,21 +174,21 @@ var presets = map[string]preset{
 	"triton": {
 		by: []string{"model", "pod"},
 		rules: []presetRule{
-			sigma("triton_request_latency_mean", tritonMean("nv_inference_request_duration_us"), "3", time.Minute, 0),
-			sigma("triton_queue_latency_mean", tritonMean("nv_inference_queue_duration_us"), "3", time.Minute, 0),
-			sigma("triton_compute_latency_mean", tritonMean("nv_inference_compute_infer_duration_us"), "3", time.Minute, 0),
-			sigma("triton_pending_requests", "max by ($by) (nv_inference_pending_request_count$sel)", "4", 2*time.Minute, 2),
-			sigma("triton_request_rate", "sum by ($by) (rate(nv_inference_request_success$sel[2m]))", "4", 2*time.Minute, 0),
-			sigma("triton_gpu_util", "max by ($by) (nv_gpu_utilization$sel)", "4", 5*time.Minute, 0.05),
+			watch("triton_request_latency_mean", tritonMean("nv_inference_request_duration_us"), 2*time.Minute, 0),
+			watch("triton_queue_latency_mean", tritonMean("nv_inference_queue_duration_us"), 2*time.Minute, 0),
+			watch("triton_compute_latency_mean", tritonMean("nv_inference_compute_infer_duration_us"), 2*time.Minute, 0),
+			watch("triton_pending_requests", "max by ($by) (nv_inference_pending_request_count$sel)", 2*time.Minute, 2),
+			watch("triton_request_rate", "sum by ($by) (rate(nv_inference_request_success$sel[2m]))", 2*time.Minute, 0),
+			watch("triton_gpu_util", "max by ($by) (nv_gpu_utilization$sel)", 5*time.Minute, 0.05),
 		},
 		latency: tritonMean("nv_inference_request_duration_us"),
 	},
 	"dcgm": {
 		by: []string{"Hostname", "gpu", "pod"},
 		rules: []presetRule{
-			sigma("dcgm_gpu_util", "max by ($by) (DCGM_FI_DEV_GPU_UTIL$sel)", "4", 5*time.Minute, 5),
-			sigma("dcgm_fb_used", "max by ($by) (DCGM_FI_DEV_FB_USED$sel)", "4", 5*time.Minute, 512),
-			sigma("dcgm_sm_active", "max by ($by) (DCGM_FI_PROF_SM_ACTIVE$sel)", "4", 5*time.Minute, 0.05),
+			watch("dcgm_gpu_util", "max by ($by) (DCGM_FI_DEV_GPU_UTIL$sel)", 5*time.Minute, 5),
+			watch("dcgm_fb_used", "max by ($by) (DCGM_FI_DEV_FB_USED$sel)", 5*time.Minute, 512),
+			watch("dcgm_sm_active", "max by ($by) (DCGM_FI_PROF_SM_ACTIVE$sel)", 5*time.Minute, 0.05),
 		},
 	},
 }
@@ -295,8 +322,7 @@ func (pr presetRule) rule(sel string, by []string) Rule {
 		r.Expr, r.Kind, r.Spec = fill(pr.expr, sel, by), KindDecay, &d
 	default:
 		r.Expr = fill(pr.expr, sel, by)
-		// The parameters are sigma's, whatever the default detector is.
-		r.Kind, r.Spec = KindAnomaly, &Detector{Name: "sigma", Params: map[string]string{"k": pr.k, "min_points": "30"}}
+		r.Kind, r.Spec = KindAnomaly, &Detector{Name: DefaultDetector}
 	}
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
 )
@@ -48,11 +49,14 @@ func TestEveryPresetExpandsToValidQueriesWithTheSelectorEverywhere(t *testing.T)
 				if r.Labels["preset"] != name {
 					t.Errorf("%s: labels %v, want preset=%s", r.Name, r.Labels, name)
 				}
-				if r.Step <= 0 || r.Lookback < r.Step || r.Lookback/r.Step > MaxPointsPerQuery {
+				// A detector rule is the default detector with its own
+				// history (no lookback) and a for of minutes: see watch.
+				if r.Kind == KindAnomaly {
+					if r.Step != time.Minute || r.Lookback != 0 || (r.For != 2*time.Minute && r.For != 5*time.Minute) || specOf[*Detector](r).Name != DefaultDetector || len(specOf[*Detector](r).Params) != 0 {
+						t.Errorf("%s: step %v, lookback %v, for %v, detector %+v", r.Name, r.Step, r.Lookback, r.For, specOf[*Detector](r))
+					}
+				} else if r.Step <= 0 || r.Lookback < r.Step || r.Lookback/r.Step > MaxPointsPerQuery {
 					t.Errorf("%s: step %v, lookback %v", r.Name, r.Step, r.Lookback)
-				}
-				if r.Kind == "anomaly" && (specOf[*Detector](r).Name != "sigma" || specOf[*Detector](r).Params["k"] == "" || specOf[*Detector](r).Params["min_points"] != "30") {
-					t.Errorf("%s: detector %+v", r.Name, specOf[*Detector](r))
 				}
 				for _, q := range queries(r) {
 					if strings.Contains(q, "$") {

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
+)
+
+// The offline commands (detect, backtest) judge a file as the daemon judges
+// a series: one anomaly rule, built by rules.Build from the flags as a
+// configuration would give it, evaluated once by a rules.Manager with the
+// file's whole span as its backfill — `inferwatch run --once --backfill` —
+// over a store that holds the file's samples, and its observations run
+// through the alert lifecycle (alerting.Lifecycle: for, keep_firing_for).
+// A row is a detection where a finding fired.
+
+// replayRule is the anomaly rule the offline commands evaluate.
+type replayRule struct {
+	detector      string
+	params        map[string]string
+	lookback      time.Duration // 0: the detector's own history
+	step          time.Duration // 0: the file's most common interval
+	forDur        time.Duration
+	keepFiringFor time.Duration
+	minDev        float64
+}
+
+// group is the configuration the rule makes for a series whose step is
+// step.
+func (r replayRule) group(step time.Duration) rulefmt.Group {
+	rule := rulefmt.Rule{
+		Name: "offline", Kind: rulefmt.KindAnomaly, Spec: &rulefmt.Detector{Name: r.detector, Params: r.params},
+		Expr: "series", Lookback: r.lookback, Step: step,
+		For: r.forDur, KeepFiringFor: r.keepFiringFor, RepeatInterval: rulefmt.DefaultRepeatInterval, MinDev: r.minDev,
+	}
+	return rulefmt.Group{Name: "offline", Interval: step, Rules: []rulefmt.Rule{rule}}
+}
+
+// replayed is what the daemon's evaluation made of a series.
+type replayed struct {
+	// step is the rule's step.
+	step time.Duration
+	// scores are the detector's scores of the samples, in order (0 where
+	// it was not ready), and fired the times at which findings fired.
+	scores   []float64
+	fired    []int64
+	findings []alerting.Finding
+	// notes are what the evaluation reported for a person (the
+	// detector's limits at this step).
+	notes []string
+}
+
+// seriesStore is a store holding one series. As a Prometheus-compatible
+// store answers each point of a range with the newest sample of the step
+// before it, QueryRange returns the samples in (start − step, end], each at
+// its own time: consecutive ranges on the step's grid, as the rules ask
+// for, return every sample once.
+type seriesStore struct {
+	labels ingest.Labels
+	t      []int64
+	v      []float64
+}
+
+func (s *seriesStore) QueryRange(_ context.Context, _ string, start, end time.Time, step time.Duration) ([]ingest.Series, error) {
+	lo := sort.Search(len(s.t), func(i int) bool { return s.t[i] > start.Add(-step).UnixMilli() })
+	hi := sort.Search(len(s.t), func(i int) bool { return s.t[i] > end.UnixMilli() })
+	if lo >= hi {
+		return nil, nil
+	}
+	// A copy: the rule cleans what it is given in place.
+	return []ingest.Series{{Labels: s.labels, Timestamps: slices.Clone(s.t[lo:hi]), Values: slices.Clone(s.v[lo:hi])}}, nil
+}
+
+// collector is the lifecycle's receiver: it keeps the findings and scores.
+type collector struct {
+	findings []alerting.Finding
+	scores   []alerting.Scores
+}
+
+func (c *collector) Send(_ context.Context, b alerting.Batch) error {
+	c.findings = append(c.findings, b.Findings...)
+	c.scores = append(c.scores, b.Scores...)
+	return nil
+}
+
+// noteLog keeps the messages the manager logs at warning level (the
+// rule's notes).
+type noteLog struct{ notes *[]string }
+
+func (h noteLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h noteLog) Handle(_ context.Context, r slog.Record) error {
+	*h.notes = append(*h.notes, r.Message)
+	return nil
+}
+func (h noteLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h noteLog) WithGroup(string) slog.Handler      { return h }
+
+// replay evaluates the rule over the samples (t strictly increasing) as the
+// daemon does with `run --once --backfill` reaching back to the first.
+func replay(ctx context.Context, r replayRule, t []int64, v []float64) (replayed, error) {
+	step := r.step
+	if step <= 0 {
+		step = commonStep(t)
+	}
+	out := replayed{step: step, scores: make([]float64, len(t))}
+	if len(t) == 0 {
+		return out, nil
+	}
+	groups, err := rules.Build([]rulefmt.Group{r.group(step)})
+	if err != nil {
+		return out, err
+	}
+	// The evaluation's end, on the step, reaches the last sample; its
+	// backfill reaches the first.
+	end := time.UnixMilli(t[len(t)-1]).Add(step)
+	backfill := end.Sub(time.UnixMilli(t[0])) + step
+	col := &collector{}
+	life := alerting.NewLifecycle(alerting.LifecycleOptions{})
+	m, err := rules.NewManager(rules.ManagerOptions{
+		Querier:      &seriesStore{labels: ingest.Labels{{Name: "__name__", Value: "series"}}, t: t, v: v},
+		Sink:         &alerting.Pipeline{Lifecycle: life, Receivers: []alerting.Receiver{col}},
+		Backfill:     backfill,
+		Scores:       true,
+		SummaryEvery: -1,
+		Now:          func() time.Time { return end },
+		Logger:       slog.New(noteLog{&out.notes}),
+	}, groups)
+	if err != nil {
+		return out, err
+	}
+	if err := m.RunOnce(ctx); err != nil {
+		return out, err
+	}
+	for _, s := range col.scores {
+		for k, at := range s.T {
+			i, ok := slices.BinarySearch(t, at)
+			if !ok {
+				return out, fmt.Errorf("internal error: a score at %d, which is no sample's time", at)
+			}
+			if sc := s.Score[k]; !math.IsNaN(sc) {
+				out.scores[i] = sc
+			}
+		}
+	}
+	out.findings = col.findings
+	for _, f := range col.findings {
+		out.fired = append(out.fired, f.WindowEnd.UnixMilli())
+	}
+	slices.Sort(out.fired)
+	return out, nil
+}
+
+// commonStep is the most common interval between consecutive samples (the
+// shortest of equally common ones), rounded to a second and at least one:
+// the step a store would be queried at for the series. One sample: a
+// minute.
+func commonStep(t []int64) time.Duration {
+	count := map[int64]int{}
+	best, bestN := int64(0), 0
+	for i := 1; i < len(t); i++ {
+		d := t[i] - t[i-1]
+		if d <= 0 {
+			continue
+		}
+		count[d]++
+		if n := count[d]; n > bestN || n == bestN && d < best {
+			best, bestN = d, n
+		}
+	}
+	if bestN == 0 {
+		return time.Minute
+	}
+	return max(time.Second, (time.Duration(best) * time.Millisecond).Round(time.Second))
+}
+
+// rowsJudged maps what a replay made of the rows that advance in time back
+// to every row of a file, in file order: a row whose timestamp repeats the
+// previous row's takes that row's score and decision; a row behind the
+// newest time before it scores 0 and is no detection (the daemon never
+// judges a sample out of order). fed are the rows that advance, whose
+// times the replay judged.
+func rowsJudged(ts []int64, fed []int, rep replayed) (scores []float64, anomalous []bool) {
+	scores = make([]float64, len(ts))
+	anomalous = make([]bool, len(ts))
+	k := 0
+	for i := range ts {
+		switch {
+		case k < len(fed) && fed[k] == i:
+			scores[i] = rep.scores[k]
+			_, anomalous[i] = slices.BinarySearch(rep.fired, ts[i])
+			k++
+		case i > 0 && ts[i] == ts[i-1]:
+			scores[i], anomalous[i] = scores[i-1], anomalous[i-1]
+		}
+	}
+	return scores, anomalous
+}
+
+// advancing returns the rows whose timestamp is after every one before
+// them, and their samples.
+func advancing(ts []int64, vs []float64) (rows []int, t []int64, v []float64) {
+	for i, x := range ts {
+		if i == 0 || x > t[len(t)-1] {
+			rows, t, v = append(rows, i), append(t, x), append(v, vs[i])
+		}
+	}
+	return rows, t, v
+}
