@@ -62,6 +62,7 @@ func get(url string) (int, string, error) {
 // fail and are counted on /metrics, the daemon keeps running, and SIGTERM
 // makes it finish and exit 0.
 func TestDaemonKeepsRunningThroughStoreFailuresAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cfg.yml")

@@ -121,6 +121,7 @@ func (c *captured) WriteHeader(code int)        { c.code = code }
 // store is back, the evaluation after the gap judges and reports every
 // point since the last one it judged, so each anomaly is found once.
 func TestStoreFaultsLoseNoFinding(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
 	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
 	proxy, proxyURL := newFaultProxy(t, vm.URL())

@@ -202,6 +202,7 @@ func (b *brokerFaults) check(name string) {
 // daemon runs and anomalies happen, and starts it again with the same
 // store: every finding arrives, once.
 func TestNATSOutageLosesNoFinding(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
 	b := newBrokerFaults(t)
 	stop := b.daemon()
 	b.live(0, 48, []int{4, 14, 24, 34, 44}, map[int]func(){
@@ -219,6 +220,7 @@ func TestNATSOutageLosesNoFinding(t *testing.T) {
 // the outbox; the daemon is killed (SIGKILL) with them unacknowledged,
 // NATS comes back, the daemon is started again and delivers them, once.
 func TestKilledDaemonLosesNoFinding(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
 	b := newBrokerFaults(t)
 	stop := b.daemon()
 	b.live(0, 20, []int{4, 12, 16}, map[int]func(){8: b.stopNATS})
@@ -235,6 +237,7 @@ func TestKilledDaemonLosesNoFinding(t *testing.T) {
 // ends the daemon within a bounded time, saying how many findings it keeps;
 // the next start delivers them, once.
 func TestTerminatedDuringOutageLosesNoFinding(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
 	b := newBrokerFaults(t)
 	stop := b.daemon()
 	b.live(0, 20, []int{4, 12, 16}, map[int]func(){8: b.stopNATS})
