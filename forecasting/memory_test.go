@@ -1,0 +1,130 @@
+package forecasting
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+	"time"
+)
+
+// seriesProfile names a file that retainedPerSeries writes a heap
+// profile to while its forecasters are live (the last case measured
+// wins): go test -run '^$' -bench RetainedPerSeries/step=15s/history=1h
+// -benchtime 1x -memprofilerate 1 -series-memprofile heap.out.
+var seriesProfile = flag.String("series-memprofile", "", "write a heap profile of the live forecasters of BenchmarkRetainedPerSeries to `file`")
+
+// ruleOptions are the options a forecast rule gives its forecasters for a
+// step: auto, a 10-minute horizon, a 0.9 interval and a daily period.
+func ruleOptions(step time.Duration) Options {
+	return Options{Step: step, Model: ModelAuto, Horizon: int(10 * time.Minute / step),
+		Level: 0.9, Period: int(24 * time.Hour / step)}
+}
+
+// perStep is days of Poisson counts (mean 30 a minute) with a daily sine,
+// at the given step.
+func perStep(step time.Duration, days int) []float64 {
+	shape := make([]float64, 144)
+	for i := range shape {
+		shape[i] = 100 + 60*math.Sin(2*math.Pi*float64(i)/144)
+	}
+	m := syntheticDaily(shape, days, 30, 11)
+	k := int(time.Minute / step)
+	y := make([]float64, len(m)*k)
+	for i := range y {
+		y[i] = m[i/k] / float64(k)
+	}
+	return y
+}
+
+// retainedPerSeries builds n forecasters with opts as a forecast rule
+// does, each holding the last held points of y: fitted on the first ones,
+// then updated point by point through the last min(held/2, period) of
+// them (refitting when due, forecasting after each), so the calibration
+// windows and the history are in their steady state for that history. It
+// returns the heap they retain, in bytes per series.
+func retainedPerSeries(tb testing.TB, opts Options, y []float64, held, n int) float64 {
+	tb.Helper()
+	y = y[len(y)-held:]
+	upd := min(held/2, opts.Period)
+	step := opts.Step.Milliseconds()
+	fs := make([]*Forecaster, n)
+	var fc Forecast
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for k := range fs {
+		f, err := New(opts)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := f.Fit(0, y[:held-upd]); err != nil {
+			tb.Fatal(err)
+		}
+		for i := held - upd; i < held; i++ {
+			if err := f.Update(int64(i)*step, y[i]); err != nil {
+				tb.Fatal(err)
+			}
+			if f.RefitDue() {
+				if err := f.Refit(); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			f.ForecastInto(&fc)
+		}
+		fs[k] = f
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if *seriesProfile != "" {
+		out, err := os.Create(*seriesProfile)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+			tb.Fatal(err)
+		}
+		if err := out.Close(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	runtime.KeepAlive(fs)
+	return (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(n)
+}
+
+// memoryCases are the histories a series may hold, at one-minute and
+// 15-second steps, with how many series to measure (fewer for the long
+// histories and for a day, where auto falls back and refits every
+// Horizon updates).
+var memoryCases = []struct {
+	step    time.Duration
+	history time.Duration
+	series  int
+}{
+	{time.Minute, time.Hour, 1000},
+	{time.Minute, 24 * time.Hour, 16},
+	{time.Minute, 7 * 24 * time.Hour, 8},
+	{15 * time.Second, time.Hour, 500},
+	{15 * time.Second, 24 * time.Hour, 3},
+	{15 * time.Second, 7 * 24 * time.Hour, 4},
+}
+
+// BenchmarkRetainedPerSeries reports the heap a forecast rule's
+// forecaster retains per series (B/series) at each history and step.
+// ns/op is the time to build all the series of a case.
+func BenchmarkRetainedPerSeries(b *testing.B) {
+	for _, c := range memoryCases {
+		b.Run(fmt.Sprintf("step=%v/history=%v", c.step, c.history), func(b *testing.B) {
+			opts := ruleOptions(c.step)
+			y := perStep(c.step, 8)
+			var per float64
+			for b.Loop() {
+				per = retainedPerSeries(b, opts, y, int(c.history/c.step), c.series)
+			}
+			b.ReportMetric(per, "B/series")
+		})
+	}
+}
