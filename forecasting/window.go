@@ -7,7 +7,8 @@ import (
 
 // errWindow keeps the last n values in arrival order and in sorted order,
 // so that a quantile is O(1) and a push moves only the values between the
-// old and the new value's ranks.
+// old and the new value's ranks. Its arrays grow as it fills, up to n: a
+// forecaster with little history has made few errors.
 type errWindow struct {
 	ring   []float64
 	sorted []float64
@@ -17,8 +18,17 @@ type errWindow struct {
 	pushes int
 }
 
-func newErrWindow(n int) *errWindow {
-	return &errWindow{ring: make([]float64, 0, n), sorted: make([]float64, 0, n), n: n}
+func newErrWindow(n int) *errWindow { return &errWindow{n: n} }
+
+// grown returns s with room for one more value: its capacity doubles, from
+// 16 up to n.
+func grown(s []float64, n int) []float64 {
+	if len(s) < cap(s) {
+		return s
+	}
+	g := make([]float64, len(s), min(max(2*cap(s), 16), n))
+	copy(g, s)
+	return g
 }
 
 func (w *errWindow) len() int { return len(w.sorted) }
@@ -33,7 +43,8 @@ func (w *errWindow) push(x float64) {
 	}
 	w.sumSq += x * x
 	if len(w.ring) < w.n {
-		w.ring = append(w.ring, x)
+		w.ring = append(grown(w.ring, w.n), x)
+		w.sorted = grown(w.sorted, w.n)
 		j := sort.SearchFloat64s(w.sorted, x)
 		w.sorted = append(w.sorted, 0)
 		copy(w.sorted[j+1:], w.sorted[j:])
