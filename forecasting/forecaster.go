@@ -28,7 +28,7 @@ type Options struct {
 	Period int
 	// CalibrationSize is how many recent out-of-sample errors are kept per
 	// lead to calibrate the interval; default one period of origins, at
-	// least 200 and at most 2880.
+	// least 200 and at most 2880. At most 65,536.
 	CalibrationSize int
 	// MinCalibration is how many errors a lead needs before its interval
 	// comes from their empirical quantiles instead of a scaled σ√h;
@@ -96,6 +96,9 @@ func (o *Options) setDefaults() error {
 	}
 	o.CalibrationSize = cmp.Or(o.CalibrationSize, min(max(o.Period, 200), 2880))
 	o.MinCalibration = cmp.Or(o.MinCalibration, 30)
+	if o.CalibrationSize > maxErrWindow {
+		return fmt.Errorf("forecasting options: calibration size %d is above the most of %d errors", o.CalibrationSize, maxErrWindow)
+	}
 	if o.CalibrationSize < o.MinCalibration {
 		return fmt.Errorf("forecasting options: calibration size %d is below the minimum of %d errors", o.CalibrationSize, o.MinCalibration)
 	}
