@@ -41,15 +41,11 @@ func perStep(step time.Duration, days int) []float64 {
 }
 
 // retainedPerSeries builds n forecasters with opts as a forecast rule
-// does, each holding the last held points of y: fitted on the first ones,
-// then updated point by point through the last min(held/2, period) of
-// them (refitting when due, forecasting after each), so the calibration
-// windows and the history are in their steady state for that history. It
+// does: each fitted on y[:fit], then updated point by point through the
+// next updates points (refitting when due, forecasting after each). It
 // returns the heap they retain, in bytes per series.
-func retainedPerSeries(tb testing.TB, opts Options, y []float64, held, n int) float64 {
+func retainedPerSeries(tb testing.TB, opts Options, y []float64, fit, updates, n int) float64 {
 	tb.Helper()
-	y = y[len(y)-held:]
-	upd := min(held/2, opts.Period)
 	step := opts.Step.Milliseconds()
 	fs := make([]*Forecaster, n)
 	var fc Forecast
@@ -61,10 +57,10 @@ func retainedPerSeries(tb testing.TB, opts Options, y []float64, held, n int) fl
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := f.Fit(0, y[:held-upd]); err != nil {
+		if err := f.Fit(0, y[:fit]); err != nil {
 			tb.Fatal(err)
 		}
-		for i := held - upd; i < held; i++ {
+		for i := fit; i < fit+updates; i++ {
 			if err := f.Update(int64(i)*step, y[i]); err != nil {
 				tb.Fatal(err)
 			}
@@ -98,31 +94,56 @@ func retainedPerSeries(tb testing.TB, opts Options, y []float64, held, n int) fl
 // memoryCases are the histories a series may hold, at one-minute and
 // 15-second steps, with how many series to measure (fewer for the long
 // histories and for a day, where auto falls back and refits every
-// Horizon updates).
+// Horizon updates). A series holding a history is fitted on all but the
+// last min(history/2, period) of it, then updated through those, so its
+// calibration windows are in their steady state; a long-running one has
+// been fitted on seven days and updated for seven more, when its history
+// is about to be compacted back to seven days (the most it holds).
 var memoryCases = []struct {
 	step    time.Duration
 	history time.Duration
+	long    bool
 	series  int
 }{
-	{time.Minute, time.Hour, 1000},
-	{time.Minute, 24 * time.Hour, 16},
-	{time.Minute, 7 * 24 * time.Hour, 8},
-	{15 * time.Second, time.Hour, 500},
-	{15 * time.Second, 24 * time.Hour, 3},
-	{15 * time.Second, 7 * 24 * time.Hour, 4},
+	{time.Minute, time.Hour, false, 1000},
+	{time.Minute, 24 * time.Hour, false, 16},
+	{time.Minute, 7 * 24 * time.Hour, false, 8},
+	{time.Minute, 7 * 24 * time.Hour, true, 8},
+	{15 * time.Second, time.Hour, false, 500},
+	{15 * time.Second, 24 * time.Hour, false, 3},
+	{15 * time.Second, 7 * 24 * time.Hour, false, 4},
+	{15 * time.Second, 7 * 24 * time.Hour, true, 3},
+}
+
+// memoryCase returns the fit and the updates of a case with opts.
+func memoryCase(opts Options, history time.Duration, long bool) (fit, updates int) {
+	held := int(history / opts.Step)
+	if long {
+		return held, held - 1
+	}
+	updates = min(held/2, opts.Period)
+	return held - updates, updates
 }
 
 // BenchmarkRetainedPerSeries reports the heap a forecast rule's
 // forecaster retains per series (B/series) at each history and step.
 // ns/op is the time to build all the series of a case.
 func BenchmarkRetainedPerSeries(b *testing.B) {
+	y := map[time.Duration][]float64{}
 	for _, c := range memoryCases {
-		b.Run(fmt.Sprintf("step=%v/history=%v", c.step, c.history), func(b *testing.B) {
+		name := fmt.Sprintf("step=%v/history=%v", c.step, c.history)
+		if c.long {
+			name += "+7d"
+		}
+		b.Run(name, func(b *testing.B) {
 			opts := ruleOptions(c.step)
-			y := perStep(c.step, 8)
+			if y[c.step] == nil {
+				y[c.step] = perStep(c.step, 14)
+			}
+			fit, updates := memoryCase(opts, c.history, c.long)
 			var per float64
 			for b.Loop() {
-				per = retainedPerSeries(b, opts, y, int(c.history/c.step), c.series)
+				per = retainedPerSeries(b, opts, y[c.step], fit, updates, c.series)
 			}
 			b.ReportMetric(per, "B/series")
 		})

@@ -167,7 +167,7 @@ func TestErrWindowMatchesSort(t *testing.T) {
 					t.Fatalf("n %d push %d: rank %d is %g, want %g (window %v)", n, i, j, w.at(j), s[j], s)
 				}
 			}
-			if c := cap(w.ring); c > max(2*len(s), 16) || c > n || cap(w.order) != c {
+			if c := cap(w.ring); c > len(s)+len(s)/4+16 || c > n || cap(w.order) != c {
 				t.Fatalf("n %d push %d: capacity %d (order %d) for %d values", n, i, c, cap(w.order), len(s))
 			}
 		}

@@ -31,13 +31,14 @@ func newErrWindow(n int) *errWindow {
 	return &errWindow{n: n}
 }
 
-// grown returns s with room for one more element: its capacity doubles,
-// from 16 up to n.
+// grown returns s with room for one more element, its capacity growing by
+// a quarter (and 16) up to n: at most a quarter of it is spare once it
+// holds more than 64.
 func grown[E any](s []E, n int) []E {
 	if len(s) < cap(s) {
 		return s
 	}
-	g := make([]E, len(s), min(max(2*cap(s), 16), n))
+	g := make([]E, len(s), min(cap(s)+cap(s)/4+16, n))
 	copy(g, s)
 	return g
 }
