@@ -149,3 +149,26 @@ func BenchmarkRetainedPerSeries(b *testing.B) {
 		})
 	}
 }
+
+// A forecaster holds memory in proportion to its history: with an hour of
+// it, its calibration windows hold the few errors it has made, not room
+// for a day of them (the whole forecaster took 255 KiB at one-minute steps
+// and 1.9 MiB at 15 seconds when each window reserved its full size).
+func TestRetainedPerSeries(t *testing.T) {
+	for _, c := range []struct {
+		step  time.Duration
+		most  float64 // bytes a series may retain
+		count int
+	}{
+		{time.Minute, 64 << 10, 100},
+		{15 * time.Second, 192 << 10, 20},
+	} {
+		opts := ruleOptions(c.step)
+		fit, updates := memoryCase(opts, time.Hour, false)
+		got := retainedPerSeries(t, opts, perStep(c.step, 1), fit, updates, c.count)
+		t.Logf("step %v, an hour of history: %.0f bytes a series", c.step, got)
+		if got > c.most {
+			t.Errorf("step %v, an hour of history: a series retains %.0f bytes, want at most %.0f", c.step, got, c.most)
+		}
+	}
+}
