@@ -189,6 +189,20 @@ func TestErrWindowMatchesSort(t *testing.T) {
 	f(2, func(rng *rand.Rand) float64 { return float64(rng.IntN(2)) })
 	f(33, func(rng *rand.Rand) float64 { return float64(rng.IntN(3) - 1) }) // mostly ties
 	f(200, func(rng *rand.Rand) float64 { return rng.ExpFloat64() })
+
+	// Room reserved for a known count of values is all they take.
+	w := newErrWindow(100)
+	w.push(3)
+	w.reserve(30)
+	for i := range 29 {
+		w.push(float64(i % 4))
+	}
+	if c := cap(w.ring); c != 30 || cap(w.order) != 30 || w.at(0) != 0 || w.at(29) != 3 {
+		t.Fatalf("reserved 30: capacity %d (order %d), smallest %g, largest %g", c, cap(w.order), w.at(0), w.at(29))
+	}
+	if w.reserve(500); cap(w.ring) != 100 || w.len() != 30 {
+		t.Fatalf("reserved 500 of 100: capacity %d, %d values", cap(w.ring), w.len())
+	}
 }
 
 func TestMedianBySelection(t *testing.T) {

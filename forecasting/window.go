@@ -43,6 +43,15 @@ func grown[E any](s []E, n int) []E {
 	return g
 }
 
+// reserve makes room for c values in all (at most n), so that a window
+// whose count of coming values is known grows once.
+func (w *errWindow) reserve(c int) {
+	if c = min(c, w.n); c > cap(w.ring) {
+		w.ring = append(make([]float64, 0, c), w.ring...)
+		w.order = append(make([]uint16, 0, c), w.order...)
+	}
+}
+
 func (w *errWindow) len() int { return len(w.order) }
 
 // at returns the value of rank r (the r+1-th smallest).
