@@ -227,7 +227,8 @@ func TestUnknownModel(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `unknown forecasting model "arima"`) || !strings.Contains(err.Error(), "hw_additive") {
 		t.Fatalf("error %v, want one naming the model and the choices", err)
 	}
-	for _, o := range []Options{{}, {Step: time.Minute, Level: 1.5}, {Step: time.Minute, Horizon: -1}, {Step: 13 * time.Hour}} {
+	for _, o := range []Options{{}, {Step: time.Minute, Level: 1.5}, {Step: time.Minute, Horizon: -1}, {Step: 13 * time.Hour},
+		{Step: time.Minute, CalibrationSize: maxErrWindow + 1}} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) accepted", o)
 		}
