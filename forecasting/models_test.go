@@ -189,6 +189,8 @@ func TestErrWindowMatchesSort(t *testing.T) {
 	f(2, func(rng *rand.Rand) float64 { return float64(rng.IntN(2)) })
 	f(33, func(rng *rand.Rand) float64 { return float64(rng.IntN(3) - 1) }) // mostly ties
 	f(200, func(rng *rand.Rand) float64 { return rng.ExpFloat64() })
+	f(97, func(rng *rand.Rand) float64 { return float64(rng.IntN(9)) })
+	f(64, func(rng *rand.Rand) float64 { return math.Round(rng.NormFloat64() * 20) })
 
 	// Room reserved for a known count of values is all they take.
 	w := newErrWindow(100)
