@@ -30,10 +30,11 @@ func newTracker(m model, h, calib int, clip bool) *tracker {
 }
 
 // reserve makes room in the calibration windows for the errors the next
-// m targets bring: lead l's gets at most m − l + 1 of them.
+// m targets bring (lead l's gets up to m − l + 1 of them, and a full
+// window's worth as the updates come).
 func (k *tracker) reserve(m int) {
-	for i, w := range k.win {
-		w.reserve(m - i)
+	for _, w := range k.win {
+		w.reserve(m)
 	}
 }
 
