@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -223,10 +226,16 @@ const pollEvery = 50 * time.Millisecond
 // cycles where the time to the next tick allows.
 func (b *bench) steady(ctx context.Context, st *store, cfg string, res *caseResult) error {
 	c, step := res.Case, b.o.step
-	d, err := startDaemon(b.o.bin, cfg, false, b.o.daemonFlags)
+	flags := b.o.daemonFlags
+	if b.o.profileDir != "" {
+		flags = append(slices.Clone(flags), "--web.enable-pprof")
+	}
+	d, err := startDaemon(b.o.bin, cfg, false, flags)
 	if err != nil {
 		return err
 	}
+	prof := &profiler{dir: b.o.profileDir, name: strings.ReplaceAll(c.String(), "/", "-"), d: d, log: b.log}
+	defer prof.wait()
 	defer func() {
 		if err := d.stop(); err != nil {
 			b.log.warn("stopping the daemon", "err", err)
@@ -249,19 +258,7 @@ func (b *bench) steady(ctx context.Context, st *store, cfg string, res *caseResu
 		}
 		return cpuSample{}, false
 	}
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for len(res.Steady) < b.o.steadyCycles {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-d.exited:
-			return fmt.Errorf("the daemon exited: %v; output: %s", d.err, d.out.String())
-		case <-tick.C:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d steady cycles measured of %d before the deadline", len(res.Steady), b.o.steadyCycles)
-		}
+	sample := func() {
 		dc, err1 := procCPU(d.pid())
 		sc, err2 := procCPU(st.vm.PID())
 		if err1 == nil && err2 == nil {
@@ -270,22 +267,45 @@ func (b *bench) steady(ctx context.Context, st *store, cfg string, res *caseResu
 				ring = append(ring[:0], ring[len(ring)-2048:]...)
 			}
 		}
+	}
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for len(res.Steady) < b.o.steadyCycles {
+		var ce cycleEnd
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-d.exited:
+			return fmt.Errorf("the daemon exited: %v; output: %s", d.err, d.out.String())
+		case <-tick.C:
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%d steady cycles measured of %d before the deadline", len(res.Steady), b.o.steadyCycles)
+			}
+			sample()
+			if !started {
+				if code, err := d.get(ctx, "/healthz"); err == nil && code == http.StatusOK {
+					started = true
+					// The first cycle comes within an interval, then
+					// takes a cold fetch's time.
+					prof.cpu(ctx, "first", step+10*time.Second)
+				}
+			}
+			continue
+		case ce = <-d.cycles:
+		}
+		sample()
 		m, err := d.scrape(ctx)
 		if err != nil {
-			if !started {
-				continue // not listening yet
-			}
 			return fmt.Errorf("reading the daemon's /metrics: %w", err)
 		}
-		started = true
 		if m.count == prev.count {
 			continue
 		}
-		now := time.Now()
+		now := ce.at
 		dur := time.Duration((m.sum - prev.sum) * float64(time.Second))
 		cyc := measurement{Wall: dur.Seconds(), Samples: m.scored - prev.scored,
 			Overran: m.count-prev.count > 1 || m.missed > prev.missed}
-		if s0, ok := cpuAt(now.Add(-dur - pollEvery)); ok && len(ring) > 0 {
+		if s0, ok := cpuAt(now.Add(-ce.took - pollEvery)); ok {
 			s1 := ring[len(ring)-1]
 			cyc.CPU, cyc.StoreCPU = (s1.daemon - s0.daemon).Seconds(), (s1.repo - s0.repo).Seconds()
 		}
@@ -296,6 +316,7 @@ func (b *bench) steady(ctx context.Context, st *store, cfg string, res *caseResu
 			res.First = &cyc
 			b.log.measured(c, "A first cycle", 0, cyc)
 		} else {
+			prof.cpu(ctx, "steady", time.Duration(b.o.steadyCycles-len(res.Steady))*step)
 			res.Steady = append(res.Steady, cyc)
 			b.log.measured(c, "A_steady", len(res.Steady), cyc)
 		}
@@ -318,6 +339,8 @@ func (b *bench) steady(ctx context.Context, st *store, cfg string, res *caseResu
 			res.SteadyB = append(res.SteadyB, mb)
 		}
 	}
+	prof.wait()
+	prof.heap(ctx)
 	return nil
 }
 

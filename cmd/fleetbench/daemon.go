@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -77,6 +78,15 @@ type daemon struct {
 	exited chan struct{}
 	err    error
 	web    string // host:port of /metrics, "" for none
+	// cycles receives the end of each group evaluation the daemon logs
+	// (at debug level), as it is logged.
+	cycles chan cycleEnd
+}
+
+// cycleEnd is a "group evaluated" line of the daemon's log.
+type cycleEnd struct {
+	at   time.Time     // when the bench read it
+	took time.Duration // as logged
 }
 
 // daemonTimeout bounds `run --once`, and the stop of a running daemon.
@@ -86,11 +96,15 @@ const (
 )
 
 func startDaemon(bin, config string, once bool, extra []string) (*daemon, error) {
-	d := &daemon{out: &tail{max: 16 << 10}, exited: make(chan struct{})}
-	args := []string{"run", "--config", config, "--log.level", "warn"}
+	d := &daemon{out: &tail{max: 16 << 10}, exited: make(chan struct{}), cycles: make(chan cycleEnd, 64)}
+	args := []string{"run", "--config", config}
 	if once {
-		args = append(args, "--once", "--web.listen-address", "")
+		args = append(args, "--log.level", "warn", "--once", "--web.listen-address", "")
 	} else {
+		// At debug level the daemon logs the end of each group
+		// evaluation: the bench reads /metrics then, once a cycle, as a
+		// scrape would, rather than polling it.
+		args = append(args, "--log.level", "debug")
 		port, err := freePort()
 		if err != nil {
 			return nil, err
@@ -99,17 +113,75 @@ func startDaemon(bin, config string, once bool, extra []string) (*daemon, error)
 		args = append(args, "--web.listen-address", d.web)
 	}
 	d.cmd = exec.Command(bin, append(args, extra...)...)
-	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	d.cmd.Stdout = d.out
+	var lines io.ReadCloser
+	if once {
+		d.cmd.Stderr = d.out
+	} else {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		d.cmd.Stderr, lines = pw, pr
+		defer pw.Close() // the child has its copy
+	}
 	// The kernel kills the daemon if the bench dies without stopping it.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	if lines != nil {
+		go d.readLog(lines)
 	}
 	go func() {
 		d.err = d.cmd.Wait()
 		close(d.exited)
 	}()
 	return d, nil
+}
+
+// readLog keeps the tail of the daemon's log and sends the end of each
+// group evaluation on cycles, dropping it if the bench is not reading.
+func (d *daemon) readLog(r io.ReadCloser) {
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			at := time.Now()
+			if bytes.Contains(line, []byte(`msg="group evaluated"`)) {
+				if took, ok := logField(line, "took"); ok {
+					if dur, err := time.ParseDuration(took); err == nil {
+						select {
+						case d.cycles <- cycleEnd{at: at, took: dur}:
+						default:
+						}
+					}
+				}
+			} else if !bytes.Contains(line, []byte("level=DEBUG")) {
+				d.out.Write(line)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// logField is the value of key=value in a logfmt line.
+func logField(line []byte, key string) (string, bool) {
+	i := bytes.Index(line, []byte(" "+key+"="))
+	if i < 0 {
+		return "", false
+	}
+	v := line[i+len(key)+2:]
+	if j := bytes.IndexAny(v, " \n"); j >= 0 {
+		v = v[:j]
+	}
+	return string(v), len(v) > 0
 }
 
 func (d *daemon) pid() int { return d.cmd.Process.Pid }
@@ -176,6 +248,21 @@ type selfMetrics struct {
 }
 
 var metricsClient = &http.Client{Timeout: 5 * time.Second}
+
+// get is the status of GET path from the daemon's web listener.
+func (d *daemon) get(ctx context.Context, path string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.web+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := metricsClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
 
 // scrape reads the daemon's /metrics.
 func (d *daemon) scrape(ctx context.Context) (selfMetrics, error) {

@@ -87,6 +87,7 @@ type options struct {
 	publish      int
 	daemonFlags  []string
 	jsonOut      string
+	profileDir   string
 	verbose      bool
 }
 
@@ -108,6 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.publish, "publish", 0, "also measure publishing this many findings to JetStream (file storage) through alerting.Publisher, per round (0: not)")
 	daemonFlags := fs.String("daemon-flags", "", "extra flags for `inferwatch run`, space-separated")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every measurement as JSON to this `FILE`")
+	fs.StringVar(&o.profileDir, "profile", "", "run the steady daemon with --web.enable-pprof and write CPU profiles of its first cycle and of its steady cycles, and a heap profile after them, to `DIR`")
 	fs.BoolVar(&o.verbose, "v", false, "log each measurement as it is taken")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -131,6 +133,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-steady-cycles %d: want 0 to 1000", o.steadyCycles)
 	}
 	o.daemonFlags = strings.Fields(*daemonFlags)
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return o, fmt.Errorf("-profile: %w", err)
+		}
+	}
 	return o, nil
 }
 
