@@ -1,8 +1,10 @@
 package ingest
 
 import (
+	"hash/maphash"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -38,6 +40,11 @@ func (d *decoder) exportLines(each func(ts []int64, vs []float64) ([]int64, []fl
 		}
 		if each != nil && !d.rewrite(each) {
 			return nil, d.err
+		}
+		if each != nil && len(d.ts) == d.pcur {
+			// No point: query_range would not return the series.
+			d.labels = d.labels[:d.lcur]
+			continue
 		}
 		sortLabels(d.labels[d.lcur:])
 		d.commit()
@@ -80,18 +87,7 @@ func (d *decoder) exportLine() bool {
 			if !d.expect('[') {
 				return false
 			}
-			return d.array(func() bool {
-				at := d.off(d.i)
-				v, ok := d.exportValue()
-				if !ok {
-					return false
-				}
-				if !d.setPoint(nv, nt, haveTimes, 0, v, false) {
-					return d.failAt(at, `"values" has more elements than "timestamps"`)
-				}
-				nv++
-				return true
-			})
+			return d.numbers(false, haveTimes, nt, &nv)
 		case "timestamps":
 			if haveTimes {
 				return d.fail(`"timestamps" twice`)
@@ -100,18 +96,7 @@ func (d *decoder) exportLine() bool {
 			if !d.expect('[') {
 				return false
 			}
-			return d.array(func() bool {
-				at := d.off(d.i)
-				t, ok := d.millis()
-				if !ok {
-					return false
-				}
-				if !d.setPoint(nt, nv, haveValues, t, 0, true) {
-					return d.failAt(at, `"timestamps" has more elements than "values"`)
-				}
-				nt++
-				return true
-			})
+			return d.numbers(true, haveValues, nv, &nt)
 		default:
 			return d.skip(0)
 		}
@@ -137,6 +122,98 @@ func (d *decoder) exportLine() bool {
 		}
 	}
 	return true
+}
+
+// numbers reads the elements of "values" (or, with isTime, "timestamps")
+// of a line, its '[' consumed, counting them in *n; second tells whether
+// the other array, of other elements, was read before. Plain numbers
+// followed by a ',' or the ']' within the window are read in a tight
+// loop; anything else (null, strings, exponents, white space, a number at
+// the end of the window) one element at a time by the general scanner,
+// with the same errors.
+func (d *decoder) numbers(isTime, second bool, other int, n *int) bool {
+	longer := `"values" has more elements than "timestamps"`
+	if isTime {
+		longer = `"timestamps" has more elements than "values"`
+	}
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		return true
+	}
+	for {
+		for {
+			b := d.b[d.i:]
+			k := plainNumber(b, !isTime)
+			if k == 0 || (b[k] != ',' && b[k] != ']') || (isTime && k > 18) {
+				break
+			}
+			var t int64
+			var v float64
+			if isTime {
+				t = plainInt(b[:k])
+			} else {
+				var ok bool
+				if v, ok = fastDecimal(b[:k]); !ok {
+					break
+				}
+			}
+			if !d.setPoint(*n, other, second, t, v, isTime) {
+				return d.failAt(d.off(d.i), longer)
+			}
+			*n++
+			end := b[k] == ']'
+			d.i += k + 1
+			if end {
+				return true
+			}
+		}
+		at := d.off(d.i)
+		var t int64
+		var v float64
+		var ok bool
+		if isTime {
+			t, ok = d.millis()
+		} else {
+			v, ok = d.exportValue()
+		}
+		if !ok {
+			return false
+		}
+		if !d.setPoint(*n, other, second, t, v, isTime) {
+			return d.failAt(at, longer)
+		}
+		*n++
+		d.ws()
+		if d.i >= len(d.b) {
+			return d.fail("unexpected end of input in array")
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return true
+		default:
+			return d.fail("expected ',' or ']'")
+		}
+	}
+}
+
+// plainInt is the value of [-]digits, at most 18 of them.
+func plainInt(b []byte) int64 {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var v int64
+	for _, c := range b {
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v
 }
 
 // setPoint stores element k of one of a line's two arrays: the first array
@@ -166,7 +243,15 @@ func (d *decoder) setPoint(k, other int, second bool, t int64, v float64, isTime
 // rewrite replaces the samples of the series being decoded by what each
 // makes of them.
 func (d *decoder) rewrite(each func(ts []int64, vs []float64) ([]int64, []float64)) bool {
+	raw := len(d.ts) - d.pcur
 	ts, vs := each(d.ts[d.pcur:], d.vs[d.pcur:])
+	if len(ts) <= raw {
+		// The common case: no more points than samples.
+		n := copy(d.ts[d.pcur:], ts)
+		copy(d.vs[d.pcur:], vs)
+		d.ts, d.vs = d.ts[:d.pcur+n], d.vs[:d.pcur+n]
+		return true
+	}
 	d.ts, d.vs = d.ts[:d.pcur], d.vs[:d.pcur]
 	for k := range ts {
 		if len(d.ts) == cap(d.ts) && !d.growPoints() {
@@ -183,6 +268,12 @@ func (d *decoder) exportValue() (float64, bool) {
 	d.ws()
 	if d.i >= len(d.b) {
 		return 0, d.fail("expected a value")
+	}
+	if n := plainNumber(d.b[d.i:], true); n > 0 {
+		if v, ok := fastDecimal(d.b[d.i : d.i+n]); ok {
+			d.i += n
+			return v, true
+		}
 	}
 	switch d.b[d.i] {
 	case 'n':
@@ -223,6 +314,11 @@ func (d *decoder) exportValue() (float64, bool) {
 // millis reads an integer of unix milliseconds.
 func (d *decoder) millis() (int64, bool) {
 	d.ws()
+	if n := plainNumber(d.b[d.i:], false); n > 0 && n <= 18 {
+		v := plainInt(d.b[d.i : d.i+n])
+		d.i += n
+		return v, true
+	}
 	end := d.numberEnd()
 	if end < 0 {
 		return 0, false
@@ -249,4 +345,117 @@ func (d *decoder) millis() (int64, bool) {
 		n = -n
 	}
 	return n, true
+}
+
+// exportLast decodes the lines of an export of the samples in (t-step, t]
+// asked with reduce_mem_usage: VictoriaMetrics then writes each block of a
+// series on a line of its own, in no order, so a series may come on
+// several lines. Each series becomes the one point query_range returns at
+// t: its newest sample of all its lines, dropped when that is NaN (a
+// staleness marker).
+func (d *decoder) exportLast(t int64) ([]Series, error) {
+	var (
+		index    map[uint64]int32 // hash of the labels → index in out
+		overflow map[string]int32 // label sets whose hash another has
+		newest   []int64          // by index in out: the time of its point's sample
+		key      []byte
+		seed     = maphash.MakeSeed()
+	)
+	for {
+		d.ws()
+		if d.i >= len(d.b) {
+			break
+		}
+		if !d.expect('{') || !d.startSeries() || !d.exportLine() {
+			return nil, d.err
+		}
+		ls := d.labels[d.lcur:]
+		sortLabels(ls)
+		n := len(d.ts) - d.pcur
+		if n == 0 {
+			d.labels = d.labels[:d.lcur]
+			continue
+		}
+		lt, lv := d.ts[len(d.ts)-1], d.vs[len(d.vs)-1]
+		key = appendLabelsKey(key[:0], Labels(ls))
+		h := maphash.Bytes(seed, key)
+		at, seen := int32(-1), false
+		if k, ok := index[h]; ok {
+			if slices.Equal(d.out[k].Labels, Labels(ls)) {
+				at, seen = k, true
+			} else if k2, ok := overflow[string(key)]; ok {
+				at, seen = k2, true
+			}
+		}
+		if seen {
+			// Another block of a series met before: keep the newer sample.
+			if lt > newest[at] {
+				newest[at], d.out[at].Values[0] = lt, lv
+			}
+			d.labels, d.ts, d.vs = d.labels[:d.lcur], d.ts[:d.pcur], d.vs[:d.pcur]
+			continue
+		}
+		d.ts, d.vs = append(d.ts[:d.pcur], t), append(d.vs[:d.pcur], lv)
+		d.commit()
+		k := int32(len(d.out) - 1)
+		newest = append(newest, lt)
+		if index == nil {
+			index = map[uint64]int32{}
+		}
+		if _, ok := index[h]; !ok {
+			index[h] = k
+		} else {
+			if overflow == nil {
+				overflow = map[string]int32{}
+			}
+			overflow[string(key)] = k
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	out := d.out[:0]
+	for _, s := range d.out {
+		if !math.IsNaN(s.Values[0]) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// plainNumber is the length of the JSON number [-]digits (with frac, also
+// [.digits]) at the start of b when a byte that ends a number follows it
+// within b, else 0: the common case, read without going through
+// numberEnd. A number that runs to the end of b, or has an exponent, is
+// left to the slow path.
+func plainNumber(b []byte, frac bool) int {
+	j := 0
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	d0 := j
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	if j == d0 || (b[d0] == '0' && j-d0 > 1) {
+		return 0
+	}
+	if frac && j < len(b) && b[j] == '.' {
+		j++
+		f0 := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == f0 {
+			return 0
+		}
+	}
+	if j >= len(b) {
+		return 0
+	}
+	switch b[j] {
+	case ',', ']', '}', ' ', '\t', '\n', '\r':
+		return j
+	}
+	return 0
 }

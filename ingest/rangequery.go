@@ -301,6 +301,16 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 		"start":   {formatSeconds(exportFrom(rq.from, rq.to, rc.stepMs))},
 		"end":     {formatSeconds(rq.to)},
 	}
+	if rq.from == rq.to {
+		// One point, the newest sample of one step: VictoriaMetrics
+		// writes the blocks as it finds them, without sorting and merging
+		// each series' first, which costs it a third as much.
+		params.Set("reduce_mem_usage", "1")
+		last := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
+			return newReadDecoder(body, lim, prior, readBufSize).exportLast(rq.to)
+		}
+		return c.do(ctx, "export", pathExport, rc.query, params, prior, last)
+	}
 	g := &gridder{start: rq.from, end: rq.to, step: rc.stepMs}
 	raw, out := 0, 0
 	decode := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
