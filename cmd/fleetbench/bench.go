@@ -68,6 +68,9 @@ type bench struct {
 // order the cases first name it, then the publishing.
 func (b *bench) runAll(ctx context.Context) error {
 	var sizes []int
+	if b.o.serve {
+		return b.runSize(ctx, b.o.cases[0].Series)
+	}
 	seen := map[int]bool{}
 	for _, c := range b.o.cases {
 		if !seen[c.Series] {
@@ -134,6 +137,9 @@ func (b *bench) runSize(ctx context.Context, n int) error {
 		return fmt.Errorf("importing the history: %w", err)
 	}
 	b.log.info("imported", "series", n, "samples", samples, "took", time.Since(began).Round(time.Millisecond), "store", st.vm.URL())
+	if b.o.serve {
+		return b.serveStore(ctx, st)
+	}
 	dir, err := os.MkdirTemp("", "fleetbench-")
 	if err != nil {
 		return err
@@ -366,3 +372,21 @@ func (l *logger) measured(c benchCase, what string, round int, m measurement) {
 }
 
 func secs(s float64) string { return fmt.Sprintf("%.3fs", s) }
+
+// serveStore keeps the store current until ctx ends.
+func (b *bench) serveStore(ctx context.Context, st *store) error {
+	fmt.Fprintf(os.Stdout, "%s\n", st.vm.URL())
+	b.log.info("serving the store until interrupted", "url", st.vm.URL(), "selector", selector)
+	t := time.NewTicker(b.o.step)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := st.catchUp(ctx); err != nil {
+			return err
+		}
+	}
+}

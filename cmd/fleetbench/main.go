@@ -88,6 +88,7 @@ type options struct {
 	daemonFlags  []string
 	jsonOut      string
 	profileDir   string
+	serve        bool
 	verbose      bool
 }
 
@@ -110,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	daemonFlags := fs.String("daemon-flags", "", "extra flags for `inferwatch run`, space-separated")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every measurement as JSON to this `FILE`")
 	fs.StringVar(&o.profileDir, "profile", "", "run the steady daemon with --web.enable-pprof and write CPU profiles of its first cycle and of its steady cycles, and a heap profile after them, to `DIR`")
+	fs.BoolVar(&o.serve, "serve", false, "only fill a store for the series and longest lookback of the first case, print its URL and keep writing a point per series each step until interrupted (or -timeout), to measure by hand")
 	fs.BoolVar(&o.verbose, "v", false, "log each measurement as it is taken")
 	if err := fs.Parse(args); err != nil {
 		return o, err
