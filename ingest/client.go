@@ -142,8 +142,9 @@ type Client struct {
 	mu       sync.Mutex
 	requests map[string]*metrics.Counter // by path and code
 
-	store storeKind  // what the source is, once known
-	plans *planCache // series shards and what is known of each query
+	store  storeKind   // what the source is, once known
+	plans  *planCache  // series shards and what is known of each query
+	labels *labelCache // the labels of the series met, by their bytes
 }
 
 const (
@@ -234,6 +235,11 @@ func NewClient(o ClientOptions) (*Client, error) {
 	}
 	c.requests = make(map[string]*metrics.Counter)
 	c.plans = newPlanCache()
+	// Two generations of twice the series one answer may hold.
+	c.labels = newLabelCache(max(2*c.lim.Series, 1<<16))
+	if c.lim.Series == 0 {
+		c.labels = newLabelCache(1 << 20)
+	}
 	if o.Store != StoreAuto {
 		c.store.known, c.store.vm = true, o.Store == StoreVictoriaMetrics
 	}
@@ -279,7 +285,14 @@ func appendJoinKey(dst []byte, ls Labels) []byte {
 // series; a scalar yields one series without labels.
 func (c *Client) Query(ctx context.Context, query string, ts time.Time) ([]Series, error) {
 	params := url.Values{"query": {query}, "time": {formatSeconds(ts.UnixMilli())}}
-	return c.do(ctx, "query", pathQuery, query, params, 0, readQueryResponse)
+	return c.do(ctx, "query", pathQuery, query, params, 0, c.readQuery)
+}
+
+// readQuery is readQueryResponse through the client's label cache.
+func (c *Client) readQuery(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
+	d := newReadDecoder(body, lim, prior, readBufSize)
+	d.lc = c.labels
+	return d.response()
 }
 
 // formatSeconds writes unix milliseconds as seconds with three decimals.

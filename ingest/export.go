@@ -43,7 +43,7 @@ func (d *decoder) exportLines(each func(ts []int64, vs []float64) ([]int64, []fl
 		}
 		if each != nil && len(d.ts) == d.pcur {
 			// No point: query_range would not return the series.
-			d.labels = d.labels[:d.lcur]
+			d.dropSeries()
 			continue
 		}
 		sortLabels(d.labels[d.lcur:])
@@ -67,18 +67,7 @@ func (d *decoder) exportLine() bool {
 				return d.fail(`"metric" twice`)
 			}
 			haveMetric = true
-			if !d.expect('{') {
-				return false
-			}
-			return d.object(func(name []byte) bool {
-				n := d.intern(name)
-				vb, ok := d.strBytes()
-				if !ok {
-					return false
-				}
-				d.addLabel(Label{Name: n, Value: d.intern(vb)})
-				return true
-			}) == nil
+			return d.metric()
 		case "values":
 			if haveValues {
 				return d.fail(`"values" twice`)
@@ -240,6 +229,12 @@ func (d *decoder) setPoint(k, other int, second bool, t int64, v float64, isTime
 	return true
 }
 
+// dropSeries forgets the series being decoded.
+func (d *decoder) dropSeries() {
+	d.labels, d.ts, d.vs = d.labels[:d.lcur], d.ts[:d.pcur], d.vs[:d.pcur]
+	d.shared, d.cacheAs = nil, nil
+}
+
 // rewrite replaces the samples of the series being decoded by what each
 // makes of them.
 func (d *decoder) rewrite(each func(ts []int64, vs []float64) ([]int64, []float64)) bool {
@@ -373,13 +368,25 @@ func (d *decoder) exportLast(t int64) ([]Series, error) {
 		sortLabels(ls)
 		n := len(d.ts) - d.pcur
 		if n == 0 {
-			d.labels = d.labels[:d.lcur]
+			d.dropSeries()
 			continue
 		}
 		lt, lv := d.ts[len(d.ts)-1], d.vs[len(d.vs)-1]
-		key = appendLabelsKey(key[:0], Labels(ls))
-		h := maphash.Bytes(seed, key)
 		at, seen := int32(-1), false
+		var h uint64
+		if d.lc != nil && (d.shared != nil || d.cacheAs != nil) {
+			// The hash of the object's bytes, which VictoriaMetrics writes
+			// the same way for every block of a series.
+			h = d.hash[0] ^ d.hash[1]<<1
+			key = append(key[:0], byte(d.hash[1]), byte(d.hash[1]>>8), byte(d.hash[1]>>16), byte(d.hash[1]>>24),
+				byte(d.hash[1]>>32), byte(d.hash[1]>>40), byte(d.hash[1]>>48), byte(d.hash[1]>>56))
+			if d.shared != nil {
+				ls = d.shared
+			}
+		} else {
+			key = appendLabelsKey(key[:0], Labels(ls))
+			h = maphash.Bytes(seed, key)
+		}
 		if k, ok := index[h]; ok {
 			if slices.Equal(d.out[k].Labels, Labels(ls)) {
 				at, seen = k, true
@@ -392,7 +399,7 @@ func (d *decoder) exportLast(t int64) ([]Series, error) {
 			if lt > newest[at] {
 				newest[at], d.out[at].Values[0] = lt, lv
 			}
-			d.labels, d.ts, d.vs = d.labels[:d.lcur], d.ts[:d.pcur], d.vs[:d.pcur]
+			d.dropSeries()
 			continue
 		}
 		d.ts, d.vs = append(d.ts[:d.pcur], t), append(d.vs[:d.pcur], lv)

@@ -56,6 +56,16 @@ func FuzzReadExport(f *testing.F) {
 		if !sameErr || !sameSeries(got, whole) {
 			t.Fatalf("chunked: %v %+v; whole: %v %+v", err, got, werr, whole)
 		}
+		// Through a label cache, twice: as without it.
+		lc := newLabelCache(64)
+		for range 2 {
+			d := newReadDecoder(&chunkReader{b: body, sizes: sizes}, lim, 0, int(window)+1)
+			d.lc = lc
+			got, err := d.exportLines(nil)
+			if !sameError(err, werr) && !(errors.As(err, &le) && errors.As(werr, &wle) && le.Limit == wle.Limit) || !sameSeries(got, whole) {
+				t.Fatalf("with a label cache: %v %+v; without: %v %+v", err, got, werr, whole)
+			}
+		}
 		last, lerr := newReadDecoder(&chunkReader{b: body, sizes: sizes}, lim, 0, int(window)+1).exportLast(1 << 40)
 		check("one point", last, lerr)
 		for _, s := range last {

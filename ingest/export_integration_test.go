@@ -188,3 +188,97 @@ func keys(ss []ingest.Series) string {
 	}
 	return b.String()
 }
+
+// TestSeriesShards: a range too large for one request is split by the
+// values of the label with the most of them (here instance; some series
+// have none) and into time chunks; together the shards hold every series
+// once, with the points query_range returns.
+func TestSeriesShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics")
+	}
+	vm := localvm.Run(t, "-search.disableCache")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t0 := time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC)
+	const step = 15 * time.Second
+	var body bytes.Buffer
+	for i := range 620 {
+		ls := ingest.Labels{{Name: "__name__", Value: "vllm:num_requests_running"}, {Name: "job", Value: "vllm"},
+			{Name: "pod", Value: fmt.Sprintf("p%d", i%100)}}
+		if i < 600 {
+			ls = append(ls, ingest.Label{Name: "instance", Value: fmt.Sprintf("10.0.%d.%d:8000", i/10, i%10)})
+		}
+		ls.Sort()
+		s := ingest.Series{Labels: ls}
+		for k := range 240 {
+			s.Timestamps = append(s.Timestamps, t0.Add(time.Duration(k)*step+3*time.Second).UnixMilli())
+			s.Values = append(s.Values, float64(i*1000+k))
+		}
+		if err := ingest.WriteImportJSONL(&body, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := vm.Import(ctx, &body); err != nil {
+		t.Fatal(err)
+	}
+	const sel = `vllm:num_requests_running{job="vllm"}`
+	start, end := t0.Add(20*step), t0.Add(219*step)
+	want := fetch(t, ctx, vm, ingest.StoreOther, sel, start, end, step)
+	if len(want) != 620 {
+		t.Fatalf("query_range: %d series, want 620", len(want))
+	}
+	for _, export := range []bool{true, false} {
+		set := metrics.NewSet()
+		// 620 series × 200 points in requests of 20,000 points: chunks of
+		// 50 points, each in shards of about 400 series.
+		c, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Metrics: set, RequestPoints: 20_000, ChunkPoints: 50,
+			DisableExport: !export})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.QueryRange(ctx, sel, start, end, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameSeries(t, fmt.Sprintf("export %v", export), got, want)
+		path := "/api/v1/query_range"
+		probes := 0.0
+		if export {
+			path, probes = "/api/v1/export", 1
+		}
+		// 4 chunks of 50 points; 620 × 50 / 20,000 = 2 shards by instance,
+		// and one for the series without it.
+		if n := requests(t, set, path) - probes; n != 12 {
+			t.Fatalf("export %v: %v requests to %s, want 4 chunks × 3 shards", export, n, path)
+		}
+		if n := requests(t, set, "/api/v1/status/tsdb"); n != 1 {
+			t.Fatalf("export %v: %v requests for the series count, want 1", export, n)
+		}
+		// In parts: each series once per chunk, chunk after chunk.
+		seen := map[string]int{}
+		chunks := 0
+		for p, err := range c.QueryRangeParts(ctx, sel, start, end, step) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range p.Series {
+				seen[s.Labels.String()]++
+				if len(s.Timestamps) != 50 || s.Timestamps[0] != start.Add(time.Duration(chunks*50)*step).UnixMilli() {
+					t.Fatalf("chunk %d: %s has %d points from %d", chunks, s.Labels, len(s.Timestamps), s.Timestamps[0])
+				}
+			}
+			if !p.Done.IsZero() {
+				chunks++
+			}
+		}
+		if chunks != 4 || len(seen) != 620 {
+			t.Fatalf("%d chunks, %d series", chunks, len(seen))
+		}
+		for k, n := range seen {
+			if n != 4 {
+				t.Fatalf("%s in %d parts, want one per chunk", k, n)
+			}
+		}
+	}
+}

@@ -294,7 +294,7 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 			"end":   {formatSeconds(rq.to)},
 			"step":  {strconv.FormatFloat(float64(rc.stepMs)/1000, 'f', -1, 64)},
 		}
-		return c.do(ctx, "query_range", pathQueryRange, rc.query, params, prior, readQueryResponse)
+		return c.do(ctx, "query_range", pathQueryRange, rc.query, params, prior, c.readQuery)
 	}
 	params := url.Values{
 		"match[]": {rq.selector},
@@ -307,7 +307,9 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 		// each series' first, which costs it a third as much.
 		params.Set("reduce_mem_usage", "1")
 		last := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
-			return newReadDecoder(body, lim, prior, readBufSize).exportLast(rq.to)
+			d := newReadDecoder(body, lim, prior, readBufSize)
+			d.lc = c.labels
+			return d.exportLast(rq.to)
 		}
 		return c.do(ctx, "export", pathExport, rc.query, params, prior, last)
 	}
@@ -315,6 +317,7 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 	raw, out := 0, 0
 	decode := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
 		d := newReadDecoder(body, lim, prior, readBufSize)
+		d.lc = c.labels
 		return d.exportLines(func(ts []int64, vs []float64) ([]int64, []float64) {
 			raw += len(ts)
 			gt, gv := g.points(ts, vs)
