@@ -165,7 +165,7 @@ func (b *bench) runSize(ctx context.Context, n int) error {
 
 func (b *bench) runCase(ctx context.Context, st *store, dir string, res *caseResult) error {
 	c, step := res.Case, b.o.step
-	cfg, err := writeConfig(dir, st.vm.URL(), c, step)
+	cfg, err := writeConfig(dir, st.vm.URL(), c, step, b.o.scores)
 	if err != nil {
 		return err
 	}

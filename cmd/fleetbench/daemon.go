@@ -29,8 +29,9 @@ const groupName = "fleet"
 // hides the newest 30 s of samples from range queries by default.
 const evaluationDelay = 30 * time.Second
 
-// writeConfig writes the daemon's configuration for case c to dir.
-func writeConfig(dir, vmURL string, c benchCase, step time.Duration) (string, error) {
+// writeConfig writes the daemon's configuration for case c to dir; without
+// exportMetrics, with export.metrics off.
+func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetrics bool) (string, error) {
 	var rule string
 	switch c.Rule {
 	case "forecast":
@@ -49,17 +50,21 @@ func writeConfig(dir, vmURL string, c benchCase, step time.Duration) (string, er
         detector: %s
 `, c.Rule, selector, fmtDuration(step), fmtDuration(c.Lookback), c.Rule)
 	}
+	export := ""
+	if !exportMetrics {
+		export = "export:\n  metrics:\n    enabled: false\n"
+	}
 	cfg := fmt.Sprintf(`source:
   url: %s
   evaluation_delay: %s
 nats:
   embedded:
     listen: 127.0.0.1:0
-groups:
+%sgroups:
   - name: %s
     interval: %s
     rules:
-%s`, vmURL, fmtDuration(evaluationDelay), groupName, fmtDuration(step), rule)
+%s`, vmURL, fmtDuration(evaluationDelay), export, groupName, fmtDuration(step), rule)
 	p := filepath.Join(dir, "inferwatch-"+strings.ReplaceAll(c.String(), "/", "-")+".yml")
 	return p, os.WriteFile(p, []byte(cfg), 0o644)
 }

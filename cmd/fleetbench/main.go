@@ -89,6 +89,7 @@ type options struct {
 	jsonOut      string
 	profileDir   string
 	serve        bool
+	scores       bool
 	verbose      bool
 }
 
@@ -111,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	daemonFlags := fs.String("daemon-flags", "", "extra flags for `inferwatch run`, space-separated")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every measurement as JSON to this `FILE`")
 	fs.StringVar(&o.profileDir, "profile", "", "run the steady daemon with --web.enable-pprof and write CPU profiles of its first cycle and of its steady cycles, and a heap profile after them, to `DIR`")
+	fs.BoolVar(&o.scores, "export-metrics", true, "leave the daemon's export.metrics on (its default: every scored point's score handed to the Prometheus exporter); false turns it off, to see what it costs")
 	fs.BoolVar(&o.serve, "serve", false, "only fill a store for the series and longest lookback of the first case, print its URL and keep writing a point per series each step until interrupted (or -timeout), to measure by hand")
 	fs.BoolVar(&o.verbose, "v", false, "log each measurement as it is taken")
 	if err := fs.Parse(args); err != nil {

@@ -87,7 +87,8 @@ func (b *bench) report(w io.Writer) {
 	fmt.Fprintf(w, "\nfleetbench: %d cores (GOMAXPROCS %d); load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end; step %s; VictoriaMetrics with %s\n",
 		m.Cores, m.GOMAXPROCS, m.LoadBefore[0], m.LoadBefore[1], m.LoadBefore[2], m.LoadAfter[0], m.LoadAfter[1], m.LoadAfter[2],
 		fmtDuration(b.o.step), strings.Join(vmFlags, " "))
-	fmt.Fprintf(w, "medians of %d rounds (cold) and %d cycles (steady), range in parentheses; CPU is user+sys of the process named\n\n", b.o.rounds, b.o.steadyCycles)
+	fmt.Fprintf(w, "medians of %d rounds (cold) and %d cycles (steady), range in parentheses; CPU is user+sys of the process named; export.metrics %s\n\n",
+		b.o.rounds, b.o.steadyCycles, map[bool]string{true: "on (the default)", false: "off"}[b.o.scores])
 
 	fmt.Fprintln(w, "Cold: one evaluation's lookback fetched, every series warmed up")
 	fmt.Fprintln(w, "| case | points/series | C query_range | C export | B | A_cold wall | A_cold CPU | store CPU in A_cold | A_cold peak RSS | A_cold/C | A_cold/C_export | A_cold samples/s |")
