@@ -135,9 +135,10 @@ type Client struct {
 	log  *slog.Logger
 	ms   *metrics.Set
 
-	lim     ResponseLimits // the limits of one call; 0: none
-	retries *metrics.Counter
-	refused map[string]*metrics.Counter // by limit
+	lim         ResponseLimits // the limits of one call; 0: none
+	retries     *metrics.Counter
+	lookBehinds *metrics.Counter
+	refused     map[string]*metrics.Counter // by limit
 
 	mu       sync.Mutex
 	requests map[string]*metrics.Counter // by path and code
@@ -229,6 +230,7 @@ func NewClient(o ClientOptions) (*Client, error) {
 		c.ms = metrics.NewSet()
 	}
 	c.retries = c.ms.GetOrCreateCounter("inferwatch_source_request_retries_total")
+	c.lookBehinds = c.ms.GetOrCreateCounter("inferwatch_source_export_refetches_total")
 	c.refused = make(map[string]*metrics.Counter, 3)
 	for _, l := range []string{"bytes", "series", "points"} {
 		c.refused[l] = c.ms.GetOrCreateCounter(fmt.Sprintf(`inferwatch_source_responses_refused_total{limit=%q}`, l))

@@ -65,6 +65,7 @@ func TestExportMatchesQueryRange(t *testing.T) {
 		{name: "slower", every: 10 * time.Second, to: 3 * time.Hour, decimals: 2, switchAt: 80 * time.Minute, then: 45 * time.Second},
 		{name: "alternating", cycle: []time.Duration{10 * time.Second, 30 * time.Second}, phase: 4 * time.Second, to: 3 * time.Hour, decimals: 2},
 		{name: "16s with holes", every: 16 * time.Second, phase: 9 * time.Second, skip: 7, to: 3 * time.Hour, decimals: 2},
+		{name: "every 65s", every: 65 * time.Second, phase: 20 * time.Second, to: 3 * time.Hour, decimals: 2},
 	}
 	var body bytes.Buffer
 	for _, sh := range shapes {
@@ -115,6 +116,7 @@ func TestExportMatchesQueryRange(t *testing.T) {
 			}
 		}
 	}
+	refetched := 0.0
 	for _, sel := range []string{`bench_shape`, `{__name__="bench_shape",shape=~"regular|sparse"}`, `{shape="dense" or shape="late"}`} {
 		for _, r := range ranges {
 			start := t0.Add(r.from)
@@ -133,9 +135,30 @@ func TestExportMatchesQueryRange(t *testing.T) {
 			if n := requests(t, set, "/api/v1/export"); n == 0 {
 				t.Fatalf("%s: not fetched from /api/v1/export", name)
 			}
+			refetched += counter(t, set, "inferwatch_source_export_refetches_total")
 			sameSeries(t, name, got, want)
 		}
 	}
+	// The late, gappy and sparse series needed what lies before the short
+	// look-behind.
+	if refetched == 0 {
+		t.Fatal("no range was fetched again from VictoriaMetrics' look-behind")
+	}
+}
+
+// counter reads one counter of set.
+func counter(t *testing.T, set *metrics.Set, name string) float64 {
+	t.Helper()
+	var b bytes.Buffer
+	set.WritePrometheus(&b)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return 0
 }
 
 func fetch(t *testing.T, ctx context.Context, vm *localvm.VM, store ingest.StoreKind, sel string, start, end time.Time, step time.Duration) []ingest.Series {

@@ -160,10 +160,37 @@ func TestGridderPoints(t *testing.T) {
 	if gt, gv := g1.points([]int64{105_001, 110_000}, []float64{1, 2}); fmt.Sprint(gt, gv) != "[120000] [2]" {
 		t.Fatalf("got %v %v", gt, gv)
 	}
-	if from := exportFrom(120_000, 120_000, 15_000); from != 105_001 {
-		t.Fatalf("one point: export from %d", from)
+	for _, short := range []bool{false, true} {
+		if from := exportFrom(1_200_000, 1_200_000, 15_000, short); from != 1_185_001 {
+			t.Fatalf("one point: export from %d", from)
+		}
+		// Five points: VictoriaMetrics' look-behind either way.
+		if from := exportFrom(1_200_000, 1_260_000, 15_000, short); from != 1_200_000-15_000-300_000 {
+			t.Fatalf("five points: export from %d", from)
+		}
 	}
-	if from := exportFrom(60_000, 120_000, 15_000); from != 60_000-15_000-300_000 {
-		t.Fatalf("a range: export from %d", from)
+	if from := exportFrom(1_200_000, 1_200_000+20*15_000, 15_000, true); from != 1_200_000-60_000 {
+		t.Fatalf("21 points, short: export from %d", from)
+	}
+	// A series whose window reaches before a short look-behind, and one
+	// with too few samples, are noted.
+	g2 := &gridder{start: 1_200_000, end: 1_200_000 + 29*15_000, step: 15_000, from: 1_140_000}
+	ts, vs = nil, nil
+	for k := range 40 {
+		ts, vs = append(ts, 1_140_000+int64(k)*15_000), append(vs, 1)
+	}
+	if g2.points(ts, vs); g2.unsure {
+		t.Fatal("a regular series noted")
+	}
+	if g2.points(ts[:19], vs[:19]); !g2.unsure {
+		t.Fatal("19 samples not noted")
+	}
+	g2.unsure = false
+	var sparse []int64
+	for k := range 30 {
+		sparse = append(sparse, 1_150_000+int64(k)*60_000)
+	}
+	if g2.points(sparse, vs[:30]); !g2.unsure {
+		t.Fatal("a series scraped every minute not noted (its window is 67.5 s)")
 	}
 }

@@ -30,18 +30,42 @@ import (
 const vmSilenceInterval = 5 * 60 * 1000
 
 // exportFrom is where a fetch of raw samples for the points [start, end]
-// must begin (unix ms, inclusive).
-func exportFrom(start, end, step int64) int64 {
-	if start == end {
+// must begin (unix ms, inclusive): where VictoriaMetrics begins, one step
+// and its silence interval before start; for one point, one step before
+// it (the window of a one-point range). With short, a range of more points
+// than the estimate of a scrape interval reads begins a shorter look-behind
+// before it (see shortLookBehind), which gridder.points checks is enough.
+func exportFrom(start, end, step int64, short bool) int64 {
+	switch {
+	case start == end:
 		return end - step + 1
+	case short && (end-start)/step+1 > vmIntervals:
+		return start - shortLookBehind(step)
 	}
 	return start - step - vmSilenceInterval
 }
 
+// vmIntervals is how many of a series' last intervals VictoriaMetrics
+// estimates its scrape interval from.
+const vmIntervals = 20
+
+// shortLookBehind is the look-behind of a fetch that skips the silence
+// interval: two steps and 30 s, the widest window of a series scraped at
+// most every step (at most 1.5 times its scrape interval, and 24 s below
+// 16 s).
+func shortLookBehind(step int64) int64 { return 2*step + 30_000 }
+
 // gridder maps raw samples onto the points of one range, reusing its
-// buffers from one series to the next.
+// buffers from one series to the next. With from set (the raw samples
+// begin there, a short look-behind before start), it notes in unsure a
+// series whose points could differ from those of samples fetched from
+// where VictoriaMetrics begins: one with too few samples for its scrape
+// interval to be estimated from them alone, or a window reaching before
+// from.
 type gridder struct {
 	start, end, step int64
+	from             int64 // 0: the samples begin where VictoriaMetrics' do
+	unsure           bool
 	ts               []int64
 	vs               []float64
 	iv               []float64
@@ -57,6 +81,9 @@ func (g *gridder) points(ts []int64, vs []float64) ([]int64, []float64) {
 	window := g.step
 	if g.start < g.end {
 		window = max(window, vmMaxPrevInterval(g.scrapeInterval(ts)))
+	}
+	if g.from != 0 && (len(ts) <= vmIntervals || g.start-window < g.from) {
+		g.unsure = true
 	}
 	i, j := 0, 0
 	for t := g.start; t <= g.end; t += g.step {
@@ -83,7 +110,7 @@ func (g *gridder) scrapeInterval(ts []int64) int64 {
 	if len(ts) < 2 {
 		return g.step
 	}
-	ts = ts[max(0, len(ts)-21):]
+	ts = ts[max(0, len(ts)-vmIntervals-1):]
 	g.iv = g.iv[:0]
 	for k := 1; k < len(ts); k++ {
 		g.iv = append(g.iv, float64(ts[k]-ts[k-1]))

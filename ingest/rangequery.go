@@ -298,7 +298,7 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 	}
 	params := url.Values{
 		"match[]": {rq.selector},
-		"start":   {formatSeconds(exportFrom(rq.from, rq.to, rc.stepMs))},
+		"start":   {formatSeconds(exportFrom(rq.from, rq.to, rc.stepMs, true))},
 		"end":     {formatSeconds(rq.to)},
 	}
 	if rq.from == rq.to {
@@ -314,8 +314,12 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 		return c.do(ctx, "export", pathExport, rc.query, params, prior, last)
 	}
 	g := &gridder{start: rq.from, end: rq.to, step: rc.stepMs}
+	if from := exportFrom(rq.from, rq.to, rc.stepMs, true); from != exportFrom(rq.from, rq.to, rc.stepMs, false) {
+		g.from = from
+	}
 	raw, out := 0, 0
 	decode := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
+		raw, out, g.unsure = 0, 0, false
 		d := newReadDecoder(body, lim, prior, readBufSize)
 		d.lc = c.labels
 		return d.exportLines(func(ts []int64, vs []float64) ([]int64, []float64) {
@@ -326,6 +330,14 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 		})
 	}
 	ss, err := c.do(ctx, "export", pathExport, rc.query, params, prior, decode)
+	if err == nil && g.unsure {
+		// Some series need what VictoriaMetrics reads before the short
+		// look-behind: fetch them from where it begins.
+		c.lookBehinds.Inc()
+		g.from = 0
+		params.Set("start", formatSeconds(exportFrom(rq.from, rq.to, rc.stepMs, false)))
+		ss, err = c.do(ctx, "export", pathExport, rc.query, params, prior, decode)
+	}
 	if err == nil && rq.to > rq.from && out > 0 && raw > 2*out {
 		// The store keeps more samples than the points asked for: its
 		// query_range moves fewer bytes.
