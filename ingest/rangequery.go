@@ -122,10 +122,13 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 // and whose end is more than 30 s ago (VictoriaMetrics' default
 // -search.latencyOffset, within which query_range fills the newest points
 // in) is fetched from VictoriaMetrics' /api/v1/export, unless
-// DisableExport: the raw samples from step plus 5 minutes before start
-// (one step before end for a one-point range), mapped onto the step grid
-// as VictoriaMetrics' query_range maps them (see grid.go), so the points
-// are those query_range returns. A query whose raw samples were more than
+// DisableExport: the raw samples from a look-behind before start (two
+// steps and 30 s; VictoriaMetrics' own step and 5 minutes for a range of
+// 20 points or fewer, and again for a range some of whose series prove to
+// need it), mapped onto the step grid as VictoriaMetrics' query_range maps
+// them (see grid.go), so the points are those query_range returns; a
+// one-point range asks for the samples of its one step with
+// reduce_mem_usage, which VictoriaMetrics answers for a third of the work. A query whose raw samples were more than
 // twice as many as its points goes back to query_range, which then moves
 // fewer bytes. Everything else (a rate(), a sum, a selector with offset, a
 // store that is not VictoriaMetrics) is fetched with
