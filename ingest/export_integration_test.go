@@ -305,3 +305,49 @@ func TestSeriesShards(t *testing.T) {
 		}
 	}
 }
+
+// TestExportOrQueryRange: a short range, whose look-behind holds more
+// samples than its points, leaves a query on /api/v1/export; a series with
+// several samples a step moves it to query_range, which returns fewer.
+func TestExportOrQueryRange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics")
+	}
+	vm := localvm.Run(t, "-search.disableCache")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t0 := time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC)
+	var body bytes.Buffer
+	for _, every := range []time.Duration{15 * time.Second, 3 * time.Second} {
+		s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "up"}, {Name: "every", Value: every.String()}}}
+		for at := time.Second; at < time.Hour; at += every {
+			s.Timestamps, s.Values = append(s.Timestamps, t0.Add(at).UnixMilli()), append(s.Values, 1)
+		}
+		if err := ingest.WriteImportJSONL(&body, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := vm.Import(ctx, &body); err != nil {
+		t.Fatal(err)
+	}
+	const step = 15 * time.Second
+	f := func(sel string, wantExport, wantQueryRange float64) {
+		t.Helper()
+		set := metrics.NewSet()
+		c, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Store: ingest.StoreVictoriaMetrics, Metrics: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A range as a first evaluation's last part, then one point.
+		for _, r := range [][2]time.Duration{{30 * time.Minute, 30*time.Minute + step}, {31 * time.Minute, 31 * time.Minute}} {
+			if _, err := c.QueryRange(ctx, sel, t0.Add(r[0]), t0.Add(r[1]), step); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if e, q := requests(t, set, "/api/v1/export"), requests(t, set, "/api/v1/query_range"); e != wantExport || q != wantQueryRange {
+			t.Fatalf("%s: %v requests to /api/v1/export and %v to /api/v1/query_range, want %v and %v", sel, e, q, wantExport, wantQueryRange)
+		}
+	}
+	f(`up{every="15s"}`, 2, 0)
+	f(`up{every="3s"}`, 1, 1)
+}

@@ -66,6 +66,9 @@ type gridder struct {
 	start, end, step int64
 	from             int64 // 0: the samples begin where VictoriaMetrics' do
 	unsure           bool
+	// samples and made count the samples after start-step and the
+	// points made of them, over the series of a response.
+	samples, made int
 	ts               []int64
 	vs               []float64
 	iv               []float64
@@ -85,6 +88,10 @@ func (g *gridder) points(ts []int64, vs []float64) ([]int64, []float64) {
 	if g.from != 0 && (len(ts) <= vmIntervals || g.start-window < g.from) {
 		g.unsure = true
 	}
+	for k := len(ts) - 1; k >= 0 && ts[k] > g.start-g.step; k-- {
+		g.samples++
+	}
+	defer func() { g.made += len(g.ts) }()
 	i, j := 0, 0
 	for t := g.start; t <= g.end; t += g.step {
 		for i < len(ts) && ts[i] <= t-window {

@@ -320,17 +320,11 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 	if from := exportFrom(rq.from, rq.to, rc.stepMs, true); from != exportFrom(rq.from, rq.to, rc.stepMs, false) {
 		g.from = from
 	}
-	raw, out := 0, 0
 	decode := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
-		raw, out, g.unsure = 0, 0, false
+		g.samples, g.made, g.unsure = 0, 0, false
 		d := newReadDecoder(body, lim, prior, readBufSize)
 		d.lc = c.labels
-		return d.exportLines(func(ts []int64, vs []float64) ([]int64, []float64) {
-			raw += len(ts)
-			gt, gv := g.points(ts, vs)
-			out += len(gt)
-			return gt, gv
-		})
+		return d.exportLines(g.points)
 	}
 	ss, err := c.do(ctx, "export", pathExport, rc.query, params, prior, decode)
 	if err == nil && g.unsure {
@@ -341,7 +335,7 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 		params.Set("start", formatSeconds(exportFrom(rq.from, rq.to, rc.stepMs, false)))
 		ss, err = c.do(ctx, "export", pathExport, rc.query, params, prior, decode)
 	}
-	if err == nil && rq.to > rq.from && out > 0 && raw > 2*out {
+	if err == nil && g.made > 0 && g.samples > 2*g.made {
 		// The store keeps more samples than the points asked for: its
 		// query_range moves fewer bytes.
 		c.plans.markSparse(rc.query)
