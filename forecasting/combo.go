@@ -123,6 +123,7 @@ func combineTrackers(members []*validation, y []float64, from, h, calib int, cli
 	}
 	// Errors in the order a tracker meets them: by target, then by lead.
 	n := len(y)
+	k.reserve(n - 1 - from)
 	for t := from + 1; t < n; t++ {
 		if !isFinite(y[t]) {
 			continue

@@ -46,13 +46,13 @@ func TestCombineTrackersMatchesReplay(t *testing.T) {
 		t.Fatalf("name %q, want %q", g, w)
 	}
 	for l := range h {
-		a, b := got.win[l].sorted, want.win[l].sorted
-		if len(a) != len(b) {
-			t.Fatalf("lead %d: %d errors, want %d", l+1, len(a), len(b))
+		a, b := got.win[l], want.win[l]
+		if a.len() != b.len() {
+			t.Fatalf("lead %d: %d errors, want %d", l+1, a.len(), b.len())
 		}
-		for i := range a {
-			if math.Abs(a[i]-b[i]) > 1e-9 {
-				t.Fatalf("lead %d: error %d is %g, want %g", l+1, i, a[i], b[i])
+		for i := range a.len() {
+			if math.Abs(a.at(i)-b.at(i)) > 1e-9 {
+				t.Fatalf("lead %d: error %d is %g, want %g", l+1, i, a.at(i), b.at(i))
 			}
 		}
 	}

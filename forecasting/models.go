@@ -204,7 +204,7 @@ func (m *drift) predict(out []float64) {
 }
 
 // meanLast forecasts the mean of the last period (of all points while there
-// is less than a period).
+// is less than a period). Its ring grows as points come, up to a period.
 type meanLast struct {
 	p    int
 	ring []float64
@@ -219,12 +219,12 @@ func (m *meanLast) fit(y []float64) error {
 	if len(y) < 1 {
 		return errNeed(ModelMean, 1, len(y))
 	}
-	p := max(m.p, 1)
-	if len(y) > p {
-		y = y[len(y)-p:]
+	m.p = max(m.p, 1)
+	if len(y) > m.p {
+		y = y[len(y)-m.p:]
 	}
-	m.ring = append(make([]float64, 0, p), y...)
-	m.pos = len(m.ring) % p
+	m.ring = append(m.ring[:0], y...)
+	m.pos = len(m.ring) % m.p
 	m.resum()
 	return nil
 }
@@ -235,19 +235,19 @@ func (m *meanLast) resum() {
 	}
 }
 func (m *meanLast) update(y float64) {
-	if len(m.ring) < cap(m.ring) {
-		m.ring = append(m.ring, y)
+	if len(m.ring) < m.p {
+		m.ring = append(grown(m.ring, m.p), y)
 		m.sum += y
 	} else {
 		m.sum += y - m.ring[m.pos]
 		m.ring[m.pos] = y
 	}
 	m.pos++
-	if m.pos == cap(m.ring) {
+	if m.pos == m.p {
 		m.pos = 0
 	}
 	// A running sum drifts by rounding; recompute it once a period.
-	if m.adds++; m.adds >= cap(m.ring) {
+	if m.adds++; m.adds >= m.p {
 		m.resum()
 	}
 }

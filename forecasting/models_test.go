@@ -146,32 +146,66 @@ func TestHoltWintersFitRecoversSeason(t *testing.T) {
 	}
 }
 
+// The window's ranks match a sort of its last n values, ties included,
+// while it fills and once it is full, and its arrays grow with it.
 func TestErrWindowMatchesSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	w := newErrWindow(50)
-	var all []float64
-	for i := range 400 {
-		v := math.Round(rng.NormFloat64() * 5) // ties on purpose
-		w.push(v)
-		all = append(all, v)
-		last := all[max(0, len(all)-50):]
-		s := append([]float64(nil), last...)
-		sort.Float64s(s)
-		for j := range s {
-			if w.sorted[j] != s[j] {
-				t.Fatalf("push %d: sorted window %v, want %v", i, w.sorted, s)
+	f := func(n int, draw func(rng *rand.Rand) float64) {
+		t.Helper()
+		rng := rand.New(rand.NewPCG(uint64(n), 2))
+		w := newErrWindow(n)
+		var all []float64
+		for i := range 8 * n {
+			v := draw(rng)
+			w.push(v)
+			all = append(all, v)
+			last := all[max(0, len(all)-n):]
+			s := append([]float64(nil), last...)
+			sort.Float64s(s)
+			if w.len() != len(s) {
+				t.Fatalf("n %d push %d: %d values, want %d", n, i, w.len(), len(s))
+			}
+			for j := range s {
+				if w.at(j) != s[j] {
+					t.Fatalf("n %d push %d: rank %d is %g, want %g (window %v)", n, i, j, w.at(j), s[j], s)
+				}
+			}
+			if c := cap(w.ring); c > len(s)+len(s)/4+16 || c > n || cap(w.order) != c {
+				t.Fatalf("n %d push %d: capacity %d (order %d) for %d values", n, i, c, cap(w.order), len(s))
 			}
 		}
+		s := append([]float64(nil), all[len(all)-n:]...)
+		sort.Float64s(s)
+		if q, want := w.quantile(0.5), (s[(n-1)/2]+s[n/2])/2; n%2 == 0 && q != want {
+			t.Fatalf("n %d: median %g, want %g", n, q, want)
+		}
+		var ss float64
+		for _, v := range w.ring {
+			ss += v * v
+		}
+		if got, want := w.rms(), math.Sqrt(ss/float64(n)); !near(got, want, 1e-9) {
+			t.Fatalf("n %d: rms %g, want %g", n, got, want)
+		}
 	}
-	if q := w.quantile(0.5); q != (w.sorted[24]+w.sorted[25])/2 {
-		t.Fatalf("median %g", q)
+	f(50, func(rng *rand.Rand) float64 { return math.Round(rng.NormFloat64() * 5) }) // ties on purpose
+	f(1, func(rng *rand.Rand) float64 { return rng.NormFloat64() })
+	f(2, func(rng *rand.Rand) float64 { return float64(rng.IntN(2)) })
+	f(33, func(rng *rand.Rand) float64 { return float64(rng.IntN(3) - 1) }) // mostly ties
+	f(200, func(rng *rand.Rand) float64 { return rng.ExpFloat64() })
+	f(97, func(rng *rand.Rand) float64 { return float64(rng.IntN(9)) })
+	f(64, func(rng *rand.Rand) float64 { return math.Round(rng.NormFloat64() * 20) })
+
+	// Room reserved for a known count of values is all they take.
+	w := newErrWindow(100)
+	w.push(3)
+	w.reserve(30)
+	for i := range 29 {
+		w.push(float64(i % 4))
 	}
-	var ss float64
-	for _, v := range w.ring {
-		ss += v * v
+	if c := cap(w.ring); c != 30 || cap(w.order) != 30 || w.at(0) != 0 || w.at(29) != 3 {
+		t.Fatalf("reserved 30: capacity %d (order %d), smallest %g, largest %g", c, cap(w.order), w.at(0), w.at(29))
 	}
-	if got, want := w.rms(), math.Sqrt(ss/50); !near(got, want, 1e-9) {
-		t.Fatalf("rms %g, want %g", got, want)
+	if w.reserve(500); cap(w.ring) != 100 || w.len() != 30 {
+		t.Fatalf("reserved 500 of 100: capacity %d, %d values", cap(w.ring), w.len())
 	}
 }
 
@@ -197,7 +231,8 @@ func TestUnknownModel(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `unknown forecasting model "arima"`) || !strings.Contains(err.Error(), "hw_additive") {
 		t.Fatalf("error %v, want one naming the model and the choices", err)
 	}
-	for _, o := range []Options{{}, {Step: time.Minute, Level: 1.5}, {Step: time.Minute, Horizon: -1}, {Step: 13 * time.Hour}} {
+	for _, o := range []Options{{}, {Step: time.Minute, Level: 1.5}, {Step: time.Minute, Horizon: -1}, {Step: 13 * time.Hour},
+		{Step: time.Minute, CalibrationSize: maxErrWindow + 1}} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) accepted", o)
 		}

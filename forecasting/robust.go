@@ -22,10 +22,10 @@ type robust struct {
 	periods int       // periods pooled into the profile
 	profile []float64 // profile[pos] is the phase of the next step
 	pos     int
-	corr    float64 // level correction added to the profile
-	alpha   float64 // smoothing of the correction
-	clip    float64 // residuals are clipped to ±clip
-	scratch []float64
+	corr    float64   // level correction added to the profile
+	alpha   float64   // smoothing of the correction
+	clip    float64   // residuals are clipped to ±clip
+	scratch []float64 // for the medians of a fit, released after it
 }
 
 func newRobust(period, horizon int) *robust {
@@ -110,6 +110,7 @@ func (m *robust) fit(y []float64) error {
 	}
 	m.run(m.profile, tail, 0, m.alpha)
 	m.pos = 0
+	m.scratch = nil // up to a period of values no update needs
 	return nil
 }
 

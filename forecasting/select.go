@@ -29,6 +29,15 @@ func newTracker(m model, h, calib int, clip bool) *tracker {
 	return k
 }
 
+// reserve makes room in the calibration windows for the errors the next
+// m targets bring (lead l's gets up to m − l + 1 of them, and a full
+// window's worth as the updates come).
+func (k *tracker) reserve(m int) {
+	for _, w := range k.win {
+		w.reserve(m)
+	}
+}
+
 func (k *tracker) row(o int) []float64 {
 	r := o % k.h
 	return k.preds[r*k.h : (r+1)*k.h]
@@ -189,6 +198,7 @@ func (f *Forecaster) refit() error {
 			continue
 		}
 		tr := newTracker(m, h, f.opts.CalibrationSize, !f.opts.AllowNegative)
+		tr.reserve(v)
 		tr.record = true
 		tr.rows = [][]float64{append([]float64(nil), tr.current()...)}
 		for _, y := range raw[n-v:] {

@@ -33,7 +33,7 @@ type hwWeekly struct {
 	logScale
 
 	par   weeklyParams
-	start weeklyState // the state init computed, which mse starts from
+	start weeklyState // the state init computed, which mse starts from (during a fit)
 	level float64
 	slope float64
 	err   float64   // the last one-step error of the unadjusted forecast
@@ -243,5 +243,7 @@ func (m *hwWeekly) fit(y []float64) error {
 		m.setParams(z0)
 	}
 	m.mse(x, start) // leaves the state at the end of y
+	// The initial state only served the fit: eight periods of values.
+	m.start = weeklyState{}
 	return nil
 }

@@ -163,6 +163,7 @@ func TestWeeklyStreamingMatchesRecomputation(t *testing.T) {
 		for i, v := range y {
 			x[i] = m.in(v)
 		}
+		m.init(x[:fit]) // the initial state of the fit, which it releases
 		want := weeklyReference(m, x, h)
 		again := &hwWeekly{p: p, logScale: m.logScale, par: m.par}
 		again.mse(x, again.init(x))

@@ -2,26 +2,90 @@ package forecasting
 
 import (
 	"math"
-	"sort"
 )
 
-// errWindow keeps the last n values in arrival order and in sorted order,
-// so that a quantile is O(1) and a push moves only the values between the
-// old and the new value's ranks.
+// maxErrWindow is the most values an errWindow keeps: its order holds
+// ring slots as uint16.
+const maxErrWindow = 1 << 16
+
+// errWindow keeps the last n values in arrival order (ring) and the ring's
+// slots in the order of their values (order, ties oldest first), so that a
+// quantile is O(1) and a push moves only the slots between the old and the
+// new value's ranks: 10 bytes a value where a sorted copy of the values
+// would take 16. Both grow as the window fills, up to n: a forecaster with
+// little history has made few errors.
 type errWindow struct {
 	ring   []float64
-	sorted []float64
-	pos    int
+	order  []uint16 // ring[order[r]] is the value of rank r
+	pos    int      // the oldest slot, once full
 	n      int
 	sumSq  float64 // running sum of squares, recomputed once per n pushes
 	pushes int
 }
 
+// newErrWindow returns a window of up to n values, 1 ≤ n ≤ maxErrWindow.
 func newErrWindow(n int) *errWindow {
-	return &errWindow{ring: make([]float64, 0, n), sorted: make([]float64, 0, n), n: n}
+	if n < 1 || n > maxErrWindow {
+		panic("forecasting: error window size out of range")
+	}
+	return &errWindow{n: n}
 }
 
-func (w *errWindow) len() int { return len(w.sorted) }
+// grown returns s with room for one more element, its capacity growing by
+// a quarter (and 16) up to n: at most a quarter of it is spare once it
+// holds more than 64.
+func grown[E any](s []E, n int) []E {
+	if len(s) < cap(s) {
+		return s
+	}
+	g := make([]E, len(s), min(cap(s)+cap(s)/4+16, n))
+	copy(g, s)
+	return g
+}
+
+// reserve makes room for c values in all (at most n), so that a window
+// whose count of coming values is known grows once.
+func (w *errWindow) reserve(c int) {
+	if c = min(c, w.n); c > cap(w.ring) {
+		w.ring = append(make([]float64, 0, c), w.ring...)
+		w.order = append(make([]uint16, 0, c), w.order...)
+	}
+}
+
+func (w *errWindow) len() int { return len(w.order) }
+
+// at returns the value of rank r (the r+1-th smallest).
+func (w *errWindow) at(r int) float64 { return w.ring[w.order[r]] }
+
+// rankAbove returns the number of values at most x: the rank a new x takes,
+// after the values equal to it.
+func (w *errWindow) rankAbove(x float64) int {
+	lo, hi := 0, len(w.order)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if w.ring[w.order[m]] <= x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// rankOf returns the number of values below x: the rank of the oldest
+// value equal to x.
+func (w *errWindow) rankOf(x float64) int {
+	lo, hi := 0, len(w.order)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if w.ring[w.order[m]] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
 
 func (w *errWindow) push(x float64) {
 	if w.pushes++; w.pushes >= w.n {
@@ -33,47 +97,51 @@ func (w *errWindow) push(x float64) {
 	}
 	w.sumSq += x * x
 	if len(w.ring) < w.n {
-		w.ring = append(w.ring, x)
-		j := sort.SearchFloat64s(w.sorted, x)
-		w.sorted = append(w.sorted, 0)
-		copy(w.sorted[j+1:], w.sorted[j:])
-		w.sorted[j] = x
+		j := w.rankAbove(x)
+		slot := uint16(len(w.ring))
+		w.ring = append(grown(w.ring, w.n), x)
+		w.order = append(grown(w.order, w.n), 0)
+		copy(w.order[j+1:], w.order[j:])
+		w.order[j] = slot
 		return
 	}
+	// The oldest value leaves: it is the oldest of those equal to it,
+	// the first of them in order.
 	old := w.ring[w.pos]
 	w.sumSq -= old * old
-	w.ring[w.pos] = x
-	if w.pos++; w.pos == w.n {
-		w.pos = 0
-	}
-	s := w.sorted
-	i := sort.SearchFloat64s(s, old) // s[i] == old
-	j := sort.SearchFloat64s(s, x)
+	i := w.rankOf(old) // order[i] == pos
+	j := w.rankAbove(x)
+	o, slot := w.order, uint16(w.pos)
 	switch {
 	case j > i:
 		// x goes after old: shift (i, j) one left.
-		copy(s[i:j-1], s[i+1:j])
-		s[j-1] = x
+		copy(o[i:j-1], o[i+1:j])
+		o[j-1] = slot
 	default:
-		// x goes at or before old: shift [j, i) one right.
-		copy(s[j+1:i+1], s[j:i])
-		s[j] = x
+		// x goes before old: shift [j, i) one right.
+		copy(o[j+1:i+1], o[j:i])
+		o[j] = slot
+	}
+	w.ring[w.pos] = x
+	if w.pos++; w.pos == w.n {
+		w.pos = 0
 	}
 }
 
 // quantile returns the q-quantile by linear interpolation between order
 // statistics (type 7); NaN when empty.
 func (w *errWindow) quantile(q float64) float64 {
-	n := len(w.sorted)
+	n := len(w.order)
 	if n == 0 {
 		return math.NaN()
 	}
 	h := q * float64(n-1)
 	i := int(h)
 	if i >= n-1 {
-		return w.sorted[n-1]
+		return w.at(n - 1)
 	}
-	return w.sorted[i] + (h-float64(i))*(w.sorted[i+1]-w.sorted[i])
+	lo, hi := w.at(i), w.at(i+1)
+	return lo + (h-float64(i))*(hi-lo)
 }
 
 // bound returns the split-conformal bound at level q of the window: the
@@ -83,7 +151,7 @@ func (w *errWindow) quantile(q float64) float64 {
 // lower) with probability at least q (1 − q), where the interpolated
 // quantile falls short of it by about 1/n. NaN when empty.
 func (w *errWindow) bound(q float64) float64 {
-	n := len(w.sorted)
+	n := len(w.order)
 	if n == 0 {
 		return math.NaN()
 	}
@@ -93,7 +161,7 @@ func (w *errWindow) bound(q float64) float64 {
 	} else {
 		k = int(math.Floor(float64(n+1) * q))
 	}
-	return w.sorted[min(max(k, 1), n)-1]
+	return w.at(min(max(k, 1), n) - 1)
 }
 
 // rms returns the root mean square of the values; NaN when empty.
