@@ -2,7 +2,7 @@
 # NATS come from the Go module proxy at the versions go.mod holds.
 GO ?= go
 
-.PHONY: all build test test-short vet bench fuzz demo victoria-metrics generate clean
+.PHONY: all build test test-short vet bench bench-fleet fuzz demo victoria-metrics generate clean
 
 all: build
 
@@ -44,6 +44,13 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -parallel 1 $$d; \
 	  done; \
 	done
+
+# The daemon against a local VictoriaMetrics holding 10,000 and 100,000
+# generated series: cold and steady cycles against the store's own figures
+# (see go doc ./cmd/fleetbench; heavy: GBs of memory, most of an hour).
+# More flags in FLEETBENCH_FLAGS, e.g. FLEETBENCH_FLAGS='-cases 10000/1h/auto'.
+bench-fleet: victoria-metrics build
+	$(GO) run ./cmd/fleetbench -inferwatch bin/inferwatch $(FLEETBENCH_FLAGS)
 
 # Start VictoriaMetrics and an embedded NATS, backfill a generated 7-day
 # fleet with injected incidents, run the daemon over it and print what a

@@ -65,6 +65,29 @@ type ClientOptions struct {
 	MaxResponseBytes  int64
 	MaxResponseSeries int
 	MaxResponsePoints int
+	// MaxConcurrentRequests bounds the requests one call has in flight at
+	// once: the time chunks and series shards of a range (see
+	// QueryRangeParts). Default 4; 1 fetches them one after another.
+	MaxConcurrentRequests int
+	// RequestPoints is how many points (samples over all series) one
+	// request is planned to return at most. A range query of a series
+	// selector to VictoriaMetrics expected to return more is split into
+	// series shards, and into time chunks of ChunkPoints points per series.
+	// Default 2,000,000 (about 40 MB of JSON).
+	RequestPoints int
+	// ChunkPoints is the most points per series of one time chunk of a
+	// range split to stay within RequestPoints. Default 1440 (six hours at
+	// 15 s); at most MaxPointsPerSeries.
+	ChunkPoints int
+	// Store is what the source is: StoreAuto (the default) asks it once
+	// whether it is VictoriaMetrics; StoreVictoriaMetrics and StoreOther
+	// say so without asking. On VictoriaMetrics the client may split a
+	// range by series and fetch series selectors from /api/v1/export (see
+	// QueryRangeParts); on any other store it uses query_range.
+	Store StoreKind
+	// DisableExport keeps the client on query_range even when the store is
+	// VictoriaMetrics.
+	DisableExport bool
 	// Metrics receives the client's self-metrics. nil: unregistered.
 	//
 	// The client counts requests by path and HTTP code
@@ -86,6 +109,23 @@ const (
 	DefaultMaxResponsePoints = 48_000_000
 )
 
+// StoreKind says what kind of store the source is.
+type StoreKind string
+
+// The kinds of store.
+const (
+	StoreAuto            StoreKind = ""
+	StoreVictoriaMetrics StoreKind = "victoriametrics"
+	StoreOther           StoreKind = "other"
+)
+
+// The defaults of the request planning of ClientOptions.
+const (
+	DefaultMaxConcurrentRequests = 4
+	DefaultRequestPoints         = 2_000_000
+	DefaultChunkPoints           = 1440
+)
+
 // Client queries a Prometheus-compatible HTTP API (Prometheus,
 // VictoriaMetrics single node, vmselect). It is safe for concurrent use.
 type Client struct {
@@ -95,12 +135,17 @@ type Client struct {
 	log  *slog.Logger
 	ms   *metrics.Set
 
-	lim     ResponseLimits // the limits of one call; 0: none
-	retries *metrics.Counter
-	refused map[string]*metrics.Counter // by limit
+	lim         ResponseLimits // the limits of one call; 0: none
+	retries     *metrics.Counter
+	lookBehinds *metrics.Counter
+	refused     map[string]*metrics.Counter // by limit
 
 	mu       sync.Mutex
 	requests map[string]*metrics.Counter // by path and code
+
+	store  storeKind   // what the source is, once known
+	plans  *planCache  // series shards and what is known of each query
+	labels *labelCache // the labels of the series met, by their bytes
 }
 
 const (
@@ -116,6 +161,11 @@ func NewClient(o ClientOptions) (*Client, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil {
 		return nil, fmt.Errorf("ingest client: parsing URL: %w", err)
+	}
+	switch o.Store {
+	case StoreAuto, StoreVictoriaMetrics, StoreOther:
+	default:
+		return nil, fmt.Errorf("ingest client: Store %q: want %q, %q or %q", o.Store, StoreAuto, StoreVictoriaMetrics, StoreOther)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("ingest client: URL %s: scheme must be http or https", redact(u))
@@ -146,6 +196,16 @@ func NewClient(o ClientOptions) (*Client, error) {
 	if o.MaxPointsPerSeries <= 0 {
 		o.MaxPointsPerSeries = MaxPointsPerQuery
 	}
+	if o.MaxConcurrentRequests <= 0 {
+		o.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if o.RequestPoints <= 0 {
+		o.RequestPoints = DefaultRequestPoints
+	}
+	if o.ChunkPoints <= 0 {
+		o.ChunkPoints = DefaultChunkPoints
+	}
+	o.ChunkPoints = min(o.ChunkPoints, o.MaxPointsPerSeries)
 	if o.MaxResponseBytes == 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
@@ -170,71 +230,22 @@ func NewClient(o ClientOptions) (*Client, error) {
 		c.ms = metrics.NewSet()
 	}
 	c.retries = c.ms.GetOrCreateCounter("inferwatch_source_request_retries_total")
+	c.lookBehinds = c.ms.GetOrCreateCounter("inferwatch_source_export_refetches_total")
 	c.refused = make(map[string]*metrics.Counter, 3)
 	for _, l := range []string{"bytes", "series", "points"} {
 		c.refused[l] = c.ms.GetOrCreateCounter(fmt.Sprintf(`inferwatch_source_responses_refused_total{limit=%q}`, l))
 	}
 	c.requests = make(map[string]*metrics.Counter)
+	c.plans = newPlanCache()
+	// Two generations of twice the series one answer may hold.
+	c.labels = newLabelCache(max(2*c.lim.Series, 1<<16))
+	if c.lim.Series == 0 {
+		c.labels = newLabelCache(1 << 20)
+	}
+	if o.Store != StoreAuto {
+		c.store.known, c.store.vm = true, o.Store == StoreVictoriaMetrics
+	}
 	return c, nil
-}
-
-// QueryRange evaluates query at each step from start to end inclusive.
-// Ranges longer than MaxPointsPerSeries points are fetched in consecutive
-// requests and joined by labels, in time order, each timestamp once. The
-// response limits apply to the joined result: each request may take in
-// only the points the ones before it left.
-func (c *Client) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]Series, error) {
-	if step <= 0 {
-		return nil, fmt.Errorf("query_range %s (query %q): step %v must be positive", c.redacted(pathQueryRange), query, step)
-	}
-	if end.Before(start) {
-		return nil, fmt.Errorf("query_range %s (query %q): end %s is before start %s",
-			c.redacted(pathQueryRange), query, end.UTC().Format(time.RFC3339), start.UTC().Format(time.RFC3339))
-	}
-	startMs, endMs := start.UnixMilli(), end.UnixMilli()
-	stepMs := step.Milliseconds()
-	if stepMs <= 0 {
-		return nil, fmt.Errorf("query_range %s (query %q): step %v is below one millisecond", c.redacted(pathQueryRange), query, step)
-	}
-	chunk := int64(c.o.MaxPointsPerSeries-1) * stepMs // span of one request
-	var (
-		out    []Series
-		index  map[string]int
-		points int // held in out
-	)
-	for from := startMs; from <= endMs; from += chunk + stepMs {
-		to := min(from+chunk, endMs)
-		params := url.Values{
-			"query": {query},
-			"start": {formatSeconds(from)},
-			"end":   {formatSeconds(to)},
-			"step":  {strconv.FormatFloat(float64(stepMs)/1000, 'f', -1, 64)},
-		}
-		ss, err := c.do(ctx, "query_range", pathQueryRange, query, params, points)
-		if err != nil {
-			return nil, err
-		}
-		if from == startMs && to == endMs {
-			return ss, nil // one request: nothing to join
-		}
-		if index == nil {
-			index = make(map[string]int, len(ss))
-		}
-		out = joinSeries(out, index, ss)
-		if c.lim.Series > 0 && len(out) > c.lim.Series {
-			// Each answer was within the limit, their union is not.
-			c.refused["series"].Inc()
-			return nil, &RequestError{Op: "query_range", URL: c.redacted(pathQueryRange), Query: query,
-				Err: fmt.Errorf("joining the answers from %s to %s: %w",
-					time.UnixMilli(startMs).UTC().Format(time.RFC3339), time.UnixMilli(to).UTC().Format(time.RFC3339),
-					&LimitError{Limit: "series", Max: int64(c.lim.Series)})}
-		}
-		points = 0
-		for _, s := range out {
-			points += len(s.Timestamps)
-		}
-	}
-	return out, nil
 }
 
 // joinSeries appends the points of next to the series of acc with the same
@@ -276,7 +287,14 @@ func appendJoinKey(dst []byte, ls Labels) []byte {
 // series; a scalar yields one series without labels.
 func (c *Client) Query(ctx context.Context, query string, ts time.Time) ([]Series, error) {
 	params := url.Values{"query": {query}, "time": {formatSeconds(ts.UnixMilli())}}
-	return c.do(ctx, "query", pathQuery, query, params, 0)
+	return c.do(ctx, "query", pathQuery, query, params, 0, c.readQuery)
+}
+
+// readQuery is readQueryResponse through the client's label cache.
+func (c *Client) readQuery(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
+	d := newReadDecoder(body, lim, prior, readBufSize)
+	d.lc = c.labels
+	return d.response()
 }
 
 // formatSeconds writes unix milliseconds as seconds with three decimals.
@@ -292,9 +310,19 @@ func formatSeconds(ms int64) string {
 // the client reads, looking for the API's error message.
 const maxErrorBody = 64 << 10
 
+// decodeFunc decodes a 2xx body as it is read, within lim, prior points
+// being held already.
+type decodeFunc func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error)
+
 // do sends one API request with retries and decodes the answer. prior
 // points, held by the caller, count against the points limit.
-func (c *Client) do(ctx context.Context, op, path, query string, params url.Values, prior int) ([]Series, error) {
+func (c *Client) do(ctx context.Context, op, path, query string, params url.Values, prior int, decode decodeFunc) ([]Series, error) {
+	ss, _, err := c.doType(ctx, op, path, query, params, prior, decode)
+	return ss, err
+}
+
+// doType is do that also returns the Content-Type of the answer.
+func (c *Client) doType(ctx context.Context, op, path, query string, params url.Values, prior int, decode decodeFunc) ([]Series, string, error) {
 	u := *c.base
 	u.Path += path
 	if c.base.RawQuery != "" {
@@ -310,16 +338,16 @@ func (c *Client) do(ctx context.Context, op, path, query string, params url.Valu
 
 	for attempt := 0; ; attempt++ {
 		rerr.Attempts = attempt + 1
-		res := c.attempt(ctx, &u, path, form, prior)
+		res := c.attempt(ctx, &u, path, form, prior, decode)
 		if res.err == nil && res.code/100 == 2 {
-			return res.series, nil
+			return res.series, res.contentType, nil
 		}
 		rerr.StatusCode, rerr.Status, rerr.Err, rerr.Body = res.code, res.status, res.err, res.body
 		if !res.retry || attempt >= c.o.MaxRetries || ctx.Err() != nil {
 			if ctx.Err() != nil && rerr.Err == nil {
 				rerr.Err = ctx.Err()
 			}
-			return nil, rerr
+			return nil, "", rerr
 		}
 		wait := c.backoff(attempt, res.retryAfter)
 		c.retries.Inc()
@@ -334,25 +362,26 @@ func (c *Client) do(ctx context.Context, op, path, query string, params url.Valu
 			} else {
 				rerr.Err = fmt.Errorf("stopped before retrying: %w", ctx.Err())
 			}
-			return nil, rerr
+			return nil, "", rerr
 		case <-t.C:
 		}
 	}
 }
 
 type attemptResult struct {
-	series     []Series
-	code       int
-	status     string
-	err        error  // a transport, read, decode or limit error, or the API's *APIError
-	body       string // the first bytes of a body that is not a 2xx and not an API error
-	retry      bool
-	retryAfter time.Duration // from a Retry-After header, or -1
+	series      []Series
+	contentType string
+	code        int
+	status      string
+	err         error  // a transport, read, decode or limit error, or the API's *APIError
+	body        string // the first bytes of a body that is not a 2xx and not an API error
+	retry       bool
+	retryAfter  time.Duration // from a Retry-After header, or -1
 }
 
 // attempt sends one request and decodes a 2xx body as it is read, within
 // the per-attempt timeout.
-func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, prior int) attemptResult {
+func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, prior int, decode decodeFunc) attemptResult {
 	actx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 	var req *http.Request
@@ -390,13 +419,13 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, pri
 	// Closing a body that was not read to its end closes the connection
 	// rather than reading the rest.
 	defer resp.Body.Close()
-	r := attemptResult{code: resp.StatusCode, status: resp.Status, retryAfter: -1}
+	r := attemptResult{code: resp.StatusCode, status: resp.Status, retryAfter: -1, contentType: resp.Header.Get("Content-Type")}
 	body := &countingReader{r: resp.Body}
 	if resp.StatusCode/100 == 2 {
 		if c.lim.Bytes > 0 && resp.ContentLength > c.lim.Bytes {
 			r.err = &LimitError{Limit: "bytes", Max: c.lim.Bytes, ContentLength: resp.ContentLength}
 		} else {
-			r.series, r.err = readQueryResponse(body, c.lim, prior)
+			r.series, r.err = decode(body, c.lim, prior)
 		}
 	} else {
 		r.body, r.err = readErrorBody(body)

@@ -229,7 +229,7 @@ func TestClientFaults(t *testing.T) {
 			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[`+
 				`{"metric":{"pod":"p%d"},"values":[[1700000000,"1"]]},{"metric":{"pod":"q%d"},"values":[[1700000000,"1"]]}]}}`, n, n)
 		},
-		opts:     ClientOptions{MaxPointsPerSeries: 100, MaxResponseSeries: 3},
+		opts:     ClientOptions{MaxPointsPerSeries: 100, MaxResponseSeries: 3, MaxConcurrentRequests: 1},
 		requests: 2,
 		want: []string{": joining the answers from 2023-11-14T22:13:20Z to 2023-11-14T23:03:05Z: " +
 			"response refused: past the series limit of 3"},
@@ -243,7 +243,7 @@ func TestClientFaults(t *testing.T) {
 			var calls []string
 			rangeHandler(t, false, &calls)(w, r)
 		},
-		opts:     ClientOptions{MaxPointsPerSeries: 100, MaxResponsePoints: 450},
+		opts:     ClientOptions{MaxPointsPerSeries: 100, MaxResponsePoints: 450, MaxConcurrentRequests: 1},
 		requests: 3,
 		want:     []string{"HTTP 200 OK: response refused: past the points limit of 450; stopped reading after "},
 		limit:    "points",

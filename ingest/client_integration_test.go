@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -59,12 +60,25 @@ func TestClientAgainstVictoriaMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Through query_range, and through /api/v1/export once the client has
+	// found VictoriaMetrics: the same series and points.
+	for _, store := range []ingest.StoreKind{ingest.StoreOther, ingest.StoreAuto} {
+		t.Run(cmp.Or(string(store), "auto"), func(t *testing.T) { checkClientAgainstVM(t, ctx, vm, store, t0, step, long, short, weird) })
+	}
+}
+
+func checkClientAgainstVM(t *testing.T, ctx context.Context, vm *localvm.VM, store ingest.StoreKind, t0 time.Time, step time.Duration, long, short, weird ingest.Series) {
+	op, path, probes := "query_range", "/api/v1/query_range", 0.0
+	if store == ingest.StoreAuto {
+		// One export request asks whether the store is VictoriaMetrics.
+		op, path, probes = "export", "/api/v1/export", 1
+	}
 	set := metrics.NewSet()
-	get, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Metrics: set})
+	get, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Metrics: set, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
-	post, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL() + "/", UsePOST: true, MaxPointsPerSeries: 7000})
+	post, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL() + "/", UsePOST: true, MaxPointsPerSeries: 7000, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +110,8 @@ func TestClientAgainstVictoriaMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("30000 points by GET", got, long)
-	if n := requests(t, set); n != 3 {
-		t.Fatalf("30000 points took %v requests, want 3", n)
+	if n := requests(t, set, path) - probes; n != 3 {
+		t.Fatalf("30000 points took %v requests to %s, want 3", n, path)
 	}
 	got, err = post.QueryRange(ctx, `vllm:num_requests_running{pod="p0"}`, t0, end, step)
 	if err != nil {
@@ -154,17 +168,19 @@ func TestClientAgainstVictoriaMetrics(t *testing.T) {
 	}
 
 	// Limits: the 30,000 points come in three requests, the third of which
-	// passes a limit of 29,999; the two series of the next query come in
-	// the first answer.
+	// passes a limit of 29,999 as it is read when the requests are sent one
+	// after another, and once joined when they are in flight together; the
+	// two series of the next query come in the first answer.
 	for _, tc := range []struct {
 		o    ingest.ClientOptions
 		want string
 	}{
-		{ingest.ClientOptions{MaxResponsePoints: 29999}, "HTTP 200 OK: response refused: past the points limit of 29999; stopped reading after"},
-		{ingest.ClientOptions{MaxResponsePoints: 30000, MaxResponseBytes: 100_000}, "HTTP 200 OK: response refused: past the bytes limit of 100000; stopped reading after 100001 bytes"},
+		{ingest.ClientOptions{MaxResponsePoints: 29999, MaxConcurrentRequests: 1}, "HTTP 200 OK: response refused: past the points limit of 29999; stopped reading after"},
+		{ingest.ClientOptions{MaxResponsePoints: 29999}, "joining the answers from 2024-03-01T00:00:00Z to 2024-03-06T04:59:45Z: response refused: past the points limit of 29999"},
+		{ingest.ClientOptions{MaxResponsePoints: 30000, MaxResponseBytes: 100_000, MaxConcurrentRequests: 1}, "HTTP 200 OK: response refused: past the bytes limit of 100000; stopped reading after 100001 bytes"},
 		{ingest.ClientOptions{MaxResponseSeries: 1}, "HTTP 200 OK: response refused: past the series limit of 1; stopped reading after"},
 	} {
-		tc.o.URL = vm.URL()
+		tc.o.URL, tc.o.Store = vm.URL(), store
 		set := metrics.NewSet()
 		tc.o.Metrics = set
 		c, err := ingest.NewClient(tc.o)
@@ -177,7 +193,7 @@ func TestClientAgainstVictoriaMetrics(t *testing.T) {
 		}
 		_, err = c.QueryRange(ctx, query, t0, end, step)
 		var le *ingest.LimitError
-		if !errors.As(err, &le) || !strings.Contains(err.Error(), vm.URL()+"/api/v1/query_range (query "+strconv.Quote(query)+"): "+tc.want) {
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), op+" "+vm.URL()+path+" (query "+strconv.Quote(query)+"): "+tc.want) {
 			t.Fatalf("limits %+v: got %v, want %q", tc.o, err, tc.want)
 		}
 		var b bytes.Buffer
@@ -188,13 +204,13 @@ func TestClientAgainstVictoriaMetrics(t *testing.T) {
 	}
 }
 
-// requests reads how many query_range requests answered 200.
-func requests(t *testing.T, set *metrics.Set) float64 {
+// requests reads how many requests to path answered 200.
+func requests(t *testing.T, set *metrics.Set, path string) float64 {
 	t.Helper()
 	var b bytes.Buffer
 	set.WritePrometheus(&b)
 	for _, line := range strings.Split(b.String(), "\n") {
-		if v, ok := strings.CutPrefix(line, `inferwatch_source_requests_total{path="/api/v1/query_range",code="200"} `); ok {
+		if v, ok := strings.CutPrefix(line, `inferwatch_source_requests_total{path="`+path+`",code="200"} `); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatal(err)

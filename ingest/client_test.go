@@ -26,8 +26,13 @@ func newServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
 }
 
 // newTestClient builds a client with fast backoffs and its own metrics set.
+// Its store is not VictoriaMetrics unless o says so: the servers of these
+// tests speak query_range, and count the requests they see.
 func newTestClient(t *testing.T, o ClientOptions) (*Client, *metrics.Set) {
 	t.Helper()
+	if o.Store == StoreAuto {
+		o.Store = StoreOther
+	}
 	if o.MinBackoff == 0 {
 		o.MinBackoff = time.Millisecond
 	}
@@ -426,7 +431,8 @@ func TestClientQueryRangeSplits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls []string
 			srv := newServer(t, rangeHandler(t, tc.overlap, &calls))
-			c, _ := newTestClient(t, ClientOptions{URL: srv.URL, UsePOST: tc.post, MaxPointsPerSeries: tc.maxPts})
+			// One request at a time: the server sees them in order.
+			c, _ := newTestClient(t, ClientOptions{URL: srv.URL, UsePOST: tc.post, MaxPointsPerSeries: tc.maxPts, MaxConcurrentRequests: 1})
 			const step = 15 * time.Second
 			start := time.UnixMilli(1600000000250)
 			end := start.Add(time.Duration(tc.points-1) * step)

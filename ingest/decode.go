@@ -116,8 +116,16 @@ type decoder struct {
 	slab       int // size of the next slab of points when known
 
 	interned map[string]string
-	scr      []byte // scratch for unescaping strings
-	key      []byte // the current object key, copied out of the window
+	// lc, when set, keeps the labels of "metric" objects across responses
+	// (see metric); shared are the cached labels of the series being
+	// decoded, cacheAs the key to cache its labels under once committed,
+	// and hash the key of its object.
+	lc      *labelCache
+	shared  Labels
+	cacheAs *[2]uint64
+	hash    [2]uint64
+	scr     []byte // scratch for unescaping strings
+	key     []byte // the current object key, copied out of the window
 
 	// A result met before its resultType, kept to decode once the type is
 	// known: while capturing, the window from capAt on is appended to
@@ -274,18 +282,7 @@ func (d *decoder) sample(matrix bool) bool {
 	err := d.object(func(key []byte) bool {
 		switch string(key) {
 		case "metric":
-			if !d.expect('{') {
-				return false
-			}
-			return d.object(func(name []byte) bool {
-				n := d.intern(name)
-				vb, ok := d.strBytes()
-				if !ok {
-					return false
-				}
-				d.addLabel(Label{Name: n, Value: d.intern(vb)})
-				return true
-			}) == nil
+			return d.metric()
 		case "values":
 			if !matrix {
 				return d.skip(0)
@@ -362,8 +359,16 @@ func (d *decoder) startSeries() bool {
 // commit appends the series being decoded to out.
 func (d *decoder) commit() {
 	l1, p1 := len(d.labels), len(d.ts)
+	ls := Labels(d.labels[d.lcur:l1:l1])
+	switch {
+	case d.shared != nil:
+		ls = d.shared
+	case d.cacheAs != nil:
+		d.lc.put(*d.cacheAs, ls)
+	}
+	d.shared, d.cacheAs = nil, nil
 	d.out = append(d.out, Series{
-		Labels:     Labels(d.labels[d.lcur:l1:l1]),
+		Labels:     ls,
 		Timestamps: d.ts[d.pcur:p1:p1],
 		Values:     d.vs[d.pcur:p1:p1],
 	})

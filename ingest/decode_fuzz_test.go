@@ -100,6 +100,17 @@ func FuzzReadQueryResponse(f *testing.F) {
 				t.Fatalf("%s:\n got %+v\nwant %+v", how, got, want)
 			}
 		}
+		// Through a label cache, twice: the same series, the same errors
+		// but for the bytes quoted after a "metric" object.
+		lc := newLabelCache(64)
+		for range 2 {
+			d := newReadDecoder(&chunkReader{b: body, sizes: sizes}, ResponseLimits{}, 0, int(window)+1)
+			d.lc = lc
+			got, err := d.response()
+			if !sameError(err, wantErr) || !sameSeries(got, want) {
+				t.Fatalf("with a label cache: %v %+v\nwant %v %+v", err, got, wantErr, want)
+			}
+		}
 
 		lim := ResponseLimits{
 			Bytes:  int64(limits & 0xffff),

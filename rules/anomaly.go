@@ -37,6 +37,10 @@ type anomalyRule struct {
 
 	// seen counts the series seen in this evaluation.
 	seen int
+	// fetched is the end of the last part of a first evaluation's history
+	// scored before a later part failed: the next evaluation goes on after
+	// it instead of fetching the history again.
+	fetched time.Time
 
 	// scratch, reused from one evaluation to the next
 	scoreAt map[*seriesState]int // a series' entry in Result.Scores
@@ -128,6 +132,11 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 	if !first {
 		part = math.MaxInt64
 	}
+	if first && !r.fetched.Before(start) && r.fetched.Before(end) {
+		// A first evaluation that failed part of the way scored the
+		// history up to fetched: go on after it.
+		start = r.fetched.Add(step)
+	}
 	for lo := start; !lo.After(end); {
 		hi := end
 		if first {
@@ -147,6 +156,9 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 		}
 		if first && len(got) > 0 {
 			part = min(max(warmPart, warmBudget/int64(len(got))), rulefmt.MaxPointsPerQuery)
+		}
+		if first {
+			r.fetched = hi
 		}
 		lo = hi.Add(step)
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,11 @@ type ManagerOptions struct {
 	// values and bands point by point (alerting.Batch.Scores), for outputs
 	// that write them back to the store or expose them.
 	Scores bool
+	// MaxConcurrentRules bounds the rules of one group evaluated at once
+	// (default 4; 1 evaluates them one after another). A rule that reads
+	// another's result (a scale rule its forecast rule's outlook) starts
+	// once that rule has finished.
+	MaxConcurrentRules int
 	// SummaryEvery is how often Run logs a summary of what it did at info
 	// level (default 10m; negative: never).
 	SummaryEvery time.Duration
@@ -71,6 +77,10 @@ type ManagerOptions struct {
 
 // DefaultSummaryEvery is how often Run logs its summary by default.
 const DefaultSummaryEvery = 10 * time.Minute
+
+// DefaultMaxConcurrentRules is how many rules of a group are evaluated at
+// once by default.
+const DefaultMaxConcurrentRules = 4
 
 // DefaultCatchUp is the default catch-up horizon.
 const DefaultCatchUp = time.Hour
@@ -129,6 +139,9 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 	}
 	if o.CatchUp == 0 {
 		o.CatchUp = DefaultCatchUp
+	}
+	if o.MaxConcurrentRules <= 0 {
+		o.MaxConcurrentRules = DefaultMaxConcurrentRules
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -357,29 +370,26 @@ func (m *Manager) metrics(g *Group) *groupMetrics {
 	return m.gm[g.cfg.Name]
 }
 
-// evalGroup evaluates the rules of g at time at, in order, and hands the
-// results to the sink. A failing rule does not stop the others.
+// evalGroup evaluates the rules of g at time at, up to MaxConcurrentRules
+// at once (a rule that reads another's result after it), and hands the
+// results to the sink in the rules' order. A failing rule does not stop
+// the others.
 func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	start := time.Now()
 	gm := m.metrics(g)
 	gm.evals.Inc()
 	m.sumEvals.Add(1)
-	env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
-		CatchUp: m.o.CatchUp, Scores: m.o.Scores, Outlooks: map[string]*Outlook{}}
+	results := m.evalRules(ctx, g, at)
 	var errs []error
 	batch := alerting.Batch{Group: g.cfg.Name, At: at}
 	tracked := 0
 	progress := map[string]time.Time{}
-	for _, r := range g.rules {
-		began := time.Now()
-		res, err := r.Eval(ctx, at, env)
+	for i, r := range g.rules {
+		res, err, took := results[i].res, results[i].err, results[i].took
 		if err != nil {
 			gm.ruleFailures[r.Name()].Inc()
 			m.log.Error("rule evaluation failed", "group", g.cfg.Name, "rule", r.Name(), "err", err)
 			errs = append(errs, fmt.Errorf("group %q rule %q: %w", g.cfg.Name, r.Name(), err))
-		}
-		if res.Outlook != nil {
-			env.Outlooks[r.Name()] = res.Outlook
 		}
 		for _, n := range res.Notes {
 			m.log.Warn(n, "group", g.cfg.Name, "rule", r.Name())
@@ -403,7 +413,7 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		batch.Scores = append(batch.Scores, res.Scores...)
 		m.log.Debug("rule evaluated", "group", g.cfg.Name, "rule", r.Name(), "kind", r.Kind(), "at", at.UTC(),
 			"scored", res.Scored, "series", res.Series, "observations", len(res.Observations), "forecasts", len(res.Forecasts),
-			"scale_signals", len(res.Scales), "took", time.Since(began))
+			"scale_signals", len(res.Scales), "took", took)
 	}
 	m.mu.Lock()
 	m.tracked[g.cfg.Name] = tracked
@@ -433,6 +443,60 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	m.log.Debug("group evaluated", "group", g.cfg.Name, "at", at.UTC(), "findings", len(batch.Findings), "alerts", len(batch.Alerts),
 		"forecasts", len(batch.Forecasts), "scale_signals", len(batch.Scales), "failed", len(errs) > 0, "took", time.Since(start))
 	return errors.Join(errs...)
+}
+
+// ruleResult is what one rule's evaluation returned.
+type ruleResult struct {
+	res  Result
+	err  error
+	took time.Duration
+}
+
+// evalRules evaluates the rules of g at time at, up to MaxConcurrentRules
+// at once, and returns their results in the rules' order. A rule that
+// depends on another starts once that one has finished, with its outlook.
+func (m *Manager) evalRules(ctx context.Context, g *Group, at time.Time) []ruleResult {
+	results := make([]ruleResult, len(g.rules))
+	done := make(map[string]chan struct{}, len(g.rules))
+	for _, r := range g.rules {
+		done[r.Name()] = make(chan struct{})
+	}
+	var (
+		mu       sync.Mutex
+		outlooks = map[string]*Outlook{}
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, m.o.MaxConcurrentRules)
+	for i, r := range g.rules {
+		// In the rules' order, dependencies first: a rule waiting for its
+		// dependency holds no slot.
+		if d, ok := r.(dependent); ok {
+			if dep := done[d.dependsOn()]; dep != nil {
+				<-dep
+			}
+		}
+		sem <- struct{}{}
+		// Each rule sees the outlooks finished before it started, its
+		// dependency's among them, in a map of its own.
+		mu.Lock()
+		env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
+			CatchUp: m.o.CatchUp, Scores: m.o.Scores, Outlooks: maps.Clone(outlooks)}
+		mu.Unlock()
+		wg.Go(func() {
+			defer func() { <-sem }()
+			defer close(done[r.Name()])
+			began := time.Now()
+			res, err := r.Eval(ctx, at, env)
+			results[i] = ruleResult{res: res, err: err, took: time.Since(began)}
+			if res.Outlook != nil {
+				mu.Lock()
+				outlooks[r.Name()] = res.Outlook
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return results
 }
 
 // summarise logs what the manager did every SummaryEvery until ctx is done.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -82,6 +83,7 @@ type runFlags struct {
 	kedaListen  string
 	embedded    string
 	outboxDir   string
+	enablePprof bool
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -91,6 +93,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.once, "once", false, "evaluate every group once, publish, and exit (non-zero if any evaluation failed)")
 	fs.Var(&f.backfill, "backfill", "on the first evaluation of each rule, also report the anomalies of this much history (e.g. 7d)")
 	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for /metrics and /healthz (empty: none)")
+	fs.BoolVar(&f.enablePprof, "web.enable-pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, ...) under /debug/pprof/ on --web.listen-address")
 	fs.StringVar(&f.sourceURL, "source.url", "", "override source.url of the configuration")
 	fs.StringVar(&f.natsURL, "nats.url", "", "override nats.url of the configuration")
 	fs.StringVar(&f.outboxDir, "outbox.dir", "", "override nats.outbox_dir: where findings and alert events wait, on disk, for NATS to take them (none: no outbox)")
@@ -105,6 +108,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if f.configFile == "" {
 		return usageError(stderr, fs, "--config FILE is required")
+	}
+	if f.enablePprof && f.listenAddr == "" {
+		return usageError(stderr, fs, "--web.enable-pprof needs a --web.listen-address")
 	}
 	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
@@ -227,6 +233,13 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			}
 		}()
 		receivers = append(receivers, wb)
+	}
+	if f.enablePprof {
+		web["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		web["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
+		web["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		web["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
+		web["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
 	}
 	if f.listenAddr != "" {
 		stopWeb, err := serveWeb(f.listenAddr, set, web, ready, logger)

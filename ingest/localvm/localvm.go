@@ -188,6 +188,10 @@ func (vm *VM) waitHealthy(ctx context.Context) error {
 // URL is the base URL, e.g. http://127.0.0.1:40123.
 func (vm *VM) URL() string { return vm.url }
 
+// PID is the process id of VictoriaMetrics, to read its CPU time and
+// memory from.
+func (vm *VM) PID() int { return vm.cmd.Process.Pid }
+
 // Import sends JSON lines in the /api/v1/import format (see
 // ingest.WriteImportJSONL), then flushes and resets the rollup cache so the
 // data can be queried at once.

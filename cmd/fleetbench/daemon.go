@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// selector selects every series of the generated fleet.
+const selector = `{namespace="inference"}`
+
+// groupName is the group of the one rule a case runs.
+const groupName = "fleet"
+
+// evaluationDelay is the daemon's source.evaluation_delay: VictoriaMetrics
+// hides the newest 30 s of samples from range queries by default.
+const evaluationDelay = 30 * time.Second
+
+// writeConfig writes the daemon's configuration for case c to dir; without
+// exportMetrics, with export.metrics off.
+func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetrics bool) (string, error) {
+	var rule string
+	switch c.Rule {
+	case "forecast":
+		rule = fmt.Sprintf(`      - name: forecast
+        forecast:
+          expr: '%s'
+          step: %s
+          history: %s
+          horizon: 10m
+`, selector, fmtDuration(step), fmtDuration(c.Lookback))
+	default:
+		rule = fmt.Sprintf(`      - name: %s
+        expr: '%s'
+        step: %s
+        lookback: %s
+        detector: %s
+`, c.Rule, selector, fmtDuration(step), fmtDuration(c.Lookback), c.Rule)
+	}
+	export := ""
+	if !exportMetrics {
+		export = "export:\n  metrics:\n    enabled: false\n"
+	}
+	cfg := fmt.Sprintf(`source:
+  url: %s
+  evaluation_delay: %s
+nats:
+  embedded:
+    listen: 127.0.0.1:0
+%sgroups:
+  - name: %s
+    interval: %s
+    rules:
+%s`, vmURL, fmtDuration(evaluationDelay), export, groupName, fmtDuration(step), rule)
+	p := filepath.Join(dir, "inferwatch-"+strings.ReplaceAll(c.String(), "/", "-")+".yml")
+	return p, os.WriteFile(p, []byte(cfg), 0o644)
+}
+
+// coldRange is the range the first evaluation of a rule at now fetches:
+// its lookback before the newest interval.
+func coldRange(now time.Time, lookback, step time.Duration) (start, end time.Time) {
+	end = now.Add(-evaluationDelay).Truncate(step)
+	return end.Add(-step - lookback), end
+}
+
+// daemon is a running `inferwatch run`.
+type daemon struct {
+	cmd    *exec.Cmd
+	out    *tail
+	exited chan struct{}
+	err    error
+	web    string // host:port of /metrics, "" for none
+	// cycles receives the end of each group evaluation the daemon logs
+	// (at debug level), as it is logged.
+	cycles chan cycleEnd
+}
+
+// cycleEnd is a "group evaluated" line of the daemon's log.
+type cycleEnd struct {
+	at   time.Time     // when the bench read it
+	took time.Duration // as logged
+}
+
+// daemonTimeout bounds `run --once`, and the stop of a running daemon.
+const (
+	onceTimeout = 20 * time.Minute
+	stopTimeout = 30 * time.Second
+)
+
+func startDaemon(bin, config string, once bool, extra []string) (*daemon, error) {
+	d := &daemon{out: &tail{max: 16 << 10}, exited: make(chan struct{}), cycles: make(chan cycleEnd, 64)}
+	args := []string{"run", "--config", config}
+	if once {
+		args = append(args, "--log.level", "warn", "--once", "--web.listen-address", "")
+	} else {
+		// At debug level the daemon logs the end of each group
+		// evaluation: the bench reads /metrics then, once a cycle, as a
+		// scrape would, rather than polling it.
+		args = append(args, "--log.level", "debug")
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		d.web = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		args = append(args, "--web.listen-address", d.web)
+	}
+	d.cmd = exec.Command(bin, append(args, extra...)...)
+	d.cmd.Stdout = d.out
+	var lines io.ReadCloser
+	if once {
+		d.cmd.Stderr = d.out
+	} else {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		d.cmd.Stderr, lines = pw, pr
+		defer pw.Close() // the child has its copy
+	}
+	// The kernel kills the daemon if the bench dies without stopping it.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	if lines != nil {
+		go d.readLog(lines)
+	}
+	go func() {
+		d.err = d.cmd.Wait()
+		close(d.exited)
+	}()
+	return d, nil
+}
+
+// readLog keeps the tail of the daemon's log and sends the end of each
+// group evaluation on cycles, dropping it if the bench is not reading.
+func (d *daemon) readLog(r io.ReadCloser) {
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			at := time.Now()
+			if bytes.Contains(line, []byte(`msg="group evaluated"`)) {
+				if took, ok := logField(line, "took"); ok {
+					if dur, err := time.ParseDuration(took); err == nil {
+						select {
+						case d.cycles <- cycleEnd{at: at, took: dur}:
+						default:
+						}
+					}
+				}
+			} else if !bytes.Contains(line, []byte("level=DEBUG")) {
+				d.out.Write(line)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// logField is the value of key=value in a logfmt line.
+func logField(line []byte, key string) (string, bool) {
+	i := bytes.Index(line, []byte(" "+key+"="))
+	if i < 0 {
+		return "", false
+	}
+	v := line[i+len(key)+2:]
+	if j := bytes.IndexAny(v, " \n"); j >= 0 {
+		v = v[:j]
+	}
+	return string(v), len(v) > 0
+}
+
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+// stop interrupts the daemon and kills it if it has not exited within
+// stopTimeout.
+func (d *daemon) stop() error {
+	select {
+	case <-d.exited:
+		return d.err
+	default:
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return d.err
+	case <-time.After(stopTimeout):
+		d.cmd.Process.Kill()
+		<-d.exited
+		return fmt.Errorf("inferwatch did not stop within %v of SIGTERM; killed", stopTimeout)
+	}
+}
+
+// runOnce runs `inferwatch run --once` and measures it: wall time, its CPU
+// time and peak RSS, the store's CPU time meanwhile.
+func runOnce(ctx context.Context, bin, config string, extra []string, storePID int) (measurement, error) {
+	storeCPU0, _ := procCPU(storePID)
+	began := time.Now()
+	d, err := startDaemon(bin, config, true, extra)
+	if err != nil {
+		return measurement{}, err
+	}
+	select {
+	case <-d.exited:
+	case <-ctx.Done():
+		d.stop()
+		return measurement{}, ctx.Err()
+	case <-time.After(onceTimeout):
+		d.stop()
+		return measurement{}, fmt.Errorf("inferwatch run --once did not finish within %v", onceTimeout)
+	}
+	wall := time.Since(began)
+	storeCPU1, _ := procCPU(storePID)
+	if d.err != nil {
+		return measurement{}, fmt.Errorf("inferwatch run --once: %v; output: %s", d.err, d.out.String())
+	}
+	ru, ok := d.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return measurement{}, errors.New("no resource usage of the finished process")
+	}
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return measurement{Wall: wall.Seconds(), CPU: cpu.Seconds(), StoreCPU: (storeCPU1 - storeCPU0).Seconds(),
+		RSS: ru.Maxrss << 10}, nil
+}
+
+// selfMetrics are the figures of the daemon's /metrics the bench reads.
+type selfMetrics struct {
+	evals    int64   // inferwatch_group_evaluations_total
+	count    int64   // inferwatch_group_evaluation_duration_seconds_count
+	sum      float64 // inferwatch_group_evaluation_duration_seconds_sum
+	scored   float64 // inferwatch_samples_scored_total
+	missed   float64 // inferwatch_group_missed_iterations_total
+	failures float64 // inferwatch_group_evaluation_failures_total
+}
+
+var metricsClient = &http.Client{Timeout: 5 * time.Second}
+
+// get is the status of GET path from the daemon's web listener.
+func (d *daemon) get(ctx context.Context, path string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.web+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := metricsClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// scrape reads the daemon's /metrics.
+func (d *daemon) scrape(ctx context.Context) (selfMetrics, error) {
+	var m selfMetrics
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.web+"/metrics", nil)
+	if err != nil {
+		return m, err
+	}
+	resp, err := metricsClient.Do(req)
+	if err != nil {
+		return m, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return m, fmt.Errorf("GET /metrics: HTTP %s", resp.Status)
+	}
+	group := `{group="` + groupName + `"}`
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "inferwatch_group_evaluations_total" + group:
+			m.evals = int64(v)
+		case "inferwatch_group_evaluation_duration_seconds_count" + group:
+			m.count = int64(v)
+		case "inferwatch_group_evaluation_duration_seconds_sum" + group:
+			m.sum = v
+		case "inferwatch_samples_scored_total":
+			m.scored = v
+		case "inferwatch_group_missed_iterations_total" + group:
+			m.missed = v
+		case "inferwatch_group_evaluation_failures_total" + group:
+			m.failures = v
+		}
+	}
+	return m, sc.Err()
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}
+
+// freePort asks the kernel for a free 127.0.0.1 port.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
