@@ -573,9 +573,12 @@ func (a *Auto) Mode(t int64) string {
 // fmtMs writes a span of ms as a short duration: 7d2h, 45h, 2h30m, 15m,
 // 30s (rounded to the second; to the minute from an hour, to the hour
 // from two days).
-func fmtMs(ms int64) string { return fmtSpan(time.Duration(ms) * time.Millisecond) }
+func fmtMs(ms int64) string { return FormatSpan(time.Duration(ms) * time.Millisecond) }
 
-func fmtSpan(d time.Duration) string {
+// FormatSpan writes a duration briefly, as messages about history give it:
+// 7d2h, 45h, 2h30m, 15m, 30s (rounded to the second; to the minute from an
+// hour, to the hour from two days).
+func FormatSpan(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "0s"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/inferwatch/inferwatch/analysis"
@@ -167,7 +166,7 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 		if short := time.UnixMilli(oldest).Sub(start); short > max(2*step, r.warm/100) && oldest < fromMs {
 			held := from.Sub(time.UnixMilli(oldest))
 			res.Notes = append(res.Notes, fmt.Sprintf("the store returned %s of the %s of history the detector %s asked for, from %s (is its retention shorter?): the detectors judge with what they have, and their findings' details.mode say what they could not test",
-				fmtSpan(held), fmtSpan(r.warm), r.detector, time.UnixMilli(oldest).UTC().Format(time.RFC3339)))
+				analysis.FormatSpan(held), analysis.FormatSpan(r.warm), r.detector, time.UnixMilli(oldest).UTC().Format(time.RFC3339)))
 		}
 	}
 	// Only a series not seen in this evaluation can have gone.
@@ -259,29 +258,4 @@ func appendLabelsKey(dst []byte, ls ingest.Labels) []byte {
 		dst = append(dst, 0xff)
 	}
 	return dst
-}
-
-// fmtSpan writes a duration briefly: 7d2h, 45h, 2h30m, 15m, 30s.
-func fmtSpan(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d >= 48*time.Hour:
-		d = d.Round(time.Hour)
-	case d >= time.Hour:
-		d = d.Round(time.Minute)
-	default:
-		d = d.Round(time.Second)
-	}
-	var b strings.Builder
-	for _, u := range []struct {
-		d    time.Duration
-		name string
-	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
-		if d >= u.d && (u.d != 24*time.Hour || d >= 48*time.Hour) {
-			fmt.Fprintf(&b, "%d%s", d/u.d, u.name)
-			d %= u.d
-		}
-	}
-	return b.String()
 }
