@@ -69,9 +69,9 @@ type gridder struct {
 	// samples and made count the samples after start-step and the
 	// points made of them, over the series of a response.
 	samples, made int
-	ts               []int64
-	vs               []float64
-	iv               []float64
+	ts            []int64
+	vs            []float64
+	iv            []float64
 }
 
 // points returns the query_range points of a series whose raw samples are

@@ -103,7 +103,8 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 // (nothing of the client refers to them); the parts are not joined, so
 // what a caller that does not keep them holds is bounded by what
 // MaxConcurrentRequests requests return. The response limits apply to each
-// request. It stops at the first error, after the parts before it.
+// request, and the series limit also to each time chunk's series
+// together. It stops at the first error, after the parts before it.
 //
 // The requests: a range longer than MaxPointsPerSeries points is split in
 // time chunks (as Prometheus refuses more than 11,000 points per series).
@@ -144,6 +145,16 @@ func (c *Client) QueryRangeParts(ctx context.Context, query string, start, end t
 		c.run(ctx, call, func() int { return 0 }, func(p Part, err error) bool {
 			if err == nil {
 				series += len(p.Series)
+				if c.lim.Series > 0 && series > c.lim.Series {
+					// Each answer was within the limit; the chunk's series
+					// together are not.
+					c.refused["series"].Inc()
+					yield(Part{}, &RequestError{Op: call.op(), URL: c.redacted(call.path()), Query: query,
+						Err: fmt.Errorf("the series shards from %s to %s: %w",
+							time.UnixMilli(call.startMs).UTC().Format(time.RFC3339), time.UnixMilli(call.endMs).UTC().Format(time.RFC3339),
+							&LimitError{Limit: "series", Max: int64(c.lim.Series)})})
+					return false
+				}
 				if !p.Done.IsZero() {
 					c.plans.sawSeries(query, series)
 					series = 0

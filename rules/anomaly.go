@@ -143,18 +143,44 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 				hi = lo.Add(span)
 			}
 		}
-		got, err := env.Querier.QueryRange(ctx, r.cfg.Expr, lo, hi, step)
-		if err != nil {
-			return res, err
-		}
-		for i := range got {
-			if ts := got[i].Timestamps; len(ts) > 0 {
-				oldest = min(oldest, ts[0])
+		judge := func(got []ingest.Series) {
+			for i := range got {
+				if ts := got[i].Timestamps; len(ts) > 0 {
+					oldest = min(oldest, ts[0])
+				}
+				r.judge(&res, &got[i], at, fromMs, first, env.Scores)
 			}
-			r.judge(&res, &got[i], at, fromMs, first, env.Scores)
 		}
-		if first && len(got) > 0 {
-			part = min(max(warmPart, warmBudget/int64(len(got))), rulefmt.MaxPointsPerQuery)
+		var series int // in the range's first time chunk
+		if pq, ok := env.Querier.(PartQuerier); ok {
+			// Judged as they arrive: what the rule holds of the range is
+			// its detectors' state and the parts in flight, not the range.
+			counting := true
+			for p, err := range pq.QueryRangeParts(ctx, r.cfg.Expr, lo, hi, step) {
+				if err != nil {
+					return res, err
+				}
+				judge(p.Series)
+				if counting {
+					series += len(p.Series)
+				}
+				if !p.Done.IsZero() {
+					counting = false
+					if first {
+						r.fetched = p.Done
+					}
+				}
+			}
+		} else {
+			got, err := env.Querier.QueryRange(ctx, r.cfg.Expr, lo, hi, step)
+			if err != nil {
+				return res, err
+			}
+			judge(got)
+			series = len(got)
+		}
+		if first && series > 0 {
+			part = min(max(warmPart, warmBudget/int64(series)), rulefmt.MaxPointsPerQuery)
 		}
 		if first {
 			r.fetched = hi
@@ -179,7 +205,7 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 
 // judge scores the points of s not yet scored and records them; first
 // says the evaluation is the first after a (re)start.
-func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs int64, first, scores bool) {
+func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs int64, first bool, scores ScorePoints) {
 	res.Dropped.Add(s.Clean())
 	r.key = appendLabelsKey(r.key[:0], s.Labels)
 	st := r.series.series[string(r.key)] // a lookup without a string
@@ -210,7 +236,7 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs 
 		}
 	}
 	res.Scored += len(r.bt)
-	if scores && len(r.bt) > 0 {
+	if scores != ScoresNone && len(r.bt) > 0 {
 		// One entry per series and evaluation, however many parts its
 		// points came in.
 		k, ok := r.scoreAt[st]
@@ -220,10 +246,10 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs 
 			}
 			k = len(res.Scores)
 			r.scoreAt[st] = k
-			res.Scores = append(res.Scores, r.scores(st, len(r.bt)))
+			res.Scores = append(res.Scores, r.scores(st, len(r.bt), scores))
 		}
 		for j, t := range r.bt {
-			addScore(&res.Scores[k], t, r.bv[j], r.br[j])
+			addScore(&res.Scores[k], t, r.bv[j], r.br[j], scores)
 		}
 	}
 	md, _ := st.det.(analysis.Moder)

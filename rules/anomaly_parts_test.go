@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -97,4 +99,108 @@ func sortedFindings(fs []alerting.Finding) []alerting.Finding {
 		return cmp.Or(cmp.Compare(a.Series, b.Series), a.WindowEnd.Compare(b.WindowEnd))
 	})
 	return out
+}
+
+// partStore is memStore handing each range over as *ingest.Client does:
+// time chunks of chunk points, oldest first, and within a chunk one part
+// per series, the chunk's last part with Done. Its failAt-th part (counted
+// from 1; 0: none) is an error instead.
+type partStore struct {
+	memStore
+	chunk  int
+	failAt int
+	parts  int
+	ranges int
+}
+
+func (p *partStore) QueryRangeParts(ctx context.Context, q string, start, end time.Time, step time.Duration) iter.Seq2[ingest.Part, error] {
+	return func(yield func(ingest.Part, error) bool) {
+		p.ranges++
+		for lo := start; !lo.After(end); lo = lo.Add(time.Duration(p.chunk) * step) {
+			hi := lo.Add(time.Duration(p.chunk-1) * step)
+			if hi.After(end) {
+				hi = end
+			}
+			got, _ := p.memStore.QueryRange(ctx, q, lo, hi, step)
+			for i := range got {
+				p.parts++
+				if p.parts == p.failAt {
+					yield(ingest.Part{}, errPart)
+					return
+				}
+				part := ingest.Part{Series: got[i : i+1]}
+				if i == len(got)-1 {
+					part.Done = hi
+				}
+				if !yield(part, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// TestAnomalyRuleJudgesPartsAsTheyArrive: a store that hands a range over
+// in time chunks and series shards gives the findings and scores that the
+// same range fetched whole gives, and a first evaluation that fails part
+// of the way goes on after the last whole chunk.
+func TestAnomalyRuleJudgesPartsAsTheyArrive(t *testing.T) {
+	now := t0.Add(290 * time.Minute)
+	eval := func(q Querier, times int) (*recorder, error) {
+		t.Helper()
+		out := &recorder{}
+		m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: q, Output: out, Scores: ScoresEvery,
+			Backfill: 3 * time.Hour, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range times {
+			err = m.RunOnce(context.Background())
+		}
+		return out, err
+	}
+	whole, err := eval(&memStore{series: twoSeries()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := &partStore{memStore: memStore{series: twoSeries()}, chunk: 25}
+	parts, err := eval(ps, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.parts < 10 {
+		t.Fatalf("%d parts: the test needs a range in many", ps.parts)
+	}
+	if len(whole.got) < 3 || !reflect.DeepEqual(sortedFindings(parts.got), sortedFindings(whole.got)) {
+		t.Fatalf("findings from parts:\n%+v\nfrom the whole range:\n%+v", parts.got, whole.got)
+	}
+	if !sameScores(parts.scores, whole.scores) {
+		t.Fatalf("scores from parts differ from the whole range's")
+	}
+
+	// Failing at the 7th part (chunk 4, its first series): the first
+	// evaluation fails; the second goes on and ends where the whole one did.
+	fs := &partStore{memStore: memStore{series: twoSeries()}, chunk: 25, failAt: 7}
+	resumed, err := eval(fs, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.ranges < 2 {
+		t.Fatalf("%d ranges asked for", fs.ranges)
+	}
+	if !reflect.DeepEqual(sortedFindings(resumed.got), sortedFindings(whole.got)) {
+		t.Fatalf("findings after resuming:\n%+v\nwithout a failure:\n%+v", resumed.got, whole.got)
+	}
+}
+
+// sameScores compares scores with NaN (a detector not yet ready) equal
+// to NaN.
+func sameScores(a, b []alerting.Scores) bool {
+	same := func(x, y []float64) bool {
+		return slices.EqualFunc(x, y, func(p, q float64) bool { return p == q || math.IsNaN(p) && math.IsNaN(q) })
+	}
+	return slices.EqualFunc(a, b, func(x, y alerting.Scores) bool {
+		return x.Series == y.Series && reflect.DeepEqual(x.Labels, y.Labels) && slices.Equal(x.T, y.T) &&
+			same(x.Value, y.Value) && same(x.Score, y.Score) && same(x.Expected, y.Expected) && same(x.Lower, y.Lower) && same(x.Upper, y.Upper)
+	})
 }

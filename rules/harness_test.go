@@ -24,7 +24,7 @@ type testOptions struct {
 	Backfill        time.Duration
 	Now             func() time.Time
 	Metrics         *metrics.Set
-	Scores          bool
+	Scores          ScorePoints
 }
 
 // newTestManager builds the groups and a manager over them whose sink hands

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"sync"
@@ -27,6 +28,16 @@ import (
 // range. It must stop when ctx is cancelled. *ingest.Client implements it.
 type Querier interface {
 	QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]ingest.Series, error)
+}
+
+// PartQuerier is a Querier that also hands a range over in parts as they
+// arrive (*ingest.Client): the range in time chunks, oldest first, each
+// complete at its Part.Done, within a chunk series shards. Anomaly rules
+// judge each part as it comes, so a cold evaluation of a large selector
+// holds a few parts at a time, not the whole range.
+type PartQuerier interface {
+	Querier
+	QueryRangeParts(ctx context.Context, query string, start, end time.Time, step time.Duration) iter.Seq2[ingest.Part, error]
 }
 
 // Sink receives what one evaluation of a group produced. It must not hold
@@ -56,9 +67,10 @@ type ManagerOptions struct {
 	// a restarted daemon reports what happened while it was down.
 	Progress ProgressStore
 	// Scores asks the anomaly and window rules for their scores, expected
-	// values and bands point by point (alerting.Batch.Scores), for outputs
-	// that write them back to the store or expose them.
-	Scores bool
+	// values and bands (alerting.Batch.Scores): each series' newest, for
+	// outputs that expose them (ScoresNewest), or every point judged, for
+	// outputs that write them back to the store (ScoresEvery).
+	Scores ScorePoints
 	// MaxConcurrentRules bounds the rules of one group evaluated at once
 	// (default 4; 1 evaluates them one after another). A rule that reads
 	// another's result (a scale rule its forecast rule's outlook) starts

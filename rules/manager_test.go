@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 	"github.com/prometheus/common/expfmt"
@@ -408,7 +410,7 @@ func TestScoresArePassedOnPointByPoint(t *testing.T) {
 	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{150: 50})}}
 	out := &recorder{}
 	now := t0.Add(199 * time.Minute)
-	m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: store, Output: out, Scores: true,
+	m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: store, Output: out, Scores: ScoresEvery,
 		Backfill: time.Hour, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -439,6 +441,56 @@ func TestScoresArePassedOnPointByPoint(t *testing.T) {
 	}
 	if len(out.scores) != 0 {
 		t.Errorf("a cycle without new points handed over %d scores", len(out.scores))
+	}
+}
+
+// TestNewestScoresOnly: asked for each series' newest score, as the
+// gauges need, an evaluation over a long history hands over one point per
+// series, the newest, with the figures ScoresEvery gives for it.
+func TestNewestScoresOnly(t *testing.T) {
+	run := func(sp ScorePoints) alerting.Scores {
+		t.Helper()
+		store := &memStore{series: []ingest.Series{minuteSeries("ttft", 200, map[int]float64{199: 50})}}
+		out := &recorder{}
+		m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: store, Output: out, Scores: sp,
+			Backfill: time.Hour, Now: func() time.Time { return t0.Add(199 * time.Minute) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(out.scores) != 1 {
+			t.Fatalf("%d scores, want one series", len(out.scores))
+		}
+		return out.scores[0]
+	}
+	every, newest := run(ScoresEvery), run(ScoresNewest)
+	n := len(every.T) - 1
+	if len(newest.T) != 1 || len(newest.Value) != 1 || len(newest.Score) != 1 || len(newest.Expected) != 1 || len(newest.Lower) != 1 || len(newest.Upper) != 1 {
+		t.Fatalf("newest only: %d points (%+v), want 1", len(newest.T), newest)
+	}
+	if newest.T[0] != every.T[n] || newest.Value[0] != 50 || newest.Score[0] != every.Score[n] ||
+		newest.Expected[0] != every.Expected[n] || newest.Lower[0] != every.Lower[n] || newest.Upper[0] != every.Upper[n] {
+		t.Errorf("newest %+v differs from the last of every point: t %d v %v score %v", newest, every.T[n], every.Value[n], every.Score[n])
+	}
+	if math.IsNaN(newest.Score[0]) || newest.Score[0] < 1 {
+		t.Errorf("the newest point, the spike, scores %v", newest.Score[0])
+	}
+
+	// Before the detector is ready every score is NaN: the newest point
+	// is kept all the same; once one has a score, a later point without
+	// one does not replace it.
+	var s alerting.Scores
+	addScore(&s, 1, 1, analysis.Result{}, ScoresNewest)
+	addScore(&s, 2, 2, analysis.Result{}, ScoresNewest)
+	if len(s.T) != 1 || s.T[0] != 2 || !math.IsNaN(s.Score[0]) {
+		t.Fatalf("unscored points: %+v, want the newest, t=2, NaN", s)
+	}
+	addScore(&s, 3, 3, analysis.Result{Ready: true, Score: 0.5}, ScoresNewest)
+	addScore(&s, 4, 4, analysis.Result{}, ScoresNewest)
+	if len(s.T) != 1 || s.T[0] != 3 || s.Score[0] != 0.5 {
+		t.Fatalf("after a scored point: %+v, want t=3 score 0.5", s)
 	}
 }
 

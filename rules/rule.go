@@ -41,9 +41,9 @@ type Env struct {
 	Backfill time.Duration
 	// Interval is the group's evaluation interval.
 	Interval time.Duration
-	// Scores asks anomaly and window rules for what they judged, point by
-	// point (Result.Scores), for outputs that write it back or expose it.
-	Scores bool
+	// Scores says which of the points anomaly and window rules judged
+	// they hand on in Result.Scores.
+	Scores ScorePoints
 	// CatchUp bounds what an evaluation after a gap (a store outage, a slow
 	// cycle, a restart) reports: everything judged since the previous
 	// evaluation, back to at most this long before now.
@@ -226,8 +226,27 @@ func (b *base) observation(st *seriesState, t int64, v float64, r analysis.Resul
 	}
 }
 
-// scores starts the Scores of st for this evaluation.
-func (b *base) scores(st *seriesState, n int) alerting.Scores {
+// ScorePoints says which judged points rules hand on in Result.Scores.
+type ScorePoints int
+
+const (
+	// ScoresNone: none.
+	ScoresNone ScorePoints = iota
+	// ScoresNewest: each series' newest point with a score (the newest
+	// point when none has one yet), what a gauge exposes. A cold
+	// evaluation of a long history then holds one point per series, not
+	// every point.
+	ScoresNewest
+	// ScoresEvery: every point judged, for outputs that write them back.
+	ScoresEvery
+)
+
+// scores starts the Scores of st for this evaluation, with room for n
+// points.
+func (b *base) scores(st *seriesState, n int, sp ScorePoints) alerting.Scores {
+	if sp == ScoresNewest {
+		n = 1
+	}
 	labels := st.labels.Map()
 	for k, v := range b.cfg.Labels {
 		labels[k] = v
@@ -237,11 +256,19 @@ func (b *base) scores(st *seriesState, n int) alerting.Scores {
 		Expected: make([]float64, 0, n), Lower: make([]float64, 0, n), Upper: make([]float64, 0, n)}
 }
 
-// addScore appends one judged point.
-func addScore(s *alerting.Scores, t int64, v float64, r analysis.Result) {
+// addScore appends one judged point, or with ScoresNewest keeps it in
+// place of the one held unless that one has a score and it has not.
+func addScore(s *alerting.Scores, t int64, v float64, r analysis.Result, sp ScorePoints) {
 	score := r.Score
 	if !r.Ready {
 		score = math.NaN()
+	}
+	if sp == ScoresNewest && len(s.T) > 0 {
+		if math.IsNaN(score) && !math.IsNaN(s.Score[0]) {
+			return
+		}
+		s.T, s.Value, s.Score = s.T[:0], s.Value[:0], s.Score[:0]
+		s.Expected, s.Lower, s.Upper = s.Expected[:0], s.Lower[:0], s.Upper[:0]
 	}
 	s.T, s.Value, s.Score = append(s.T, t), append(s.Value, v), append(s.Score, score)
 	s.Expected, s.Lower, s.Upper = append(s.Expected, r.Expected), append(s.Lower, r.Lower), append(s.Upper, r.Upper)

@@ -184,14 +184,14 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 			if resumed && τ.Equal(times[0]) {
 				st.open = true // as in anomalyRule.judge: tell the lifecycle after a restart
 			}
-			if env.Scores {
+			if env.Scores != ScoresNone {
 				i, ok := scores[key]
 				if !ok {
 					i = len(res.Scores)
 					scores[key] = i
-					res.Scores = append(res.Scores, r.scores(st, 1))
+					res.Scores = append(res.Scores, r.scores(st, 1, env.Scores))
 				}
-				addScore(&res.Scores[i], ms, v.Value, v.Result)
+				addScore(&res.Scores[i], ms, v.Value, v.Result, env.Scores)
 			}
 			r.observe(&res, st, ms, v.Value, v.Result, v.details, r.detector, true)
 			judged[st] = true

@@ -129,7 +129,7 @@ func replay(ctx context.Context, r replayRule, t []int64, v []float64) (replayed
 		Querier:      &seriesStore{labels: ingest.Labels{{Name: "__name__", Value: "series"}}, t: t, v: v},
 		Sink:         &alerting.Pipeline{Lifecycle: life, Receivers: []alerting.Receiver{col}},
 		Backfill:     backfill,
-		Scores:       true,
+		Scores:       rules.ScoresEvery,
 		SummaryEvery: -1,
 		Now:          func() time.Time { return end },
 		Logger:       slog.New(noteLog{&out.notes}),

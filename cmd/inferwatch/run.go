@@ -388,7 +388,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Sink:            sink,
 		CatchUp:         f.catchUp,
 		Progress:        kv,
-		Scores:          ex.Metrics.Enabled || (cfg.Writeback != nil && cfg.Writeback.Scores), // inferwatch_anomaly_score, anomaly_score
+		Scores:          scorePoints(ex.Metrics.Enabled, cfg.Writeback != nil && cfg.Writeback.Scores),
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
 		Logger:          logger,
@@ -623,4 +623,17 @@ func newWriteback(wc *rulefmt.Writeback, logger *slog.Logger, set *metrics.Set) 
 		Logger:            logger,
 		Metrics:           set,
 	})
+}
+
+// scorePoints is what the outputs need of the rules' scores: every point
+// for write-back (anomaly_score and its band), each series' newest for the
+// gauge inferwatch_anomaly_score, else none.
+func scorePoints(gauges, writeBack bool) rules.ScorePoints {
+	switch {
+	case writeBack:
+		return rules.ScoresEvery
+	case gauges:
+		return rules.ScoresNewest
+	}
+	return rules.ScoresNone
 }
