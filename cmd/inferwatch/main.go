@@ -5,8 +5,8 @@
 //	inferwatch check --config FILE
 //	inferwatch run --config FILE [--once] [--backfill DURATION]
 //
-// and offline, over files: detect, backtest nab, correlate, decay, knee and
-// forecast (see the usage text).
+// and offline, over files: detect, backtest nab, backtest scale, correlate,
+// decay, knee, forecast and report (see the usage text).
 package main
 
 import (
@@ -29,6 +29,7 @@ Usage:
   inferwatch tail [--config FILE]      print the published events as they arrive, one line each
   inferwatch detect --input FILE       score every row of a file, write CSV with the scores
   inferwatch backtest nab --data DIR --windows FILE  score a detector on the NAB corpus
+  inferwatch backtest scale --input FILE --capacity R  replay traffic through the scale rule against a reactive HPA
   inferwatch correlate --x FILE --y FILE  correlate two series, find the lag (JSON)
   inferwatch decay --input FILE        throughput decay η and its trend (JSON)
   inferwatch knee --input FILE         knee of a concurrency,qps curve (JSON)

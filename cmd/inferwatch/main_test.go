@@ -232,13 +232,18 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // TestEveryCommandExplainsItself: --help on every command exits 0 with a
-// usage line and text on stdout, not a bare flag list.
+// usage line and text on stdout, not a bare flag list, and the top-level
+// usage lists every command.
 func TestEveryCommandExplainsItself(t *testing.T) {
-	for _, cmd := range [][]string{{"check"}, {"run"}, {"detect"}, {"backtest", "nab"}, {"correlate"}, {"decay"}, {"knee"}, {"forecast"}} {
+	for _, cmd := range [][]string{{"check"}, {"run"}, {"tail"}, {"detect"}, {"backtest", "nab"}, {"backtest", "scale"},
+		{"correlate"}, {"decay"}, {"knee"}, {"forecast"}, {"report"}} {
 		code, out, errOut := runCmd(t, context.Background(), append(cmd, "--help")...)
 		name := "inferwatch " + strings.Join(cmd, " ")
 		if code != 0 || !strings.HasPrefix(out, "Usage: "+name) || len(strings.Split(out, "\n")) < 8 {
 			t.Errorf("%s --help: exit %d, stdout:\n%s\nstderr:\n%s", name, code, out, errOut)
+		}
+		if !strings.Contains(usage, "\n  "+name+" ") {
+			t.Errorf("the usage text does not list %s", name)
 		}
 	}
 }
