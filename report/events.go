@@ -48,12 +48,12 @@ func (b *builder) events(ctx context.Context) {
 		switch {
 		case ev.Type == alerting.FindingEventType || strings.HasPrefix(ev.Type, "io.inferwatch.finding."):
 			var f alerting.Finding
-			if err = decodeData(ev.Data, &f); err == nil && b.inPeriod(f.WindowEnd) && b.groupWanted(f.Group) {
+			if err = decodeData(ev.Data, &f); err == nil && b.inPeriod(f.WindowEnd) && b.wanted(f.Group, f.Rule) {
 				findings = append(findings, f)
 			}
 		case ev.Type == alerting.AlertEventType:
 			var a alerting.AlertData
-			if err = decodeData(ev.Data, &a); err == nil && b.groupWanted(a.Group) {
+			if err = decodeData(ev.Data, &a); err == nil && b.wanted(a.Group, a.Rule) {
 				alerts = append(alerts, a)
 			}
 		case ev.Type == alerting.ForecastEventType || ev.Type == "io.inferwatch.forecast":
@@ -63,7 +63,7 @@ func (b *builder) events(ctx context.Context) {
 			}
 		case ev.Type == alerting.ScaleEventType || ev.Type == "io.inferwatch.scale":
 			var d alerting.ScaleData
-			if err = decodeData(ev.Data, &d); err == nil && b.inPeriod(d.Time) && b.groupWanted(d.Group) {
+			if err = decodeData(ev.Data, &d); err == nil && b.inPeriod(d.Time) && b.wanted(d.Group, d.Rule) {
 				scales = append(scales, d)
 			}
 		default:
@@ -91,8 +91,11 @@ func decodeData(data json.RawMessage, v any) error {
 
 func (b *builder) inPeriod(t time.Time) bool { return t.After(b.start) && !t.After(b.end) }
 
-func (b *builder) groupWanted(g string) bool {
-	return len(b.spec.Groups) == 0 || contains(b.spec.Groups, g)
+// wanted reports whether the report covers the results of rule r of
+// group g: its groups and its rules (a name or group/rule), when set.
+func (b *builder) wanted(g, r string) bool {
+	return (len(b.spec.Groups) == 0 || contains(b.spec.Groups, g)) &&
+		(len(b.spec.Rules) == 0 || contains(b.spec.Rules, r) || contains(b.spec.Rules, g+"/"+r))
 }
 
 func (b *builder) findings(fs []alerting.Finding) {
@@ -195,7 +198,7 @@ func (b *builder) forecastChecks(ctx context.Context, fs []alerting.ForecastData
 	byKey := map[key][]alerting.ForecastData{}
 	var keys []key
 	for _, f := range fs {
-		if len(f.Points) == 0 || !b.groupWanted(f.Group) {
+		if len(f.Points) == 0 || !b.wanted(f.Group, f.Rule) {
 			continue
 		}
 		target := f.Points[len(f.Points)-1].Time

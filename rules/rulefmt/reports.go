@@ -43,9 +43,12 @@ type Report struct {
 	// Track are the labels whose values appearing or vanishing are
 	// reported, e.g. a new pod or model version (default [pod, version]).
 	Track []string
-	// Groups limits the findings reported to those of these rule groups
-	// (default: every group).
+	// Groups limits the findings, alerts, forecasts and scale signals
+	// reported to those of these rule groups (default: every group).
 	Groups []string
+	// Rules limits them to those of these rules, each a rule name or
+	// group/rule (default: every rule); with Groups, both must hold.
+	Rules []string
 	// Period is the span a report covers, ending at its scheduled time
 	// (default 1d). Whole days are calendar days in Location, so a day
 	// with a daylight-saving change lasts 23 or 25 hours.
@@ -132,7 +135,7 @@ var (
 )
 
 var reportKeys = []string{"name", "schedule", "time_zone", "engine", "selector", "by", "instance", "track",
-	"groups", "period", "compare", "gpu_metric", "output_dir", "keep", "formats", "slos"}
+	"groups", "rules", "period", "compare", "gpu_metric", "output_dir", "keep", "formats", "slos"}
 
 func (p *parser) reports(kv pair, slos []ServiceLevel) []Report {
 	if kv.v == nil || isNull(resolve(kv.v)) {
@@ -253,6 +256,9 @@ func (p *parser) report1(n *yaml.Node, names map[string]int, slos map[string]boo
 	}
 	if e, ok := f["groups"]; ok {
 		r.Groups = p.nameList(resolve(e.v), where+": groups")
+	}
+	if e, ok := f["rules"]; ok {
+		r.Rules = p.nameList(resolve(e.v), where+": rules")
 	}
 	if e, ok := f["period"]; ok {
 		r.Period, _ = p.positive(e, true, where+": period", DefaultReportPeriod, false)

@@ -1,6 +1,7 @@
 package rulefmt
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,8 @@ reports:
     compare: [1h]
     formats: [json]
     gpu_metric: none
+    groups: [latency]
+    rules: [ttft_mean, latency/e2e_latency_mean]
 `), "r.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +58,9 @@ reports:
 	}
 	if e := cfg.SLOs[1].Events; e == nil || e.ErrorQuery == "" || e.GoodQuery != "" || cfg.SLOs[1].Window != DefaultSLOWindow {
 		t.Errorf("slo 1 = %+v", cfg.SLOs[1])
+	}
+	if h := cfg.Reports[1]; !reflect.DeepEqual(h.Groups, []string{"latency"}) || !reflect.DeepEqual(h.Rules, []string{"ttft_mean", "latency/e2e_latency_mean"}) {
+		t.Errorf("hourly covers groups %q, rules %q", h.Groups, h.Rules)
 	}
 	d := cfg.Reports[0]
 	if d.Location.String() != "Europe/Berlin" || d.Keep != 14 || d.Period != 24*time.Hour || len(d.Compare) != 2 ||
