@@ -261,3 +261,35 @@ func TestCheckTakesFilesAsArguments(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestSecretsAreNeverPrinted: a password or token given in a URL, by flag
+// or in the file, appears nowhere in what the daemon and check print; the
+// flags go through the file's checks.
+func TestSecretsAreNeverPrinted(t *testing.T) {
+	const secret = "hunter2"
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yml")
+	if err := os.WriteFile(cfg, []byte("source: {url: 'http://bob:"+secret+"@127.0.0.1:1/?token="+secret+"'}\n"+
+		"groups: [{name: g, rules: [{name: r, expr: up}]}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", cfg}, "must not hold credentials"},
+		{[]string{"run", "--config", exampleConfig, "--once", "--web.listen-address", "",
+			"--source.url", "http://bob:" + secret + "@127.0.0.1:1"}, "must not hold credentials"},
+		{[]string{"run", "--config", exampleConfig, "--once", "--web.listen-address", "",
+			"--source.url", "http://bob:" + secret + "@[::1"}, "is not a URL"},
+		{[]string{"run", "--config", exampleConfig, "--once", "--web.listen-address", "",
+			"--source.url", "http://127.0.0.1:1/?token=" + secret}, "token=xxxxx"},
+		{[]string{"run", "--config", exampleConfig, "--once", "--web.listen-address", "", "--nats.connect-timeout", "1s",
+			"--nats.url", "nats://bob:" + secret + "@127.0.0.1:1"}, "nats://bob:xxxxx@127.0.0.1:1"},
+	} {
+		code, out, errOut := runCmd(t, context.Background(), c.args...)
+		if code == 0 || strings.Contains(out+errOut, secret) || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d; want a failure saying %q and no secret; stdout:\n%s\nstderr:\n%s", c.args, code, c.want, out, errOut)
+		}
+	}
+}
