@@ -418,7 +418,15 @@ func (a *Auto) observe(t int64, v float64) Result {
 	u, l := a.hi.at(hi), a.lo.at(lo)
 	abs := sigmaFloor * max(1, math.Abs(m))
 	s := robustSpread(max(a.sd, a.res.step()), m, a.floor)
-	sHi, sLo := max(s, (u-m)/a.zp), max(s, (m-l)/a.zp)
+	// A tail the extremes cannot give (NaN: no bins yet, or values past
+	// float32 in them) leaves the robust spread.
+	sHi, sLo := s, s
+	if x := (u - m) / a.zp; x > s {
+		sHi = x
+	}
+	if x := (m - l) / a.zp; x > s {
+		sLo = x
+	}
 	var res Result
 	if v >= m {
 		res = bandScore(v, m, a.k, sHi)
