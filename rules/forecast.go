@@ -175,7 +175,9 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 	}
 
 	var errs []error
-	for _, it := range r.items(stepMs) {
+	items := r.items(stepMs)
+	refits := r.refitBudget(len(items))
+	for _, it := range items {
 		key, b := it.key, it.b
 		s := r.series[key]
 		if s == nil {
@@ -215,7 +217,7 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 				continue
 			}
 			snapTo(t)
-			if err := s.update(r.opts, &it, i, stepMs); err != nil {
+			if err := s.update(r.opts, &it, i, stepMs, refits); err != nil {
 				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
 				break
 			}
@@ -294,9 +296,35 @@ type outlook interface {
 	Options() forecasting.Options
 }
 
+// minRefitsPerStep is how many series of a rule may refit at one step
+// whatever their number: a few refits are cheap.
+const minRefitsPerStep = 16
+
+// refitBudget says whether a series due for a refit at time t may refit
+// now. Series fitted together fall due together — all of a rule's series
+// after a cold start, every max(horizon, 10) steps while their history is
+// short — and refitting 10,000 at once makes that cycle overrun. So at
+// each step at most max(16, n/spread) of n series refit, spread being the
+// shortest refit interval a forecaster asks for; the others stay due and
+// refit at the next steps, which spreads the refits over that interval for
+// good. A rule of up to 16 series refits exactly when due.
+func (r *forecastRule) refitBudget(n int) func(t int64) bool {
+	spread := max(r.opts.Horizon, 10)
+	most := max(minRefitsPerStep, (n+spread-1)/spread)
+	done := map[int64]int{}
+	return func(t int64) bool {
+		if done[t] >= most {
+			return false
+		}
+		done[t]++
+		return true
+	}
+}
+
 // update feeds sample i of it; a gap longer than the forecaster fills
-// makes it fit again on the samples held.
-func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs int64) error {
+// makes it fit again on the samples held. A due refit is made when
+// mayRefit allows it at the sample's time.
+func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs int64, mayRefit func(t int64) bool) error {
 	tn, vn := it.b.t[i], it.b.v[i]
 	// A sum fitted afresh replays samples whose targets were scored
 	// before: the accuracy counts each target once.
@@ -318,7 +346,7 @@ func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs in
 	case err != nil:
 		return err
 	}
-	if o.RefitDue() {
+	if o.RefitDue() && mayRefit(tn) {
 		if err := o.Refit(); err != nil {
 			return err
 		}
