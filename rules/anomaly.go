@@ -128,7 +128,11 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 	clear(r.scoreAt)
 	r.seen = 0
 	part := int64(warmPart)
-	if !first {
+	_, streamed := env.Querier.(PartQuerier)
+	if !first || streamed {
+		// A querier that hands over parts as they arrive splits the range
+		// itself (series shards, time chunks, resumable after each chunk):
+		// the rule holds a few parts, whatever the range.
 		part = math.MaxInt64
 	}
 	if first && !r.fetched.Before(start) && r.fetched.Before(end) {
@@ -138,7 +142,7 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 	}
 	for lo := start; !lo.After(end); {
 		hi := end
-		if first {
+		if first && part < math.MaxInt64 {
 			if span := time.Duration(part-1) * step; lo.Add(span).Before(end) {
 				hi = lo.Add(span)
 			}
