@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/inferwatch/inferwatch/internal/httpretry"
 	"github.com/prometheus/common/config"
 )
 
@@ -129,11 +130,6 @@ const (
 	DefaultMaxBatch      = 64
 	DefaultBackoffMax    = 10 * time.Second
 	DefaultFlushTimeout  = 10 * time.Second
-
-	backoffBase = 100 * time.Millisecond
-	// noticeEvery is the least time between two log lines about dropped
-	// alerts of one kind, for one Alertmanager.
-	noticeEvery = 30 * time.Second
 )
 
 // Reasons for dropping alerts, the values of the reason label of
@@ -164,7 +160,7 @@ type Notifier struct {
 	draining chan struct{} // closed by Close: workers exit once empty
 	wg       sync.WaitGroup
 
-	invalidNotice notice
+	invalidNotice httpretry.Notice
 
 	closeOnce sync.Once
 	left      int
@@ -182,7 +178,7 @@ type target struct {
 	queueFull, rejected, invalid, shutdwn *metrics.Counter
 	latency                               *metrics.Histogram
 
-	fullNotice notice
+	fullNotice httpretry.Notice
 }
 
 // New checks o, fills its defaults and starts one goroutine per
@@ -310,7 +306,7 @@ func (n *Notifier) Send(alerts ...Alert) {
 		for _, t := range n.targets {
 			t.invalid.Add(badCount)
 		}
-		if k := n.invalidNotice.add(badCount, time.Now()); k > 0 {
+		if k := n.invalidNotice.Add(badCount, time.Now()); k > 0 {
 			n.log.Error("dropping alerts that no Alertmanager would take", "alerts", k, "err", bad)
 		}
 	}
@@ -330,10 +326,10 @@ func (n *Notifier) Send(alerts ...Alert) {
 }
 
 // dropFull counts alerts dropped from a full queue and logs it, at most
-// every noticeEvery.
+// every httpretry.NoticeEvery.
 func (t *target) dropFull(k, capacity int) {
 	t.queueFull.Add(k)
-	if k = t.fullNotice.add(k, time.Now()); k > 0 {
+	if k = t.fullNotice.Add(k, time.Now()); k > 0 {
 		t.log.Warn("Alertmanager queue full; dropped the oldest alerts: the Alertmanager is unreachable or slow, or alerts come faster than it takes them",
 			"dropped", k, "queue_capacity", capacity)
 	}
@@ -387,24 +383,4 @@ func (n *Notifier) Close(ctx context.Context) (left int, err error) {
 		n.log.Info("stopped forwarding alerts to Alertmanager", "undelivered", n.left)
 	})
 	return n.left, n.closeErr
-}
-
-// notice rate-limits a log line about a count of events: add returns the
-// events since the last line when a line is due, else 0.
-type notice struct {
-	mu      sync.Mutex
-	last    time.Time
-	pending int
-}
-
-func (c *notice) add(k int, now time.Time) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pending += k
-	if !c.last.IsZero() && now.Sub(c.last) < noticeEvery {
-		return 0
-	}
-	c.last = now
-	k, c.pending = c.pending, 0
-	return k
 }

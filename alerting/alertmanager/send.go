@@ -3,18 +3,14 @@ package alertmanager
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/httpretry"
 )
 
 // maxBodyInLog is how much of a refusing Alertmanager's answer is logged.
@@ -65,14 +61,14 @@ func (n *Notifier) run(t *target) {
 			failures = 0
 			continue
 		}
-		wait := backoff(failures, res.retryAfter, n.o.BackoffMax)
+		wait := httpretry.Backoff(failures, res.retryAfter, n.o.BackoffMax)
 		failures++
 		t.log.Warn("sending alerts to Alertmanager failed; retrying", "alerts", len(batch),
 			"attempt", failures, "wait", wait, "status", res.status, "body", res.body, "err", res.err)
 		// Put it back first: while waiting, newer alerts may push its
 		// oldest out, and Close counts what is queued.
 		t.requeue(batch, n.o.QueueCapacity)
-		if sleep(n.ctx, wait) != nil {
+		if httpretry.Sleep(n.ctx, wait) != nil {
 			return
 		}
 	}
@@ -126,10 +122,10 @@ func (n *Notifier) post(t *target, batch [][]byte) result {
 			return result{err: err, cancelled: true}
 		case ctx.Err() != nil:
 			return result{err: fmt.Errorf("no answer within the timeout of %v", n.o.Timeout), retry: true, retryAfter: -1}
-		case cannotSucceed(err):
-			return result{err: transportError(err)}
+		case httpretry.CannotSucceed(err):
+			return result{err: httpretry.TransportError(err)}
 		}
-		return result{err: transportError(err), retry: true, retryAfter: -1}
+		return result{err: httpretry.TransportError(err), retry: true, retryAfter: -1}
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInLog))
@@ -146,79 +142,9 @@ func (n *Notifier) post(t *target, batch [][]byte) result {
 	}
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		r.retry = true
-		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		r.retryAfter = httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return r
-}
-
-// cannotSucceed reports transport errors that the same request meets again
-// however often it is retried: a server certificate that does not verify.
-// Everything else without an answer (refused, reset, DNS, timeouts) may
-// pass next time, and re-posting alerts is harmless: Alertmanager merges
-// them by their labels.
-func cannotSucceed(err error) bool {
-	var (
-		verify    *tls.CertificateVerificationError
-		authority x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		invalid   x509.CertificateInvalidError
-	)
-	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &hostname) || errors.As(err, &invalid)
-}
-
-// transportError drops the *url.Error wrapper, whose message repeats the
-// method and URL the logger already carries.
-func transportError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// backoff is the wait before retry number failures+1: a capped
-// exponential from backoffBase with jitter over its upper half, or the
-// server's Retry-After (given when >= 0) if that is longer; capped at
-// ceiling.
-// A Retry-After of 0 thus never makes a retry loop spin.
-func backoff(failures int, retryAfter, ceiling time.Duration) time.Duration {
-	d := min(backoffBase, ceiling)
-	for i := 0; i < failures && d < ceiling; i++ {
-		d *= 2
-	}
-	d = min(d, ceiling)
-	d = d/2 + rand.N(d/2+1)
-	return min(max(d, retryAfter), ceiling)
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or bad.
-func parseRetryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return -1
-	}
-	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
-		if n < 0 {
-			return -1
-		}
-		return time.Duration(min(n, 1<<20)) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return -1
-}
-
-// sleep waits for d or until ctx is done, whichever is first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // firstAlertName is the alertname of an encoded alert, for logs.

@@ -146,17 +146,3 @@ func TestAlertJSON(t *testing.T) {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}
 }
-
-func TestNotice(t *testing.T) {
-	var c notice
-	t0 := mustTime(t, "2026-01-02T03:04:05Z")
-	if k := c.add(2, t0); k != 2 {
-		t.Fatalf("first add reports %d, want 2", k)
-	}
-	if k := c.add(3, t0.Add(noticeEvery/2)); k != 0 {
-		t.Fatalf("add within the interval reports %d, want 0", k)
-	}
-	if k := c.add(1, t0.Add(noticeEvery)); k != 4 {
-		t.Fatalf("add after the interval reports %d, want the 4 since the last line", k)
-	}
-}

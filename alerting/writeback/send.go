@@ -3,18 +3,15 @@ package writeback
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/httpretry"
 )
 
 // maxBodyInLog is how much of a refusing store's answer is logged.
@@ -144,7 +141,7 @@ func (w *Writer) deliver(batch []*series, failures *int) bool {
 		}
 		w.errors.Inc()
 		if res.retry {
-			wait := backoff(*failures, res.retryAfter, w.o.BackoffMax)
+			wait := httpretry.Backoff(*failures, res.retryAfter, w.o.BackoffMax)
 			*failures++
 			w.retries.Inc()
 			w.log.Warn("writing samples back failed; retrying", "samples", samples(part), "attempt", *failures,
@@ -152,7 +149,7 @@ func (w *Writer) deliver(batch []*series, failures *int) bool {
 			// Put it back first: while waiting, newer samples may push its
 			// oldest out, and Close counts what is queued.
 			w.requeue(slices.Concat(part, flatten(parts)))
-			return sleep(w.ctx, wait) == nil
+			return httpretry.Sleep(w.ctx, wait) == nil
 		}
 		*failures = 0
 		if res.split && len(part) > 1 && requests+len(parts)+2 <= maxRequestsPerBatch {
@@ -164,7 +161,7 @@ func (w *Writer) deliver(batch []*series, failures *int) bool {
 		}
 		n := samples(part)
 		w.dropped[ReasonRejected].Add(n)
-		if k := w.refusedNotice.add(n, time.Now()); k > 0 {
+		if k := w.refusedNotice.Add(n, time.Now()); k > 0 {
 			w.log.Error("the store refused samples; dropped them, retrying cannot help",
 				"samples", k, "series", describe(part), "status", res.status, "body", res.body, "err", res.err)
 		}
@@ -230,10 +227,10 @@ func (w *Writer) post(ss []*series) result {
 			return result{err: err, cancelled: true}
 		case ctx.Err() != nil:
 			return result{err: fmt.Errorf("POST %s: no answer within the timeout of %v", w.url, w.o.Timeout), retry: true, retryAfter: -1}
-		case cannotSucceed(err):
-			return result{err: fmt.Errorf("POST %s: %w", w.url, transportError(err))}
+		case httpretry.CannotSucceed(err):
+			return result{err: fmt.Errorf("POST %s: %w", w.url, httpretry.TransportError(err))}
 		}
-		return result{err: fmt.Errorf("POST %s: %w", w.url, transportError(err)), retry: true, retryAfter: -1}
+		return result{err: fmt.Errorf("POST %s: %w", w.url, httpretry.TransportError(err)), retry: true, retryAfter: -1}
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInLog))
@@ -251,7 +248,7 @@ func (w *Writer) post(ss []*series) result {
 	switch c := resp.StatusCode; {
 	case c >= 500 || c == http.StatusTooManyRequests:
 		r.retry = true
-		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		r.retryAfter = httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	case c == http.StatusBadRequest || c == http.StatusRequestEntityTooLarge || c == http.StatusUnprocessableEntity:
 		r.split = true
 	}
@@ -262,72 +259,4 @@ func (w *Writer) post(ss []*series) result {
 func (w *Writer) observe(code string, began time.Time) {
 	w.set.GetOrCreateCounter(`inferwatch_writeback_requests_total{code="` + code + `"}`).Inc()
 	w.latency.UpdateDuration(began)
-}
-
-// cannotSucceed reports transport errors that the same request meets again
-// however often it is retried: a server certificate that does not verify.
-// Everything else without an answer (refused, reset, DNS, timeouts) may
-// pass next time.
-func cannotSucceed(err error) bool {
-	var (
-		verify    *tls.CertificateVerificationError
-		authority x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		invalid   x509.CertificateInvalidError
-	)
-	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &hostname) || errors.As(err, &invalid)
-}
-
-// transportError drops the *url.Error wrapper, whose message holds the
-// URL unredacted.
-func transportError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// backoff is the wait before retry number failures+1: a capped
-// exponential from backoffBase with jitter over its upper half, or the
-// server's Retry-After (given when >= 0) if that is longer; capped at
-// ceiling. A Retry-After of 0 thus never makes a retry loop spin.
-func backoff(failures int, retryAfter, ceiling time.Duration) time.Duration {
-	d := min(backoffBase, ceiling)
-	for i := 0; i < failures && d < ceiling; i++ {
-		d *= 2
-	}
-	d = min(d, ceiling)
-	d = d/2 + rand.N(d/2+1)
-	return min(max(d, retryAfter), ceiling)
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or bad.
-func parseRetryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return -1
-	}
-	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
-		if n < 0 {
-			return -1
-		}
-		return time.Duration(min(n, 1<<20)) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return -1
-}
-
-// sleep waits for d or until ctx is done, whichever is first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -70,6 +70,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/internal/httpretry"
 	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/inferwatch/inferwatch/internal/redact"
 )
@@ -149,10 +150,6 @@ const (
 	DefaultBackoffMax        = 10 * time.Second
 	DefaultFlushTimeout      = 10 * time.Second
 
-	backoffBase = 100 * time.Millisecond
-	// noticeEvery is the least time between two log lines about drops of
-	// one kind.
-	noticeEvery = 30 * time.Second
 	// maxRequestsPerBatch bounds the requests one batch may take while
 	// refused requests are split to find the series refused.
 	maxRequestsPerBatch = 64
@@ -207,8 +204,8 @@ type Writer struct {
 	queued, sent, errors, retries *metrics.Counter
 	dropped                       map[string]*metrics.Counter // by reason
 	latency                       *metrics.Histogram
-	fullNotice, refusedNotice     notice
-	orderNotice, invalidNotice    notice
+	fullNotice, refusedNotice     httpretry.Notice
+	orderNotice, invalidNotice    httpretry.Notice
 
 	closeOnce sync.Once
 	left      int
@@ -346,7 +343,7 @@ func (w *Writer) Send(_ context.Context, b alerting.Batch) error {
 	w.dropped[ReasonInf].Add(d.inf)
 	if d.invalid > 0 {
 		w.dropped[ReasonInvalid].Add(d.invalid)
-		if k := w.invalidNotice.add(d.invalid, time.Now()); k > 0 {
+		if k := w.invalidNotice.Add(d.invalid, time.Now()); k > 0 {
 			w.log.Error("dropping samples of series whose labels no store would take (an empty label name, or a name or value that is not UTF-8)",
 				"group", b.Group, "samples", k)
 		}
@@ -373,7 +370,7 @@ func (w *Writer) Send(_ context.Context, b alerting.Batch) error {
 	w.dropped[ReasonDuplicate].Add(dup)
 	w.dropped[ReasonOutOfOrder].Add(ooo)
 	if ooo > 0 {
-		if k := w.orderNotice.add(ooo, now); k > 0 {
+		if k := w.orderNotice.Add(ooo, now); k > 0 {
 			w.log.Warn("dropping samples older than ones already written for their series; a store taking remote write refuses them",
 				"group", b.Group, "samples", k)
 		}
@@ -393,10 +390,10 @@ func (w *Writer) Send(_ context.Context, b alerting.Batch) error {
 }
 
 // dropFull counts samples dropped from a full queue and logs it, at most
-// every noticeEvery.
+// every httpretry.NoticeEvery.
 func (w *Writer) dropFull(k int) {
 	w.dropped[ReasonQueueFull].Add(k)
-	if k = w.fullNotice.add(k, time.Now()); k > 0 {
+	if k = w.fullNotice.Add(k, time.Now()); k > 0 {
 		w.log.Warn("writeback queue full; dropped the oldest samples: the store is unreachable or slow, or samples come faster than it takes them",
 			"dropped", k, "queue_capacity", w.o.QueueCapacity)
 	}
@@ -441,26 +438,6 @@ func (w *Writer) Close(ctx context.Context) (left int, err error) {
 		w.log.Info("stopped writing back", "unwritten", w.left)
 	})
 	return w.left, w.closeErr
-}
-
-// notice rate-limits a log line about a count of events: add returns the
-// events since the last line when a line is due, else 0.
-type notice struct {
-	mu      sync.Mutex
-	last    time.Time
-	pending int
-}
-
-func (c *notice) add(k int, now time.Time) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pending += k
-	if !c.last.IsZero() && now.Sub(c.last) < noticeEvery {
-		return 0
-	}
-	c.last = now
-	k, c.pending = c.pending, 0
-	return k
 }
 
 // describe names a series in logs: its labels, cut at 200 bytes.

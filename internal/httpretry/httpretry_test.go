@@ -1,0 +1,72 @@
+package httpretry
+
+import (
+	"testing"
+	"time"
+)
+
+func mustTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	ts, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func TestBackoff(t *testing.T) {
+	const maxWait = 2 * Base * 4
+	for failures := range 10 {
+		ceil := min(Base<<failures, maxWait)
+		for range 50 {
+			d := Backoff(failures, -1, maxWait)
+			if d < ceil/2 || d > ceil {
+				t.Fatalf("Backoff(%d) = %v, want within [%v, %v]", failures, d, ceil/2, ceil)
+			}
+		}
+	}
+	if d := Backoff(0, 3*maxWait, maxWait); d != maxWait {
+		t.Fatalf("a long Retry-After is capped: got %v, want %v", d, maxWait)
+	}
+	if d := Backoff(0, maxWait*3/4, maxWait); d != maxWait*3/4 {
+		t.Fatalf("a Retry-After longer than the backoff is honoured: got %v, want %v", d, maxWait*3/4)
+	}
+	if d := Backoff(0, 0, maxWait); d < Base/2 {
+		t.Fatalf("Retry-After 0 shortens the backoff to %v", d)
+	}
+	// BackoffMax below the base.
+	if d := Backoff(3, -1, Base/10); d > Base/10 {
+		t.Fatalf("backoff above a small max: %v", d)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := mustTime(t, "2026-01-02T03:04:05Z")
+	f := func(h string, want float64) {
+		t.Helper()
+		if got := ParseRetryAfter(h, now).Seconds(); got != want {
+			t.Errorf("ParseRetryAfter(%q) = %vs, want %vs", h, got, want)
+		}
+	}
+	f("", -1e-9)
+	f("7", 7)
+	f(" 0 ", 0)
+	f("-3", -1e-9)
+	f("soon", -1e-9)
+	f("Fri, 02 Jan 2026 03:04:15 GMT", 10)
+	f("Fri, 02 Jan 2026 03:00:00 GMT", 0) // in the past
+}
+
+func TestNotice(t *testing.T) {
+	var c Notice
+	t0 := mustTime(t, "2026-01-02T03:04:05Z")
+	if k := c.Add(2, t0); k != 2 {
+		t.Fatalf("first add reports %d, want 2", k)
+	}
+	if k := c.Add(3, t0.Add(NoticeEvery/2)); k != 0 {
+		t.Fatalf("add within the interval reports %d, want 0", k)
+	}
+	if k := c.Add(1, t0.Add(NoticeEvery)); k != 4 {
+		t.Fatalf("add after the interval reports %d, want the 4 since the last line", k)
+	}
+}
