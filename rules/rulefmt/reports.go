@@ -177,24 +177,7 @@ func (p *parser) report1(n *yaml.Node, names map[string]int, slos map[string]boo
 		where = fmt.Sprintf("report %q", name)
 	}
 	f := p.fields(n, where, reportKeys, nil)
-	if e, ok := f["name"]; ok {
-		r.Name, _ = p.str(e.v, "name")
-		v := resolve(e.v)
-		switch {
-		case r.Name == "":
-		case !reportNameRE.MatchString(r.Name):
-			p.errorf(v, "%s: the name must be letters, digits, _ and - (it names files and a NATS subject token)", where)
-		default:
-			if line, dup := names[r.Name]; dup {
-				p.errorf(v, "duplicate report name %q; the first is at line %d", r.Name, line)
-			} else {
-				names[r.Name] = v.Line
-			}
-		}
-	}
-	if r.Name == "" {
-		p.errorf(n, "a report needs a name")
-	}
+	r.Name = p.entryName(n, f, names, where, "report", "a report", " (it names files and a NATS subject token)")
 	if e, ok := f["time_zone"]; ok {
 		if s, ok := p.str(e.v, where+": time_zone"); ok {
 			loc, err := time.LoadLocation(s)
@@ -349,6 +332,32 @@ func (p *parser) nameList(v *yaml.Node, name string) []string {
 	return out
 }
 
+// entryName reads the name of a report or slo entry n (its fields f):
+// letters, digits, _ and - (why says what else it is for), unique among
+// names (each name's line), and present.
+func (p *parser) entryName(n *yaml.Node, f map[string]pair, names map[string]int, where, kind, a, why string) string {
+	var name string
+	if e, ok := f["name"]; ok {
+		name, _ = p.str(e.v, "name")
+		v := resolve(e.v)
+		switch {
+		case name == "":
+		case !reportNameRE.MatchString(name):
+			p.errorf(v, "%s: the name must be letters, digits, _ and -%s", where, why)
+		default:
+			if line, dup := names[name]; dup {
+				p.errorf(v, "duplicate %s name %q; the first is at line %d", kind, name, line)
+			} else {
+				names[name] = v.Line
+			}
+		}
+	}
+	if name == "" {
+		p.errorf(n, "%s needs a name", a)
+	}
+	return name
+}
+
 // cronSpec parses a cron spec in loc, reporting at the field that is wrong.
 func (p *parser) cronSpec(v *yaml.Node, spec string, loc *time.Location, where string) cron.Schedule {
 	s := strings.TrimSpace(spec)
@@ -433,24 +442,7 @@ func (p *parser) slo1(n *yaml.Node, names map[string]int) (ServiceLevel, bool) {
 		where = fmt.Sprintf("slo %q", name)
 	}
 	f := p.fields(n, where, sloKeys, nil)
-	if e, ok := f["name"]; ok {
-		s.Name, _ = p.str(e.v, "name")
-		v := resolve(e.v)
-		switch {
-		case s.Name == "":
-		case !reportNameRE.MatchString(s.Name):
-			p.errorf(v, "%s: the name must be letters, digits, _ and -", where)
-		default:
-			if line, dup := names[s.Name]; dup {
-				p.errorf(v, "duplicate slo name %q; the first is at line %d", s.Name, line)
-			} else {
-				names[s.Name] = v.Line
-			}
-		}
-	}
-	if s.Name == "" {
-		p.errorf(n, "an slo needs a name")
-	}
+	s.Name = p.entryName(n, f, names, where, "slo", "an slo", "")
 	if e, ok := f["description"]; ok {
 		s.Description, _ = p.str(e.v, where+": description")
 	}
