@@ -127,69 +127,60 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 	oldest := int64(math.MaxInt64)
 	clear(r.scoreAt)
 	r.seen = 0
-	part := int64(warmPart)
-	_, streamed := env.Querier.(PartQuerier)
-	if !first || streamed {
-		// A querier that hands over parts as they arrive splits the range
-		// itself (series shards, time chunks, resumable after each chunk):
-		// the rule holds a few parts, whatever the range.
-		part = math.MaxInt64
-	}
 	if first && !r.fetched.Before(start) && r.fetched.Before(end) {
 		// A first evaluation that failed part of the way scored the
 		// history up to fetched: go on after it.
 		start = r.fetched.Add(step)
 	}
-	for lo := start; !lo.After(end); {
-		hi := end
-		if first && part < math.MaxInt64 {
-			if span := time.Duration(part-1) * step; lo.Add(span).Before(end) {
-				hi = lo.Add(span)
+	judge := func(got []ingest.Series) {
+		for i := range got {
+			if ts := got[i].Timestamps; len(ts) > 0 {
+				oldest = min(oldest, ts[0])
+			}
+			r.judge(&res, &got[i], at, fromMs, first, env.Scores)
+		}
+	}
+	if pq, ok := env.Querier.(PartQuerier); ok {
+		// One call, which the querier splits itself (series shards, time
+		// chunks, resumable after each chunk), judged as the parts arrive:
+		// the rule holds its detectors' state and the parts in flight,
+		// whatever the range.
+		for p, err := range pq.QueryRangeParts(ctx, r.cfg.Expr, start, end, step) {
+			if err != nil {
+				return res, err
+			}
+			judge(p.Series)
+			if first && !p.Done.IsZero() {
+				r.fetched = p.Done
 			}
 		}
-		judge := func(got []ingest.Series) {
-			for i := range got {
-				if ts := got[i].Timestamps; len(ts) > 0 {
-					oldest = min(oldest, ts[0])
-				}
-				r.judge(&res, &got[i], at, fromMs, first, env.Scores)
-			}
-		}
-		var series int // in the range's first time chunk
-		if pq, ok := env.Querier.(PartQuerier); ok {
-			// Judged as they arrive: what the rule holds of the range is
-			// its detectors' state and the parts in flight, not the range.
-			counting := true
-			for p, err := range pq.QueryRangeParts(ctx, r.cfg.Expr, lo, hi, step) {
-				if err != nil {
-					return res, err
-				}
-				judge(p.Series)
-				if counting {
-					series += len(p.Series)
-				}
-				if !p.Done.IsZero() {
-					counting = false
-					if first {
-						r.fetched = p.Done
-					}
+	} else {
+		// The first evaluation fetches its history in consecutive parts,
+		// sized by the series the first returned.
+		part := int64(warmPart)
+		for lo := start; !lo.After(end); {
+			hi := end
+			if first {
+				if span := time.Duration(part-1) * step; lo.Add(span).Before(end) {
+					hi = lo.Add(span)
 				}
 			}
-		} else {
 			got, err := env.Querier.QueryRange(ctx, r.cfg.Expr, lo, hi, step)
 			if err != nil {
 				return res, err
 			}
 			judge(got)
-			series = len(got)
+			if first && len(got) > 0 {
+				part = min(max(warmPart, warmBudget/int64(len(got))), rulefmt.MaxPointsPerQuery)
+			}
+			if first {
+				r.fetched = hi
+			}
+			lo = hi.Add(step)
 		}
-		if first && series > 0 {
-			part = min(max(warmPart, warmBudget/int64(series)), rulefmt.MaxPointsPerQuery)
-		}
-		if first {
-			r.fetched = hi
-		}
-		lo = hi.Add(step)
+	}
+	if first {
+		r.fetched = end
 	}
 	r.last, r.resumed = end, false
 	if first && oldest != math.MaxInt64 && r.warm > 0 {
