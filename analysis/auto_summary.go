@@ -325,9 +325,12 @@ type thinWindow struct {
 }
 
 func newThinWindow(window int64, max int) thinWindow {
-	w := sortedWindow{window: window, vals: make([]float64, max), idx: make([]uint16, max)}
-	return thinWindow{w: w, max: max, stride: 1000}
+	return thinWindow{w: sortedWindow{window: window}, max: max, stride: 1000}
 }
+
+// thinStart is the room a thinWindow first takes; it doubles up to max as
+// samples come, so a short history takes room for what it holds.
+const thinStart = 16
 
 // evict drops the samples older than t − window.
 func (s *thinWindow) evict(t int64) {
@@ -348,6 +351,9 @@ func (s *thinWindow) add(t int64, v float64) {
 		if slot = floorDiv(t, s.stride); slot == s.lastSlot {
 			return
 		}
+	}
+	if n := len(s.w.vals); s.w.n == n {
+		s.w.growTo(min(max(thinStart, 2*n), s.max))
 	}
 	s.w.push(t, v)
 	s.lastSlot, s.has, s.changed = slot, true, true

@@ -372,8 +372,14 @@ func TestThinWindow(t *testing.T) {
 		for tm = 0; tm < 9*86_400_000; tm += step {
 			w.evict(tm)
 			w.add(tm, rng.NormFloat64())
-			if n := w.w.len(); n > DefaultAutoSample {
+			n := w.w.len()
+			if n > DefaultAutoSample {
 				t.Fatalf("step %d: %d samples held", step, n)
+			}
+			// Its room follows what it holds: a short history is cheap.
+			if room := len(w.w.vals); room > max(thinStart, 2*n) || room > DefaultAutoSample {
+				t.Fatalf("step %d: room for %d samples with %d held, want at most max(%d, %d) and %d",
+					step, room, n, thinStart, 2*n, DefaultAutoSample)
 			}
 		}
 		var ts []int64

@@ -260,8 +260,13 @@ func (w *sortedWindow) upperBound(v float64) int {
 // ringRoom), to at most maxSortedWindow samples. Slots are renumbered as
 // the ring is unwrapped.
 func (w *sortedWindow) grow(t int64) {
+	w.growTo(min(ringRoom(len(w.vals), w.ts.oldest(), t, uint64(w.window)), maxSortedWindow))
+}
+
+// growTo enlarges the ring to c > len(w.vals) slots, renumbering them as
+// the ring is unwrapped.
+func (w *sortedWindow) growTo(c int) {
 	n := len(w.vals)
-	c := min(ringRoom(n, w.ts.oldest(), t, uint64(w.window)), maxSortedWindow)
 	nv := make([]float64, c)
 	k := copy(nv, w.vals[w.head:])
 	copy(nv[k:], w.vals[:w.head])

@@ -215,23 +215,31 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs 
 	// The samples not yet scored, in order, scored in one call where the
 	// detector can batch them.
 	prevT := st.lastT
-	r.bt, r.bv = r.bt[:0], r.bv[:0]
-	for j, t := range s.Timestamps {
-		if t > st.lastT {
-			r.bt, r.bv = append(r.bt, t), append(r.bv, s.Values[j])
-			st.lastT = t
+	bt, bv := s.Timestamps, s.Values
+	if !after(bt, st.lastT) {
+		// Some were scored before (an overlapping fetch) or come out of
+		// order: copy those after the newest scored.
+		r.bt, r.bv = r.bt[:0], r.bv[:0]
+		for j, t := range s.Timestamps {
+			if t > st.lastT {
+				r.bt, r.bv = append(r.bt, t), append(r.bv, s.Values[j])
+				st.lastT = t
+			}
 		}
+		bt, bv = r.bt, r.bv
+	} else if len(bt) > 0 {
+		st.lastT = bt[len(bt)-1]
 	}
-	r.br = slices.Grow(r.br[:0], len(r.bt))[:len(r.bt)]
+	r.br = slices.Grow(r.br[:0], len(bt))[:len(bt)]
 	if bd, ok := st.det.(analysis.BatchDetector); ok {
-		bd.ObserveBatch(r.bt, r.bv, r.br)
+		bd.ObserveBatch(bt, bv, r.br)
 	} else {
-		for j, t := range r.bt {
-			r.br[j] = st.det.Observe(t, r.bv[j])
+		for j, t := range bt {
+			r.br[j] = st.det.Observe(t, bv[j])
 		}
 	}
-	res.Scored += len(r.bt)
-	if scores != ScoresNone && len(r.bt) > 0 {
+	res.Scored += len(bt)
+	if scores != ScoresNone && len(bt) > 0 {
 		// One entry per series and evaluation, however many parts its
 		// points came in.
 		k, ok := r.scoreAt[st]
@@ -241,16 +249,27 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs 
 			}
 			k = len(res.Scores)
 			r.scoreAt[st] = k
-			res.Scores = append(res.Scores, r.scores(st, len(r.bt), scores))
+			res.Scores = append(res.Scores, r.scores(st, len(bt), scores))
 		}
-		for j, t := range r.bt {
-			addScore(&res.Scores[k], t, r.bv[j], r.br[j], scores)
+		from := 0
+		if scores == ScoresNewest {
+			// Only the newest point with a score can stay, or the newest.
+			from = len(bt) - 1
+			for j := from; j >= 0; j-- {
+				if r.br[j].Ready {
+					from = j
+					break
+				}
+			}
+		}
+		for j := from; j < len(bt); j++ {
+			addScore(&res.Scores[k], bt[j], bv[j], r.br[j], scores)
 		}
 	}
 	md, _ := st.det.(analysis.Moder)
-	for j, t := range r.bt {
+	for j, t := range bt {
 		var details map[string]any
-		if md != nil && t >= fromMs && anomalous(r.br[j], r.bv[j], r.cfg.MinDev) {
+		if md != nil && t >= fromMs && anomalous(r.br[j], bv[j], r.cfg.MinDev) {
 			if m := md.Mode(t); m != "" {
 				details = map[string]any{"mode": m}
 			}
@@ -263,7 +282,7 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs 
 			st.open = true
 		}
 		prevT = t
-		r.observe(res, st, t, r.bv[j], r.br[j], details, r.detector, t >= fromMs)
+		r.observe(res, st, t, bv[j], r.br[j], details, r.detector, t >= fromMs)
 	}
 }
 
@@ -279,4 +298,15 @@ func appendLabelsKey(dst []byte, ls ingest.Labels) []byte {
 		dst = append(dst, 0xff)
 	}
 	return dst
+}
+
+// after reports whether ts rises strictly and starts after t.
+func after(ts []int64, t int64) bool {
+	for _, u := range ts {
+		if u <= t {
+			return false
+		}
+		t = u
+	}
+	return true
 }
