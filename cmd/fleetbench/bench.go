@@ -203,7 +203,7 @@ func (b *bench) runCase(ctx context.Context, st *store, dir string, res *caseRes
 		if _, err := st.catchUp(ctx); err != nil {
 			return fmt.Errorf("writing the new points: %w", err)
 		}
-		m, err = runOnce(ctx, b.o.bin, cfg, b.o.daemonFlags, st.vm.PID())
+		m, err = runOnce(ctx, b.o.bin, cfg, b.o.daemonFlags, b.o.daemonEnv, st.vm.PID())
 		if err != nil {
 			return fmt.Errorf("A_cold: %w", err)
 		}
@@ -236,7 +236,7 @@ func (b *bench) steady(ctx context.Context, st *store, cfg string, res *caseResu
 	if b.o.profileDir != "" {
 		flags = append(slices.Clone(flags), "--web.enable-pprof")
 	}
-	d, err := startDaemon(b.o.bin, cfg, false, flags)
+	d, err := startDaemon(b.o.bin, cfg, false, flags, b.o.daemonEnv)
 	if err != nil {
 		return err
 	}

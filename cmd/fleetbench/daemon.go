@@ -100,7 +100,9 @@ const (
 	stopTimeout = 30 * time.Second
 )
 
-func startDaemon(bin, config string, once bool, extra []string) (*daemon, error) {
+// startDaemon starts `inferwatch run` with the extra flags, and env added
+// to this process' environment.
+func startDaemon(bin, config string, once bool, extra, env []string) (*daemon, error) {
 	d := &daemon{out: &tail{max: 16 << 10}, exited: make(chan struct{}), cycles: make(chan cycleEnd, 64)}
 	args := []string{"run", "--config", config}
 	if once {
@@ -118,6 +120,9 @@ func startDaemon(bin, config string, once bool, extra []string) (*daemon, error)
 		args = append(args, "--web.listen-address", d.web)
 	}
 	d.cmd = exec.Command(bin, append(args, extra...)...)
+	if len(env) > 0 {
+		d.cmd.Env = append(os.Environ(), env...)
+	}
 	d.cmd.Stdout = d.out
 	var lines io.ReadCloser
 	if once {
@@ -212,10 +217,10 @@ func (d *daemon) stop() error {
 
 // runOnce runs `inferwatch run --once` and measures it: wall time, its CPU
 // time and peak RSS, the store's CPU time meanwhile.
-func runOnce(ctx context.Context, bin, config string, extra []string, storePID int) (measurement, error) {
+func runOnce(ctx context.Context, bin, config string, extra, env []string, storePID int) (measurement, error) {
 	storeCPU0, _ := procCPU(storePID)
 	began := time.Now()
-	d, err := startDaemon(bin, config, true, extra)
+	d, err := startDaemon(bin, config, true, extra, env)
 	if err != nil {
 		return measurement{}, err
 	}

@@ -86,6 +86,7 @@ type options struct {
 	timeout      time.Duration
 	publish      int
 	daemonFlags  []string
+	daemonEnv    []string
 	jsonOut      string
 	profileDir   string
 	serve        bool
@@ -110,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 4*time.Hour, "bound on the whole run")
 	fs.IntVar(&o.publish, "publish", 0, "also measure publishing this many findings to JetStream (file storage) through alerting.Publisher, per round (0: not)")
 	daemonFlags := fs.String("daemon-flags", "", "extra flags for `inferwatch run`, space-separated")
+	daemonEnv := fs.String("daemon-env", "", "extra environment for `inferwatch run`, space-separated `KEY=VALUE`s (e.g. GOMEMLIMIT=900MiB)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every measurement as JSON to this `FILE`")
 	fs.StringVar(&o.profileDir, "profile", "", "run the steady daemon with --web.enable-pprof and write CPU profiles of its first cycle and of its steady cycles, and a heap profile after them, to `DIR`")
 	fs.BoolVar(&o.scores, "export-metrics", true, "leave the daemon's export.metrics on (its default: every scored point's score handed to the Prometheus exporter); false turns it off, to see what it costs")
@@ -137,6 +139,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-steady-cycles %d: want 0 to 1000", o.steadyCycles)
 	}
 	o.daemonFlags = strings.Fields(*daemonFlags)
+	o.daemonEnv = strings.Fields(*daemonEnv)
+	for _, kv := range o.daemonEnv {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return o, fmt.Errorf("-daemon-env %q: want KEY=VALUE", kv)
+		}
+	}
 	if o.profileDir != "" {
 		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
 			return o, fmt.Errorf("-profile: %w", err)

@@ -89,6 +89,9 @@ func (b *bench) report(w io.Writer) {
 		fmtDuration(b.o.step), strings.Join(vmFlags, " "))
 	fmt.Fprintf(w, "medians of %d rounds (cold) and %d cycles (steady), range in parentheses; CPU is user+sys of the process named; export.metrics %s\n\n",
 		b.o.rounds, b.o.steadyCycles, map[bool]string{true: "on (the default)", false: "off"}[b.o.scores])
+	if len(b.o.daemonFlags) > 0 || len(b.o.daemonEnv) > 0 {
+		fmt.Fprintf(w, "inferwatch run with flags %q and environment %q\n\n", b.o.daemonFlags, b.o.daemonEnv)
+	}
 
 	fmt.Fprintln(w, "Cold: one evaluation's lookback fetched, every series warmed up")
 	fmt.Fprintln(w, "| case | points/series | C query_range | C export | B | A_cold wall | A_cold CPU | store CPU in A_cold | A_cold peak RSS | A_cold/C | A_cold/C_export | A_cold samples/s |")

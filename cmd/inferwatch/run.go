@@ -84,6 +84,7 @@ type runFlags struct {
 	embedded    string
 	outboxDir   string
 	enablePprof bool
+	memRatio    float64
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -102,6 +103,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log.format", "logfmt", "log format: logfmt or json")
 	fs.DurationVar(&f.connectWait, "nats.connect-timeout", 2*time.Minute, "how long to keep retrying to reach NATS at start")
+	fs.Float64Var(&f.memRatio, "auto-gomemlimit.ratio", DefaultMemLimitRatio, "unless GOMEMLIMIT is set, set Go's soft memory limit to this share of the container's memory limit (cgroup), in (0, 1]; 0: none")
 	fs.DurationVar(&f.catchUp, "catch-up", rules.DefaultCatchUp, "after a delayed evaluation (a store or broker outage, a restart), report what was judged since the previous one, back to at most this long")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
@@ -112,9 +114,22 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.enablePprof && f.listenAddr == "" {
 		return usageError(stderr, fs, "--web.enable-pprof needs a --web.listen-address")
 	}
+	if !(f.memRatio >= 0 && f.memRatio <= 1) {
+		return usageError(stderr, fs, fmt.Sprintf("--auto-gomemlimit.ratio %g: want a share in (0, 1], or 0 for none", f.memRatio))
+	}
 	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return usageError(stderr, fs, err.Error())
+	}
+	plan, err := applyMemLimit(f.memRatio)
+	if err != nil {
+		logger.Error("inferwatch stopped", "err", err)
+		return 1
+	}
+	if plan.Limit > 0 {
+		logger.Info("Go's soft memory limit set", "limit", mib(plan.Limit), "from", plan.Reason)
+	} else {
+		logger.Debug("no soft memory limit set by inferwatch", "why", plan.Reason)
 	}
 	if err := run(ctx, f, logger); err != nil {
 		logger.Error("inferwatch stopped", "err", err)

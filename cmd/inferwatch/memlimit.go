@@ -1,0 +1,98 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// DefaultMemLimitRatio is the share of a container's memory limit that
+// `inferwatch run` sets Go's soft memory limit to, as Prometheus'
+// --auto-gomemlimit.ratio does: the garbage collector works harder as the
+// heap nears it instead of letting it reach twice the live data, so a
+// cold evaluation of many series fits the container it runs in.
+const DefaultMemLimitRatio = 0.9
+
+// cgroupMemoryFiles are where the container's memory limit is read from,
+// below the root: cgroup v2, then v1.
+var cgroupMemoryFiles = []string{"sys/fs/cgroup/memory.max", "sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// containerMemoryLimit returns the memory limit of the cgroup the process
+// runs in, in bytes, read below root ("/" in the daemon), and the file it
+// read; 0 when there is none (no cgroup file, "max", or v1's
+// no-limit value).
+func containerMemoryLimit(root string) (int64, string, error) {
+	for _, name := range cgroupMemoryFiles {
+		p := filepath.Join(root, name)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, p, err
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "max" {
+			return 0, p, nil
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, p, fmt.Errorf("%s: %q is not a number of bytes or max", p, s)
+		}
+		// cgroup v1 writes a page-rounded MaxInt64 for "no limit".
+		if n >= math.MaxInt64/2 {
+			return 0, p, nil
+		}
+		return n, p, nil
+	}
+	return 0, "", nil
+}
+
+// memLimitPlan is what applyMemLimit decided: the soft limit set (0:
+// none) and why, to log.
+type memLimitPlan struct {
+	Limit  int64
+	Reason string
+}
+
+// planMemLimit decides Go's soft memory limit: GOMEMLIMIT, when set, wins
+// (the runtime has applied it); otherwise ratio of the container's limit,
+// when there is one and ratio is in (0, 1].
+func planMemLimit(envSet bool, ratio float64, limit int64, from string) memLimitPlan {
+	switch {
+	case envSet:
+		return memLimitPlan{Reason: "GOMEMLIMIT is set"}
+	case ratio == 0:
+		return memLimitPlan{Reason: "--auto-gomemlimit.ratio is 0"}
+	case limit <= 0:
+		return memLimitPlan{Reason: "no container memory limit"}
+	}
+	return memLimitPlan{Limit: int64(float64(limit) * ratio),
+		Reason: fmt.Sprintf("%s of the container's limit of %s (%s)", strconv.FormatFloat(ratio, 'g', -1, 64), mib(limit), from)}
+}
+
+// applyMemLimit sets Go's soft memory limit from the container's, as
+// planMemLimit decides, and returns the plan.
+func applyMemLimit(ratio float64) (memLimitPlan, error) {
+	_, envSet := os.LookupEnv("GOMEMLIMIT")
+	limit, from, err := containerMemoryLimit("/")
+	if err != nil && !envSet {
+		return memLimitPlan{}, fmt.Errorf("reading the container's memory limit: %w (set GOMEMLIMIT, or --auto-gomemlimit.ratio 0)", err)
+	}
+	p := planMemLimit(envSet, ratio, limit, from)
+	if p.Limit > 0 {
+		debug.SetMemoryLimit(p.Limit)
+	}
+	return p, nil
+}
+
+// mib formats n bytes in MiB: 1024 MiB, 921.6 MiB.
+func mib(n int64) string {
+	return strconv.FormatFloat(math.Round(float64(n)/(1<<20)*10)/10, 'f', -1, 64) + " MiB"
+}
