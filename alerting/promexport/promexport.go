@@ -54,6 +54,7 @@ package promexport
 
 import (
 	"context"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"math"
@@ -120,6 +121,11 @@ type Exporter struct {
 	fams []*family
 	// byName indexes fams.
 	byName map[string]*family
+	// scoreKeys remembers the series text of each exposed score, so that
+	// a cycle that hands on the same series again does not translate its
+	// labels again; sum tells whether its labels are still the same.
+	scoreKeys map[scoreID]*scoreKey
+	seed      maphash.Seed
 
 	renamed, droppedReserved, droppedCollision, repaired *metrics.Counter
 }
@@ -133,6 +139,17 @@ type family struct {
 
 type sample struct {
 	v    float64
+	seen time.Time
+}
+
+// scoreID names a watched series: its rule and its labels as the rule
+// writes them.
+type scoreID struct{ group, rule, series string }
+
+type scoreKey struct {
+	sum  uint64 // of the labels the key was made from
+	key  string
+	st   labelStats
 	seen time.Time
 }
 
@@ -165,7 +182,7 @@ func New(o Options) *Exporter {
 	if set == nil {
 		set = metrics.NewSet()
 	}
-	e := &Exporter{o: o, log: o.Logger, byName: map[string]*family{},
+	e := &Exporter{o: o, log: o.Logger, byName: map[string]*family{}, scoreKeys: map[scoreID]*scoreKey{}, seed: maphash.MakeSeed(),
 		renamed:          set.NewCounter(metricname.Name("inferwatch_export_labels_changed_total", "action", "renamed")),
 		droppedReserved:  set.NewCounter(metricname.Name("inferwatch_export_labels_changed_total", "action", "dropped_reserved")),
 		droppedCollision: set.NewCounter(metricname.Name("inferwatch_export_labels_changed_total", "action", "dropped_collision")),
@@ -313,8 +330,32 @@ func (e *Exporter) scoreLocked(sc *alerting.Scores, now time.Time) {
 	if math.IsNaN(v) {
 		return // not scored yet: keep what was exposed until it expires
 	}
-	base, st := translate(sc.Labels, ruleOwn)
-	e.putLocked(e.byName[FamilyAnomalyScore], []point{{seriesKey(FamilyAnomalyScore, base, "rule", sc.Rule), v}}, st, now)
+	id := scoreID{sc.Group, sc.Rule, sc.Series}
+	sum := e.labelsSum(sc.Labels)
+	ck := e.scoreKeys[id]
+	if ck == nil || ck.sum != sum {
+		base, st := translate(sc.Labels, ruleOwn)
+		ck = &scoreKey{sum: sum, key: seriesKey(FamilyAnomalyScore, base, "rule", sc.Rule), st: st}
+	}
+	if e.putLocked(e.byName[FamilyAnomalyScore], []point{{ck.key, v}}, ck.st, now) {
+		ck.seen = now
+		e.scoreKeys[id] = ck
+	}
+}
+
+// labelsSum is a hash of a label set, whatever the order of its map.
+func (e *Exporter) labelsSum(labels map[string]string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(e.seed)
+	var sum uint64
+	for k, v := range labels {
+		h.Reset()
+		h.WriteString(k)
+		h.WriteByte(0)
+		h.WriteString(v)
+		sum += h.Sum64()
+	}
+	return sum
 }
 
 // putLocked sets the points of one record in f. Existing series are
@@ -372,6 +413,11 @@ func (e *Exporter) expireLocked(now time.Time) {
 		}
 		if len(f.series) < e.o.MaxSeries {
 			f.capLogged = false
+		}
+	}
+	for id, ck := range e.scoreKeys {
+		if now.Sub(ck.seen) > e.o.Expiry {
+			delete(e.scoreKeys, id)
 		}
 	}
 }

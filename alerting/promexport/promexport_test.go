@@ -425,3 +425,41 @@ func BenchmarkSend(b *testing.B) {
 		e.Send(context.Background(), batch)
 	}
 }
+
+// TestScoreSeriesFollowTheirLabels: a watched series handed on again keeps
+// its series; one whose labels changed under the same rule and series name
+// (a reload that changed the rule's labels) is exported with the new
+// labels; and what the exporter remembers of a series expires with it.
+func TestScoreSeriesFollowTheirLabels(t *testing.T) {
+	c := &clock{t0}
+	set := metrics.NewSet()
+	e := New(Options{Metrics: set, Expiry: 5 * time.Minute, Now: c.Now})
+	send := func(labels map[string]string, score float64) {
+		t.Helper()
+		sc := alerting.Scores{Group: "g", Rule: "r", Series: `{model="a"}`, Labels: labels, Score: []float64{score}}
+		if err := e.Send(context.Background(), alerting.Batch{Scores: []alerting.Scores{sc}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() map[string]*dto.MetricFamily {
+		return scrape(t, func(b *bytes.Buffer) { set.WritePrometheus(b) })
+	}
+	send(map[string]string{"model": "a"}, 0.5)
+	send(map[string]string{"model": "a"}, 0.7)
+	mfs := read()
+	if v, ok := value(mfs, FamilyAnomalyScore, map[string]string{"rule": "r", "model": "a"}); !ok || v != 0.7 || count(mfs, FamilyAnomalyScore) != 1 {
+		t.Fatalf("score %v (%v), %d series; want 0.7 in one: %v", v, ok, count(mfs, FamilyAnomalyScore), labelsOf(mfs, FamilyAnomalyScore))
+	}
+	send(map[string]string{"model": "a", "team": "x"}, 1.5)
+	mfs = read()
+	if v, ok := value(mfs, FamilyAnomalyScore, map[string]string{"rule": "r", "model": "a", "team": "x"}); !ok || v != 1.5 {
+		t.Fatalf("after the labels changed: %v (%v); have %v", v, ok, labelsOf(mfs, FamilyAnomalyScore))
+	}
+	c.now = t0.Add(6 * time.Minute)
+	if err := e.Send(context.Background(), alerting.Batch{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.scoreKeys); n != 0 {
+		t.Fatalf("%d series remembered after their expiry, want 0", n)
+	}
+}
