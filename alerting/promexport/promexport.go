@@ -121,9 +121,10 @@ type Exporter struct {
 	fams []*family
 	// byName indexes fams.
 	byName map[string]*family
-	// scoreKeys remembers the series text of each exposed score, so that
-	// a cycle that hands on the same series again does not translate its
-	// labels again; sum tells whether its labels are still the same.
+	// scoreKeys remembers the series text of each watched series handed
+	// on, so that a cycle that hands on the same series again does not
+	// translate its labels again; sum tells whether its labels are still
+	// the same. An entry goes when unseen for Expiry.
 	scoreKeys map[scoreID]*scoreKey
 	seed      maphash.Seed
 
@@ -337,10 +338,11 @@ func (e *Exporter) scoreLocked(sc *alerting.Scores, now time.Time) {
 		base, st := translate(sc.Labels, ruleOwn)
 		ck = &scoreKey{sum: sum, key: seriesKey(FamilyAnomalyScore, base, "rule", sc.Rule), st: st}
 	}
-	if e.putLocked(e.byName[FamilyAnomalyScore], []point{{ck.key, v}}, ck.st, now) {
-		ck.seen = now
-		e.scoreKeys[id] = ck
-	}
+	// Remembered whether or not the series fits under the cap: one the cap
+	// keeps out is offered again each cycle.
+	ck.seen = now
+	e.scoreKeys[id] = ck
+	e.putLocked(e.byName[FamilyAnomalyScore], []point{{ck.key, v}}, ck.st, now)
 }
 
 // labelsSum is a hash of a label set, whatever the order of its map.
