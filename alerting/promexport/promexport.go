@@ -332,17 +332,26 @@ func (e *Exporter) scoreLocked(sc *alerting.Scores, now time.Time) {
 		return // not scored yet: keep what was exposed until it expires
 	}
 	id := scoreID{sc.Group, sc.Rule, sc.Series}
-	sum := e.labelsSum(sc.Labels)
+	f := e.byName[FamilyAnomalyScore]
 	ck := e.scoreKeys[id]
+	if ck == nil && len(f.series) >= e.o.MaxSeries {
+		// At the cap a series not exported yet is dropped: not worth
+		// translating. (Another rule's series of the same text would be
+		// updated; one not remembered here is counted dropped instead.)
+		f.dropped.Inc()
+		e.capLoggedLocked(f)
+		return
+	}
+	sum := e.labelsSum(sc.Labels)
 	if ck == nil || ck.sum != sum {
 		base, st := translate(sc.Labels, ruleOwn)
 		ck = &scoreKey{sum: sum, key: seriesKey(FamilyAnomalyScore, base, "rule", sc.Rule), st: st}
 	}
-	// Remembered whether or not the series fits under the cap: one the cap
-	// keeps out is offered again each cycle.
+	// Remembered whether or not the series fits under the cap (one that
+	// came while there was room may be kept out later, after a reload).
 	ck.seen = now
 	e.scoreKeys[id] = ck
-	e.putLocked(e.byName[FamilyAnomalyScore], []point{{ck.key, v}}, ck.st, now)
+	e.putLocked(f, []point{{ck.key, v}}, ck.st, now)
 }
 
 // labelsSum is a hash of a label set, whatever the order of its map.
@@ -374,11 +383,7 @@ func (e *Exporter) putLocked(f *family, ps []point, st labelStats, now time.Time
 	}
 	if fresh > 0 && len(f.series)+fresh > e.o.MaxSeries {
 		f.dropped.Add(fresh)
-		if !f.capLogged {
-			f.capLogged = true
-			e.log.Warn("an exported metric family reached its series cap; new series are dropped and counted",
-				"family", f.name, "cap", e.o.MaxSeries, "series", len(f.series))
-		}
+		e.capLoggedLocked(f)
 		for _, p := range ps {
 			if s := f.series[p.key]; s != nil && finite(p.v) {
 				s.v, s.seen = p.v, now
@@ -404,6 +409,16 @@ func (e *Exporter) putLocked(f *family, ps []point, st labelStats, now time.Time
 		e.repaired.Add(st.repaired)
 	}
 	return true
+}
+
+// capLoggedLocked logs, once until the family has room again, that f is
+// at its cap.
+func (e *Exporter) capLoggedLocked(f *family) {
+	if !f.capLogged {
+		f.capLogged = true
+		e.log.Warn("an exported metric family reached its series cap; new series are dropped and counted",
+			"family", f.name, "cap", e.o.MaxSeries, "series", len(f.series))
+	}
 }
 
 func (e *Exporter) expireLocked(now time.Time) {

@@ -463,3 +463,25 @@ func TestScoreSeriesFollowTheirLabels(t *testing.T) {
 		t.Fatalf("%d series remembered after their expiry, want 0", n)
 	}
 }
+
+// TestScoreCap: at the cap a new watched series is dropped and counted,
+// every cycle it comes, while the series exported go on being updated.
+func TestScoreCap(t *testing.T) {
+	set := metrics.NewSet()
+	e := New(Options{Metrics: set, MaxSeries: 1})
+	score := func(model string, v float64) alerting.Scores {
+		return alerting.Scores{Group: "g", Rule: "r", Series: `{model="` + model + `"}`, Labels: map[string]string{"model": model}, Score: []float64{v}}
+	}
+	for i := range 3 {
+		if err := e.Send(context.Background(), alerting.Batch{Scores: []alerting.Scores{score("a", float64(i)), score("b", 9)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs := scrape(t, func(b *bytes.Buffer) { set.WritePrometheus(b) })
+	if v, ok := value(mfs, FamilyAnomalyScore, map[string]string{"rule": "r", "model": "a"}); !ok || v != 2 || count(mfs, FamilyAnomalyScore) != 1 {
+		t.Fatalf("a = %v (%v), %d series; want 2 in one: %v", v, ok, count(mfs, FamilyAnomalyScore), labelsOf(mfs, FamilyAnomalyScore))
+	}
+	if d, _ := value(mfs, "inferwatch_export_series_dropped_total", map[string]string{"family": FamilyAnomalyScore}); d != 3 {
+		t.Fatalf("dropped %v, want 3 (b, each cycle)", d)
+	}
+}
