@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/inferwatch/inferwatch/internal/httpretry"
 )
 
 // ClientOptions configure a Client. Zero fields take the documented defaults.
@@ -448,7 +449,7 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, pri
 		// A broken body is not retried.
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
 		r.retry = true
-		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		r.retryAfter = httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return r
 }
@@ -514,27 +515,6 @@ func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	}
 	ceil = min(ceil, c.o.MaxBackoff)
 	return rand.N(ceil + 1)
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or bad.
-func parseRetryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return -1
-	}
-	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
-		if n < 0 {
-			return -1
-		}
-		if n > 1<<20 {
-			n = 1 << 20
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return -1
 }
 
 // isConnError reports whether err means the request never got an answer

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/inferwatch/inferwatch/internal/httpretry"
 )
 
 // newServer starts an httptest server stopped at the end of the test.
@@ -304,7 +305,7 @@ func TestBackoff(t *testing.T) {
 		{now.Add(time.Minute).Format(http.TimeFormat), 0, time.Second, time.Second},
 	} {
 		for range 50 {
-			got := c.backoff(tc.attempt, parseRetryAfter(tc.header, now))
+			got := c.backoff(tc.attempt, httpretry.ParseRetryAfter(tc.header, now))
 			if got < tc.min || got > tc.max {
 				t.Fatalf("Retry-After %q attempt %d: %v not in [%v, %v]", tc.header, tc.attempt, got, tc.min, tc.max)
 			}

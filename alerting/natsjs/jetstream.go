@@ -20,6 +20,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/internal/httpretry"
 	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/nats-io/nats.go"
@@ -244,7 +245,7 @@ func Connect(ctx context.Context, o Options) (*JetStream, error) {
 		}
 		wait := backoffDelay(attempt, backoffBase, o.ConnectBackoffMax)
 		log.Warn("NATS unreachable at start; retrying with backoff", "attempt", attempt+1, "wait", wait, "err", err)
-		if cerr := sleepCtx(ctx, wait); cerr != nil {
+		if cerr := httpretry.Sleep(ctx, wait); cerr != nil {
 			return nil, fmt.Errorf("connecting to NATS at %s: gave up after %d attempts: %w (last error: %v)", j.url, attempt+1, cerr, err)
 		}
 		j.connRetry.Inc()
@@ -353,7 +354,7 @@ func (j *JetStream) PublishEvent(ctx context.Context, subject string, ev alertin
 			wait := backoffDelay(attempt-1, backoffBase, j.o.ConnectBackoffMax)
 			j.o.Logger.Warn("NATS publish failed; retrying", "url", j.url, "subject", subject,
 				"id", ev.ID, "attempt", attempt, "wait", wait, "err", lastErr)
-			if err := sleepCtx(ctx, wait); err != nil {
+			if err := httpretry.Sleep(ctx, wait); err != nil {
 				break
 			}
 		}
@@ -462,18 +463,6 @@ func backoffDelay(attempt int, base, max time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, max)
-}
-
-// sleepCtx waits for d or until ctx is done, whichever is first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // redactURL hides passwords and tokens in comma-separated NATS URLs.

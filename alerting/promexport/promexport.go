@@ -339,7 +339,7 @@ func (e *Exporter) scoreLocked(sc *alerting.Scores, now time.Time) {
 		// translating. (Another rule's series of the same text would be
 		// updated; one not remembered here is counted dropped instead.)
 		f.dropped.Inc()
-		e.capLoggedLocked(f)
+		e.logCapLocked(f)
 		return
 	}
 	sum := e.labelsSum(sc.Labels)
@@ -383,7 +383,7 @@ func (e *Exporter) putLocked(f *family, ps []point, st labelStats, now time.Time
 	}
 	if fresh > 0 && len(f.series)+fresh > e.o.MaxSeries {
 		f.dropped.Add(fresh)
-		e.capLoggedLocked(f)
+		e.logCapLocked(f)
 		for _, p := range ps {
 			if s := f.series[p.key]; s != nil && finite(p.v) {
 				s.v, s.seen = p.v, now
@@ -411,9 +411,9 @@ func (e *Exporter) putLocked(f *family, ps []point, st labelStats, now time.Time
 	return true
 }
 
-// capLoggedLocked logs, once until the family has room again, that f is
+// logCapLocked logs, once until the family has room again, that f is
 // at its cap.
-func (e *Exporter) capLoggedLocked(f *family) {
+func (e *Exporter) logCapLocked(f *family) {
 	if !f.capLogged {
 		f.capLogged = true
 		e.log.Warn("an exported metric family reached its series cap; new series are dropped and counted",

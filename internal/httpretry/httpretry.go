@@ -2,7 +2,8 @@
 // (Alertmanager, the store's write-back) share about retrying: the backoff
 // with the peer's Retry-After, which transport errors no retry mends, a
 // wait that ends with its context, and a rate limit for log lines about
-// counts.
+// counts. The store client reads Retry-After with it too, and the
+// JetStream output waits with its Sleep.
 package httpretry
 
 import (
