@@ -14,9 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/localproc"
 )
 
 // selector selects every series of the generated fleet.
@@ -79,7 +80,7 @@ func coldRange(now time.Time, lookback, step time.Duration) (start, end time.Tim
 // daemon is a running `inferwatch run`.
 type daemon struct {
 	cmd    *exec.Cmd
-	out    *tail
+	out    *localproc.Tail
 	exited chan struct{}
 	err    error
 	web    string // host:port of /metrics, "" for none
@@ -103,7 +104,7 @@ const (
 // startDaemon starts `inferwatch run` with the extra flags, and env added
 // to this process' environment.
 func startDaemon(bin, config string, once bool, extra, env []string) (*daemon, error) {
-	d := &daemon{out: &tail{max: 16 << 10}, exited: make(chan struct{}), cycles: make(chan cycleEnd, 64)}
+	d := &daemon{out: &localproc.Tail{Max: 16 << 10}, exited: make(chan struct{}), cycles: make(chan cycleEnd, 64)}
 	args := []string{"run", "--config", config}
 	if once {
 		args = append(args, "--log.level", "warn", "--once", "--web.listen-address", "")
@@ -112,7 +113,7 @@ func startDaemon(bin, config string, once bool, extra, env []string) (*daemon, e
 		// evaluation: the bench reads /metrics then, once a cycle, as a
 		// scrape would, rather than polling it.
 		args = append(args, "--log.level", "debug")
-		port, err := freePort()
+		port, err := localproc.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -317,37 +318,4 @@ func (d *daemon) scrape(ctx context.Context) (selfMetrics, error) {
 		}
 	}
 	return m, sc.Err()
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
-}
-
-// freePort asks the kernel for a free 127.0.0.1 port.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

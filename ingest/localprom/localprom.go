@@ -11,6 +11,7 @@ package localprom
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/localproc"
 )
 
 // Prometheus is a running Prometheus server.
@@ -66,50 +68,77 @@ func Run(t testing.TB, series []ingest.Series, flags ...string) *Prometheus {
 	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1h\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	proc, err := localproc.Retry(func() (*process, error) { return start(cfg, data, flags) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var out strings.Builder
+	t.Cleanup(proc.stop)
+	return &Prometheus{URL: proc.url}
+}
+
+// process is a running prometheus.
+type process struct {
+	url    string
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// start runs prometheus on a free port over the TSDB at data and waits
+// until it is ready. The error wraps localproc.ErrPortClash when another
+// process bound the port first.
+func start(cfg, data string, flags []string) (*process, error) {
+	port, err := localproc.FreePort()
+	if err != nil {
+		return nil, fmt.Errorf("localprom: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	out := &localproc.Tail{Max: 4096}
 	args := append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + data,
 		"--storage.tsdb.retention.time=100y", "--web.listen-address=" + addr, "--log.level=warn"}, flags...)
 	cmd := exec.Command("prometheus", args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("localprom: starting prometheus: %v", err)
+		return nil, fmt.Errorf("localprom: starting prometheus: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
+	p := &process{url: "http://" + addr, cmd: cmd, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	fail := func(format string, a ...any) (*process, error) {
+		msg := fmt.Sprintf(format, a...)
+		if localproc.PortClash(out.String()) {
+			return nil, fmt.Errorf("%s: %w", msg, localproc.ErrPortClash)
 		}
-	})
-	p := &Prometheus{URL: "http://" + addr}
+		return nil, errors.New(msg)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(p.URL + "/-/ready")
+		resp, err := http.Get(p.url + "/-/ready")
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return p, nil
 			}
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("localprom: prometheus exited before it was ready: %v\n%s", err, out.String())
+		case err := <-p.exited:
+			return fail("localprom: prometheus on %s exited before it was ready: %v\n%s", addr, err, out)
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("localprom: prometheus on %s not ready within 60s\n%s", addr, out.String())
+			p.stop()
+			return fail("localprom: prometheus on %s not ready within 60s\n%s", addr, out)
 		}
+	}
+}
+
+// stop interrupts prometheus and kills it if it has not exited within 15 s.
+func (p *process) stop() {
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
 

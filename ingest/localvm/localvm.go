@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/localproc"
 )
 
 // Options configure Start.
@@ -60,7 +62,7 @@ type VM struct {
 	tempDir bool
 	log     *slog.Logger
 	hc      *http.Client
-	stderr  *tailBuffer
+	stderr  *localproc.Tail
 
 	stopOnce sync.Once
 	stopErr  error
@@ -84,14 +86,13 @@ func Start(ctx context.Context, o Options) (*VM, error) {
 		}
 		temp = true
 	}
-	var vm *VM
-	for try := 0; try < 2; try++ {
-		vm, err = start(ctx, bin, dataDir, o, log)
-		if err == nil || !errors.Is(err, errPortClash) {
-			break
+	vm, err := localproc.Retry(func() (*VM, error) {
+		vm, err := start(ctx, bin, dataDir, o, log)
+		if errors.Is(err, localproc.ErrPortClash) {
+			log.Warn("localvm: port taken before VictoriaMetrics bound it; retrying on another", "err", err)
 		}
-		log.Warn("localvm: port taken before VictoriaMetrics bound it; retrying", "err", err)
-	}
+		return vm, err
+	})
 	if err != nil {
 		if temp {
 			os.RemoveAll(dataDir)
@@ -103,12 +104,10 @@ func Start(ctx context.Context, o Options) (*VM, error) {
 	return vm, nil
 }
 
-var errPortClash = errors.New("address already in use")
-
 func start(ctx context.Context, bin, dataDir string, o Options, log *slog.Logger) (*VM, error) {
-	port, err := freePort()
+	port, err := localproc.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("localvm: %w", err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	args := append([]string{
@@ -117,7 +116,7 @@ func start(ctx context.Context, bin, dataDir string, o Options, log *slog.Logger
 		"-retentionPeriod=100y",
 		"-loggerLevel=ERROR",
 	}, o.ExtraFlags...)
-	tail := &tailBuffer{max: 4096}
+	tail := &localproc.Tail{Max: 4096}
 	cmd := exec.Command(bin, args...)
 	// VictoriaMetrics logs to stderr but prints flag errors to stdout: keep
 	// the tail of both for error messages.
@@ -148,11 +147,11 @@ func start(ctx context.Context, bin, dataDir string, o Options, log *slog.Logger
 	if err := vm.waitHealthy(ctx); err != nil {
 		vm.kill()
 		msg := fmt.Sprintf("localvm: VictoriaMetrics %s on %s: %v", bin, addr, err)
-		if s := strings.TrimSpace(tail.String()); s != "" {
+		if s := tail.String(); s != "" {
 			msg += "; output: " + s
 		}
-		if strings.Contains(tail.String(), "address already in use") {
-			return nil, fmt.Errorf("%s: %w", msg, errPortClash)
+		if localproc.PortClash(tail.String()) {
+			return nil, fmt.Errorf("%s: %w", msg, localproc.ErrPortClash)
 		}
 		return nil, errors.New(msg)
 	}
@@ -329,38 +328,4 @@ func moduleRoot() (string, error) {
 		}
 		d = parent
 	}
-}
-
-// freePort asks the kernel for a free 127.0.0.1 port. Another process may
-// take it before VictoriaMetrics binds it; Start retries once.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("localvm: finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

@@ -88,12 +88,3 @@ func TestBinaryFromEnv(t *testing.T) {
 		t.Fatalf("want an error naming %s, got %v", EnvBinary, err)
 	}
 }
-
-func TestTailBuffer(t *testing.T) {
-	tb := &tailBuffer{max: 8}
-	tb.Write([]byte("0123456"))
-	tb.Write([]byte("789abc"))
-	if got := tb.String(); got != "56789abc" {
-		t.Fatalf("tail %q, want %q", got, "56789abc")
-	}
-}

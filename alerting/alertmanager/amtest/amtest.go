@@ -22,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/localproc"
 )
 
 // Environment variables read by Start.
@@ -76,13 +78,7 @@ func Start(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*readyTimeout)
 	defer cancel()
-	var p *process
-	for try := 0; try < 2; try++ {
-		p, err = start(ctx, bin, dir, out)
-		if !errors.Is(err, errPortClash) {
-			break
-		}
-	}
+	p, err := startRetrying(ctx, bin, dir, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +117,17 @@ type process struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
-	out     *tailBuffer
+	out     *localproc.Tail
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
-var errPortClash = errors.New("address already in use")
+// startRetrying starts Alertmanager on a new free port each time another
+// process took the port first, within localproc.Tries.
+func startRetrying(ctx context.Context, bin, dir string, out io.Writer) (*process, error) {
+	return localproc.Retry(func() (*process, error) { return start(ctx, bin, dir, out) })
+}
 
 // start writes the configuration into dir, starts bin on a free port with
 // its storage under dir and waits until it is ready.
@@ -136,12 +136,12 @@ func start(ctx context.Context, bin, dir string, out io.Writer) (*process, error
 	if err := os.WriteFile(cfg, []byte(Config), 0o644); err != nil {
 		return nil, fmt.Errorf("amtest: writing the configuration: %w", err)
 	}
-	port, err := freePort()
+	port, err := localproc.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("amtest: %w", err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	tail := &tailBuffer{max: 8192}
+	tail := &localproc.Tail{Max: 8192}
 	cmd := exec.Command(bin,
 		"--config.file="+cfg,
 		"--storage.path="+filepath.Join(dir, "data"),
@@ -165,11 +165,11 @@ func start(ctx context.Context, bin, dir string, out io.Writer) (*process, error
 	if err := p.waitReady(ctx); err != nil {
 		p.kill()
 		msg := fmt.Sprintf("amtest: Alertmanager %s on %s: %v", bin, addr, err)
-		if s := strings.TrimSpace(tail.String()); s != "" {
+		if s := tail.String(); s != "" {
 			msg += "; output:\n" + s
 		}
-		if strings.Contains(tail.String(), "address already in use") {
-			return nil, fmt.Errorf("%s: %w", msg, errPortClash)
+		if localproc.PortClash(tail.String()) {
+			return nil, fmt.Errorf("%s: %w", msg, localproc.ErrPortClash)
 		}
 		return nil, errors.New(msg)
 	}
@@ -228,38 +228,4 @@ func (p *process) Stop() error {
 func (p *process) kill() {
 	p.cmd.Process.Kill()
 	<-p.exited
-}
-
-// freePort asks the kernel for a free 127.0.0.1 port. Another process may
-// take it before Alertmanager binds it; Start retries once.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("amtest: finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

@@ -44,7 +44,7 @@ func TestStopTwiceAndGone(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := start(ctx, bin, t.TempDir(), nil)
+	p, err := startRetrying(ctx, bin, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +84,5 @@ func TestBinaryAbsent(t *testing.T) {
 	_, err := Binary()
 	if !errors.Is(err, ErrNoBinary) {
 		t.Fatalf("want ErrNoBinary with an empty PATH, got %v", err)
-	}
-}
-
-func TestTailBuffer(t *testing.T) {
-	tb := &tailBuffer{max: 8}
-	tb.Write([]byte("0123456"))
-	tb.Write([]byte("789abc"))
-	if got := tb.String(); got != "56789abc" {
-		t.Fatalf("tail %q, want %q", got, "56789abc")
 	}
 }

@@ -1,0 +1,75 @@
+package localproc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+)
+
+func TestFreePortIsBindable(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatalf("port %d from FreePort: %v", port, err)
+	}
+	ln.Close()
+}
+
+func TestRetry(t *testing.T) {
+	calls := 0
+	v, err := Retry(func() (int, error) {
+		calls++
+		if calls < 3 {
+			return 0, fmt.Errorf("child on 127.0.0.1:%d: %w", calls, ErrPortClash)
+		}
+		return calls, nil
+	})
+	if err != nil || v != 3 || calls != 3 {
+		t.Fatalf("two clashes then a start: got %d, %v after %d calls; want 3, nil after 3", v, err, calls)
+	}
+
+	calls = 0
+	_, err = Retry(func() (int, error) {
+		calls++
+		return 0, fmt.Errorf("clash %d: %w", calls, ErrPortClash)
+	})
+	if !errors.Is(err, ErrPortClash) || calls != Tries {
+		t.Fatalf("clashes only: got %v after %d calls; want ErrPortClash after %d", err, calls, Tries)
+	}
+
+	calls = 0
+	other := errors.New("bad flag")
+	_, err = Retry(func() (int, error) { calls++; return 0, other })
+	if err != other || calls != 1 {
+		t.Fatalf("another error: got %v after %d calls; want it after 1", err, calls)
+	}
+}
+
+func TestPortClash(t *testing.T) {
+	for out, want := range map[string]bool{
+		`level=error msg="Listen error" err="listen tcp 127.0.0.1:34255: bind: address already in use"`:   true,
+		`cannot start http server at http://127.0.0.1:1: listen tcp 127.0.0.1:1: bind: permission denied`: false,
+		"": false,
+	} {
+		if got := PortClash(out); got != want {
+			t.Errorf("PortClash(%q) = %v, want %v", out, got, want)
+		}
+	}
+}
+
+func TestTail(t *testing.T) {
+	tl := &Tail{Max: 5}
+	for _, s := range []string{"ab", "cdef", "gh\n"} {
+		if n, err := tl.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	if got := tl.String(); got != "efgh" {
+		t.Fatalf("String() = %q, want the last 5 bytes %q trimmed to %q", got, "efgh\n", "efgh")
+	}
+}
