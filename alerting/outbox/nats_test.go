@@ -3,7 +3,6 @@ package outbox_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -17,16 +16,6 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/alerting/outbox"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func startNATS(t *testing.T, addr, store string) *natsjs.Embedded {
 	t.Helper()
@@ -59,8 +48,10 @@ func connectNATS(t *testing.T, url string, set *metrics.Set) *natsjs.JetStream {
 // a replayed finding it had stored without the acknowledgement arriving).
 func TestOutboxAcrossANATSOutageAndACrash(t *testing.T) {
 	const n = 1000
-	addr, store, dir := freeAddr(t), t.TempDir(), t.TempDir()
-	srv := startNATS(t, addr, store)
+	// NATS comes back on the port the kernel chose for its first start.
+	store, dir := t.TempDir(), t.TempDir()
+	srv := startNATS(t, "127.0.0.1:0", store)
+	addr := srv.Addr()
 	set1 := metrics.NewSet()
 	j1 := connectNATS(t, srv.ClientURL(), set1)
 	ob1, err := outbox.Open(outbox.Options{Dir: dir})

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,16 +18,23 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 )
 
-// freeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
+// servingAddr waits (bounded) for the daemon started with
+// --web.listen-address 127.0.0.1:0 to log the address it bound, and returns
+// it: the kernel's choice, so no other process can take it in between.
+func servingAddr(t *testing.T, stderr *syncBuffer) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	var addr string
+	waitFor(t, "the daemon logs the address it serves HTTP on", func() bool {
+		m := servingRE.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, stderr.String)
+	return addr
 }
+
+var servingRE = regexp.MustCompile(`msg="serving HTTP" addr=(127\.0\.0\.1:\d+)`)
 
 // syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
 type syncBuffer struct {
@@ -90,9 +97,8 @@ groups:
 		t.Fatal(err)
 	}
 	srv := natstest.Start(t)
-	web := freeAddr(t)
 	stderr := newSyncBuffer()
-	cmd := exec.Command(bin, "run", "--config", cfg, "--nats.url", srv.ClientURL(), "--web.listen-address", web)
+	cmd := exec.Command(bin, "run", "--config", cfg, "--nats.url", srv.ClientURL(), "--web.listen-address", "127.0.0.1:0")
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -105,6 +111,7 @@ groups:
 			<-done
 		}
 	}()
+	web := servingAddr(t, stderr)
 
 	// Wait (bounded) for both groups to have failed at least twice.
 	var metrics string
@@ -236,9 +243,8 @@ func TestDaemonReloadsOnSIGHUP(t *testing.T) {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	web := freeAddr(t)
 	stderr := newSyncBuffer()
-	cmd := exec.Command(bin, "run", "--config", cfg, "--web.listen-address", web, "--log.level", "debug")
+	cmd := exec.Command(bin, "run", "--config", cfg, "--web.listen-address", "127.0.0.1:0", "--log.level", "debug")
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -252,6 +258,7 @@ func TestDaemonReloadsOnSIGHUP(t *testing.T) {
 			<-done
 		}
 	}()
+	web := servingAddr(t, stderr)
 	page := func() string { _, body, _ := get("http://" + web + "/metrics"); return body }
 	show := func() string { return "stderr:\n" + stderr.String() + "\n/metrics:\n" + page() }
 	waitFor(t, "the first group evaluated", func() bool {

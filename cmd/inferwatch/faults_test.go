@@ -169,9 +169,8 @@ groups:
 		isSpike[s.Unix()] = true
 	}
 
-	web := freeAddr(t)
 	stderr := newSyncBuffer()
-	cmd := exec.Command(bin, "run", "--config", cfg, "--web.listen-address", web)
+	cmd := exec.Command(bin, "run", "--config", cfg, "--web.listen-address", "127.0.0.1:0")
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -35,8 +35,11 @@ type brokerFaults struct {
 func newBrokerFaults(t *testing.T) *brokerFaults {
 	b := &brokerFaults{t: t, bin: daemonBinary(t), spikes: map[int64]bool{}}
 	b.vm = localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
-	b.addr, b.storeDir = freeAddr(t), t.TempDir()
+	// The first start takes a port the kernel chooses; restarts reuse it,
+	// as a broker that comes back does.
+	b.addr, b.storeDir = "127.0.0.1:0", t.TempDir()
 	b.startNATS()
+	b.addr = b.srv.Addr()
 	t.Cleanup(func() {
 		if b.srv != nil {
 			b.srv.Shutdown()

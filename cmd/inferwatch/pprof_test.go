@@ -33,8 +33,7 @@ groups:
 	srv := natstest.Start(t)
 	f := func(enable bool, wantCode int, wantBody string) {
 		t.Helper()
-		web := freeAddr(t)
-		args := []string{"run", "--config", cfg, "--nats.url", srv.ClientURL(), "--web.listen-address", web}
+		args := []string{"run", "--config", cfg, "--nats.url", srv.ClientURL(), "--web.listen-address", "127.0.0.1:0"}
 		if enable {
 			args = append(args, "--web.enable-pprof")
 		}
@@ -48,6 +47,7 @@ groups:
 			cmd.Process.Kill()
 			cmd.Wait()
 		}()
+		web := servingAddr(t, stderr)
 		waitFor(t, "/healthz answers", func() bool {
 			code, _, err := get("http://" + web + "/healthz")
 			return err == nil && code == 200
