@@ -393,7 +393,7 @@ func (a *Auto) observe(t int64, v float64) Result {
 	}
 	a.last, a.hasLast = t, true
 	a.advance(a.bins.number(t))
-	a.thin.evict(t)
+	a.thin.evict(t, v)
 	if a.thin.w.len() == 0 {
 		a.since = t
 	}

@@ -322,40 +322,62 @@ type thinWindow struct {
 	lastSlot int64
 	has      bool
 	changed  bool // since the median was last read
+
+	// Where the sample evict was told of goes in the value order, while
+	// nothing else has changed the window: add then skips its search.
+	at  int
+	atT int64
 }
 
 func newThinWindow(window int64, max int) thinWindow {
-	return thinWindow{w: sortedWindow{window: window}, max: max, stride: 1000}
+	return thinWindow{w: sortedWindow{window: window}, max: max, stride: 1000, at: -1}
 }
 
 // thinStart is the room a thinWindow first takes; it doubles up to max as
 // samples come, so a short history takes room for what it holds.
 const thinStart = 16
 
-// evict drops the samples older than t − window.
-func (s *thinWindow) evict(t int64) {
-	if n := s.w.n; n > 0 {
-		s.w.evictBefore(t)
-		s.changed = s.changed || s.w.n != n
+// evict drops the samples older than t − window, before (t, v) is judged
+// and offered to add. When add will keep it, the position v takes is
+// searched for beside the one the oldest sample leaves (evictFor), the
+// two searches' loads overlapping, and handed to add.
+func (s *thinWindow) evict(t int64, v float64) {
+	s.at = -1
+	n := s.w.n
+	if s.has && floorDiv(t, s.stride) == s.lastSlot {
+		if n > 0 {
+			s.w.evictBefore(t)
+		}
+	} else {
+		s.at, s.atT = s.w.evictFor(t, v, true), t
 	}
+	s.changed = s.changed || s.w.n != n
 }
 
-// add offers (t, v), t after every sample held.
+// add offers (t, v), t after every sample held: the sample evict was
+// last told of, or another.
 func (s *thinWindow) add(t int64, v float64) {
+	at := s.at
+	if s.atT != t {
+		at = -1
+	}
+	s.at = -1
 	slot := floorDiv(t, s.stride)
 	if s.has && slot == s.lastSlot {
 		return
 	}
 	for s.w.n >= s.max {
 		s.thin()
+		at = -1
 		if slot = floorDiv(t, s.stride); slot == s.lastSlot {
 			return
 		}
 	}
 	if n := len(s.w.vals); s.w.n == n {
+		// Room is renumbered, not reordered: at stays where v goes.
 		s.w.growTo(min(max(thinStart, 2*n), s.max))
 	}
-	s.w.push(t, v)
+	s.w.pushAt(t, v, at)
 	s.lastSlot, s.has, s.changed = slot, true, true
 }
 

@@ -370,9 +370,16 @@ func TestThinWindow(t *testing.T) {
 		w := newThinWindow(span, DefaultAutoSample)
 		var tm int64
 		for tm = 0; tm < 9*86_400_000; tm += step {
-			w.evict(tm)
-			w.add(tm, rng.NormFloat64())
+			// Rounded values tie often: ties keep their age order.
+			v := math.Round(rng.NormFloat64() * 4)
+			w.evict(tm, v)
+			w.add(tm, v)
 			n := w.w.len()
+			for i := 1; i < n; i++ {
+				if w.w.at(i-1) > w.w.at(i) {
+					t.Fatalf("step %d at %d: value order broken at %d: %v > %v", step, tm, i, w.w.at(i-1), w.w.at(i))
+				}
+			}
 			if n > DefaultAutoSample {
 				t.Fatalf("step %d: %d samples held", step, n)
 			}
