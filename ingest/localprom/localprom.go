@@ -11,7 +11,6 @@ package localprom
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -102,13 +101,6 @@ func start(cfg, data string, flags []string) (*process, error) {
 	}
 	p := &process{url: "http://" + addr, cmd: cmd, exited: make(chan error, 1)}
 	go func() { p.exited <- cmd.Wait() }()
-	fail := func(format string, a ...any) (*process, error) {
-		msg := fmt.Sprintf(format, a...)
-		if localproc.PortClash(out.String()) {
-			return nil, fmt.Errorf("%s: %w", msg, localproc.ErrPortClash)
-		}
-		return nil, errors.New(msg)
-	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(p.url + "/-/ready")
@@ -121,12 +113,12 @@ func start(cfg, data string, flags []string) (*process, error) {
 		}
 		select {
 		case err := <-p.exited:
-			return fail("localprom: prometheus on %s exited before it was ready: %v\n%s", addr, err, out)
+			return nil, localproc.Failure(fmt.Sprintf("localprom: prometheus on %s exited before it was ready: %v", addr, err), out)
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return fail("localprom: prometheus on %s not ready within 60s\n%s", addr, out)
+			return nil, localproc.Failure(fmt.Sprintf("localprom: prometheus on %s not ready within 60s", addr), out)
 		}
 	}
 }

@@ -146,14 +146,7 @@ func start(ctx context.Context, bin, dataDir string, o Options, log *slog.Logger
 	}()
 	if err := vm.waitHealthy(ctx); err != nil {
 		vm.kill()
-		msg := fmt.Sprintf("localvm: VictoriaMetrics %s on %s: %v", bin, addr, err)
-		if s := tail.String(); s != "" {
-			msg += "; output: " + s
-		}
-		if localproc.PortClash(tail.String()) {
-			return nil, fmt.Errorf("%s: %w", msg, localproc.ErrPortClash)
-		}
-		return nil, errors.New(msg)
+		return nil, localproc.Failure(fmt.Sprintf("localvm: VictoriaMetrics %s on %s: %v", bin, addr, err), tail)
 	}
 	return vm, nil
 }

@@ -25,13 +25,24 @@ func FreePort() (int, error) {
 }
 
 // ErrPortClash marks a start that failed because another process bound the
-// port first. Wrap it (fmt.Errorf("…: %w", ErrPortClash)) for Retry to try
-// again.
+// port first: Retry tries again on it.
 var ErrPortClash = errors.New("address already in use")
 
-// PortClash reports whether a child's output says its listen address was
-// taken, as Go servers and most others word it.
-func PortClash(output string) bool {
+// Failure is the error of a child that did not come up: msg, then the tail
+// of its output, wrapping ErrPortClash when the output says its listen
+// address was taken (as Go servers and most others word it).
+func Failure(msg string, out *Tail) error {
+	s := out.String()
+	if s != "" {
+		msg += "; output:\n" + s
+	}
+	if portClash(s) {
+		return fmt.Errorf("%s: %w", msg, ErrPortClash)
+	}
+	return errors.New(msg)
+}
+
+func portClash(output string) bool {
 	return strings.Contains(output, "address already in use")
 }
 

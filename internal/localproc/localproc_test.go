@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -50,14 +51,26 @@ func TestRetry(t *testing.T) {
 	}
 }
 
+func TestFailure(t *testing.T) {
+	out := &Tail{Max: 1024}
+	out.Write([]byte("listen tcp 127.0.0.1:1: bind: address already in use\n"))
+	err := Failure("child on 127.0.0.1:1: exited", out)
+	if !errors.Is(err, ErrPortClash) || !strings.Contains(err.Error(), "child on 127.0.0.1:1: exited; output:\nlisten tcp") {
+		t.Fatalf("a clash: %v; want ErrPortClash, the message and the output", err)
+	}
+	if err := Failure("child: exited", &Tail{Max: 1024}); errors.Is(err, ErrPortClash) || err.Error() != "child: exited" {
+		t.Fatalf("no output: %v; want the message alone", err)
+	}
+}
+
 func TestPortClash(t *testing.T) {
 	for out, want := range map[string]bool{
 		`level=error msg="Listen error" err="listen tcp 127.0.0.1:34255: bind: address already in use"`:   true,
 		`cannot start http server at http://127.0.0.1:1: listen tcp 127.0.0.1:1: bind: permission denied`: false,
 		"": false,
 	} {
-		if got := PortClash(out); got != want {
-			t.Errorf("PortClash(%q) = %v, want %v", out, got, want)
+		if got := portClash(out); got != want {
+			t.Errorf("portClash(%q) = %v, want %v", out, got, want)
 		}
 	}
 }

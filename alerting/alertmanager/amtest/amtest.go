@@ -164,14 +164,7 @@ func start(ctx context.Context, bin, dir string, out io.Writer) (*process, error
 	}()
 	if err := p.waitReady(ctx); err != nil {
 		p.kill()
-		msg := fmt.Sprintf("amtest: Alertmanager %s on %s: %v", bin, addr, err)
-		if s := tail.String(); s != "" {
-			msg += "; output:\n" + s
-		}
-		if localproc.PortClash(tail.String()) {
-			return nil, fmt.Errorf("%s: %w", msg, localproc.ErrPortClash)
-		}
-		return nil, errors.New(msg)
+		return nil, localproc.Failure(fmt.Sprintf("amtest: Alertmanager %s on %s: %v", bin, addr, err), tail)
 	}
 	return p, nil
 }
