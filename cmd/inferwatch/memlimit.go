@@ -92,6 +92,34 @@ func applyMemLimit(ratio float64) (memLimitPlan, error) {
 	return p, nil
 }
 
+// DefaultGCPercent is the garbage collector's target that `inferwatch run`
+// sets unless GOGC is: the heap may grow by this share of the live data
+// before a collection, against Go's 100. Prometheus lowered its default
+// the same way (runtime.gogc). A daemon's live data is mostly its rules'
+// per-series state, which is noscan floats and cheap to mark, so a lower
+// target trades little CPU for a peak nearer the live data.
+const DefaultGCPercent = 50
+
+// planGCPercent decides the collector's target: GOGC, when set, wins (the
+// runtime has applied it); otherwise percent.
+func planGCPercent(envSet bool, percent int) (int, string) {
+	if envSet {
+		return 0, "GOGC is set"
+	}
+	return percent, "--runtime.gogc"
+}
+
+// applyGCPercent sets the collector's target as planGCPercent decides and
+// returns the percent set (0: none) and why.
+func applyGCPercent(percent int) (int, string) {
+	_, envSet := os.LookupEnv("GOGC")
+	p, why := planGCPercent(envSet, percent)
+	if p > 0 {
+		debug.SetGCPercent(p)
+	}
+	return p, why
+}
+
 // mib formats n bytes in MiB: 1024 MiB, 921.6 MiB.
 func mib(n int64) string {
 	return strconv.FormatFloat(math.Round(float64(n)/(1<<20)*10)/10, 'f', -1, 64) + " MiB"

@@ -82,3 +82,23 @@ func TestRunRefusesABadMemLimitRatio(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestPlanGCPercent: GOGC wins; otherwise the flag's percent is set.
+func TestPlanGCPercent(t *testing.T) {
+	if p, why := planGCPercent(true, 50); p != 0 || why != "GOGC is set" {
+		t.Errorf("with GOGC set: %d, %q; want 0, GOGC is set", p, why)
+	}
+	if p, why := planGCPercent(false, 70); p != 70 || why != "--runtime.gogc" {
+		t.Errorf("without GOGC: %d, %q; want 70, --runtime.gogc", p, why)
+	}
+}
+
+// TestRunRefusesABadGCPercent: the target is a percentage of at least 1,
+// and the message says how to turn the collector off instead.
+func TestRunRefusesABadGCPercent(t *testing.T) {
+	var out, errb strings.Builder
+	code := cmdRun(t.Context(), []string{"--config", "x.yml", "--runtime.gogc", "0"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "--runtime.gogc 0: want a percentage of at least 1 (GOGC=off turns the collector off)") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -85,6 +85,7 @@ type runFlags struct {
 	outboxDir   string
 	enablePprof bool
 	memRatio    float64
+	gcPercent   int
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -104,6 +105,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logFormat, "log.format", "logfmt", "log format: logfmt or json")
 	fs.DurationVar(&f.connectWait, "nats.connect-timeout", 2*time.Minute, "how long to keep retrying to reach NATS at start")
 	fs.Float64Var(&f.memRatio, "auto-gomemlimit.ratio", DefaultMemLimitRatio, "unless GOMEMLIMIT is set, set Go's soft memory limit to this share of the container's memory limit (cgroup), in (0, 1]; 0: none")
+	fs.IntVar(&f.gcPercent, "runtime.gogc", DefaultGCPercent, "unless GOGC is set, the garbage collector's target: collect once the heap has grown by this percentage of the live data (Go's default is 100; a lower one keeps the peak nearer the live data for more CPU)")
 	fs.DurationVar(&f.catchUp, "catch-up", rules.DefaultCatchUp, "after a delayed evaluation (a store or broker outage, a restart), report what was judged since the previous one, back to at most this long")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
@@ -117,9 +119,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !(f.memRatio >= 0 && f.memRatio <= 1) {
 		return usageError(stderr, fs, fmt.Sprintf("--auto-gomemlimit.ratio %g: want a share in (0, 1], or 0 for none", f.memRatio))
 	}
+	if f.gcPercent < 1 {
+		return usageError(stderr, fs, fmt.Sprintf("--runtime.gogc %d: want a percentage of at least 1 (GOGC=off turns the collector off)", f.gcPercent))
+	}
 	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return usageError(stderr, fs, err.Error())
+	}
+	if gc, why := applyGCPercent(f.gcPercent); gc > 0 {
+		logger.Debug("garbage collector target set", "percent", gc, "from", why)
+	} else {
+		logger.Debug("garbage collector target left as GOGC sets it", "GOGC", os.Getenv("GOGC"))
 	}
 	plan, err := applyMemLimit(f.memRatio)
 	if err != nil {
