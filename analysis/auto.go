@@ -377,6 +377,7 @@ func (a *Auto) Observe(t int64, v float64) Result { return a.observe(t, v) }
 // Observe per sample does (see BatchDetector).
 func (a *Auto) ObserveBatch(t []int64, v []float64, out []Result) {
 	v, out = v[:len(t)], out[:len(t)]
+	a.thin.reserve(t)
 	for i := range t {
 		out[i] = a.observe(t[i], v[i])
 	}

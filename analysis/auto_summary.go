@@ -337,6 +337,29 @@ func newThinWindow(window int64, max int) thinWindow {
 // samples come, so a short history takes room for what it holds.
 const thinStart = 16
 
+// reserve takes at once the room an empty window's doublings would reach
+// for a batch of samples at times t: as many as fall within the window's
+// span of the last, at most max. A cold evaluation's batch then allocates
+// the window once instead of once per doubling (16, 32, … 256). A window
+// holding samples grows as they come: which of them the batch evicts is
+// not known here.
+func (s *thinWindow) reserve(t []int64) {
+	if s.w.n > 0 || len(t) == 0 {
+		return
+	}
+	last := t[len(t)-1]
+	from, _ := slices.BinarySearch(t, last-s.w.window)
+	need := min(len(t)-from, s.max)
+	c := len(s.w.vals)
+	if need <= c {
+		return
+	}
+	for c < need {
+		c = min(max(thinStart, 2*c), s.max)
+	}
+	s.w.growTo(c)
+}
+
 // evict drops the samples older than t − window, before (t, v) is judged
 // and offered to add. When add will keep it, the position v takes is
 // searched for beside the one the oldest sample leaves (evictFor), the

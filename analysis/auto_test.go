@@ -497,3 +497,70 @@ func TestAutoRejectsNegativeTolerance(t *testing.T) {
 	}()
 	NewAuto(AutoConfig{Window: 3_600_000, Tolerance: -1})
 }
+
+// TestAutoBatchRoom: a batch on an empty window takes at once the room its
+// samples would have grown the window to one at a time, so a cold
+// evaluation allocates once and keeps no more than a warm one; a batch on
+// a window that holds samples grows it as they come.
+func TestAutoBatchRoom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{1, 15, 16, 17, 100, 242, 300, 385, 1000, 5762} {
+		one, batch := NewAuto(AutoConfig{}), NewAuto(AutoConfig{})
+		ts, vs := make([]int64, n), make([]float64, n)
+		for i := range n {
+			ts[i], vs[i] = 1_700_000_000_000+int64(i)*15_000, 100+rng.NormFloat64()
+		}
+		for i := range n {
+			one.Observe(ts[i], vs[i])
+		}
+		out := make([]Result, n)
+		batch.ObserveBatch(ts, vs, out)
+		if a, b := len(one.thin.w.vals), len(batch.thin.w.vals); a != b {
+			t.Errorf("%d samples: room %d one at a time, %d in a batch", n, a, b)
+		}
+		// A second batch grows as one sample at a time does.
+		more := 30
+		ts2, vs2 := make([]int64, more), make([]float64, more)
+		for i := range more {
+			ts2[i], vs2[i] = ts[n-1]+int64(i+1)*15_000, 100+rng.NormFloat64()
+			one.Observe(ts2[i], vs2[i])
+		}
+		batch.ObserveBatch(ts2, vs2, make([]Result, more))
+		if a, b := len(one.thin.w.vals), len(batch.thin.w.vals); a != b {
+			t.Errorf("%d + %d samples: room %d one at a time, %d in batches", n, more, a, b)
+		}
+	}
+	// Samples older than the window's span of the batch's last take no room.
+	a := NewAuto(AutoConfig{})
+	span := a.thin.w.window
+	ts := []int64{0, 1000, span + 5000, span + 20_000}
+	a.ObserveBatch(ts, []float64{1, 2, 3, 4}, make([]Result, len(ts)))
+	if room := len(a.thin.w.vals); room != thinStart {
+		t.Errorf("two samples in the span of four: room %d, want %d", room, thinStart)
+	}
+}
+
+// TestThinWindowReserve: after reserve, a cold batch's samples go into
+// the room taken, without a reallocation, whatever the batch's length.
+func TestThinWindowReserve(t *testing.T) {
+	for _, n := range []int{1, 16, 17, 242, 384, 5762} {
+		w := newThinWindow(7*86_400_000, DefaultAutoSample)
+		ts := make([]int64, n)
+		for i := range ts {
+			ts[i] = int64(i) * 15_000
+		}
+		w.reserve(ts)
+		room := len(w.w.vals)
+		if room == 0 {
+			t.Fatalf("%d samples: no room reserved", n)
+		}
+		first := &w.w.vals[0]
+		for i, tm := range ts {
+			w.evict(tm, float64(i))
+			w.add(tm, float64(i))
+			if len(w.w.vals) != room || &w.w.vals[0] != first {
+				t.Fatalf("%d samples: the room of %d was reallocated at sample %d (now %d)", n, room, i, len(w.w.vals))
+			}
+		}
+	}
+}
