@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -342,7 +341,7 @@ func (j *JetStream) PublishEvent(ctx context.Context, subject string, ev alertin
 		j.failures[class].Inc()
 		return fmt.Errorf("publishing event: %w: %w", alerting.ErrRejected, err)
 	}
-	body, err := json.Marshal(ev)
+	body, err := ev.Encode()
 	if err != nil {
 		j.failures[class].Inc()
 		return fmt.Errorf("encoding event %q: %w: %w", ev.ID, alerting.ErrRejected, err)
