@@ -309,28 +309,18 @@ func DecodeEvent(b []byte) (Event, error) {
 // one per series each evaluation.
 func (ev Event) Encode() ([]byte, error) {
 	data := ev.Data
-	head, err := json.Marshal(eventHead{SpecVersion: ev.SpecVersion, ID: ev.ID, Source: ev.Source, Type: ev.Type,
-		Subject: ev.Subject, Time: ev.Time, DataContentType: ev.DataContentType})
-	if err != nil {
-		return nil, err
-	}
 	if len(data) == 0 {
 		data = json.RawMessage("null")
 	}
-	b := make([]byte, 0, len(head)+len(data)+8)
-	b = append(b, head[:len(head)-1]...)
-	b = append(b, `,"data":`...)
+	// Without its data the event ends in "data":null}, which data replaces.
+	ev.Data = nil
+	head, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	head = head[:len(head)-len("null}")]
+	b := make([]byte, 0, len(head)+len(data)+1)
+	b = append(b, head...)
 	b = append(b, data...)
 	return append(b, '}'), nil
-}
-
-// eventHead is Event without its data, in the same order.
-type eventHead struct {
-	SpecVersion     string    `json:"specversion"`
-	ID              string    `json:"id"`
-	Source          string    `json:"source"`
-	Type            string    `json:"type"`
-	Subject         string    `json:"subject,omitempty"`
-	Time            time.Time `json:"time"`
-	DataContentType string    `json:"datacontenttype"`
 }

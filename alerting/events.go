@@ -172,10 +172,7 @@ type JSONFloat float64
 
 // MarshalJSON writes f, or null when f is not finite.
 func (f JSONFloat) MarshalJSON() ([]byte, error) {
-	if x := float64(f); math.IsNaN(x) || math.IsInf(x, 0) {
-		return []byte("null"), nil
-	}
-	return appendJSONFloat(make([]byte, 0, 24), float64(f)), nil
+	return appendJSONFigure(make([]byte, 0, 24), f), nil
 }
 
 // appendJSONFloat appends the finite x as encoding/json writes a float64:
