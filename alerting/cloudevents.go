@@ -247,11 +247,11 @@ func (f *Finding) UnmarshalJSON(b []byte) error {
 // origin): an outlook published again is the same event.
 func NewForecastEvent(d ForecastData, source string) (Event, error) {
 	id := eventIDOf("inferwatch.forecast.v1", []string{d.Group, d.Rule, d.Series}, d.Origin.UnixMilli())
-	ev, err := newEvent(ForecastEventType, id, d.Series, source, d.Origin, d)
+	body, err := encodeForecast(&d)
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding the forecast of %s: %w", d.Series, err)
 	}
-	return ev, nil
+	return envelope(ForecastEventType, id, d.Series, source, d.Origin, body), nil
 }
 
 // NewScaleEvent wraps a scale signal in a CloudEvent from source; its id
@@ -266,15 +266,20 @@ func NewScaleEvent(d ScaleData, source string) (Event, error) {
 }
 
 func newEvent(typ, id, subject, source string, t time.Time, data any) (Event, error) {
-	if source == "" {
-		source = DefaultEventSource
-	}
 	body, err := json.Marshal(data)
 	if err != nil {
 		return Event{}, err
 	}
+	return envelope(typ, id, subject, source, t, body), nil
+}
+
+// envelope wraps body, JSON, in a CloudEvent.
+func envelope(typ, id, subject, source string, t time.Time, body []byte) Event {
+	if source == "" {
+		source = DefaultEventSource
+	}
 	return Event{SpecVersion: CloudEventsSpecVersion, ID: id, Source: source, Type: typ,
-		Subject: subject, Time: t.UTC(), DataContentType: "application/json", Data: body}, nil
+		Subject: subject, Time: t.UTC(), DataContentType: "application/json", Data: body}
 }
 
 // NewAlertEvent wraps an alert event in a CloudEvent from source.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -141,5 +143,85 @@ func TestEventEncode(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("Encode wrote\n%s\njson.Marshal writes\n%s", got, want)
 		}
+	}
+}
+
+// TestForecastEncoding: a forecast's data is written byte for byte as
+// json.Marshal writes ForecastData, with and without its optional parts,
+// escapes and undefined figures included.
+func TestForecastEncoding(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	figure := func() JSONFloat {
+		if rng.IntN(6) == 0 {
+			return JSONFloat(math.NaN())
+		}
+		return JSONFloat(math.Ldexp(rng.NormFloat64(), rng.IntN(60)-30))
+	}
+	for i := range 500 {
+		d := testForecast()
+		d.LastValue, d.Peak, d.UpperPeak = figure(), figure(), figure()
+		d.Accuracy.MAE, d.Accuracy.Coverage = figure(), figure()
+		switch i % 4 {
+		case 0:
+			d.Points = nil
+		case 1:
+			d.Points = []ForecastPoint{}
+		case 2:
+			d.Points = d.Points[:rng.IntN(len(d.Points))+1]
+			d.Fallback, d.Labels = "naive", map[string]string{"pod": `p<"0">&` + string(rune('a'+i%26))}
+		case 3:
+			d.Labels = nil
+			d.Horizons = []ForecastHorizon{{HorizonSeconds: 120, Peak: figure(), PeakTime: d.Origin, UpperPeak: figure()},
+				{HorizonSeconds: 600, Peak: figure(), PeakTime: d.PeakTime.In(time.FixedZone("x", 3600)), UpperPeak: figure()}}
+		}
+		for j := range d.Points {
+			d.Points[j].Mean, d.Points[j].Upper = figure(), figure()
+		}
+		want, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeForecast(&d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("case %d: wrote\n%s\njson.Marshal writes\n%s", i, got, want)
+		}
+	}
+	d := testForecast()
+	d.Points[3].Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := encodeForecast(&d); err == nil || !strings.Contains(err.Error(), "point 4") {
+		t.Errorf("a point in the year 10000: error %v, want one naming point 4", err)
+	}
+}
+
+// TestForecastEncodingFields: the fields encodeForecast writes around the
+// points are ForecastData's, in its order, with the same types and tags,
+// so that a field added to ForecastData cannot be left out of its events.
+func TestForecastEncodingFields(t *testing.T) {
+	var parts []reflect.StructField
+	for _, typ := range []reflect.Type{reflect.TypeFor[forecastHead](), reflect.TypeFor[forecastTail]()} {
+		for i := range typ.NumField() {
+			parts = append(parts, typ.Field(i))
+		}
+	}
+	all := reflect.TypeFor[ForecastData]()
+	var want []reflect.StructField
+	for i := range all.NumField() {
+		if f := all.Field(i); f.Name != "Points" {
+			want = append(want, f)
+		}
+	}
+	if len(parts) != len(want) {
+		t.Fatalf("forecastHead and forecastTail have %d fields, ForecastData %d besides Points", len(parts), len(want))
+	}
+	for i, f := range want {
+		if p := parts[i]; p.Name != f.Name || p.Type != f.Type || p.Tag != f.Tag {
+			t.Errorf("field %d: %s %v `%s` around the points, ForecastData has %s %v `%s`", i+1, p.Name, p.Type, p.Tag, f.Name, f.Type, f.Tag)
+		}
+	}
+	if f, _ := all.FieldByName("Points"); f.Index[0] != reflect.TypeFor[forecastHead]().NumField() {
+		t.Errorf("Points is field %d of ForecastData; encodeForecast writes it after the %d of forecastHead", f.Index[0]+1, reflect.TypeFor[forecastHead]().NumField())
 	}
 }

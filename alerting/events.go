@@ -205,7 +205,10 @@ func appendJSONFigure(b []byte, x JSONFloat) []byte {
 // and a 10-minute horizon), and encoding/json would otherwise call and
 // check four encoders per point.
 func (p ForecastPoint) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 128)
+	return p.appendJSON(make([]byte, 0, 128))
+}
+
+func (p ForecastPoint) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"time":"`...)
 	b, err := p.Time.AppendText(b)
 	if err != nil {
@@ -218,6 +221,70 @@ func (p ForecastPoint) MarshalJSON() ([]byte, error) {
 	b = append(b, `,"upper":`...)
 	b = appendJSONFigure(b, p.Upper)
 	return append(b, '}'), nil
+}
+
+// forecastHead and forecastTail are ForecastData's fields before and after
+// Points, in its order, for encodeForecast.
+type forecastHead struct {
+	Group          string            `json:"group"`
+	Rule           string            `json:"rule"`
+	Labels         map[string]string `json:"labels"`
+	Series         string            `json:"series"`
+	Origin         time.Time         `json:"origin"`
+	LastValue      JSONFloat         `json:"last_value"`
+	StepSeconds    float64           `json:"step_seconds"`
+	HorizonSeconds float64           `json:"horizon_seconds"`
+	Model          string            `json:"model"`
+	Fallback       string            `json:"fallback,omitempty"`
+	Level          float64           `json:"level"`
+}
+
+type forecastTail struct {
+	Peak       JSONFloat         `json:"peak"`
+	PeakTime   time.Time         `json:"peak_time"`
+	UpperPeak  JSONFloat         `json:"upper_peak"`
+	GapsFilled int               `json:"gaps_filled"`
+	Accuracy   ForecastAccuracy  `json:"accuracy"`
+	Horizons   []ForecastHorizon `json:"horizons,omitempty"`
+}
+
+// encodeForecast writes d byte for byte as json.Marshal does, with the
+// points written here between the fields before and after them:
+// encoding/json checks and compacts what each point's MarshalJSON returns,
+// which was most of the cost of a forecast event.
+func encodeForecast(d *ForecastData) ([]byte, error) {
+	head, err := json.Marshal(forecastHead{Group: d.Group, Rule: d.Rule, Labels: d.Labels, Series: d.Series,
+		Origin: d.Origin, LastValue: d.LastValue, StepSeconds: d.StepSeconds, HorizonSeconds: d.HorizonSeconds,
+		Model: d.Model, Fallback: d.Fallback, Level: d.Level})
+	if err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(forecastTail{Peak: d.Peak, PeakTime: d.PeakTime, UpperPeak: d.UpperPeak,
+		GapsFilled: d.GapsFilled, Accuracy: d.Accuracy, Horizons: d.Horizons})
+	if err != nil {
+		return nil, err
+	}
+	// Both are objects with at least one field: head loses its '}' and
+	// tail its '{'.
+	b := make([]byte, 0, len(head)+len(tail)+16+100*len(d.Points))
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"points":`...)
+	if d.Points == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, p := range d.Points {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = p.appendJSON(b); err != nil {
+				return nil, fmt.Errorf("point %d: %w", i+1, err)
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ',')
+	return append(b, tail[1:]...), nil
 }
 
 // UnmarshalJSON reads a number, or null as NaN: what MarshalJSON wrote
