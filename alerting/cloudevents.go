@@ -201,16 +201,7 @@ func NewFindingEvent(f Finding, source string) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding finding of rule %q in group %q: %w", f.Rule, f.Group, err)
 	}
-	return Event{
-		SpecVersion:     CloudEventsSpecVersion,
-		ID:              FindingID(f),
-		Source:          source,
-		Type:            FindingEventType,
-		Subject:         f.Series,
-		Time:            f.WindowEnd.UTC(),
-		DataContentType: "application/json",
-		Data:            data,
-	}, nil
+	return envelope(FindingEventType, FindingID(f), f.Series, source, f.WindowEnd, data), nil
 }
 
 // findingAlias has Finding's fields without its methods, so that encoding it
