@@ -3,10 +3,12 @@ package report_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,6 +149,8 @@ func TestSchedulerRecoversAndSkips(t *testing.T) {
 
 // TestAnnounce: each report made is announced on inferwatch.reports.daily
 // as a CloudEvent carrying its summary and files.
+var announceRuns atomic.Int32
+
 func TestAnnounce(t *testing.T) {
 	f := setup(t)
 	dir := t.TempDir()
@@ -166,6 +170,10 @@ func TestAnnounce(t *testing.T) {
 	}
 	sp := spec(t, cfg, "daily")
 	sp.Formats = []string{"json", "md"}
+	// A report's event id is stable over its name and period, so JetStream
+	// drops the same report announced again: a name of its own per run
+	// keeps this test's event apart from an earlier run's (-count).
+	sp.Name = fmt.Sprintf("daily-%d", announceRuns.Add(1))
 	res, err := r.Make(context.Background(), sp, day(25).Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +183,7 @@ func TestAnnounce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	evs, err := rd.ReadEvents(context.Background(), []string{report.Subject("inferwatch", "daily")}, time.Now().Add(-time.Hour))
+	evs, err := rd.ReadEvents(context.Background(), []string{report.Subject("inferwatch", sp.Name)}, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +197,7 @@ func TestAnnounce(t *testing.T) {
 		if err := jsonUnmarshal(e.Event.Data, &h); err != nil {
 			t.Fatal(err)
 		}
-		if h.Files["json"] != res.Files["json"] || h.Files["md"] != res.Files["md"] || len(h.Models) != 3 || h.Name != "daily" {
+		if h.Files["json"] != res.Files["json"] || h.Files["md"] != res.Files["md"] || len(h.Models) != 3 || h.Name != sp.Name {
 			t.Errorf("announced %+v, made %v", h, res.Files)
 		}
 	}
