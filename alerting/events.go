@@ -266,7 +266,7 @@ func encodeForecast(d *ForecastData) ([]byte, error) {
 	}
 	// Both are objects with at least one field: head loses its '}' and
 	// tail its '{'.
-	b := make([]byte, 0, len(head)+len(tail)+16+100*len(d.Points))
+	b := make([]byte, 0, len(head)+len(tail)+16+128*len(d.Points))
 	b = append(b, head[:len(head)-1]...)
 	b = append(b, `,"points":`...)
 	if d.Points == nil {

@@ -98,7 +98,7 @@ func applyMemLimit(ratio float64) (memLimitPlan, error) {
 // (runtime.gogc, 75 since 2.53, after 50 cost too much CPU). Measured on
 // 100,000 auto series, 75 keeps a cold cycle's peak about 40 MiB below
 // Go's default for a few percent more CPU, where 50 saves another 40 MiB
-// for 5-10 % more wall time.
+// for up to 10 % more wall time.
 const DefaultGCPercent = 75
 
 // planGCPercent decides the collector's target: GOGC, when set, wins (the
