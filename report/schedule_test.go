@@ -147,10 +147,11 @@ func TestSchedulerRecoversAndSkips(t *testing.T) {
 	}
 }
 
-// TestAnnounce: each report made is announced on inferwatch.reports.daily
-// as a CloudEvent carrying its summary and files.
+// announceRuns numbers TestAnnounce's runs in this process.
 var announceRuns atomic.Int32
 
+// TestAnnounce: each report made is announced on inferwatch.reports.<name>
+// as a CloudEvent carrying its summary and files.
 func TestAnnounce(t *testing.T) {
 	f := setup(t)
 	dir := t.TempDir()
