@@ -60,6 +60,16 @@ under-provisioned (the load above the serving replicas × capacity), the
 worst shortfall (req/s) and the number of scale changes, over the steps
 after the warm-up. With --json, the same as JSON.
 
+--level and --hpa-target take comma-separated lists: each level is a
+forecast policy and each target a reactive one, replayed side by side
+(the first of each is the one the ratio compares). The report then sets
+each policy against the other at the other's figures: the forecast level
+short the fewest minutes within the first target's replica-minutes, and
+the target short the fewest minutes within the first level's
+replica-minutes, and the target paying the least while short no more
+minutes than the first level; where none does, the cheapest level and the
+least short target.
+
 --gentd26 FILE reads GenTD26's qps.csv (timestamp_anon,value,container_ip,
 request_type: one row per container and sample time, sampled every 57 s,
 rows of zero left out) as the per-minute request rate of --request-type:
@@ -84,13 +94,13 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	stepS := fs.String("step", "", "the decision step, a multiple of the series' step (default the series' step); the series is averaged to it")
 	warmupS := fs.String("warmup", "", "history before the first decision (default one period, at most a quarter of the series)")
 	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window")
-	hpaTarget := fs.Float64("hpa-target", 1, "the reactive policy's target: this share of a replica's capacity, in (0, 1]")
+	hpaTargetS := fs.String("hpa-target", "1", "the reactive policy's target: this share of a replica's capacity, in (0, 1]; a comma-separated list replays each")
 	writeSeries := fs.String("write-series", "", "write the series replayed to this CSV file")
 	asJSON := fs.Bool("json", false, "write the result as JSON")
 	// The forecast and scale rules' keys, with their defaults.
 	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the decision looks (default the step plus --startup, rounded up to whole steps: until the replicas the next decision asks for serve)")
 	model := fs.String("model", rulefmt.DefaultForecastModel, "forecast.model: "+strings.Join(forecasting.Models(), ", "))
-	level := fs.Float64("level", rulefmt.DefaultForecastLevel, "forecast.level: the prediction interval, whose upper bound the decision takes")
+	levelS := fs.String("level", strconv.FormatFloat(rulefmt.DefaultForecastLevel, 'g', -1, 64), "forecast.level: the prediction interval, whose upper bound the decision takes; a comma-separated list replays each")
 	periodS := fs.String("period", rulefmt.FormatDuration(rulefmt.DefaultForecastPeriod), "forecast.period: the seasonal period")
 	def := rulefmt.DefaultScale()
 	minReplicas := fs.Int("min-replicas", def.MinReplicas, "scale.min_replicas (both policies)")
@@ -133,14 +143,16 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	horizon := dur("--horizon", *horizonS, false)
 	period := dur("--period", *periodS, false)
 	cooldown := dur("--cooldown", *cooldownS, true)
-	if !(*level > 0 && *level < 1) {
-		errs = append(errs, fmt.Errorf("--level %g: want a number in (0, 1)", *level))
+	levels, err := floatList("--level", *levelS, func(v float64) bool { return v > 0 && v < 1 }, "a number in (0, 1)")
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if *minReplicas < 0 || *maxReplicas < 0 || (*maxReplicas > 0 && *maxReplicas < *minReplicas) {
 		errs = append(errs, fmt.Errorf("--min-replicas %d, --max-replicas %d: want 0 ≤ min ≤ max (max 0: none)", *minReplicas, *maxReplicas))
 	}
-	if !(*hpaTarget > 0 && *hpaTarget <= 1) {
-		errs = append(errs, fmt.Errorf("--hpa-target %g: want a share of the capacity in (0, 1]", *hpaTarget))
+	targets, err := floatList("--hpa-target", *hpaTargetS, func(v float64) bool { return v > 0 && v <= 1 }, "a share of the capacity in (0, 1]")
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if *stable < 1 {
 		errs = append(errs, fmt.Errorf("--scale-down-stable-intervals %d: want at least 1", *stable))
@@ -155,7 +167,6 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	var (
 		series *regular
 		parts  [][]float64
-		err    error
 		name   = *input
 	)
 	switch {
@@ -204,7 +215,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 	}
 	fc := rulefmt.DefaultForecast(series.step)
-	fc.Model, fc.Level, fc.Period = *model, *level, period
+	fc.Model, fc.Level, fc.Period = *model, levels[0], period
 	if horizon == 0 {
 		// The replicas asked for at a decision carry the load until those
 		// of the next decision serve: one step and a start-up ahead.
@@ -229,7 +240,8 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	b := scaleBacktest{T0: series.t0, Step: series.step, Load: series.y, Parts: parts, Capacity: *capacity,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
-		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, ScaleDownWindow: hpaWindow, Target: *hpaTarget}}
+		Levels: levels, Targets: targets,
+		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, ScaleDownWindow: hpaWindow, Target: targets[0]}}
 	rep, err := runScaleBacktest(ctx, b)
 	if err != nil {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: %s: %v\n", name, err)
@@ -260,6 +272,10 @@ type scaleBacktest struct {
 	Forecast rulefmt.Forecast
 	Scale    rulefmt.Scale
 	Reactive forecasting.ReactivePolicy
+	// Levels are the forecast levels replayed, one forecast policy each
+	// (default Forecast.Level); Targets the reactive policy's targets
+	// (default Reactive.Target).
+	Levels, Targets []float64
 }
 
 // scaleReport is what a replay measured.
@@ -276,9 +292,34 @@ type scaleReport struct {
 	StartupSeconds float64 `json:"startup_seconds"`
 	HorizonSeconds float64 `json:"horizon_seconds"`
 	HPAWindowSecs  float64 `json:"hpa_window_seconds"`
-	// Policies are the forecast policy's figures, the reactive's, and
-	// those of perfect foresight (a bound, not a policy).
+	// Policies are the forecast policy's figures (one a level), the
+	// reactive's (one a target), and those of perfect foresight (a bound,
+	// not a policy).
 	Policies []policyFigures `json:"policies"`
+	// Frontier is there when several levels or targets were replayed.
+	Frontier *scaleFrontier `json:"frontier,omitempty"`
+}
+
+// scaleFrontier sets each policy against the other at the other's
+// figures: the forecast policy within the first reactive row's
+// replica-minutes, and the reactive policy within the first forecast
+// row's under-provisioned minutes.
+type scaleFrontier struct {
+	// ForecastWithin is the forecast row short the fewest minutes among
+	// those paying at most the first reactive row's replica-minutes;
+	// CheapestForecast the forecast row paying the least, when none does.
+	ForecastWithin   *policyFigures `json:"forecast_within_reactive_replica_minutes,omitempty"`
+	CheapestForecast *policyFigures `json:"cheapest_forecast,omitempty"`
+	// ReactiveWithin is the reactive row paying the fewest replica-minutes
+	// among those short at most as many minutes as the first forecast
+	// row; LeastShortReactive the reactive row short the fewest minutes,
+	// when none is.
+	ReactiveWithin     *policyFigures `json:"reactive_within_forecast_under_minutes,omitempty"`
+	LeastShortReactive *policyFigures `json:"least_short_reactive,omitempty"`
+	// ReactiveAtCost is the reactive row short the fewest minutes among
+	// those paying at most the first forecast row's replica-minutes: the
+	// reactive policy at the forecast's cost (nil: every one pays more).
+	ReactiveAtCost *policyFigures `json:"reactive_within_forecast_replica_minutes,omitempty"`
 }
 
 type policyFigures struct {
@@ -292,6 +333,95 @@ type policyFigures struct {
 	// FallbackDecisions counts the forecast policy's decisions on a
 	// forecast that fell back for lack of history.
 	FallbackDecisions int `json:"fallback_decisions,omitempty"`
+	// Level is a forecast row's forecast.level, HPATarget a reactive
+	// row's target.
+	Level     float64 `json:"level,omitempty"`
+	HPATarget float64 `json:"hpa_target,omitempty"`
+}
+
+// name is the row's name: its policy, and its level or target when the
+// report replayed several.
+func (p policyFigures) name(rep *scaleReport) string {
+	if rep.Frontier == nil {
+		return p.Policy
+	}
+	switch {
+	case p.Level > 0:
+		return p.Policy + " (level " + strconv.FormatFloat(p.Level, 'g', -1, 64) + ")"
+	case p.HPATarget > 0:
+		return p.Policy + " (target " + strconv.FormatFloat(p.HPATarget, 'g', -1, 64) + ")"
+	}
+	return p.Policy
+}
+
+// frontier compares the rows of several levels or targets (nil for one
+// of each).
+func frontier(rows []policyFigures) *scaleFrontier {
+	var fs, rs []policyFigures
+	for _, p := range rows {
+		switch p.Policy {
+		case "forecast":
+			fs = append(fs, p)
+		case "reactive":
+			rs = append(rs, p)
+		}
+	}
+	if len(fs) == 0 || len(rs) == 0 || (len(fs) == 1 && len(rs) == 1) {
+		return nil
+	}
+	fr := &scaleFrontier{}
+	// better reports whether a is better than b on the figure that counts,
+	// then on the other.
+	better := func(a, b float64, a2, b2 float64) bool { return a < b || (a == b && a2 < b2) }
+	for i := range fs {
+		p := &fs[i]
+		if p.ReplicaMinutes <= rs[0].ReplicaMinutes && (fr.ForecastWithin == nil ||
+			better(p.UnderMinutes, fr.ForecastWithin.UnderMinutes, p.ReplicaMinutes, fr.ForecastWithin.ReplicaMinutes)) {
+			fr.ForecastWithin = p
+		}
+		if fr.CheapestForecast == nil || better(p.ReplicaMinutes, fr.CheapestForecast.ReplicaMinutes, p.UnderMinutes, fr.CheapestForecast.UnderMinutes) {
+			fr.CheapestForecast = p
+		}
+	}
+	for i := range rs {
+		p := &rs[i]
+		if p.UnderMinutes <= fs[0].UnderMinutes && (fr.ReactiveWithin == nil ||
+			better(p.ReplicaMinutes, fr.ReactiveWithin.ReplicaMinutes, p.UnderMinutes, fr.ReactiveWithin.UnderMinutes)) {
+			fr.ReactiveWithin = p
+		}
+		if fr.LeastShortReactive == nil || better(p.UnderMinutes, fr.LeastShortReactive.UnderMinutes, p.ReplicaMinutes, fr.LeastShortReactive.ReplicaMinutes) {
+			fr.LeastShortReactive = p
+		}
+		if p.ReplicaMinutes <= fs[0].ReplicaMinutes && (fr.ReactiveAtCost == nil ||
+			better(p.UnderMinutes, fr.ReactiveAtCost.UnderMinutes, p.ReplicaMinutes, fr.ReactiveAtCost.ReplicaMinutes)) {
+			fr.ReactiveAtCost = p
+		}
+	}
+	if fr.ForecastWithin != nil {
+		fr.CheapestForecast = nil
+	}
+	if fr.ReactiveWithin != nil {
+		fr.LeastShortReactive = nil
+	}
+	return fr
+}
+
+// floatList parses a comma-separated list of numbers for flag, each of
+// which must satisfy ok (want says how), none twice.
+func floatList(flag, s string, ok func(float64) bool, want string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		v, err := strconv.ParseFloat(f, 64)
+		switch {
+		case err != nil || !ok(v):
+			return nil, fmt.Errorf("%s %s: %q is not %s", flag, s, f, want)
+		case slices.Contains(out, v):
+			return nil, fmt.Errorf("%s %s: %s is listed twice", flag, s, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // runScaleBacktest replays b: at each step after the warm-up both
@@ -320,31 +450,15 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	rep.Capacity = capacity
 
-	opts := rules.ForecastOptions(&b.Forecast)
-	fcs, err := newReplayForecaster(opts, b.Parts)
-	if err != nil {
-		return nil, err
+	levels, targets := b.Levels, b.Targets
+	if len(levels) == 0 {
+		levels = []float64{b.Forecast.Level}
+	}
+	if len(targets) == 0 {
+		targets = []float64{b.Reactive.Target}
 	}
 	stepMs := b.Step.Milliseconds()
 	at := func(k int) time.Time { return time.UnixMilli(b.T0 + int64(k)*stepMs) }
-	// Fit as a forecast rule's first evaluation does: on the history but
-	// its last part (up to a period, at most a quarter), which is then
-	// fed point by point so the first decision has calibrated intervals.
-	// The rule fetches forecast.history before its first evaluation.
-	from := max(b.Warmup-int(b.Forecast.History/b.Step), 0)
-	fitN := max(b.Warmup-min((b.Warmup-from)/4, opts.Period), from+1)
-	if err := fcs.fit(b.T0, b.Load, from, fitN); err != nil {
-		return nil, err
-	}
-	for j := fitN; j < b.Warmup; j++ {
-		if err := fcs.update(b.T0, b.Load, j, stepMs); err != nil {
-			return nil, err
-		}
-	}
-	leads := max(int((b.Scale.Horizon+b.Step-1)/b.Step), 1)
-	policy := rules.ScalePolicy(&b.Scale)
-	policy.ValidFor = b.Scale.Horizon
-
 	first := at(b.Warmup)
 	n0 := max(int(math.Ceil(b.Load[b.Warmup-1]/capacity-1e-9)), b.Scale.MinReplicas, 0)
 	if !isFinite(b.Load[b.Warmup-1]) {
@@ -353,12 +467,65 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	if b.Scale.MaxReplicas > 0 {
 		n0 = min(n0, b.Scale.MaxReplicas)
 	}
-	ff, fr, fo := &forecasting.Fleet{Startup: b.Startup}, &forecasting.Fleet{Startup: b.Startup}, &forecasting.Fleet{Startup: b.Startup}
-	ff.Start(n0, first)
-	fr.Start(n0, first)
+	// One lane a forecast level: its own forecaster, fitted as a forecast
+	// rule's first evaluation fits, on the history but its last part (up
+	// to a period, at most a quarter), which is then fed point by point so
+	// the first decision has calibrated intervals. The rule fetches
+	// forecast.history before its first evaluation.
+	type forecastLane struct {
+		level     float64
+		fcs       *replayForecaster
+		fc        forecasting.Forecast
+		st        forecasting.ScaleState
+		fleet     *forecasting.Fleet
+		prov      forecasting.Provisioning
+		fallbacks int
+	}
+	from := max(b.Warmup-int(b.Forecast.History/b.Step), 0)
+	var fls []*forecastLane
+	for _, level := range levels {
+		fc := b.Forecast
+		fc.Level = level
+		opts := rules.ForecastOptions(&fc)
+		fcs, err := newReplayForecaster(opts, b.Parts)
+		if err != nil {
+			return nil, err
+		}
+		fitN := max(b.Warmup-min((b.Warmup-from)/4, opts.Period), from+1)
+		if err := fcs.fit(b.T0, b.Load, from, fitN); err != nil {
+			return nil, err
+		}
+		for j := fitN; j < b.Warmup; j++ {
+			if err := fcs.update(b.T0, b.Load, j, stepMs); err != nil {
+				return nil, err
+			}
+		}
+		l := &forecastLane{level: level, fcs: fcs, fleet: &forecasting.Fleet{Startup: b.Startup},
+			st: forecasting.ScaleState{Desired: n0, Changed: first.Add(-b.Scale.Cooldown)}}
+		l.fleet.Start(n0, first)
+		fls = append(fls, l)
+	}
+	type reactiveLane struct {
+		policy forecasting.ReactivePolicy
+		rs     forecasting.ReactiveState
+		fleet  *forecasting.Fleet
+		prov   forecasting.Provisioning
+	}
+	var rls []*reactiveLane
+	for _, target := range targets {
+		l := &reactiveLane{policy: b.Reactive, rs: forecasting.ReactiveState{Desired: n0}, fleet: &forecasting.Fleet{Startup: b.Startup}}
+		l.policy.Target = target
+		l.fleet.Start(n0, first)
+		rls = append(rls, l)
+	}
+	leads := max(int((b.Scale.Horizon+b.Step-1)/b.Step), 1)
+	policy := rules.ScalePolicy(&b.Scale)
+	policy.ValidFor = b.Scale.Horizon
+
 	// Foresight knows the load: at each decision it asks for what the
 	// peak until the next decision's replicas serve needs, so no minute
 	// is short, at the least replica-minutes of a decision a step.
+	fo := &forecasting.Fleet{Startup: b.Startup}
 	ahead := int((b.Startup + b.Step - 1) / b.Step)
 	foresight := func(k int) int {
 		peak := math.NaN()
@@ -377,53 +544,63 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 		return r
 	}
 	fo.Start(foresight(b.Warmup), first)
-	st := forecasting.ScaleState{Desired: n0, Changed: first.Add(-b.Scale.Cooldown)}
-	rs := forecasting.ReactiveState{Desired: n0}
-	var pf, pr, po forecasting.Provisioning
-	fallbacks := 0
-	var fc forecasting.Forecast
+	var po forecasting.Provisioning
 	for k := b.Warmup; k < n; k++ {
 		if k%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("interrupted: %w", err)
 			}
 		}
-		now := at(k)
-		fcs.forecastInto(&fc)
-		peak, lead, upper := fc.PeakWithin(leads)
-		if fc.Fallback != "" {
-			fallbacks++
+		now, end := at(k), at(k+1)
+		for _, l := range fls {
+			l.fcs.forecastInto(&l.fc)
+			peak, lead, upper := l.fc.PeakWithin(leads)
+			if l.fc.Fallback != "" {
+				l.fallbacks++
+			}
+			sig, next := forecasting.Decide(l.st, forecasting.ScaleInputs{Current: float64(l.fleet.Ready(now)), CapacityPerReplica: capacity,
+				HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(l.fc.Origin + int64(lead)*stepMs),
+				Fallback: l.fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN()}, policy, now)
+			l.st = next
+			if sig.Desired != l.fleet.Allocated() {
+				l.prov.Changes++
+				l.fleet.Set(sig.Desired, now)
+			}
+			l.fleet.Serve(b.Load[k], capacity, now, end, &l.prov)
+			if err := l.fcs.update(b.T0, b.Load, k, stepMs); err != nil {
+				return nil, err
+			}
 		}
-		sig, next := forecasting.Decide(st, forecasting.ScaleInputs{Current: float64(ff.Ready(now)), CapacityPerReplica: capacity,
-			HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(fc.Origin + int64(lead)*stepMs),
-			Fallback: fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN()}, policy, now)
-		st = next
-		if sig.Desired != ff.Allocated() {
-			pf.Changes++
-			ff.Set(sig.Desired, now)
-		}
-		rs = forecasting.DecideReactive(rs, b.Load[k-1], capacity, b.Reactive, now)
-		if rs.Desired != fr.Allocated() {
-			pr.Changes++
-			fr.Set(rs.Desired, now)
+		for _, l := range rls {
+			l.rs = forecasting.DecideReactive(l.rs, b.Load[k-1], capacity, l.policy, now)
+			if l.rs.Desired != l.fleet.Allocated() {
+				l.prov.Changes++
+				l.fleet.Set(l.rs.Desired, now)
+			}
+			l.fleet.Serve(b.Load[k], capacity, now, end, &l.prov)
 		}
 		if r := foresight(k); r != fo.Allocated() {
 			po.Changes++
 			fo.Set(r, now)
 		}
-		ff.Serve(b.Load[k], capacity, now, at(k+1), &pf)
-		fr.Serve(b.Load[k], capacity, now, at(k+1), &pr)
-		fo.Serve(b.Load[k], capacity, now, at(k+1), &po)
-		if err := fcs.update(b.T0, b.Load, k, stepMs); err != nil {
-			return nil, err
-		}
+		fo.Serve(b.Load[k], capacity, now, end, &po)
 	}
 	figures := func(name string, p forecasting.Provisioning) policyFigures {
 		return policyFigures{Policy: name, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
 			Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
 	}
-	rep.Policies = []policyFigures{figures("forecast", pf), figures("reactive", pr), figures("foresight", po)}
-	rep.Policies[0].FallbackDecisions = fallbacks
+	for _, l := range fls {
+		f := figures("forecast", l.prov)
+		f.Level, f.FallbackDecisions = l.level, l.fallbacks
+		rep.Policies = append(rep.Policies, f)
+	}
+	for _, l := range rls {
+		f := figures("reactive", l.prov)
+		f.HPATarget = l.policy.Target
+		rep.Policies = append(rep.Policies, f)
+	}
+	rep.Policies = append(rep.Policies, figures("foresight", po))
+	rep.Frontier = frontier(rep.Policies)
 	return rep, nil
 }
 
@@ -695,12 +872,40 @@ func writeScaleText(w io.Writer, rep *scaleReport) {
 		rep.Capacity, capFrom, rep.PeakLoad, d(rep.StartupSeconds), d(rep.HorizonSeconds), d(rep.HPAWindowSecs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\treplica-minutes\tunder-provisioned minutes\tworst shortfall (req/s)\tscale changes\t")
-	for _, p := range rep.Policies {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.4g\t%d\t\n", p.Policy, p.ReplicaMinutes, p.UnderMinutes, p.WorstShortfall, p.Changes)
+	var f, r *policyFigures
+	for i, p := range rep.Policies {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.4g\t%d\t\n", p.name(rep), p.ReplicaMinutes, p.UnderMinutes, p.WorstShortfall, p.Changes)
+		switch {
+		case p.Policy == "forecast" && f == nil:
+			f = &rep.Policies[i]
+		case p.Policy == "reactive" && r == nil:
+			r = &rep.Policies[i]
+		}
 	}
 	tw.Flush()
-	f, r := rep.Policies[0], rep.Policies[1]
-	fmt.Fprintf(w, "\nforecast / reactive: replica-minutes %s, under-provisioned minutes %s\n", ratio(f.ReplicaMinutes, r.ReplicaMinutes), ratio(f.UnderMinutes, r.UnderMinutes))
+	fmt.Fprintf(w, "\n%s / %s: replica-minutes %s, under-provisioned minutes %s\n", f.name(rep), r.name(rep), ratio(f.ReplicaMinutes, r.ReplicaMinutes), ratio(f.UnderMinutes, r.UnderMinutes))
+	if fr := rep.Frontier; fr != nil {
+		if p := fr.ForecastWithin; p != nil {
+			fmt.Fprintf(w, "within %s's %.0f replica-minutes, %s is short least: %.0f replica-minutes (%s), %.0f under-provisioned minutes (%s)\n",
+				r.name(rep), r.ReplicaMinutes, p.name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, r.ReplicaMinutes), p.UnderMinutes, ratio(p.UnderMinutes, r.UnderMinutes))
+		} else if p := fr.CheapestForecast; p != nil {
+			fmt.Fprintf(w, "no forecast level replayed stays within %s's %.0f replica-minutes; the cheapest, %s, pays %.0f (%s) and is short %.0f minutes (%s)\n",
+				r.name(rep), r.ReplicaMinutes, p.name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, r.ReplicaMinutes), p.UnderMinutes, ratio(p.UnderMinutes, r.UnderMinutes))
+		}
+		if p := fr.ReactiveAtCost; p != nil {
+			fmt.Fprintf(w, "within %s's %.0f replica-minutes, %s is short least: %.0f replica-minutes, %.0f under-provisioned minutes; the forecast is short %s as often\n",
+				f.name(rep), f.ReplicaMinutes, p.name(rep), p.ReplicaMinutes, p.UnderMinutes, ratio(f.UnderMinutes, p.UnderMinutes))
+		} else {
+			fmt.Fprintf(w, "every reactive target replayed pays more than %s's %.0f replica-minutes\n", f.name(rep), f.ReplicaMinutes)
+		}
+		if p := fr.ReactiveWithin; p != nil {
+			fmt.Fprintf(w, "short at most %s's %.0f minutes, %s pays least: %.0f replica-minutes, %s of the forecast's\n",
+				f.name(rep), f.UnderMinutes, p.name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, f.ReplicaMinutes))
+		} else if p := fr.LeastShortReactive; p != nil {
+			fmt.Fprintf(w, "no reactive target replayed is short at most %s's %.0f minutes; the least short, %s, is short %.0f minutes and pays %.0f replica-minutes, %s of the forecast's\n",
+				f.name(rep), f.UnderMinutes, p.name(rep), p.UnderMinutes, p.ReplicaMinutes, ratio(p.ReplicaMinutes, f.ReplicaMinutes))
+		}
+	}
 	if f.FallbackDecisions > 0 {
 		fmt.Fprintf(w, "%d of the forecast policy's %d decisions were on a forecast falling back for lack of history\n", f.FallbackDecisions, rep.Decisions)
 	}

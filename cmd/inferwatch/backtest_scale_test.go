@@ -22,7 +22,7 @@ func runScale(t *testing.T, args ...string) scaleReport {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: output is not the report: %v\n%s", args, err, out)
 	}
-	if len(rep.Policies) != 3 || rep.Policies[0].Policy != "forecast" || rep.Policies[1].Policy != "reactive" || rep.Policies[2].Policy != "foresight" {
+	if n := len(rep.Policies); n < 3 || rep.Policies[0].Policy != "forecast" || rep.Policies[n-1].Policy != "foresight" {
 		t.Fatalf("%v: policies %+v", args, rep.Policies)
 	}
 	return rep
@@ -64,8 +64,8 @@ func TestBacktestScaleSpike(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 	want := []policyFigures{
-		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120},
-		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120},
+		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120, Level: 0.9},
+		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120, HPATarget: 1},
 		{Policy: "foresight", ReplicaMinutes: 198, Changes: 4, Minutes: 120},
 	}
 	for i, w := range want {
@@ -83,6 +83,53 @@ func TestBacktestScaleSpike(t *testing.T) {
 	if rep.PeakLoad != 35 || rep.Policies[0] != want[0] || rep.Policies[1] != want[1] || rep.Policies[2] != want[2] {
 		t.Errorf("per-minute counts: %+v", rep)
 	}
+	if len(rep.Policies) != 3 || rep.Frontier != nil {
+		t.Errorf("one level and one target: policies %+v, frontier %+v", rep.Policies, rep.Frontier)
+	}
+
+	// Several levels and targets. The seasonal naive forecast is exact, so
+	// its interval is empty at every level. At a target of 0.5 the
+	// reactive policy sizes replicas for 5 req/s: 7 for the spike, 6 more
+	// than the baseline's one for the same 14 minutes, 120 + 2·84 = 288
+	// replica-minutes, and as late: the same 8 minutes short.
+	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h",
+		"--level", "0.9, 0.5", "--hpa-target", "1,0.5")
+	half := want[1]
+	half.ReplicaMinutes, half.HPATarget = 288, 0.5
+	atHalf := want[0]
+	atHalf.Level = 0.5
+	want = []policyFigures{want[0], atHalf, want[1], half, want[2]}
+	if len(rep.Policies) != len(want) {
+		t.Fatalf("policies %+v", rep.Policies)
+	}
+	for i, w := range want {
+		if got := rep.Policies[i]; got != w {
+			t.Errorf("row %d: %+v\nwant %+v", i, got, w)
+		}
+	}
+	// No level pays at most the reactive policy's 204 replica-minutes: the
+	// cheapest is the first of the two at 210. No target is short as
+	// seldom as the forecast (never): the least short is the cheaper of
+	// the two short 8 minutes.
+	if fr := rep.Frontier; fr == nil || fr.ForecastWithin != nil || fr.ReactiveWithin != nil ||
+		fr.CheapestForecast == nil || *fr.CheapestForecast != want[0] || fr.LeastShortReactive == nil || *fr.LeastShortReactive != want[2] ||
+		fr.ReactiveAtCost == nil || *fr.ReactiveAtCost != want[2] {
+		t.Errorf("frontier %+v", rep.Frontier)
+	}
+	code, out, _ := runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h",
+		"--level", "0.9,0.5", "--hpa-target", "1,0.5")
+	for _, line := range []string{
+		"forecast (level 0.5)", "reactive (target 0.5)",
+		"forecast (level 0.9) / reactive (target 1): replica-minutes 1.029, under-provisioned minutes 0.000",
+		"no forecast level replayed stays within reactive (target 1)'s 204 replica-minutes; the cheapest, forecast (level 0.9), pays 210 (1.029)",
+		"no reactive target replayed is short at most forecast (level 0.9)'s 0 minutes; the least short, reactive (target 1), is short 8 minutes and pays 204 replica-minutes, 0.971 of the forecast's",
+		"within forecast (level 0.9)'s 210 replica-minutes, reactive (target 1) is short least: 204 replica-minutes, 8 under-provisioned minutes; the forecast is short 0.000 as often",
+	} {
+		if code != 0 || !strings.Contains(out, line) {
+			t.Errorf("exit %d; the text lacks %q:\n%s", code, line, out)
+		}
+	}
+
 	// The capacity from the peak after the warm-up: 35 req/s over 7.
 	rep = runScale(t, "--input", file, "--peak-replicas", "7", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
 	if rep.Capacity != 5 || !strings.Contains(rep.CapacityFrom, "35 req/s over 7 replicas") {
@@ -136,6 +183,136 @@ func TestBacktestScaleSharedTraces(t *testing.T) {
 			}
 			t.Logf("%s: forecast %+v, reactive %+v, foresight %+v", name, rep.Policies[0], rep.Policies[1], rep.Policies[2])
 		})
+	}
+}
+
+// TestBacktestScaleLevelsReplayAlone checks that a replay of several
+// levels and targets gives each the figures it has replayed alone, on a
+// noisy series whose levels differ.
+func TestBacktestScaleLevelsReplayAlone(t *testing.T) {
+	var ts []int64
+	var vs []float64
+	x := uint64(1)
+	for i := range 3 * 1440 {
+		x = x*6364136223846793005 + 1442695040888963407
+		noise := float64(x>>11)/(1<<53) - 0.5
+		ts = append(ts, t0+int64(i)*60_000)
+		vs = append(vs, 40+25*math.Sin(2*math.Pi*float64(i)/1440)+12*noise)
+	}
+	file := writeSeriesCSV(t, t.TempDir(), "noisy.csv", ts, vs)
+	base := []string{"--input", file, "--peak-replicas", "8"}
+	rep := runScale(t, append(base, "--level", "0.9,0.5,0.2", "--hpa-target", "1,0.8")...)
+	if len(rep.Policies) != 6 || rep.Frontier == nil {
+		t.Fatalf("policies %+v, frontier %+v", rep.Policies, rep.Frontier)
+	}
+	for i, args := range [][]string{
+		{"--level", "0.9"}, {"--level", "0.5"}, {"--level", "0.2"},
+	} {
+		alone := runScale(t, append(base, args...)...)
+		if rep.Policies[i] != alone.Policies[0] {
+			t.Errorf("%v: %+v in the list, %+v alone", args, rep.Policies[i], alone.Policies[0])
+		}
+	}
+	for i, args := range [][]string{{"--hpa-target", "1"}, {"--hpa-target", "0.8"}} {
+		alone := runScale(t, append(base, args...)...)
+		if rep.Policies[3+i] != alone.Policies[1] {
+			t.Errorf("%v: %+v in the list, %+v alone", args, rep.Policies[3+i], alone.Policies[1])
+		}
+	}
+	if rep.Policies[0] == rep.Policies[1] || rep.Policies[3] == rep.Policies[4] {
+		t.Errorf("the levels or the targets replayed alike: %+v", rep.Policies)
+	}
+	if rep.Policies[5] != runScale(t, base...).Policies[2] {
+		t.Errorf("foresight differs with lists: %+v", rep.Policies[5])
+	}
+}
+
+// TestScaleFrontier checks the rows the frontier picks.
+func TestScaleFrontier(t *testing.T) {
+	f := func(level, rm, under float64) policyFigures {
+		return policyFigures{Policy: "forecast", Level: level, ReplicaMinutes: rm, UnderMinutes: under}
+	}
+	r := func(target, rm, under float64) policyFigures {
+		return policyFigures{Policy: "reactive", HPATarget: target, ReplicaMinutes: rm, UnderMinutes: under}
+	}
+	fo := policyFigures{Policy: "foresight", ReplicaMinutes: 90}
+	for _, tc := range []struct {
+		name                 string
+		rows                 []policyFigures
+		within, cheapest     *policyFigures
+		rWithin, rLeastShort *policyFigures
+		rAtCost              *policyFigures
+	}{
+		{name: "one of each", rows: []policyFigures{f(0.9, 120, 5), r(1, 100, 50), fo}},
+		{
+			// Within 100 replica-minutes: levels 0.5 (short 30) and 0.2
+			// (short 40); 0.5 is short least. Short at most level 0.9's 5
+			// minutes: targets 0.7 and 0.6 (both 5): 0.7 is cheaper.
+			name:    "both within",
+			rows:    []policyFigures{f(0.9, 120, 5), f(0.5, 100, 30), f(0.2, 95, 40), r(1, 100, 50), r(0.8, 115, 20), r(0.7, 130, 5), r(0.6, 140, 5), fo},
+			within:  &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 100, UnderMinutes: 30},
+			rWithin: &policyFigures{Policy: "reactive", HPATarget: 0.7, ReplicaMinutes: 130, UnderMinutes: 5},
+			// Within level 0.9's 120 replica-minutes: targets 1 and 0.8;
+			// 0.8 is short least.
+			rAtCost: &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
+		},
+		{
+			// Equal under-provisioned minutes within: the cheaper wins.
+			// Short at most 30 minutes: targets 0.9 and 0.8; 0.9 is cheaper.
+			name:    "tie on minutes short",
+			rows:    []policyFigures{f(0.9, 99, 30), f(0.5, 97, 30), r(1, 100, 50), r(0.9, 105, 30), r(0.8, 115, 20), fo},
+			within:  &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 97, UnderMinutes: 30},
+			rWithin: &policyFigures{Policy: "reactive", HPATarget: 0.9, ReplicaMinutes: 105, UnderMinutes: 30},
+		},
+		{
+			name:        "none within",
+			rows:        []policyFigures{f(0.9, 120, 5), f(0.5, 110, 30), r(1, 100, 50), r(0.8, 115, 20), fo},
+			cheapest:    &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 110, UnderMinutes: 30},
+			rLeastShort: &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
+			rAtCost:     &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fr := frontier(tc.rows)
+			if tc.within == nil && tc.cheapest == nil && tc.rWithin == nil && tc.rLeastShort == nil && tc.rAtCost == nil {
+				if fr != nil {
+					t.Errorf("frontier %+v; want none", fr)
+				}
+				return
+			}
+			if fr == nil {
+				t.Fatal("no frontier")
+			}
+			same := func(what string, got, want *policyFigures) {
+				if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+					t.Errorf("%s: %+v; want %+v", what, got, want)
+				}
+			}
+			same("forecast within", fr.ForecastWithin, tc.within)
+			same("cheapest forecast", fr.CheapestForecast, tc.cheapest)
+			same("reactive within", fr.ReactiveWithin, tc.rWithin)
+			same("least short reactive", fr.LeastShortReactive, tc.rLeastShort)
+			same("reactive at the forecast's cost", fr.ReactiveAtCost, tc.rAtCost)
+		})
+	}
+}
+
+// TestBacktestScaleListErrors checks that a bad list names the value.
+func TestBacktestScaleListErrors(t *testing.T) {
+	file := writeSeriesCSV(t, t.TempDir(), "s.csv", []int64{t0, t0 + 60_000}, []float64{1, 2})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--level", "0.9,1.5"}, `--level 0.9,1.5: "1.5" is not a number in (0, 1)`},
+		{[]string{"--level", "0.9,"}, `--level 0.9,: "" is not a number in (0, 1)`},
+		{[]string{"--hpa-target", "1,0.8,0.8"}, `--hpa-target 1,0.8,0.8: 0.8 is listed twice`},
+		{[]string{"--hpa-target", "0"}, `--hpa-target 0: "0" is not a share of the capacity in (0, 1]`},
+	} {
+		code, _, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--input", file, "--capacity", "1"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
 	}
 }
 
