@@ -60,9 +60,10 @@ under-provisioned (the load above the serving replicas × capacity), the
 worst shortfall (req/s) and the number of scale changes, over the steps
 after the warm-up. With --json, the same as JSON.
 
---level and --hpa-target take comma-separated lists: each level is a
-forecast policy and each target a reactive one, replayed side by side
-(the first of each is the one the ratio compares). The report then sets
+--level, --hpa-target and --hpa-window take comma-separated lists: each
+level is a forecast policy and each pair of a target and a window a
+reactive one, replayed side by side (the first of each is the one the
+ratio compares). The report then sets
 each policy against the other at the other's figures: the forecast level
 short the fewest minutes within the first target's replica-minutes, and
 the target short the fewest minutes within the first level's
@@ -93,7 +94,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	startupS := fs.String("startup", "3m", "how long a replica asked for takes to serve")
 	stepS := fs.String("step", "", "the decision step, a multiple of the series' step (default the series' step); the series is averaged to it")
 	warmupS := fs.String("warmup", "", "history before the first decision (default one period, at most a quarter of the series)")
-	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window")
+	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window (0s: none); a comma-separated list replays each")
 	hpaTargetS := fs.String("hpa-target", "1", "the reactive policy's target: this share of a replica's capacity, in (0, 1]; a comma-separated list replays each")
 	writeSeries := fs.String("write-series", "", "write the series replayed to this CSV file")
 	asJSON := fs.Bool("json", false, "write the result as JSON")
@@ -139,7 +140,19 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	startup := dur("--startup", *startupS, true)
 	stepD := dur("--step", *stepS, false)
 	warmup := dur("--warmup", *warmupS, false)
-	hpaWindow := dur("--hpa-window", *hpaWindowS, true)
+	var windows []time.Duration
+	for _, w := range strings.Split(*hpaWindowS, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			errs = append(errs, fmt.Errorf("--hpa-window %q: an empty item; want durations such as 5m,30m (0s: none)", *hpaWindowS))
+			continue
+		}
+		d := dur("--hpa-window", w, true)
+		if slices.Contains(windows, d) {
+			errs = append(errs, fmt.Errorf("--hpa-window %s: %s is listed twice", *hpaWindowS, w))
+		}
+		windows = append(windows, d)
+	}
 	horizon := dur("--horizon", *horizonS, false)
 	period := dur("--period", *periodS, false)
 	cooldown := dur("--cooldown", *cooldownS, true)
@@ -240,8 +253,8 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	b := scaleBacktest{T0: series.t0, Step: series.step, Load: series.y, Parts: parts, Capacity: *capacity,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
-		Levels: levels, Targets: targets,
-		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, ScaleDownWindow: hpaWindow, Target: targets[0]}}
+		Levels: levels, Targets: targets, Windows: windows,
+		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, ScaleDownWindow: windows[0], Target: targets[0]}}
 	rep, err := runScaleBacktest(ctx, b)
 	if err != nil {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: %s: %v\n", name, err)
@@ -273,9 +286,11 @@ type scaleBacktest struct {
 	Scale    rulefmt.Scale
 	Reactive forecasting.ReactivePolicy
 	// Levels are the forecast levels replayed, one forecast policy each
-	// (default Forecast.Level); Targets the reactive policy's targets
-	// (default Reactive.Target).
+	// (default Forecast.Level); Targets and Windows the reactive policy's
+	// targets and scale-down windows, one reactive policy a pair (default
+	// Reactive's).
 	Levels, Targets []float64
+	Windows         []time.Duration
 }
 
 // scaleReport is what a replay measured.
@@ -333,14 +348,15 @@ type policyFigures struct {
 	// FallbackDecisions counts the forecast policy's decisions on a
 	// forecast that fell back for lack of history.
 	FallbackDecisions int `json:"fallback_decisions,omitempty"`
-	// Level is a forecast row's forecast.level, HPATarget a reactive
-	// row's target.
-	Level     float64 `json:"level,omitempty"`
-	HPATarget float64 `json:"hpa_target,omitempty"`
+	// Level is a forecast row's forecast.level; HPATarget and
+	// HPAWindowSecs a reactive row's target and scale-down window.
+	Level         float64 `json:"level,omitempty"`
+	HPATarget     float64 `json:"hpa_target,omitempty"`
+	HPAWindowSecs float64 `json:"hpa_window_seconds,omitempty"` // absent: 0, none
 }
 
-// name is the row's name: its policy, and its level or target when the
-// report replayed several.
+// name is the row's name: its policy, and its level or target (and
+// window, when several were replayed) when the report replayed several.
 func (p policyFigures) name(rep *scaleReport) string {
 	if rep.Frontier == nil {
 		return p.Policy
@@ -349,9 +365,24 @@ func (p policyFigures) name(rep *scaleReport) string {
 	case p.Level > 0:
 		return p.Policy + " (level " + strconv.FormatFloat(p.Level, 'g', -1, 64) + ")"
 	case p.HPATarget > 0:
-		return p.Policy + " (target " + strconv.FormatFloat(p.HPATarget, 'g', -1, 64) + ")"
+		s := p.Policy + " (target " + strconv.FormatFloat(p.HPATarget, 'g', -1, 64)
+		if rep.severalWindows() {
+			s += ", window " + rulefmt.FormatDuration(time.Duration(p.HPAWindowSecs*float64(time.Second)))
+		}
+		return s + ")"
 	}
 	return p.Policy
+}
+
+// severalWindows reports whether the reactive rows replayed more than one
+// scale-down window.
+func (rep *scaleReport) severalWindows() bool {
+	for _, p := range rep.Policies {
+		if p.Policy == "reactive" && p.HPAWindowSecs != rep.HPAWindowSecs {
+			return true
+		}
+	}
+	return false
 }
 
 // frontier compares the rows of several levels or targets (nil for one
@@ -511,12 +542,18 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 		fleet  *forecasting.Fleet
 		prov   forecasting.Provisioning
 	}
+	windows := b.Windows
+	if len(windows) == 0 {
+		windows = []time.Duration{b.Reactive.ScaleDownWindow}
+	}
 	var rls []*reactiveLane
-	for _, target := range targets {
-		l := &reactiveLane{policy: b.Reactive, rs: forecasting.ReactiveState{Desired: n0}, fleet: &forecasting.Fleet{Startup: b.Startup}}
-		l.policy.Target = target
-		l.fleet.Start(n0, first)
-		rls = append(rls, l)
+	for _, window := range windows {
+		for _, target := range targets {
+			l := &reactiveLane{policy: b.Reactive, rs: forecasting.ReactiveState{Desired: n0}, fleet: &forecasting.Fleet{Startup: b.Startup}}
+			l.policy.Target, l.policy.ScaleDownWindow = target, window
+			l.fleet.Start(n0, first)
+			rls = append(rls, l)
+		}
 	}
 	leads := max(int((b.Scale.Horizon+b.Step-1)/b.Step), 1)
 	policy := rules.ScalePolicy(&b.Scale)
@@ -596,7 +633,7 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	for _, l := range rls {
 		f := figures("reactive", l.prov)
-		f.HPATarget = l.policy.Target
+		f.HPATarget, f.HPAWindowSecs = l.policy.Target, l.policy.ScaleDownWindow.Seconds()
 		rep.Policies = append(rep.Policies, f)
 	}
 	rep.Policies = append(rep.Policies, figures("foresight", po))

@@ -65,7 +65,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	}
 	want := []policyFigures{
 		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120, Level: 0.9},
-		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120, HPATarget: 1},
+		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120, HPATarget: 1, HPAWindowSecs: 300},
 		{Policy: "foresight", ReplicaMinutes: 198, Changes: 4, Minutes: 120},
 	}
 	for i, w := range want {
@@ -128,6 +128,31 @@ func TestBacktestScaleSpike(t *testing.T) {
 		if code != 0 || !strings.Contains(out, line) {
 			t.Errorf("exit %d; the text lacks %q:\n%s", code, line, out)
 		}
+	}
+
+	// Without a scale-down window the reactive policy lets the 3 replicas
+	// go at 161, on the first minute after the spike: 10 minutes a spike,
+	// 120 + 2·30 = 180 replica-minutes, as short as with the window.
+	code, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--json", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h",
+		"--hpa-window", "5m, 0s")
+	rep = scaleReport{}
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Policies) != 4 {
+		t.Fatalf("two windows: exit %d, %v:\n%s", code, err, out)
+	}
+	noWindow := want[2]
+	noWindow.ReplicaMinutes, noWindow.HPAWindowSecs = 180, 0
+	if rep.Policies[1] != want[2] || rep.Policies[2] != noWindow {
+		t.Errorf("two windows: %+v, %+v\nwant %+v, %+v", rep.Policies[1], rep.Policies[2], want[2], noWindow)
+	}
+	// Both are short 8 minutes within the forecast's 210 replica-minutes:
+	// the cheaper is the one at the forecast's cost.
+	if fr := rep.Frontier; fr == nil || fr.ReactiveAtCost == nil || *fr.ReactiveAtCost != noWindow {
+		t.Errorf("two windows: frontier %+v", rep.Frontier)
+	}
+	_, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h",
+		"--hpa-window", "5m,0s")
+	if !strings.Contains(out, "reactive (target 1, window 5m)") || !strings.Contains(out, "reactive (target 1, window 0s)") {
+		t.Errorf("two windows: the rows are not named by their window:\n%s", out)
 	}
 
 	// The capacity from the peak after the warm-up: 35 req/s over 7.
@@ -308,6 +333,9 @@ func TestBacktestScaleListErrors(t *testing.T) {
 		{[]string{"--level", "0.9,"}, `--level 0.9,: "" is not a number in (0, 1)`},
 		{[]string{"--hpa-target", "1,0.8,0.8"}, `--hpa-target 1,0.8,0.8: 0.8 is listed twice`},
 		{[]string{"--hpa-target", "0"}, `--hpa-target 0: "0" is not a share of the capacity in (0, 1]`},
+		{[]string{"--hpa-window", "5m,5m"}, `--hpa-window 5m,5m: 5m is listed twice`},
+		{[]string{"--hpa-window", "5m,"}, `--hpa-window "5m,": an empty item`},
+		{[]string{"--hpa-window", "5m,soon"}, `--hpa-window "soon": want a duration`},
 	} {
 		code, _, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--input", file, "--capacity", "1"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
