@@ -304,6 +304,38 @@ func (f *Forecaster) push(y float64) {
 	f.hist = append(grown(f.hist, 2*f.opts.MaxHistory), y)
 }
 
+// ObservedPeak returns the highest sample the forecaster holds at a time
+// in [from, to] (unix ms) and that time (the newest of equals); ok is false
+// when it holds no finite sample there. It costs one step a sample from
+// the newest back to from.
+func (f *Forecaster) ObservedPeak(from, to int64) (v float64, at int64, ok bool) {
+	stepMs := f.opts.Step.Milliseconds()
+	for i := len(f.hist) - 1; i >= 0; i-- {
+		t := f.t0 + (f.last-int64(len(f.hist)-1-i))*stepMs
+		if t < from {
+			break
+		}
+		if y := f.hist[i]; t <= to && isFinite(y) && (!ok || y > v) {
+			v, at, ok = y, t, true
+		}
+	}
+	return v, at, ok
+}
+
+// observedAt returns the sample the forecaster holds at time t (unix ms),
+// NaN when it holds none there.
+func (f *Forecaster) observedAt(t int64) float64 {
+	stepMs := f.opts.Step.Milliseconds()
+	if f.hist == nil || (t-f.t0)%stepMs != 0 {
+		return math.NaN()
+	}
+	back := f.last - (t-f.t0)/stepMs
+	if t < f.t0 || back < 0 || back >= int64(len(f.hist)) {
+		return math.NaN()
+	}
+	return f.hist[int64(len(f.hist))-1-back]
+}
+
 // Model returns the name of the model in use.
 func (f *Forecaster) Model() string {
 	if f.tr == nil {

@@ -169,6 +169,39 @@ func (s *Sum) Update(t int64, ys []float64) error {
 	return nil
 }
 
+// ObservedPeak returns the highest sum of the parts' samples at a time in
+// [from, to] (unix ms), a part counting 0 where it has none, and that time
+// (the newest of equals); ok is false when no part has a finite sample
+// there. It costs one step a part a sample in the range.
+func (s *Sum) ObservedPeak(from, to int64) (v float64, at int64, ok bool) {
+	stepMs := s.opts.Step.Milliseconds()
+	newest := int64(math.MinInt64)
+	for _, f := range s.parts {
+		if f.hist != nil {
+			newest = max(newest, f.t0+f.last*stepMs)
+		}
+	}
+	if newest == math.MinInt64 {
+		return 0, 0, false
+	}
+	start := newest
+	if to < newest {
+		start -= (newest - to + stepMs - 1) / stepMs * stepMs
+	}
+	for t := start; t >= from; t -= stepMs {
+		sum, any := 0.0, false
+		for _, f := range s.parts {
+			if y := f.observedAt(t); isFinite(y) {
+				sum, any = sum+y, true
+			}
+		}
+		if any && (!ok || sum > v) {
+			v, at, ok = sum, t, true
+		}
+	}
+	return v, at, ok
+}
+
 // ForecastInto writes the forecast of the sum from the last samples into
 // dst, reusing its slices. Its Model is bottom_up; Fallback names the parts
 // that fell back for lack of history.

@@ -36,10 +36,12 @@ type Outlook struct {
 	Series []OutlookSeries
 }
 
-// OutlookSeries is one series' outlook at each of Outlook.Times.
+// OutlookSeries is one series' outlook at each of Outlook.Times, and the
+// history its forecaster holds (nil before its first fit).
 type OutlookSeries struct {
-	Labels ingest.Labels
-	At     []Snapshot
+	Labels  ingest.Labels
+	At      []Snapshot
+	History observedHistory
 }
 
 // Snapshot is a series' outlook at one time: from its newest point at or
@@ -223,7 +225,14 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 			}
 		}
 		snapTo(math.MaxInt64)
-		out.Series = append(out.Series, OutlookSeries{Labels: b.labels, At: snaps})
+		ser := OutlookSeries{Labels: b.labels, At: snaps}
+		switch {
+		case s.sum != nil:
+			ser.History = s.sum
+		case s.f != nil:
+			ser.History = s.f
+		}
+		out.Series = append(out.Series, ser)
 		res.Scored += len(b.t)
 		if s.lastT == s.lastPub || s.lastT < end.Add(-r.cfg.Lookback).UnixMilli() {
 			continue // nothing new, or nothing recent

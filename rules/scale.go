@@ -45,12 +45,19 @@ func newScaleRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	return sr, nil
 }
 
+// observedHistory is what a scale rule reads of a forecast series'
+// history: the highest load observed over its hold, from one time to
+// another (unix ms).
+type observedHistory interface {
+	ObservedPeak(from, to int64) (v float64, at int64, ok bool)
+}
+
 // ScalePolicy is the policy of forecasting.Decide a scale rule decides by
 // (its ValidFor is set at each evaluation): the offline commands replay a
 // rule with it.
 func ScalePolicy(s *rulefmt.Scale) forecasting.ScalePolicy {
 	p := forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
-		Cooldown: s.Cooldown, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
+		Cooldown: s.Cooldown, Hold: s.Hold, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
 	if s.SLO != nil {
 		p.SLOP99 = s.SLO.P99.Seconds()
 	}
@@ -183,6 +190,7 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			from := ms - look.Milliseconds()
 			notes = notes[:0]
 			in := forecasting.ScaleInputs{
+				HeldPeak:  math.NaN(),
 				Current:   lastIn(b, from, ms),
 				GPUMemory: input("gpu_memory", from, ms),
 				Waiting:   input("waiting", from, ms),
@@ -199,6 +207,11 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 				pk := sn.At(hi)
 				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, pk.Upper
 				in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
+				if r.c.Hold > 0 && fc.History != nil {
+					if v, t, ok := fc.History.ObservedPeak(τ.Add(-r.c.Hold).UnixMilli(), sn.Origin.UnixMilli()); ok {
+						in.HeldPeak, in.HeldAt = v, time.UnixMilli(t)
+					}
+				}
 			}
 			in.Notes = notes
 			prev := st.Desired

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +230,59 @@ func TestScaleRulesChooseTheirHorizon(t *testing.T) {
 	if err != nil || len(res.Scales) != 1 || res.Scales[0].Tier == 3 ||
 		!strings.Contains(res.Scales[0].Reason, `forecast rule "rate" serves the horizons 2m, 10m, not 3m: tiers 1 and 2 only`) {
 		t.Fatalf("a horizon not served: %v %+v", err, res.Scales)
+	}
+}
+
+// TestScaleRuleHoldsTheLoadItSaw: with scale.hold, a scale rule asks for
+// at least what the highest load its forecast rule saw over the hold
+// needs, read from that rule's history, and says so; a burst older than
+// the hold asks for nothing.
+func TestScaleRuleHoldsTheLoadItSaw(t *testing.T) {
+	n := 8 * 60
+	desired := func(t *testing.T, hold time.Duration, burst int) alerting.ScaleData {
+		t.Helper()
+		g := forecastGroups()
+		g[0].Rules[1].Spec.(*rulefmt.Scale).Hold = hold
+		store := &exprStore{byExpr: map[string][]ingest.Series{
+			"rate":     {hourly("a", n, 3, n-burst, n-burst+5)},
+			"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
+		}}
+		events := &eventRecorder{}
+		now := t0.Add(time.Duration(n-1) * time.Minute)
+		m, err := newTestManager(testOptions{Groups: g, Querier: store, Events: events, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		sig := scaleSignals(t, events)
+		if len(sig) != 1 || sig[0].Tier != 3 {
+			t.Fatalf("signals %+v: want one from the forecast tier", sig)
+		}
+		return sig[0]
+	}
+	// The burst of minutes n−20 to n−16, three times the load: its
+	// highest minute is within the last 30 minutes.
+	peak, at := 0.0, 0
+	for i := n - 20; i < n-15; i++ {
+		if v := 3 * (30 + 10*math.Sin(2*math.Pi*float64(i)/60)); v > peak {
+			peak, at = v, i
+		}
+	}
+	held := desired(t, 30*time.Minute, 20)
+	unheld := desired(t, 0, 20)
+	if want := int(math.Ceil(peak / 10)); held.DesiredReplicas != want || unheld.DesiredReplicas >= want {
+		t.Fatalf("desired %d with the hold, %d without; want %d with it (the burst's %g req/s at 10 a replica) and fewer without",
+			held.DesiredReplicas, unheld.DesiredReplicas, want, peak)
+	}
+	prefix := "The highest load of the last 30m, " + strconv.FormatFloat(math.Round(peak), 'f', -1, 64) + " req/s at " +
+		t0.Add(time.Duration(at)*time.Minute).UTC().Format("15:04") + " UTC, above the forecast peak "
+	if !strings.HasPrefix(held.Reason, prefix) {
+		t.Errorf("reason %q; want it to start %q", held.Reason, prefix)
+	}
+	// A burst of 40 to 36 minutes ago is outside the hold.
+	if old := desired(t, 30*time.Minute, 40); old.DesiredReplicas >= held.DesiredReplicas || strings.HasPrefix(old.Reason, "The highest load") {
+		t.Errorf("a burst older than the hold: %+v", old)
 	}
 }

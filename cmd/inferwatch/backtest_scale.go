@@ -38,7 +38,8 @@ At each step, from the samples known then:
             forecasting.Sum with --sum-of), fitted on the warm-up as a
             forecast rule's first evaluation fits and then fed one sample a
             step, and forecasting.Decide on the peak of its upper bound over
-            --horizon, with the rule's hysteresis band, stable intervals and
+            --horizon (or what the highest load of the last --hold needs,
+            if more), with the rule's hysteresis band, stable intervals and
             cooldown. The horizon defaults to what this autoscaler looks
             ahead by, a step plus the start-up (scale.horizon in the daemon:
             the autoscaler's interval plus a replica's start-up), not to the
@@ -108,6 +109,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	maxReplicas := fs.Int("max-replicas", def.MaxReplicas, "scale.max_replicas (both policies; 0: none)")
 	stable := fs.Int("scale-down-stable-intervals", def.ScaleDownStableIntervals, "scale.scale_down_stable_intervals")
 	cooldownS := fs.String("cooldown", rulefmt.FormatDuration(def.Cooldown), "scale.cooldown (0s: none)")
+	holdS := fs.String("hold", rulefmt.FormatDuration(def.Hold), "scale.hold: the forecast tier asks for at least what the highest load of this last while needs (0s: none)")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -156,6 +158,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	horizon := dur("--horizon", *horizonS, false)
 	period := dur("--period", *periodS, false)
 	cooldown := dur("--cooldown", *cooldownS, true)
+	hold := dur("--hold", *holdS, true)
 	levels, err := floatList("--level", *levelS, func(v float64) bool { return v > 0 && v < 1 }, "a number in (0, 1)")
 	if err != nil {
 		errs = append(errs, err)
@@ -242,7 +245,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	fc.Horizons = []time.Duration{fc.Horizon}
 	fc.BottomUp = parts != nil
 	sc := rulefmt.DefaultScale()
-	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals, sc.Cooldown, sc.Horizon = *minReplicas, *maxReplicas, *stable, cooldown, fc.Horizon
+	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals, sc.Cooldown, sc.Hold, sc.Horizon = *minReplicas, *maxReplicas, *stable, cooldown, hold, fc.Horizon
 	if int(period/series.step) < 2 {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.step)
 		return 2
@@ -595,9 +598,18 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			if l.fc.Fallback != "" {
 				l.fallbacks++
 			}
-			sig, next := forecasting.Decide(l.st, forecasting.ScaleInputs{Current: float64(l.fleet.Ready(now)), CapacityPerReplica: capacity,
+			in := forecasting.ScaleInputs{Current: float64(l.fleet.Ready(now)), CapacityPerReplica: capacity,
 				HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(l.fc.Origin + int64(lead)*stepMs),
-				Fallback: l.fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN()}, policy, now)
+				Fallback: l.fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN(),
+				HeldPeak: math.NaN()}
+			if b.Scale.Hold > 0 {
+				// As a scale rule reads its forecast rule's history: from
+				// the hold before now to the forecast's origin.
+				if v, t, ok := l.fcs.observedPeak(now.Add(-b.Scale.Hold).UnixMilli(), l.fc.Origin); ok {
+					in.HeldPeak, in.HeldAt = v, time.UnixMilli(t)
+				}
+			}
+			sig, next := forecasting.Decide(l.st, in, policy, now)
 			l.st = next
 			if sig.Desired != l.fleet.Allocated() {
 				l.prov.Changes++
@@ -713,6 +725,13 @@ func (r *replayForecaster) update(t0 int64, load []float64, j int, stepMs int64)
 		return r.f.Refit()
 	}
 	return nil
+}
+
+func (r *replayForecaster) observedPeak(from, to int64) (float64, int64, bool) {
+	if r.sum != nil {
+		return r.sum.ObservedPeak(from, to)
+	}
+	return r.f.ObservedPeak(from, to)
 }
 
 func (r *replayForecaster) forecastInto(fc *forecasting.Forecast) {

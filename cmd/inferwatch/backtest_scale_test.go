@@ -35,7 +35,8 @@ func runScale(t *testing.T, args ...string) scaleReport {
 // out by hand over the two hours after the two-hour warm-up (minutes
 // 120–239, spikes at 150 and 210):
 //
-//   - forecast: the horizon is a step plus the start-up, 4 minutes. At 147
+//   - forecast, without a hold (--hold 0s): the horizon is a step plus the
+//     start-up, 4 minutes. At 147
 //     the window 147–150 holds the spike: 4 replicas, ready at 150, so no
 //     minute is short. From 160 the window asks for 1; the third such
 //     decision in a row, at 162, steps down. 3 more replicas for 15
@@ -47,6 +48,14 @@ func runScale(t *testing.T, args ...string) scaleReport {
 //     spike, 120 + 2·42 = 204 replica-minutes, 8 minutes short, 4 changes.
 //   - foresight: as the forecast, but down at once at 160: 120 + 2·39 =
 //     198 replica-minutes.
+//   - forecast with the default hold of 30 minutes: a decision at k also
+//     asks for what the highest load of minutes k−30 to k−1 needs. At 120
+//     that is the warm-up's spike at 90–99: up to 4 (ready at 123, no
+//     minute short), held until the spike leaves the hold at 130, down at
+//     the third decision asking for fewer, 132. Up at 147 as before, then
+//     held until 190 and down at 192; up at 207 and held to the end, 240.
+//     3 more replicas for 12 + 45 + 33 minutes: 120 + 3·90 = 390
+//     replica-minutes, 5 changes.
 func TestBacktestScaleSpike(t *testing.T) {
 	var ts []int64
 	var vs []float64
@@ -59,7 +68,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 		vs = append(vs, v)
 	}
 	file := writeSeriesCSV(t, t.TempDir(), "spike.csv", ts, vs)
-	rep := runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
+	rep := runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.Decisions != 120 || rep.HorizonSeconds != 240 || rep.Capacity != 10 || rep.PeakLoad != 35 {
 		t.Errorf("report %+v", rep)
 	}
@@ -79,7 +88,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 		vs[i] *= 60
 	}
 	counts := writeSeriesCSV(t, t.TempDir(), "counts.csv", ts, vs)
-	rep = runScale(t, "--input", counts, "--counts", "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
+	rep = runScale(t, "--input", counts, "--counts", "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.PeakLoad != 35 || rep.Policies[0] != want[0] || rep.Policies[1] != want[1] || rep.Policies[2] != want[2] {
 		t.Errorf("per-minute counts: %+v", rep)
 	}
@@ -92,7 +101,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// reactive policy sizes replicas for 5 req/s: 7 for the spike, 6 more
 	// than the baseline's one for the same 14 minutes, 120 + 2·84 = 288
 	// replica-minutes, and as late: the same 8 minutes short.
-	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h",
+	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
 		"--level", "0.9, 0.5", "--hpa-target", "1,0.5")
 	half := want[1]
 	half.ReplicaMinutes, half.HPATarget = 288, 0.5
@@ -116,7 +125,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 		fr.ReactiveAtCost == nil || *fr.ReactiveAtCost != want[2] {
 		t.Errorf("frontier %+v", rep.Frontier)
 	}
-	code, out, _ := runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h",
+	code, out, _ := runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
 		"--level", "0.9,0.5", "--hpa-target", "1,0.5")
 	for _, line := range []string{
 		"forecast (level 0.5)", "reactive (target 0.5)",
@@ -133,7 +142,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// Without a scale-down window the reactive policy lets the 3 replicas
 	// go at 161, on the first minute after the spike: 10 minutes a spike,
 	// 120 + 2·30 = 180 replica-minutes, as short as with the window.
-	code, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--json", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h",
+	code, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--json", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
 		"--hpa-window", "5m, 0s")
 	rep = scaleReport{}
 	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Policies) != 4 {
@@ -149,14 +158,22 @@ func TestBacktestScaleSpike(t *testing.T) {
 	if fr := rep.Frontier; fr == nil || fr.ReactiveAtCost == nil || *fr.ReactiveAtCost != noWindow {
 		t.Errorf("two windows: frontier %+v", rep.Frontier)
 	}
-	_, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h",
+	_, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
 		"--hpa-window", "5m,0s")
 	if !strings.Contains(out, "reactive (target 1, window 5m)") || !strings.Contains(out, "reactive (target 1, window 0s)") {
 		t.Errorf("two windows: the rows are not named by their window:\n%s", out)
 	}
 
+	// With the default hold.
+	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
+	held := want[0] // want is now the rows of the lists: forecast at 0.9 first, reactive at 1 third
+	held.ReplicaMinutes, held.Changes = 390, 5
+	if rep.Policies[0] != held || rep.Policies[1] != want[2] {
+		t.Errorf("the default hold: %+v, %+v\nwant %+v, %+v", rep.Policies[0], rep.Policies[1], held, want[2])
+	}
+
 	// The capacity from the peak after the warm-up: 35 req/s over 7.
-	rep = runScale(t, "--input", file, "--peak-replicas", "7", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
+	rep = runScale(t, "--input", file, "--peak-replicas", "7", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.Capacity != 5 || !strings.Contains(rep.CapacityFrom, "35 req/s over 7 replicas") {
 		t.Errorf("capacity %g from %q", rep.Capacity, rep.CapacityFrom)
 	}

@@ -24,6 +24,7 @@ const (
 	DefaultForecastPeriod           = 24 * time.Hour
 	DefaultScaleDownStableIntervals = 3
 	DefaultScaleCooldown            = 5 * time.Minute
+	DefaultScaleHold                = 30 * time.Minute
 	DefaultScaleGPUMemoryHigh       = 0.8
 	DefaultScaleWaitingPerReplica   = 5
 	DefaultScaleP99Near             = 0.9
@@ -112,6 +113,10 @@ type Scale struct {
 	// Cooldown how long after a change it must wait (default 5m).
 	ScaleDownStableIntervals int
 	Cooldown                 time.Duration
+	// Hold is how long a load observed keeps asking for its replicas: the
+	// forecast tier asks for at least what the highest load observed over
+	// the last Hold needs (default 30m; 0: none).
+	Hold time.Duration
 	// GPUMemoryHigh (default 0.8), WaitingPerReplica (default 5) and
 	// P99Near (default 0.9: 90 % of the SLO) are the thresholds of tiers
 	// 1 and 2.
@@ -144,7 +149,7 @@ func DefaultForecast(step time.Duration) Forecast {
 // DefaultScale is a scale block with every default filled in (its
 // horizon 0: the forecast rule's longest).
 func DefaultScale() Scale {
-	return Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown,
+	return Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown, Hold: DefaultScaleHold,
 		GPUMemoryHigh: DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
 }
 
@@ -306,7 +311,7 @@ func roundUp(d, step time.Duration) time.Duration {
 }
 
 var scaleKeys = []string{"forecast", "horizon", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
-	"min_replicas", "max_replicas", "scale_down_stable_intervals", "cooldown", "gpu_memory_high", "waiting_per_replica", "p99_near"}
+	"min_replicas", "max_replicas", "scale_down_stable_intervals", "cooldown", "hold", "gpu_memory_high", "waiting_per_replica", "p99_near"}
 
 func (p *parser) scale(n *yaml.Node) *Scale {
 	d := DefaultScale()
@@ -366,6 +371,8 @@ func (p *parser) scale(n *yaml.Node) *Scale {
 	}
 	kv, present := f["cooldown"]
 	s.Cooldown, _ = p.positive(kv, present, "scale.cooldown", DefaultScaleCooldown, true)
+	kv, present = f["hold"]
+	s.Hold, _ = p.positive(kv, present, "scale.hold", DefaultScaleHold, true)
 	if kv, ok := f["gpu_memory_high"]; ok {
 		s.GPUMemoryHigh = p.number(kv, "scale.gpu_memory_high", DefaultScaleGPUMemoryHigh, 0, 1, true)
 	}
