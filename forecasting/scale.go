@@ -396,8 +396,11 @@ func num(x float64) string {
 	return s
 }
 
-// duration writes d as 30m, 1h or 1h30m.
+// duration writes d as the configuration does: 30m, 1h, 1h30m or 2d.
 func duration(d time.Duration) string {
+	if day := 24 * time.Hour; d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

@@ -272,3 +272,13 @@ func TestFleet(t *testing.T) {
 		t.Errorf("tally %+v, want %+v", p, want)
 	}
 }
+
+func TestDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 48 * time.Hour: "2d", 36 * time.Hour: "36h", 45 * time.Second: "45s",
+	} {
+		if got := duration(d); got != want {
+			t.Errorf("duration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

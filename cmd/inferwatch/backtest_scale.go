@@ -404,32 +404,25 @@ func frontier(rows []policyFigures) *scaleFrontier {
 		return nil
 	}
 	fr := &scaleFrontier{}
-	// better reports whether a is better than b on the figure that counts,
-	// then on the other.
-	better := func(a, b float64, a2, b2 float64) bool { return a < b || (a == b && a2 < b2) }
+	// keep makes p the best when it qualifies and has less of first than
+	// the best so far, or as much and less of second.
+	keep := func(best **policyFigures, p *policyFigures, qualifies bool, first, second func(*policyFigures) float64) {
+		if b := *best; qualifies && (b == nil || first(p) < first(b) || (first(p) == first(b) && second(p) < second(b))) {
+			*best = p
+		}
+	}
+	cost := func(p *policyFigures) float64 { return p.ReplicaMinutes }
+	short := func(p *policyFigures) float64 { return p.UnderMinutes }
 	for i := range fs {
 		p := &fs[i]
-		if p.ReplicaMinutes <= rs[0].ReplicaMinutes && (fr.ForecastWithin == nil ||
-			better(p.UnderMinutes, fr.ForecastWithin.UnderMinutes, p.ReplicaMinutes, fr.ForecastWithin.ReplicaMinutes)) {
-			fr.ForecastWithin = p
-		}
-		if fr.CheapestForecast == nil || better(p.ReplicaMinutes, fr.CheapestForecast.ReplicaMinutes, p.UnderMinutes, fr.CheapestForecast.UnderMinutes) {
-			fr.CheapestForecast = p
-		}
+		keep(&fr.ForecastWithin, p, p.ReplicaMinutes <= rs[0].ReplicaMinutes, short, cost)
+		keep(&fr.CheapestForecast, p, true, cost, short)
 	}
 	for i := range rs {
 		p := &rs[i]
-		if p.UnderMinutes <= fs[0].UnderMinutes && (fr.ReactiveWithin == nil ||
-			better(p.ReplicaMinutes, fr.ReactiveWithin.ReplicaMinutes, p.UnderMinutes, fr.ReactiveWithin.UnderMinutes)) {
-			fr.ReactiveWithin = p
-		}
-		if fr.LeastShortReactive == nil || better(p.UnderMinutes, fr.LeastShortReactive.UnderMinutes, p.ReplicaMinutes, fr.LeastShortReactive.ReplicaMinutes) {
-			fr.LeastShortReactive = p
-		}
-		if p.ReplicaMinutes <= fs[0].ReplicaMinutes && (fr.ReactiveAtCost == nil ||
-			better(p.UnderMinutes, fr.ReactiveAtCost.UnderMinutes, p.ReplicaMinutes, fr.ReactiveAtCost.ReplicaMinutes)) {
-			fr.ReactiveAtCost = p
-		}
+		keep(&fr.ReactiveWithin, p, p.UnderMinutes <= fs[0].UnderMinutes, cost, short)
+		keep(&fr.LeastShortReactive, p, true, short, cost)
+		keep(&fr.ReactiveAtCost, p, p.ReplicaMinutes <= fs[0].ReplicaMinutes, short, cost)
 	}
 	if fr.ForecastWithin != nil {
 		fr.CheapestForecast = nil
