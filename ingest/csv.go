@@ -350,6 +350,12 @@ func parseCSVValue(s string) (float64, error) {
 	return v, nil
 }
 
+// ParseTimestamp parses a timestamp as ReadCSV does, into unix
+// milliseconds: unix seconds (integer or fractional), integer unix
+// milliseconds (from 1e11), or YYYY-MM-DD[T ]hh:mm:ss[.fff][Z|±hh:mm] (UTC
+// without a zone).
+func ParseTimestamp(s string) (int64, bool) { return parseTimestamp(s) }
+
 // parseTimestamp parses one of the formats ReadCSV accepts into unix
 // milliseconds.
 func parseTimestamp(s string) (int64, bool) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -19,7 +20,7 @@ import (
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
-const backtestScaleUsage = `Usage: inferwatch backtest scale (--input FILE | --sum-of GLOB | --gentd26 FILE) (--capacity REQS_PER_REPLICA | --peak-replicas N) [flags]
+const backtestScaleUsage = `Usage: inferwatch backtest scale (--input FILE | --sum-of GLOB | --arrivals FILE | --gentd26 FILE) (--capacity REQS_PER_REPLICA | --peak-replicas N) [flags]
 
 Replays a traffic series through the scale signal and, beside it, through a
 reactive autoscaler, and reports for each how the replicas it asked for
@@ -28,8 +29,8 @@ carried the traffic.
 The series is requests per second (with --counts: requests per step) on an
 even step: a CSV timestamp,value file or any file inferwatch forecast reads
 (--input), the sum of the client series of the files matching GLOB
-(--sum-of, forecast bottom-up as a forecast rule with sum_by does), or
-GenTD26's qps.csv (--gentd26, below). A sample at t is the load over
+(--sum-of, forecast bottom-up as a forecast rule with sum_by does), a log
+of requests (--arrivals, below), or GenTD26's qps.csv (--gentd26, below). A sample at t is the load over
 [t, t+step); it is known at t+step.
 
 At each step, from the samples known then:
@@ -72,6 +73,16 @@ replica-minutes, and the target paying the least while short no more
 minutes than the first level; where none does, the cheapest level and the
 least short target.
 
+--arrivals FILE reads a log of requests, one a row (Azure's LLM inference
+traces, BurstGPT, a gateway's access log): CSV with a header, the time in
+the column named timestamp, time or arrival_time (any case) or else the
+first, or JSON lines with a "timestamp" field (Mooncake). The load of each
+--step (default 1m) from the first request's is the requests that arrived
+in it, per second; the last step, cut off at the last request, is left
+out. Times are read as --input reads them (unix seconds, integer unix
+milliseconds from 1e11, or YYYY-MM-DD hh:mm:ss[.fff] in UTC), or as
+numbers in --time-unit s or ms.
+
 --gentd26 FILE reads GenTD26's qps.csv (timestamp_anon,value,container_ip,
 request_type: one row per container and sample time, sampled every 57 s,
 rows of zero left out) as the per-minute request rate of --request-type:
@@ -88,12 +99,14 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	input := fs.String("input", "", "the traffic series")
 	sumOf := fs.String("sum-of", "", "the traffic is the sum of the series in the files matching this glob, forecast bottom-up")
 	gentd := fs.String("gentd26", "", "GenTD26's qps.csv, read as a per-minute request rate (see above)")
+	arrivals := fs.String("arrivals", "", "a log of requests, one a row, read as the request rate per --step (see above)")
+	timeUnit := fs.String("time-unit", "auto", "with --arrivals: how numeric times read: auto (as --input: unix seconds, or milliseconds from 1e11), s or ms")
 	requestType := fs.String("request-type", "Generative Requests", "with --gentd26: the request_type to count, or all")
 	counts := fs.Bool("counts", false, "the values are requests per step, not per second")
 	capacity := fs.Float64("capacity", 0, "requests per second one replica sustains")
 	peakReplicas := fs.Int("peak-replicas", 0, "instead of --capacity: the capacity is the peak load after the warm-up divided by this")
 	startupS := fs.String("startup", "3m", "how long a replica asked for takes to serve")
-	stepS := fs.String("step", "", "the decision step, a multiple of the series' step (default the series' step); the series is averaged to it")
+	stepS := fs.String("step", "", "the decision step, a multiple of the series' step (default the series' step); the series is averaged to it; with --arrivals, the step the requests are counted in (default 1m)")
 	warmupS := fs.String("warmup", "", "history before the first decision (default one period, at most a quarter of the series)")
 	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window (0s: none); a comma-separated list replays each")
 	hpaTargetS := fs.String("hpa-target", "1", "the reactive policy's target: this share of a replica's capacity, in (0, 1]; a comma-separated list replays each")
@@ -114,13 +127,13 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		return code
 	}
 	given := 0
-	for _, s := range []string{*input, *sumOf, *gentd} {
+	for _, s := range []string{*input, *sumOf, *gentd, *arrivals} {
 		if s != "" {
 			given++
 		}
 	}
 	if given != 1 {
-		return usageError(stderr, fs, "give one of --input FILE, --sum-of GLOB or --gentd26 FILE")
+		return usageError(stderr, fs, "give one of --input FILE, --sum-of GLOB, --arrivals FILE or --gentd26 FILE")
 	}
 	if (*capacity > 0) == (*peakReplicas > 0) {
 		return usageError(stderr, fs, "give one of --capacity REQS_PER_REPLICA (> 0) or --peak-replicas N (> 0)")
@@ -173,6 +186,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *stable < 1 {
 		errs = append(errs, fmt.Errorf("--scale-down-stable-intervals %d: want at least 1", *stable))
 	}
+	if !slices.Contains([]string{"auto", "s", "ms"}, *timeUnit) {
+		errs = append(errs, fmt.Errorf("--time-unit %q: want auto, s or ms", *timeUnit))
+	}
 	if _, err := forecasting.New(forecasting.Options{Step: time.Minute, Model: *model}); err != nil {
 		errs = append(errs, fmt.Errorf("--model: %w", err))
 	}
@@ -192,6 +208,10 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	case *gentd != "":
 		series, err = readGenTD26QPS(*gentd, *requestType)
 		name = fmt.Sprintf("%s (%s, per minute)", *gentd, *requestType)
+	case *arrivals != "":
+		step := cmp.Or(stepD, time.Minute)
+		series, err = readArrivals(*arrivals, step, *timeUnit)
+		name = fmt.Sprintf("%s (requests per %s)", *arrivals, rulefmt.FormatDuration(step))
 	default:
 		var in *detectInput
 		if in, err = readDetectInput(*input, readOptions{}); err == nil {

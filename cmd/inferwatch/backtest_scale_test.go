@@ -196,6 +196,8 @@ func TestBacktestScaleSharedTraces(t *testing.T) {
 		"m-large clients": {"--sum-of", filepath.Join(data, "servegen/language/m-large/*.csv")},
 		"gentd26":         {"--gentd26", filepath.Join(data, "gentd26/qps.csv")},
 		"gentd26 api":     {"--gentd26", filepath.Join(data, "gentd26/qps.csv"), "--request-type", "API Requests"},
+		"azure arrivals":  {"--arrivals", filepath.Join(data, "llm-traces/AzureLLMInferenceTrace_code.csv"), "--step", "10s"},
+		"mooncake":        {"--arrivals", filepath.Join(data, "llm-traces/mooncake/conversation_trace.jsonl"), "--time-unit", "ms", "--step", "10s"},
 	}
 	for name, args := range runs {
 		t.Run(name, func(t *testing.T) {

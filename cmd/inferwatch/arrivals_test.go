@@ -1,0 +1,77 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseArrivals(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, unit string
+		step             time.Duration
+		t0               int64
+		want             []float64 // req/s
+	}{
+		{
+			// Azure's traces: a datetime with seven decimals in the first
+			// column, under a header. Minutes 18:15 and 18:16 whole; 18:17
+			// holds the last request and is left out.
+			name: "azure", unit: "auto", step: time.Minute, t0: 1700158500_000,
+			text: "TIMESTAMP,ContextTokens,GeneratedTokens\n" +
+				"2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.9951690,396,109\n" +
+				"2023-11-16 18:16:00.0000000,1,1\n2023-11-16 18:16:59.9990000,1,1\n2023-11-16 18:16:30.5000000,1,1\n" +
+				"2023-11-16 18:17:02.1000000,879,31\n",
+			want: []float64{2.0 / 60, 3.0 / 60},
+		},
+		{
+			// The time in a column named time, not the first; relative
+			// seconds with fractions (BurstGPT's Timestamp is so).
+			name: "named column", unit: "s", step: 10 * time.Second, t0: 0,
+			text: "model,time,tokens\nChatGPT,0.5,10\nGPT-4,3,20\nChatGPT,12.25,5\nChatGPT,35,1\n",
+			want: []float64{0.2, 0.1, 0}, // 35 s, the last request's step, is left out
+		},
+		{
+			// No header: unix seconds from the first row; steps with no
+			// request count 0.
+			name: "no header", unit: "auto", step: time.Minute, t0: 1_700_000_040_000,
+			text: "1700000050\n1700000100\n1700000101\n1700000290\n",
+			want: []float64{1.0 / 60, 2.0 / 60, 0, 0},
+		},
+		{
+			// Mooncake: JSON lines, milliseconds from 0.
+			name: "json lines in ms", unit: "ms", step: 3 * time.Second, t0: 0,
+			text: `{"timestamp": 0, "input_length": 6758}` + "\n" + `{"timestamp": 0, "input_length": 7322}` + "\n\n" +
+				`{"timestamp": 3000, "input_length": 1}` + "\n" + `{"timestamp": 9000, "input_length": 1}` + "\n",
+			want: []float64{2.0 / 3, 1.0 / 3, 0},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parseArrivals(strings.NewReader(tc.text), "a.csv", tc.step, tc.unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.t0 != tc.t0 || s.step != tc.step || !slices.EqualFunc(s.y, tc.want, func(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }) {
+				t.Errorf("t0 %d step %v rates %v; want %d, %v, %v", s.t0, s.step, s.y, tc.t0, tc.step, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseArrivalsErrors(t *testing.T) {
+	for _, tc := range []struct{ text, unit, want string }{
+		{"TIMESTAMP,x\n2023-11-16 18:15:46,1\nsoon,2\n", "auto", `a.csv:3: time "soon" (field 1, "TIMESTAMP") is not a time`},
+		{"model,time\nChatGPT\n", "s", `a.csv:2: 1 fields; the time is field 2 ("time")`},
+		{`{"ts": 1}` + "\n", "ms", `a.csv:1: no "timestamp" field`},
+		{`{"timestamp": "x"}` + "\n", "ms", `a.csv:1: timestamp "x" is not a time`},
+		{`{"timestamp": 1,` + "\n", "ms", `a.csv:1: unexpected end of JSON input`},
+		{"TIMESTAMP,x\n", "auto", `a.csv: no request in the file`},
+		{"time\n0\n1e12\n", "s", `a.csv: the requests span`},
+	} {
+		_, err := parseArrivals(strings.NewReader(tc.text), "a.csv", time.Minute, tc.unit)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v; want %q", tc.text, err, tc.want)
+		}
+	}
+}
