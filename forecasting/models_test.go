@@ -146,8 +146,9 @@ func TestHoltWintersFitRecoversSeason(t *testing.T) {
 	}
 }
 
-// The window's ranks match a sort of its last n values, ties included,
-// while it fills and once it is full, and its arrays grow with it.
+// The window's ranks match a sort of its last n values (as the float32s it
+// keeps), ties included, while it fills and once it is full, and its
+// arrays grow with it.
 func TestErrWindowMatchesSort(t *testing.T) {
 	f := func(n int, draw func(rng *rand.Rand) float64) {
 		t.Helper()
@@ -157,7 +158,7 @@ func TestErrWindowMatchesSort(t *testing.T) {
 		for i := range 8 * n {
 			v := draw(rng)
 			w.push(v)
-			all = append(all, v)
+			all = append(all, float64(float32(v)))
 			last := all[max(0, len(all)-n):]
 			s := append([]float64(nil), last...)
 			sort.Float64s(s)
@@ -180,7 +181,7 @@ func TestErrWindowMatchesSort(t *testing.T) {
 		}
 		var ss float64
 		for _, v := range w.ring {
-			ss += v * v
+			ss += float64(v) * float64(v)
 		}
 		if got, want := w.rms(), math.Sqrt(ss/float64(n)); !near(got, want, 1e-9) {
 			t.Fatalf("n %d: rms %g, want %g", n, got, want)

@@ -11,11 +11,13 @@ const maxErrWindow = 1 << 16
 // errWindow keeps the last n values in arrival order (ring) and the ring's
 // slots in the order of their values (order, ties oldest first), so that a
 // quantile is O(1) and a push moves only the slots between the old and the
-// new value's ranks: 10 bytes a value where a sorted copy of the values
-// would take 16. Both grow as the window fills, up to n: a forecaster with
-// little history has made few errors.
+// new value's ranks. A value is kept as a float32: its quantiles bound
+// intervals, for which seven digits are more than enough, and 6 bytes a
+// value (where float64 and a sorted copy would take 16) is what a forecast
+// series holds most of. Both grow as the window fills, up to n: a
+// forecaster with little history has made few errors.
 type errWindow struct {
-	ring   []float64
+	ring   []float32
 	order  []uint16 // ring[order[r]] is the value of rank r
 	pos    int      // the oldest slot, once full
 	n      int
@@ -47,7 +49,7 @@ func grown[E any](s []E, n int) []E {
 // whose count of coming values is known grows once.
 func (w *errWindow) reserve(c int) {
 	if c = min(c, w.n); c > cap(w.ring) {
-		w.ring = append(make([]float64, 0, c), w.ring...)
+		w.ring = append(make([]float32, 0, c), w.ring...)
 		w.order = append(make([]uint16, 0, c), w.order...)
 	}
 }
@@ -55,11 +57,11 @@ func (w *errWindow) reserve(c int) {
 func (w *errWindow) len() int { return len(w.order) }
 
 // at returns the value of rank r (the r+1-th smallest).
-func (w *errWindow) at(r int) float64 { return w.ring[w.order[r]] }
+func (w *errWindow) at(r int) float64 { return float64(w.ring[w.order[r]]) }
 
 // rankAbove returns the number of values at most x: the rank a new x takes,
 // after the values equal to it.
-func (w *errWindow) rankAbove(x float64) int {
+func (w *errWindow) rankAbove(x float32) int {
 	lo, hi := 0, len(w.order)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -74,7 +76,7 @@ func (w *errWindow) rankAbove(x float64) int {
 
 // rankOf returns the number of values below x: the rank of the oldest
 // value equal to x.
-func (w *errWindow) rankOf(x float64) int {
+func (w *errWindow) rankOf(x float32) int {
 	lo, hi := 0, len(w.order)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -87,15 +89,16 @@ func (w *errWindow) rankOf(x float64) int {
 	return lo
 }
 
-func (w *errWindow) push(x float64) {
+func (w *errWindow) push(x64 float64) {
+	x := float32(x64)
 	if w.pushes++; w.pushes >= w.n {
 		// A running sum drifts by rounding: start it afresh.
 		w.pushes, w.sumSq = 0, 0
 		for _, v := range w.ring {
-			w.sumSq += v * v
+			w.sumSq += float64(v) * float64(v)
 		}
 	}
-	w.sumSq += x * x
+	w.sumSq += float64(x) * float64(x)
 	if len(w.ring) < w.n {
 		j := w.rankAbove(x)
 		slot := uint16(len(w.ring))
@@ -108,7 +111,7 @@ func (w *errWindow) push(x float64) {
 	// The oldest value leaves: it is the oldest of those equal to it,
 	// the first of them in order.
 	old := w.ring[w.pos]
-	w.sumSq -= old * old
+	w.sumSq -= float64(old) * float64(old)
 	i := w.rankOf(old) // order[i] == pos
 	j := w.rankAbove(x)
 	o, slot := w.order, uint16(w.pos)
