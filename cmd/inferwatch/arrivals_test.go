@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -73,5 +76,18 @@ func TestParseArrivalsErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v; want %q", tc.text, err, tc.want)
 		}
+	}
+}
+
+// TestBacktestScaleInputPointsToArrivals: a log of requests given as
+// --input is refused with the flag that reads it.
+func TestBacktestScaleInputPointsToArrivals(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "log.csv")
+	if err := os.WriteFile(file, []byte("TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.6,1\n2023-11-16 18:15:46.6,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "1")
+	if want := "log.csv:3: timestamp 2023-11-16 18:15:46.6 repeats line 2's 2023-11-16 18:15:46.6; rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals"; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}
 }

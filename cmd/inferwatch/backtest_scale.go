@@ -214,7 +214,8 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		name = fmt.Sprintf("%s (requests per %s)", *arrivals, rulefmt.FormatDuration(step))
 	default:
 		var in *detectInput
-		if in, err = readDetectInput(*input, readOptions{}); err == nil {
+		opts := readOptions{repeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals"}
+		if in, err = readDetectInput(*input, opts); err == nil {
 			series, err = regularise(*input, in)
 		}
 	}

@@ -187,6 +187,9 @@ type readOptions struct {
 	// flags: the command offers --allow-duplicates and --sort, and the
 	// errors name them.
 	flags bool
+	// repeatHint, when set, ends the error of a repeated timestamp in
+	// place of the default.
+	repeatHint string
 }
 
 // readDetectInput reads a CSV file keeping its timestamp text, or any other
@@ -288,7 +291,10 @@ func (in *detectInput) checkOrder(path string, o readOptions) error {
 			return fmt.Errorf("%s: timestamp %s is before %s (%s)", where(i), in.raw[i], prev(i-1), hint)
 		case in.ts[i] == in.ts[i-1] && !o.allowDuplicates:
 			hint := "rows must not repeat a timestamp"
-			if o.flags {
+			switch {
+			case o.repeatHint != "":
+				hint = o.repeatHint
+			case o.flags:
 				hint = "pass --allow-duplicates to keep such rows (each is given the score and decision of the row before it)"
 			}
 			return fmt.Errorf("%s: timestamp %s repeats %s; %s", where(i), in.raw[i], prev(i-1), hint)
