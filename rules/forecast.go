@@ -41,7 +41,7 @@ type Outlook struct {
 type OutlookSeries struct {
 	Labels  ingest.Labels
 	At      []Snapshot
-	History observedHistory
+	History ObservedHistory
 }
 
 // Snapshot is a series' outlook at one time: from its newest point at or

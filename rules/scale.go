@@ -45,11 +45,24 @@ func newScaleRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	return sr, nil
 }
 
-// observedHistory is what a scale rule reads of a forecast series'
+// ObservedHistory is what a scale rule reads of a forecast series'
 // history: the highest load observed over its hold, from one time to
 // another (unix ms).
-type observedHistory interface {
+type ObservedHistory interface {
 	ObservedPeak(from, to int64) (v float64, at int64, ok bool)
+}
+
+// HoldInputs sets in's HeldPeak and HeldAt to the highest load h observed
+// from hold before now to the forecast's origin, as a scale rule does at
+// each decision: the offline commands replay a rule with it. Without a
+// hold or a history, or with nothing observed there, in is left as it is.
+func HoldInputs(in *forecasting.ScaleInputs, h ObservedHistory, hold time.Duration, now, origin time.Time) {
+	if hold <= 0 || h == nil {
+		return
+	}
+	if v, t, ok := h.ObservedPeak(now.Add(-hold).UnixMilli(), origin.UnixMilli()); ok {
+		in.HeldPeak, in.HeldAt = v, time.UnixMilli(t)
+	}
 }
 
 // ScalePolicy is the policy of forecasting.Decide a scale rule decides by
@@ -207,11 +220,7 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 				pk := sn.At(hi)
 				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, pk.Upper
 				in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
-				if r.c.Hold > 0 && fc.History != nil {
-					if v, t, ok := fc.History.ObservedPeak(τ.Add(-r.c.Hold).UnixMilli(), sn.Origin.UnixMilli()); ok {
-						in.HeldPeak, in.HeldAt = v, time.UnixMilli(t)
-					}
-				}
+				HoldInputs(&in, fc.History, r.c.Hold, τ, sn.Origin)
 			}
 			in.Notes = notes
 			prev := st.Desired

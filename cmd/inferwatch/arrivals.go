@@ -90,7 +90,7 @@ func arrivalTime(s, unit string) (int64, bool) {
 	switch unit {
 	case "s", "ms":
 		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e15 {
+		if err != nil || !isFinite(v) || math.Abs(v) > 1e15 {
 			return 0, false
 		}
 		if unit == "s" {

@@ -252,7 +252,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 	}
 	fc := rulefmt.DefaultForecast(series.step)
-	fc.Model, fc.Level, fc.Period = *model, levels[0], period
+	fc.Model, fc.Period = *model, period
 	if horizon == 0 {
 		// The replicas asked for at a decision carry the load until those
 		// of the next decision serve: one step and a start-up ahead.
@@ -278,7 +278,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	b := scaleBacktest{T0: series.t0, Step: series.step, Load: series.y, Parts: parts, Capacity: *capacity,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
 		Levels: levels, Targets: targets, Windows: windows,
-		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, ScaleDownWindow: windows[0], Target: targets[0]}}
+		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
 	rep, err := runScaleBacktest(ctx, b)
 	if err != nil {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: %s: %v\n", name, err)
@@ -305,14 +305,14 @@ type scaleBacktest struct {
 	PeakReplicas int
 	Startup      time.Duration
 	// Warmup is the number of steps before the first decision.
-	Warmup   int
-	Forecast rulefmt.Forecast
-	Scale    rulefmt.Scale
-	Reactive forecasting.ReactivePolicy
-	// Levels are the forecast levels replayed, one forecast policy each
-	// (default Forecast.Level); Targets and Windows the reactive policy's
-	// targets and scale-down windows, one reactive policy a pair (default
-	// Reactive's).
+	Warmup int
+	// Forecast and Scale are the rules replayed, at each of Levels (its
+	// Level is not used); Reactive the reactive policy, at each pair of
+	// Targets and Windows (its own are not used). Each list holds at least
+	// one value.
+	Forecast        rulefmt.Forecast
+	Scale           rulefmt.Scale
+	Reactive        forecasting.ReactivePolicy
 	Levels, Targets []float64
 	Windows         []time.Duration
 }
@@ -477,12 +477,15 @@ func floatList(flag, s string, ok func(float64) bool, want string) ([]float64, e
 // served by their replicas and its sample becomes known.
 func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error) {
 	n := len(b.Load)
+	if len(b.Levels) == 0 || len(b.Targets) == 0 || len(b.Windows) == 0 {
+		return nil, errors.New("no forecast level or no reactive target and window to replay")
+	}
 	if b.Warmup < 2 || b.Warmup >= n {
 		return nil, fmt.Errorf("a warm-up of %d steps leaves no decision in %d steps; want at least 2 steps of warm-up and one after", b.Warmup, n)
 	}
 	rep := &scaleReport{Steps: n, StepSeconds: b.Step.Seconds(), WarmupSteps: b.Warmup, Decisions: n - b.Warmup,
 		Start:          time.UnixMilli(b.T0 + int64(b.Warmup)*b.Step.Milliseconds()).UTC().Format(time.RFC3339),
-		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), HPAWindowSecs: b.Reactive.ScaleDownWindow.Seconds()}
+		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), HPAWindowSecs: b.Windows[0].Seconds()}
 	for _, v := range b.Load[b.Warmup:] {
 		if isFinite(v) {
 			rep.PeakLoad = max(rep.PeakLoad, v)
@@ -498,13 +501,6 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	rep.Capacity = capacity
 
-	levels, targets := b.Levels, b.Targets
-	if len(levels) == 0 {
-		levels = []float64{b.Forecast.Level}
-	}
-	if len(targets) == 0 {
-		targets = []float64{b.Reactive.Target}
-	}
 	stepMs := b.Step.Milliseconds()
 	at := func(k int) time.Time { return time.UnixMilli(b.T0 + int64(k)*stepMs) }
 	first := at(b.Warmup)
@@ -531,7 +527,7 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	from := max(b.Warmup-int(b.Forecast.History/b.Step), 0)
 	var fls []*forecastLane
-	for _, level := range levels {
+	for _, level := range b.Levels {
 		fc := b.Forecast
 		fc.Level = level
 		opts := rules.ForecastOptions(&fc)
@@ -559,13 +555,9 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 		fleet  *forecasting.Fleet
 		prov   forecasting.Provisioning
 	}
-	windows := b.Windows
-	if len(windows) == 0 {
-		windows = []time.Duration{b.Reactive.ScaleDownWindow}
-	}
 	var rls []*reactiveLane
-	for _, window := range windows {
-		for _, target := range targets {
+	for _, window := range b.Windows {
+		for _, target := range b.Targets {
 			l := &reactiveLane{policy: b.Reactive, rs: forecasting.ReactiveState{Desired: n0}, fleet: &forecasting.Fleet{Startup: b.Startup}}
 			l.policy.Target, l.policy.ScaleDownWindow = target, window
 			l.fleet.Start(n0, first)
@@ -616,13 +608,7 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 				HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(l.fc.Origin + int64(lead)*stepMs),
 				Fallback: l.fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN(),
 				HeldPeak: math.NaN()}
-			if b.Scale.Hold > 0 {
-				// As a scale rule reads its forecast rule's history: from
-				// the hold before now to the forecast's origin.
-				if v, t, ok := l.fcs.observedPeak(now.Add(-b.Scale.Hold).UnixMilli(), l.fc.Origin); ok {
-					in.HeldPeak, in.HeldAt = v, time.UnixMilli(t)
-				}
-			}
+			rules.HoldInputs(&in, l.fcs, b.Scale.Hold, now, time.UnixMilli(l.fc.Origin))
 			sig, next := forecasting.Decide(l.st, in, policy, now)
 			l.st = next
 			if sig.Desired != l.fleet.Allocated() {
@@ -741,7 +727,9 @@ func (r *replayForecaster) update(t0 int64, load []float64, j int, stepMs int64)
 	return nil
 }
 
-func (r *replayForecaster) observedPeak(from, to int64) (float64, int64, bool) {
+// ObservedPeak is the forecaster's (or the sum's): a scale rule's hold
+// reads it.
+func (r *replayForecaster) ObservedPeak(from, to int64) (float64, int64, bool) {
 	if r.sum != nil {
 		return r.sum.ObservedPeak(from, to)
 	}
