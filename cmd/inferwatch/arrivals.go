@@ -76,6 +76,11 @@ func parseArrivals(in io.Reader, path string, step time.Duration, unit string) (
 	return &regular{t0: t0, step: step, y: counts}, nil
 }
 
+// relativeBefore is the unix time in milliseconds (2001-09-09) before
+// which a log's numeric times are taken to count from its start rather than
+// from 1970: their unit is then a guess.
+const relativeBefore = 1e12
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,5 +90,38 @@ func TestBacktestScaleInputPointsToArrivals(t *testing.T) {
 	code, _, errOut := runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "1")
 	if want := "log.csv:3: timestamp 2023-11-16 18:15:46.6 repeats line 2's 2023-11-16 18:15:46.6; rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals"; code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+}
+
+// TestBacktestScaleRelativeTimesNoted: times counted from a log's start
+// carry no unit, so the report says how it read them and how to read them
+// otherwise; unix times and an explicit unit need no note.
+func TestBacktestScaleRelativeTimesNoted(t *testing.T) {
+	dir := t.TempDir()
+	var rel, abs strings.Builder
+	rel.WriteString("timestamp,input_length\n")
+	abs.WriteString("timestamp,input_length\n")
+	for i := range 7200 { // a request every 5 s for 10 h, or 36 s read as ms
+		fmt.Fprintf(&rel, "%d,100\n", i*5)
+		fmt.Fprintf(&abs, "%d,100\n", 1700000000+i*5)
+	}
+	relFile, absFile := filepath.Join(dir, "rel.csv"), filepath.Join(dir, "abs.csv")
+	if err := os.WriteFile(relFile, []byte(rel.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(absFile, []byte(abs.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const note = "note: "
+	code, _, errOut := runCmd(t, context.Background(), "backtest", "scale", "--arrivals", relFile, "--capacity", "1")
+	want := relFile + ": the times count from 1970-01-01T00:00:00Z, read as seconds: the log spans 9h59m; if they are milliseconds, give --time-unit ms"
+	if code != 0 || !strings.Contains(errOut, note+want) {
+		t.Errorf("relative seconds: exit %d, stderr %q; want 0 and %q", code, errOut, want)
+	}
+	for _, args := range [][]string{{"--arrivals", relFile, "--time-unit", "s"}, {"--arrivals", relFile, "--time-unit", "ms", "--step", "1s"}, {"--arrivals", absFile}} {
+		code, _, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--capacity", "1"}, args...)...)
+		if code != 0 || strings.Contains(errOut, note) {
+			t.Errorf("%v: exit %d, stderr %q; want 0 and no note", args, code, errOut)
+		}
 	}
 }

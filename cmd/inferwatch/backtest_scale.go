@@ -18,6 +18,7 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
+	pmodel "github.com/prometheus/common/model"
 )
 
 const backtestScaleUsage = `Usage: inferwatch backtest scale (--input FILE | --sum-of GLOB | --arrivals FILE | --gentd26 FILE) (--capacity REQS_PER_REPLICA | --peak-replicas N) [flags]
@@ -212,6 +213,13 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		step := cmp.Or(stepD, time.Minute)
 		series, err = readArrivals(*arrivals, step, *timeUnit)
 		name = fmt.Sprintf("%s (requests per %s)", *arrivals, rulefmt.FormatDuration(step))
+		if err == nil && *timeUnit == "auto" && series.t0 < relativeBefore {
+			// Times counted from the log's start carry no unit: seconds
+			// and milliseconds both parse. Say which was taken.
+			span := time.Duration(len(series.y)) * series.step
+			fmt.Fprintf(stderr, "inferwatch backtest scale: note: %s: the times count from %s, read as seconds: the log spans %s; if they are milliseconds, give --time-unit ms\n",
+				*arrivals, time.UnixMilli(series.t0).UTC().Format(time.RFC3339), pmodel.Duration(span))
+		}
 	default:
 		var in *detectInput
 		opts := readOptions{repeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals"}
