@@ -70,7 +70,10 @@ func HoldInputs(in *forecasting.ScaleInputs, h ObservedHistory, hold time.Durati
 // rule with it.
 func ScalePolicy(s *rulefmt.Scale) forecasting.ScalePolicy {
 	p := forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
-		Cooldown: s.Cooldown, Hold: s.Hold, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
+		Cooldown: s.Cooldown, Hold: s.Hold, ScaleDownMargin: s.ScaleDownMargin, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
+	if s.ScaleDownMargin == 0 {
+		p.ScaleDownMargin = -1 // the file's 0 is no band; the policy's is the default
+	}
 	if s.SLO != nil {
 		p.SLOP99 = s.SLO.P99.Seconds()
 	}

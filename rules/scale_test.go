@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -284,5 +285,31 @@ func TestScaleRuleHoldsTheLoadItSaw(t *testing.T) {
 	// A burst of 40 to 36 minutes ago is outside the hold.
 	if old := desired(t, 30*time.Minute, 40); old.DesiredReplicas >= held.DesiredReplicas || strings.HasPrefix(old.Reason, "The highest load") {
 		t.Errorf("a burst older than the hold: %+v", old)
+	}
+}
+
+// TestScalePolicyMargin: a scale rule's scale_down_margin reaches the
+// decision, and its 0 means no band (the policy's own 0 is the default).
+func TestScalePolicyMargin(t *testing.T) {
+	in := forecasting.ScaleInputs{Current: 4, HasForecast: true, PredictedLoad: 2.9, PredictedUpper: 2.95, CapacityPerReplica: 1}
+	prev := forecasting.ScaleState{Desired: 4}
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		margin float64
+		want   int
+		reason string
+	}{
+		// 2.9 req/s on 3 replicas runs at 97 %: above 85 % and 95 %.
+		{rulefmt.DefaultScaleDownMargin, 4, "but 3 would run above 85 % of their capacity"},
+		{0.05, 4, "but 3 would run above 95 % of their capacity"},
+		{0.03, 3, "scaling down from 4"},
+		{0, 3, "scaling down from 4"},
+	} {
+		s := rulefmt.DefaultScale()
+		s.ScaleDownStableIntervals, s.Cooldown, s.ScaleDownMargin = 1, 0, c.margin
+		sig, _ := forecasting.Decide(prev, in, ScalePolicy(&s), now)
+		if sig.Desired != c.want || !strings.Contains(sig.Reason, c.reason) {
+			t.Errorf("margin %g: desired %d, reason %q; want %d and %q", c.margin, sig.Desired, sig.Reason, c.want, c.reason)
+		}
 	}
 }

@@ -122,6 +122,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	minReplicas := fs.Int("min-replicas", def.MinReplicas, "scale.min_replicas (both policies)")
 	maxReplicas := fs.Int("max-replicas", def.MaxReplicas, "scale.max_replicas (both policies; 0: none)")
 	stable := fs.Int("scale-down-stable-intervals", def.ScaleDownStableIntervals, "scale.scale_down_stable_intervals")
+	margin := fs.Float64("scale-down-margin", def.ScaleDownMargin, "scale.scale_down_margin: the hysteresis band of a step down, a share of the capacity (0: none)")
 	cooldownS := fs.String("cooldown", rulefmt.FormatDuration(def.Cooldown), "scale.cooldown (0s: none)")
 	holdS := fs.String("hold", rulefmt.FormatDuration(def.Hold), "scale.hold: the forecast tier asks for at least what the highest load of this last while needs (0s: none)")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
@@ -186,6 +187,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	if *stable < 1 {
 		errs = append(errs, fmt.Errorf("--scale-down-stable-intervals %d: want at least 1", *stable))
+	}
+	if !(*margin >= 0 && *margin <= rulefmt.MaxScaleDownMargin) {
+		errs = append(errs, fmt.Errorf("--scale-down-margin %g: want a share of the capacity in [0, %g]", *margin, rulefmt.MaxScaleDownMargin))
 	}
 	if !slices.Contains([]string{"auto", "s", "ms"}, *timeUnit) {
 		errs = append(errs, fmt.Errorf("--time-unit %q: want auto, s or ms", *timeUnit))
@@ -275,6 +279,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	fc.BottomUp = parts != nil
 	sc := rulefmt.DefaultScale()
 	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals, sc.Cooldown, sc.Hold, sc.Horizon = *minReplicas, *maxReplicas, *stable, cooldown, hold, fc.Horizon
+	sc.ScaleDownMargin = *margin
 	if int(period/series.step) < 2 {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.step)
 		return 2

@@ -341,7 +341,8 @@ func TestScaleFrontier(t *testing.T) {
 	}
 }
 
-// TestBacktestScaleListErrors checks that a bad list names the value.
+// TestBacktestScaleListErrors: a bad list item, or a policy flag out of
+// range, is refused with the flag and the value named.
 func TestBacktestScaleListErrors(t *testing.T) {
 	file := writeSeriesCSV(t, t.TempDir(), "s.csv", []int64{t0, t0 + 60_000}, []float64{1, 2})
 	for _, tc := range []struct {
@@ -355,6 +356,8 @@ func TestBacktestScaleListErrors(t *testing.T) {
 		{[]string{"--hpa-window", "5m,5m"}, `--hpa-window 5m,5m: 5m is listed twice`},
 		{[]string{"--hpa-window", "5m,"}, `--hpa-window "5m,": an empty item`},
 		{[]string{"--hpa-window", "5m,soon"}, `--hpa-window "soon": want a duration`},
+		{[]string{"--scale-down-margin", "0.6"}, `--scale-down-margin 0.6: want a share of the capacity in [0, 0.5]`},
+		{[]string{"--scale-down-margin", "-0.1"}, `--scale-down-margin -0.1: want a share of the capacity in [0, 0.5]`},
 	} {
 		code, _, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--input", file, "--capacity", "1"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/inferwatch/inferwatch/forecasting"
 )
 
 // MaxForecastPoints bounds forecast.history/step. A history longer than
@@ -25,6 +27,8 @@ const (
 	DefaultScaleDownStableIntervals = 3
 	DefaultScaleCooldown            = 5 * time.Minute
 	DefaultScaleHold                = 30 * time.Minute
+	DefaultScaleDownMargin          = forecasting.DefaultScaleDownMargin
+	MaxScaleDownMargin              = 0.5
 	DefaultScaleGPUMemoryHigh       = 0.8
 	DefaultScaleWaitingPerReplica   = 5
 	DefaultScaleP99Near             = 0.9
@@ -113,6 +117,11 @@ type Scale struct {
 	// Cooldown how long after a change it must wait (default 5m).
 	ScaleDownStableIntervals int
 	Cooldown                 time.Duration
+	// ScaleDownMargin is the hysteresis band of a step down: the signal
+	// goes down only to replicas that would run the predicted load at no
+	// more than (1 − ScaleDownMargin) of their capacity (default 0.15; 0:
+	// none; at most MaxScaleDownMargin).
+	ScaleDownMargin float64
 	// Hold is how long a load observed keeps asking for its replicas: the
 	// forecast tier asks for at least what the highest load observed over
 	// the last Hold needs (default 30m; 0: none).
@@ -150,7 +159,8 @@ func DefaultForecast(step time.Duration) Forecast {
 // horizon 0: the forecast rule's longest).
 func DefaultScale() Scale {
 	return Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown, Hold: DefaultScaleHold,
-		GPUMemoryHigh: DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
+		ScaleDownMargin: DefaultScaleDownMargin,
+		GPUMemoryHigh:   DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
 }
 
 var forecastKeys = []string{"expr", "step", "history", "horizon", "horizons", "model", "level", "period", "sum_by"}
@@ -311,7 +321,7 @@ func roundUp(d, step time.Duration) time.Duration {
 }
 
 var scaleKeys = []string{"forecast", "horizon", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
-	"min_replicas", "max_replicas", "scale_down_stable_intervals", "cooldown", "hold", "gpu_memory_high", "waiting_per_replica", "p99_near"}
+	"min_replicas", "max_replicas", "scale_down_stable_intervals", "scale_down_margin", "cooldown", "hold", "gpu_memory_high", "waiting_per_replica", "p99_near"}
 
 func (p *parser) scale(n *yaml.Node) *Scale {
 	d := DefaultScale()
@@ -368,6 +378,9 @@ func (p *parser) scale(n *yaml.Node) *Scale {
 	}
 	if kv, ok := f["scale_down_stable_intervals"]; ok {
 		s.ScaleDownStableIntervals = int(p.integer(kv, "scale.scale_down_stable_intervals", DefaultScaleDownStableIntervals, 1, 1e6))
+	}
+	if kv, ok := f["scale_down_margin"]; ok {
+		s.ScaleDownMargin = p.number(kv, "scale.scale_down_margin", DefaultScaleDownMargin, 0, MaxScaleDownMargin, false)
 	}
 	kv, present := f["cooldown"]
 	s.Cooldown, _ = p.positive(kv, present, "scale.cooldown", DefaultScaleCooldown, true)

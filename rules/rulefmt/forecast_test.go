@@ -26,6 +26,7 @@ func init() {
 		`forecast.bad.yaml:20:94: group "g": rule "sc_anomaly": scale.cooldown must be 0 or greater, got -1m`,
 		`forecast.bad.yaml:20:105: group "g": rule "sc_anomaly": scale.hold must be 0 or greater, got -5m`,
 		`forecast.bad.yaml:24:38: group "g": rule "fc_sum": forecast.sum_by must be a list of label names, got "model"`,
+		`forecast.bad.yaml:26:93: group "g": rule "sc_margin": scale.scale_down_margin must be in [0, 0.5], got 0.6`,
 	}
 }
 
@@ -109,7 +110,7 @@ func TestForecastAndScaleRules(t *testing.T) {
 	sc := specOf[*Scale](sr)
 	if sc.Forecast != "request_rate" || len(sc.On) != 1 || sc.On[0] != "model" || sc.CapacityPerReplica != 7 ||
 		sc.SLO == nil || sc.SLO.P99 != 30*time.Second || sc.MinReplicas != 1 || sc.MaxReplicas != 8 ||
-		sc.ScaleDownStableIntervals != 3 || sc.Cooldown != 5*time.Minute || sc.Hold != 45*time.Minute || sc.GPUMemoryHigh != 0.8 ||
+		sc.ScaleDownStableIntervals != 3 || sc.ScaleDownMargin != 0.1 || sc.Cooldown != 5*time.Minute || sc.Hold != 45*time.Minute || sc.GPUMemoryHigh != 0.8 ||
 		sc.WaitingPerReplica != 5 || sc.P99Near != 0.9 || !strings.Contains(sc.Waiting, "num_requests_waiting") || sc.Horizon != 10*time.Minute {
 		t.Errorf("scale %+v", *sc)
 	}
@@ -149,7 +150,7 @@ func TestForecastDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := specOf[*Scale](cfg.Groups[0].Rules[1])
-	if s.MinReplicas != 1 || s.MaxReplicas != 0 || s.ScaleDownStableIntervals != 3 || s.Cooldown != 5*time.Minute || s.Hold != 30*time.Minute ||
+	if s.MinReplicas != 1 || s.MaxReplicas != 0 || s.ScaleDownStableIntervals != 3 || s.ScaleDownMargin != 0.15 || s.Cooldown != 5*time.Minute || s.Hold != 30*time.Minute ||
 		s.CapacityPerReplica != 0 || s.SLO.Concurrency != "64" || s.SLO.P99 != 2*time.Second {
 		t.Errorf("scale defaults %+v slo %+v", *s, *s.SLO)
 	}
