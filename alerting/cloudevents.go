@@ -85,14 +85,31 @@ type Event struct {
 	Subject string `json:"subject,omitempty"`
 	// Time is when the event happened, in UTC: a finding's WindowEnd, an
 	// alert's evaluation, a forecast's origin, a scale decision's time.
-	Time            time.Time       `json:"time"`
-	DataContentType string          `json:"datacontenttype"` // "application/json"
-	Data            json.RawMessage `json:"data"`
+	Time            time.Time `json:"time"`
+	DataContentType string    `json:"datacontenttype"` // "application/json"
+	// Data is the event's JSON, as the constructors (NewFindingEvent, …)
+	// and DecodeEvent make it; Encode and publishers do not scan it again.
+	Data json.RawMessage `json:"data"`
 }
 
 // Validate reports the first required CloudEvents attribute that is missing
-// or malformed.
+// or malformed, or data that is not JSON.
 func (ev Event) Validate() error {
+	if err := ev.ValidateAttributes(); err != nil {
+		return err
+	}
+	if len(ev.Data) > 0 && !json.Valid(ev.Data) {
+		return fmt.Errorf("cloudevent %q: data is not valid JSON", ev.ID)
+	}
+	return nil
+}
+
+// ValidateAttributes is Validate without the check of Data. Scanning a
+// forecast event's data costs as much as making the event, and the events
+// of NewFindingEvent, NewForecastEvent, the other constructors and
+// DecodeEvent hold JSON by construction: a publisher of those checks the
+// attributes only.
+func (ev Event) ValidateAttributes() error {
 	switch {
 	case ev.SpecVersion != CloudEventsSpecVersion:
 		return fmt.Errorf("cloudevent %q: specversion is %q, want %q", ev.ID, ev.SpecVersion, CloudEventsSpecVersion)
@@ -102,8 +119,6 @@ func (ev Event) Validate() error {
 		return fmt.Errorf("cloudevent %q: source is empty", ev.ID)
 	case ev.Type == "":
 		return fmt.Errorf("cloudevent %q: type is empty", ev.ID)
-	case len(ev.Data) > 0 && !json.Valid(ev.Data):
-		return fmt.Errorf("cloudevent %q: data is not valid JSON", ev.ID)
 	}
 	if _, err := url.Parse(ev.Source); err != nil {
 		return fmt.Errorf("cloudevent %q: source %q is not a URI-reference: %w", ev.ID, ev.Source, err)

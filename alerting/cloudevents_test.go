@@ -188,6 +188,35 @@ func TestEventValidate(t *testing.T) {
 		if err := ev.Validate(); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: Validate() = %v, want %q", name, err, tc.wantErr)
 		}
+		// The attributes alone: every case but the data's.
+		err := ev.ValidateAttributes()
+		if name == "data" && err != nil || name != "data" && (err == nil || err.Error() != ev.Validate().Error()) {
+			t.Errorf("%s: ValidateAttributes() = %v, Validate() = %v", name, err, ev.Validate())
+		}
+	}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a finding event: Validate() = %v", err)
+	}
+}
+
+// BenchmarkEventValidate: the checks of a forecast event, with and
+// without scanning its data.
+func BenchmarkEventValidate(b *testing.B) {
+	ev, err := NewForecastEvent(testForecast(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		check func() error
+	}{{"all", ev.Validate}, {"attributes", ev.ValidateAttributes}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := c.check(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
