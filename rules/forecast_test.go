@@ -76,7 +76,7 @@ func forecastGroups() []rulefmt.Group {
 				Model: "auto", Level: 0.9, Period: time.Hour}},
 		{Name: "deploy", Expr: "replicas", Step: time.Minute, Lookback: time.Hour,
 			Kind: rulefmt.KindScale, Spec: &rulefmt.Scale{Forecast: "rate", On: []string{"model"}, Replicas: "replicas", Waiting: "waiting",
-				CapacityPerReplica: 10, MinReplicas: 1, MaxReplicas: 20, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute,
+				CapacityPerReplica: 10, MinReplicas: 1, MaxReplicas: 20, ScaleDownStableIntervals: 3, ScaleDownMargin: rulefmt.DefaultScaleDownMargin, Cooldown: 5 * time.Minute,
 				GPUMemoryHigh: 0.8, WaitingPerReplica: 5, P99Near: 0.9}},
 	}}}
 }
