@@ -231,6 +231,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 			series, err = regularise(*input, in)
 		}
 	}
+	if err == nil {
+		err = nonNegativeLoad(name, series)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch backtest scale:", err)
 		return 1
@@ -993,4 +996,18 @@ func ratio(a, b float64) string {
 		return "n/a (reactive 0)"
 	}
 	return strconv.FormatFloat(a/b, 'f', 3, 64)
+}
+
+// nonNegativeLoad refuses a load below 0, naming its time: a request rate
+// cannot be negative, and a replay that took one as no load would judge
+// the policies on a series that is not traffic.
+func nonNegativeLoad(name string, s *regular) error {
+	for i, v := range s.y {
+		if v < 0 {
+			at := time.UnixMilli(s.t0 + int64(i)*s.step.Milliseconds()).UTC()
+			return fmt.Errorf("%s: the load at %s (unix %d) is %g; a request rate cannot be negative (a counter reset taken as a rate?)",
+				name, at.Format(time.RFC3339), at.Unix(), v)
+		}
+	}
+	return nil
 }

@@ -435,3 +435,29 @@ func FuzzParseGenTD26QPS(f *testing.F) {
 		}
 	})
 }
+
+// TestBacktestScaleRefusesNegativeLoad: a negative request rate is bad
+// input, refused with its time, whether read as a rate or as counts; a gap
+// is not.
+func TestBacktestScaleRefusesNegativeLoad(t *testing.T) {
+	dir := t.TempDir()
+	var ts []int64
+	var badV, gapV []float64
+	for i := range 12 {
+		ts = append(ts, t0+int64(i)*60_000)
+		badV, gapV = append(badV, float64(1+i%3)), append(gapV, float64(1+i%3))
+	}
+	badV[2], gapV[2] = -0.5, math.NaN()
+	bad := writeSeriesCSV(t, dir, "bad.csv", ts, badV)
+	gap := writeSeriesCSV(t, dir, "gap.csv", ts, gapV)
+	for _, args := range [][]string{{"--input", bad}, {"--input", bad, "--counts"}} {
+		code, _, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--capacity", "1"}, args...)...)
+		want := fmt.Sprintf("bad.csv: the load at 2023-11-14T22:15:00Z (unix %d) is -0.5; a request rate cannot be negative", (t0+120_000)/1000)
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", args, code, errOut, want)
+		}
+	}
+	if code, _, errOut := runCmd(t, context.Background(), "backtest", "scale", "--capacity", "1", "--input", gap); code != 0 {
+		t.Errorf("a gap: exit %d, stderr %q; want 0", code, errOut)
+	}
+}
