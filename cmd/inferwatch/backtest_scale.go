@@ -238,6 +238,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "inferwatch backtest scale:", err)
 		return 1
 	}
+	if note := snapNote(name, series); note != "" {
+		fmt.Fprintln(stderr, "inferwatch backtest scale:", note)
+	}
 	if *counts {
 		perSecond := 1 / series.step.Seconds()
 		for i := range series.y {

@@ -20,8 +20,11 @@ const forecastUsage = `Usage: inferwatch forecast (--input FILE | --sum-of GLOB)
 
 Forecasts a timestamp,value series (CSV, or a query_range JSON or export
 JSON lines file holding one series) whose samples are evenly spaced; the
-step is the most common spacing. Missing steps are gaps, filled by the
-model's own forecast and counted; forecasts are clipped at 0 (rates).
+step is the most common spacing. Times a little off their schedule, as a
+raw export of scrapes keeps them, are taken at the nearest step of the most
+common whole-second spacing when within a quarter of it, and stderr says
+how many moved. Missing steps are gaps, filled by the model's own forecast
+and counted; forecasts are clipped at 0 (rates).
 
 With --sum-of: forecasts the sum of the series in the files matching GLOB
 (a service's traffic from each client's, say) bottom-up: each part by its
@@ -94,6 +97,9 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch forecast:", err)
 		return 1
+	}
+	if note := snapNote(name, series); note != "" {
+		fmt.Fprintln(stderr, "inferwatch forecast:", note)
 	}
 	step := series.step
 	h := int((horizon + step - 1) / step)
@@ -242,47 +248,108 @@ type regular struct {
 	step time.Duration
 	y    []float64
 	gaps int
+	// snapped samples were up to maxOff off the grid and were taken at
+	// their nearest step (see regularise).
+	snapped int
+	maxOff  time.Duration
 }
 
-// regularise lays the samples on the grid of their most common spacing,
-// refusing samples off that grid (with their line in the file).
+// jitterTolerance is the share of a step by which a sample may miss its
+// grid point and still be taken at it. Scrapes land a few milliseconds off
+// their schedule (more under load), and a raw export such as
+// VictoriaMetrics' /api/v1/export keeps those times; half a step off is
+// another grid, not jitter.
+const jitterTolerance = 0.25
+
+// regularise lays the samples on the grid of their most common spacing
+// from the first sample, refusing samples off that grid (with their line
+// in the file). Samples off their schedule by a little each (scrape
+// jitter) have no common spacing to the millisecond: then the step is their
+// most common spacing to the whole second, and each sample is taken at its
+// nearest step if within jitterTolerance of it, one sample a step; the
+// result counts how many moved and by how much.
 func regularise(file string, in *detectInput) (*regular, error) {
 	if len(in.ts) < 2 {
 		return nil, fmt.Errorf("%s: %d sample; a forecast needs at least 2 to know the step", file, len(in.ts))
 	}
-	counts := map[int64]int{}
-	for i := 1; i < len(in.ts); i++ {
-		counts[in.ts[i]-in.ts[i-1]]++
-	}
-	var stepMs int64
-	for d, c := range counts {
-		if c > counts[stepMs] || (c == counts[stepMs] && d < stepMs) {
-			stepMs = d
-		}
-	}
+	stepMs := commonSpacing(in.ts, 1)
 	if stepMs <= 0 {
 		return nil, fmt.Errorf("%s: the samples are not spaced in time", file)
 	}
+	r, err := layOnGrid(file, in, stepMs, 0)
+	if err == nil {
+		return r, nil
+	}
+	if s := commonSpacing(in.ts, 1000); s >= 1000 {
+		// Whole seconds are the step a scrape schedule keeps: say how far
+		// off that grid the sample is.
+		if r, err = layOnGrid(file, in, s, jitterTolerance); err == nil {
+			return r, nil
+		}
+	}
+	return nil, err
+}
+
+// commonSpacing is the most common spacing of ts rounded to a multiple of
+// unit milliseconds (the smaller on a tie).
+func commonSpacing(ts []int64, unit int64) int64 {
+	counts := map[int64]int{}
+	var best int64
+	for i := 1; i < len(ts); i++ {
+		d := (ts[i] - ts[i-1] + unit/2) / unit * unit
+		counts[d]++
+		if c := counts[d]; c > counts[best] || c == counts[best] && d < best {
+			best = d
+		}
+	}
+	return best
+}
+
+// layOnGrid places the samples on the grid of stepMs from the first: a
+// sample off its grid point by at most tolerance of a step is taken at it,
+// one a step; with tolerance 0 a sample must fall on its point.
+func layOnGrid(file string, in *detectInput, stepMs int64, tolerance float64) (*regular, error) {
 	where := func(i int) string {
 		if in.lines != nil {
 			return fmt.Sprintf("%s:%d", file, in.lines[i])
 		}
 		return fmt.Sprintf("%s: sample %d", file, i+1)
 	}
-	n := (in.ts[len(in.ts)-1]-in.ts[0])/stepMs + 1
+	step := time.Duration(stepMs) * time.Millisecond
+	n := (in.ts[len(in.ts)-1]-in.ts[0]+stepMs/2)/stepMs + 1
 	if n > 10_000_000 {
-		return nil, fmt.Errorf("%s: %d steps of %s between the first and the last sample; too many", file, n, time.Duration(stepMs)*time.Millisecond)
+		return nil, fmt.Errorf("%s: %d steps of %s between the first and the last sample; too many", file, n, step)
 	}
-	r := &regular{t0: in.ts[0], step: time.Duration(stepMs) * time.Millisecond, y: make([]float64, n)}
+	r := &regular{t0: in.ts[0], step: step, y: make([]float64, n)}
 	for i := range r.y {
 		r.y[i] = math.NaN()
 	}
+	taken := make([]int32, n) // the sample at each step, +1 (0: none)
 	for i, t := range in.ts {
-		if (t-in.ts[0])%stepMs != 0 {
-			return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample; resample the file to an even step",
-				where(i), in.raw[i], r.step)
+		d := t - in.ts[0]
+		k, off := d/stepMs, d%stepMs
+		if 2*off > stepMs {
+			k, off = k+1, off-stepMs
 		}
-		r.y[(t-in.ts[0])/stepMs] = in.vs[i]
+		if off != 0 {
+			abs := time.Duration(max(off, -off)) * time.Millisecond
+			if tolerance == 0 {
+				return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample; resample the file to an even step",
+					where(i), in.raw[i], step)
+			}
+			if float64(abs) > tolerance*float64(step) {
+				return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample by %s, more than %g of a step; resample the file to an even step",
+					where(i), in.raw[i], step, abs, tolerance)
+			}
+			r.snapped++
+			r.maxOff = max(r.maxOff, abs)
+		}
+		if j := taken[k]; j != 0 {
+			return nil, fmt.Errorf("%s: timestamp %s falls on the same step of %s as %s's %s; resample the file to an even step",
+				where(i), in.raw[i], step, where(int(j)-1), in.raw[j-1])
+		}
+		taken[k] = int32(i + 1)
+		r.y[k] = in.vs[i]
 	}
 	for _, v := range r.y {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -290,6 +357,15 @@ func regularise(file string, in *detectInput) (*regular, error) {
 		}
 	}
 	return r, nil
+}
+
+// snapNote is the note on samples regularise moved to their nearest step,
+// "" when none moved.
+func snapNote(name string, r *regular) string {
+	if r.snapped == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: %s: %d samples up to %s off the %s grid were taken at their nearest step", name, r.snapped, r.maxOff, r.step)
 }
 
 // readParts reads the files matching glob as the parts of a sum, laid on
@@ -320,18 +396,25 @@ func readParts(glob string) (*regular, [][]float64, error) {
 		if r.step != step {
 			return nil, nil, fmt.Errorf("%s: step %s differs from the step %s of %s; the parts of a sum must share one", files[i], r.step, step, files[0])
 		}
-		if d := r.t0 - rs[0].t0; d%step.Milliseconds() != 0 {
+		// A file whose times were taken at their nearest step may start a
+		// little off the others' grid, within the same tolerance.
+		d, stepMs := r.t0-rs[0].t0, step.Milliseconds()
+		off := d - floorDiv(d+stepMs/2, stepMs)*stepMs
+		if off != 0 && (r.snapped == 0 && rs[0].snapped == 0 || float64(max(off, -off)) > jitterTolerance*float64(stepMs)) {
 			return nil, nil, fmt.Errorf("%s: its samples are off the grid of %s (first samples %s and %s, step %s)",
 				files[i], files[0], formatUnixMillis(r.t0), formatUnixMillis(rs[0].t0), step)
 		}
+		r.t0 -= off
 		start = min(start, r.t0)
-		end = max(end, r.t0+int64(len(r.y)-1)*step.Milliseconds())
+		end = max(end, r.t0+int64(len(r.y)-1)*stepMs)
 	}
 	stepMs := step.Milliseconds()
 	n := int((end-start)/stepMs) + 1
 	total := &regular{t0: start, step: step, y: make([]float64, n)}
 	parts := make([][]float64, len(rs))
 	for i, r := range rs {
+		total.snapped += r.snapped
+		total.maxOff = max(total.maxOff, r.maxOff)
 		p := make([]float64, n) // 0 outside the file's range
 		copy(p[(r.t0-start)/stepMs:], r.y)
 		for j, v := range p {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -381,4 +382,104 @@ func TestForecastSumOf(t *testing.T) {
 	if rows := strings.Count(out, "\n"); rows != 1+287 {
 		t.Errorf("%d lines of backtest output, want a header and 287 rows", rows)
 	}
+}
+
+// TestRegulariseJitter: samples off their schedule by a little each (a raw
+// export of scrapes) are taken at their nearest step of the whole-second
+// spacing, with a count and the largest move; one too far off, or two on one
+// step, are refused with their lines; an exact grid is laid as it is.
+func TestRegulariseJitter(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, ts []int64, vs []float64) string {
+		var b strings.Builder
+		b.WriteString("timestamp,value\n")
+		for i := range ts {
+			fmt.Fprintf(&b, "%d.%03d,%g\n", ts[i]/1000, ts[i]%1000, vs[i])
+		}
+		return writeText(t, dir, name, b.String())
+	}
+	const base = 1_700_000_000_000
+	offs := []int64{120, -310, 40, 0, 250, -90, 180, -400, 60, 10} // ms off each 15 s point
+	var ts []int64
+	var vs []float64
+	for i, o := range offs {
+		if i == 6 {
+			continue // a gap
+		}
+		ts, vs = append(ts, base+int64(i)*15_000+o), append(vs, float64(i))
+	}
+	file := write("jitter.csv", ts, vs)
+	in, err := readDetectInput(file, readOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := regularise(file, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The grid starts at the first sample (+120 ms): the others are off it
+	// by their offset − 120 ms, at most 520 ms (−400).
+	if r.step != 15*time.Second || r.t0 != base+120 || len(r.y) != 10 || r.gaps != 1 || r.snapped != 8 || r.maxOff != 520*time.Millisecond {
+		t.Fatalf("step %v t0 %d, %d steps, %d gaps, %d snapped up to %v", r.step, r.t0, len(r.y), r.gaps, r.snapped, r.maxOff)
+	}
+	for i, v := range r.y {
+		if i == 6 && !math.IsNaN(v) || i != 6 && v != float64(i) {
+			t.Errorf("step %d: %g", i, v)
+		}
+	}
+	_, _, errOut := runCmd(t, context.Background(), "forecast", "--input", file)
+	if want := "note: " + file + ": 8 samples up to 520ms off the 15s grid were taken at their nearest step"; !strings.Contains(errOut, want) {
+		t.Errorf("forecast's stderr %q lacks %q", errOut, want)
+	}
+
+	// 5 s off a 15 s step is more than a quarter of it.
+	far := slices.Clone(ts)
+	far[4] += 5000
+	if _, err := regularise("far.csv", readInput(t, write("far.csv", far, vs))); err == nil ||
+		!strings.HasSuffix(err.Error(), "far.csv:6: timestamp 1700000065.250 is off the grid of the file's step 15s from its first sample by 5.13s, more than 0.25 of a step; resample the file to an even step") {
+		t.Errorf("5 s off: %v", err)
+	}
+	// A sample 1.5 s after the one at 30 s falls on the same step.
+	two := append(slices.Clone(ts[:3]), ts[2]+1500)
+	two = append(two, ts[3:]...)
+	twoV := append(slices.Clone(vs[:3]), 99)
+	twoV = append(twoV, vs[3:]...)
+	if _, err := regularise("two.csv", readInput(t, write("two.csv", two, twoV))); err == nil ||
+		!strings.Contains(err.Error(), "two.csv:5: timestamp 1700000031.540 falls on the same step of 15s as two.csv:4's 1700000030.040") {
+		t.Errorf("two on a step: %v", err)
+	}
+	// An exact grid off the epoch's keeps its first sample and moves none.
+	exact := write("exact.csv", []int64{base + 30_000, base + 90_000, base + 210_000}, []float64{1, 2, 3})
+	if r, err := regularise(exact, readInput(t, exact)); err != nil || r.step != time.Minute || r.t0 != base+30_000 || r.snapped != 0 || r.gaps != 1 {
+		t.Errorf("exact grid: %+v, %v", r, err)
+	}
+
+	// Parts whose first samples are off each other by jitter are summed on
+	// one grid, the first file's.
+	pdir := filepath.Join(dir, "parts")
+	if err := os.Mkdir(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := write("parts/a.csv", ts, vs)
+	shifted := make([]int64, len(ts))
+	for i := range ts {
+		shifted[i] = ts[i] - 200
+	}
+	write("parts/b.csv", shifted, vs)
+	sum, parts, err := readParts(filepath.Join(pdir, "*.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2 || sum.t0 != base+120 || len(sum.y) != 10 || sum.y[3] != 6 || sum.snapped != 16 {
+		t.Errorf("sum of %s and its shift: t0 %d, %v, snapped %d", a, sum.t0, sum.y, sum.snapped)
+	}
+}
+
+func readInput(t *testing.T, file string) *detectInput {
+	t.Helper()
+	in, err := readDetectInput(file, readOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
