@@ -350,6 +350,10 @@ type scaleReport struct {
 	StartupSeconds float64 `json:"startup_seconds"`
 	HorizonSeconds float64 `json:"horizon_seconds"`
 	HPAWindowSecs  float64 `json:"hpa_window_seconds"`
+	// Model is the forecast rule's forecast.model; ScalePolicy the scale
+	// rule's settings the forecast policy ran with.
+	Model       string              `json:"model"`
+	ScalePolicy scalePolicySettings `json:"scale_policy"`
 	// Policies are the forecast policy's figures (one a level), the
 	// reactive's (one a target), and those of perfect foresight (a bound,
 	// not a policy).
@@ -378,6 +382,17 @@ type scaleFrontier struct {
 	// those paying at most the first forecast row's replica-minutes: the
 	// reactive policy at the forecast's cost (nil: every one pays more).
 	ReactiveAtCost *policyFigures `json:"reactive_within_forecast_replica_minutes,omitempty"`
+}
+
+// scalePolicySettings are the scale rule's keys a replay ran with, so a
+// report says what it replayed.
+type scalePolicySettings struct {
+	HoldSeconds              float64 `json:"hold_seconds"`
+	ScaleDownMargin          float64 `json:"scale_down_margin"`
+	ScaleDownStableIntervals int     `json:"scale_down_stable_intervals"`
+	CooldownSeconds          float64 `json:"cooldown_seconds"`
+	MinReplicas              int     `json:"min_replicas"`
+	MaxReplicas              int     `json:"max_replicas"` // 0: none
 }
 
 type policyFigures struct {
@@ -504,7 +519,10 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	rep := &scaleReport{Steps: n, StepSeconds: b.Step.Seconds(), WarmupSteps: b.Warmup, Decisions: n - b.Warmup,
 		Start:          time.UnixMilli(b.T0 + int64(b.Warmup)*b.Step.Milliseconds()).UTC().Format(time.RFC3339),
-		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), HPAWindowSecs: b.Windows[0].Seconds()}
+		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), HPAWindowSecs: b.Windows[0].Seconds(),
+		Model: b.Forecast.Model, ScalePolicy: scalePolicySettings{HoldSeconds: b.Scale.Hold.Seconds(), ScaleDownMargin: b.Scale.ScaleDownMargin,
+			ScaleDownStableIntervals: b.Scale.ScaleDownStableIntervals, CooldownSeconds: b.Scale.Cooldown.Seconds(),
+			MinReplicas: b.Scale.MinReplicas, MaxReplicas: b.Scale.MaxReplicas}}
 	for _, v := range b.Load[b.Warmup:] {
 		if isFinite(v) {
 			rep.PeakLoad = max(rep.PeakLoad, v)
@@ -945,8 +963,15 @@ func writeScaleText(w io.Writer, rep *scaleReport) {
 	if rep.CapacityFrom != "" {
 		capFrom = " (" + rep.CapacityFrom + ")"
 	}
-	fmt.Fprintf(w, "  capacity %.4g req/s per replica%s; peak load %.4g req/s; start-up %s; forecast horizon %s; reactive scale-down window %s\n\n",
+	fmt.Fprintf(w, "  capacity %.4g req/s per replica%s; peak load %.4g req/s; start-up %s; forecast horizon %s; reactive scale-down window %s\n",
 		rep.Capacity, capFrom, rep.PeakLoad, d(rep.StartupSeconds), d(rep.HorizonSeconds), d(rep.HPAWindowSecs))
+	sp := rep.ScalePolicy
+	replicas := fmt.Sprintf("at least %d replicas", sp.MinReplicas)
+	if sp.MaxReplicas > 0 {
+		replicas = fmt.Sprintf("%d to %d replicas", sp.MinReplicas, sp.MaxReplicas)
+	}
+	fmt.Fprintf(w, "  forecast model %s; hold %s; scale-down margin %g, %d stable intervals, cooldown %s; %s\n\n",
+		rep.Model, d(sp.HoldSeconds), sp.ScaleDownMargin, sp.ScaleDownStableIntervals, d(sp.CooldownSeconds), replicas)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\treplica-minutes\tunder-provisioned minutes\tworst shortfall (req/s)\tscale changes\t")
 	var f, r *policyFigures

@@ -461,3 +461,32 @@ func TestBacktestScaleRefusesNegativeLoad(t *testing.T) {
 		t.Errorf("a gap: exit %d, stderr %q; want 0", code, errOut)
 	}
 }
+
+// TestBacktestScaleReportsItsPolicy: the report names the scale rule's
+// settings it replayed, in JSON and in text.
+func TestBacktestScaleReportsItsPolicy(t *testing.T) {
+	var ts []int64
+	var vs []float64
+	for i := range 12 {
+		ts, vs = append(ts, t0+int64(i)*60_000), append(vs, float64(1+i%3))
+	}
+	file := writeSeriesCSV(t, t.TempDir(), "s.csv", ts, vs)
+	args := []string{"backtest", "scale", "--input", file, "--capacity", "1", "--hold", "45m", "--scale-down-margin", "0.05",
+		"--cooldown", "0s", "--scale-down-stable-intervals", "2", "--max-replicas", "6", "--model", "naive"}
+	code, out, errOut := runCmd(t, context.Background(), append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep scaleReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := scalePolicySettings{HoldSeconds: 2700, ScaleDownMargin: 0.05, ScaleDownStableIntervals: 2, CooldownSeconds: 0, MinReplicas: 1, MaxReplicas: 6}
+	if rep.Model != "naive" || rep.ScalePolicy != want {
+		t.Errorf("model %q, scale policy %+v; want naive, %+v", rep.Model, rep.ScalePolicy, want)
+	}
+	code, out, _ = runCmd(t, context.Background(), args...)
+	if line := "  forecast model naive; hold 45m; scale-down margin 0.05, 2 stable intervals, cooldown 0s; 1 to 6 replicas\n"; code != 0 || !strings.Contains(out, line) {
+		t.Errorf("exit %d; text lacks %q:\n%s", code, line, out)
+	}
+}
