@@ -967,6 +967,9 @@ func writeScaleText(w io.Writer, rep *scaleReport) {
 		rep.Capacity, capFrom, rep.PeakLoad, d(rep.StartupSeconds), d(rep.HorizonSeconds), d(rep.HPAWindowSecs))
 	sp := rep.ScalePolicy
 	replicas := fmt.Sprintf("at least %d replicas", sp.MinReplicas)
+	if sp.MinReplicas == 1 {
+		replicas = "at least 1 replica"
+	}
 	if sp.MaxReplicas > 0 {
 		replicas = fmt.Sprintf("%d to %d replicas", sp.MinReplicas, sp.MaxReplicas)
 	}
