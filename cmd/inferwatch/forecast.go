@@ -290,13 +290,17 @@ func regularise(file string, in *detectInput) (*regular, error) {
 	return nil, err
 }
 
-// commonSpacing is the most common spacing of ts rounded to a multiple of
-// unit milliseconds (the smaller on a tie).
+// commonSpacing is the most common positive spacing of ts rounded to a
+// multiple of unit milliseconds (the smaller on a tie); 0 when there is
+// none.
 func commonSpacing(ts []int64, unit int64) int64 {
 	counts := map[int64]int{}
 	var best int64
 	for i := 1; i < len(ts); i++ {
 		d := (ts[i] - ts[i-1] + unit/2) / unit * unit
+		if d <= 0 {
+			continue
+		}
 		counts[d]++
 		if c := counts[d]; c > counts[best] || c == counts[best] && d < best {
 			best = d

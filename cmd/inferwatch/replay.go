@@ -164,19 +164,8 @@ func replay(ctx context.Context, r replayRule, t []int64, v []float64) (replayed
 // the step a store would be queried at for the series. One sample: a
 // minute.
 func commonStep(t []int64) time.Duration {
-	count := map[int64]int{}
-	best, bestN := int64(0), 0
-	for i := 1; i < len(t); i++ {
-		d := t[i] - t[i-1]
-		if d <= 0 {
-			continue
-		}
-		count[d]++
-		if n := count[d]; n > bestN || n == bestN && d < best {
-			best, bestN = d, n
-		}
-	}
-	if bestN == 0 {
+	best := commonSpacing(t, 1)
+	if best == 0 {
 		return time.Minute
 	}
 	return max(time.Second, (time.Duration(best) * time.Millisecond).Round(time.Second))
