@@ -186,7 +186,8 @@ func (f *Forecaster) refit() error {
 	from := 0
 	var firstErr error
 	for _, name := range names {
-		m, _ := newModel(name, p, h)
+		inner, _ := newModel(name, p, h)
+		m := &bounded{model: inner}
 		v := min(f.opts.CalibrationSize, n-m.need())
 		if len(names) == 1 && v < vmin || f.fallback != "" && v < 2*h {
 			v = 0 // nothing to compare; fit on everything
