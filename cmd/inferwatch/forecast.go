@@ -24,7 +24,9 @@ step is the most common spacing. Times a little off their schedule, as a
 raw export of scrapes keeps them, are taken at the nearest step of the most
 common whole-second spacing when within a quarter of it, and stderr says
 how many moved. Missing steps are gaps, filled by the model's own forecast
-and counted; forecasts are clipped at 0 (rates).
+and counted; forecasts are clipped at 0 (rates), and a model's are kept
+within twice the range of what it has seen beyond that range (a trend
+that runs away stops there).
 
 With --sum-of: forecasts the sum of the series in the files matching GLOB
 (a service's traffic from each client's, say) bottom-up: each part by its

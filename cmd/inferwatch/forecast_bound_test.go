@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
+)
+
+// TestRunawayTrendBoundedThroughTheDaemon: NAB's disk write bytes jump from
+// 0 to 10⁸ and back from one 5-minute step to the next. Cut after its
+// 1,458th sample and served from VictoriaMetrics, a forecast rule with
+// hw_log an hour ahead forecast up to 1.5·10¹¹ at its first evaluation (the
+// samples so far peak at 4.6·10⁸). The published points must stay within
+// twice the range seen beyond it.
+func TestRunawayTrendBoundedThroughTheDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics and NATS")
+	}
+	const file = "../../../shared/data/nab/data/realAWSCloudwatch/ec2_disk_write_bytes_c0d644.csv"
+	if _, err := os.Stat(file); err != nil {
+		t.Skipf("shared data not present at %s (%v)", file, err)
+	}
+	all, err := ingest.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1458
+	vs := all[0].Values[:n]
+	lo, hi := vs[0], vs[0]
+	for _, v := range vs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	bound := hi + 2*(hi-lo)
+	end := time.Now().Truncate(5 * time.Minute)
+	ts := make([]int64, n)
+	for i := range ts {
+		ts[i] = end.Add(time.Duration(i-n+1) * 5 * time.Minute).UnixMilli()
+	}
+	vm := localvm.Run(t)
+	var body bytes.Buffer
+	s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "disk_write_bytes"}}, Timestamps: ts, Values: vs}
+	if err := ingest.WriteImportJSONL(&body, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Import(context.Background(), &body); err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cfg := filepath.Join(t.TempDir(), "disk.yml")
+	conf := "source: {url: " + vm.URL() + "}\ngroups:\n  - name: g\n    interval: 5m\n    rules:\n" +
+		"      - name: disk\n        forecast: {expr: disk_write_bytes, step: 5m, history: 7d, horizon: 1h, model: hw_log}\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []alerting.ForecastData
+	sub, err := nc.Subscribe("inferwatch.forecasts.disk", func(m *nats.Msg) {
+		var ev struct {
+			Data alerting.ForecastData `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		got = append(got, ev.Data)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, context.Background(), "run", "--config", cfg, "--once",
+		"--nats.url", srv.ClientURL(), "--web.listen-address", "")
+	if code != 0 {
+		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
+	}
+	nc.Flush()
+	time.Sleep(100 * time.Millisecond)
+	sub.Unsubscribe()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("%d forecasts, want 1\n%s", len(got), errOut)
+	}
+	d := got[0]
+	if d.Model != "hw_log" || len(d.Points) != 12 {
+		t.Fatalf("model %q, %d points; want hw_log, 12", d.Model, len(d.Points))
+	}
+	var top float64
+	for _, p := range d.Points {
+		top = max(top, float64(p.Mean))
+	}
+	t.Logf("samples up to %.3g; highest point %.3g (bound %.3g), peak %.3g", hi, top, bound, float64(d.Peak))
+	if top > 1.01*bound || float64(d.Peak) > 1.01*bound {
+		t.Errorf("a point of %.3g (peak %.3g) beyond %.3g, twice the range seen beyond it", top, float64(d.Peak), bound)
+	}
+}
