@@ -31,7 +31,10 @@ The series is requests per second (with --counts: requests per step) on an
 even step: a CSV timestamp,value file or any file inferwatch forecast reads
 (--input), the sum of the client series of the files matching GLOB
 (--sum-of, forecast bottom-up as a forecast rule with sum_by does), a log
-of requests (--arrivals, below), or GenTD26's qps.csv (--gentd26, below). A sample at t is the load over
+of requests (--arrivals, below), or GenTD26's qps.csv (--gentd26, below).
+A file whose samples are uneven or repeat a time is read with --resample
+STEP: the mean of the samples in each STEP (aligned on multiples of it since
+the epoch; with --counts their sum). A sample at t is the load over
 [t, t+step); it is known at t+step.
 
 At each step, from the samples known then:
@@ -111,6 +114,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	warmupS := fs.String("warmup", "", "history before the first decision (default one period, at most a quarter of the series)")
 	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window (0s: none); a comma-separated list replays each")
 	hpaTargetS := fs.String("hpa-target", "1", "the reactive policy's target: this share of a replica's capacity, in (0, 1]; a comma-separated list replays each")
+	resampleS := fs.String("resample", "", "with --input or --sum-of: average the samples in each step of this duration (aligned on multiples of it since the epoch; with --counts, sum them) instead of taking the file's own step: for a file whose samples are uneven or repeat a time")
 	writeSeries := fs.String("write-series", "", "write the series replayed to this CSV file")
 	asJSON := fs.Bool("json", false, "write the result as JSON")
 	// The forecast and scale rules' keys, with their defaults.
@@ -156,6 +160,10 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	startup := dur("--startup", *startupS, true)
 	stepD := dur("--step", *stepS, false)
+	resample := dur("--resample", *resampleS, false)
+	if resample > 0 && *input == "" && *sumOf == "" {
+		errs = append(errs, errors.New("--resample reads --input or --sum-of files; --arrivals counts requests in each --step, and --gentd26 is per minute"))
+	}
 	warmup := dur("--warmup", *warmupS, false)
 	var windows []time.Duration
 	for _, w := range strings.Split(*hpaWindowS, ",") {
@@ -208,7 +216,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	)
 	switch {
 	case *sumOf != "":
-		series, parts, err = readParts(*sumOf)
+		series, parts, err = readParts(*sumOf, resample, *counts)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
 	case *gentd != "":
 		series, err = readGenTD26QPS(*gentd, *requestType)
@@ -225,11 +233,8 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 				*arrivals, time.UnixMilli(series.t0).UTC().Format(time.RFC3339), pmodel.Duration(span))
 		}
 	default:
-		var in *detectInput
-		opts := readOptions{repeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals"}
-		if in, err = readDetectInput(*input, opts); err == nil {
-			series, err = regularise(*input, in)
-		}
+		opts := readOptions{repeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals, and --resample STEP averages the samples in each step"}
+		series, err = readSeries(*input, opts, resample, *counts)
 	}
 	if err == nil {
 		err = nonNegativeLoad(name, series)

@@ -14,16 +14,20 @@ import (
 	"github.com/VictoriaMetrics/metricsql"
 
 	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
-const forecastUsage = `Usage: inferwatch forecast (--input FILE | --sum-of GLOB) [--model NAME] [--horizon 10m] [--level 0.9] [--weekly] [--backtest]
+const forecastUsage = `Usage: inferwatch forecast (--input FILE | --sum-of GLOB) [--model NAME] [--horizon 10m] [--level 0.9] [--weekly] [--resample STEP] [--backtest]
 
 Forecasts a timestamp,value series (CSV, or a query_range JSON or export
 JSON lines file holding one series) whose samples are evenly spaced; the
 step is the most common spacing. Times a little off their schedule, as a
 raw export of scrapes keeps them, are taken at the nearest step of the most
 common whole-second spacing when within a quarter of it, and stderr says
-how many moved. Missing steps are gaps, filled by the model's own forecast
+how many moved. Samples farther off, or repeating a time, are refused with
+their line: --resample STEP reads such a file as the mean of the samples
+in each STEP (aligned on multiples of it since the epoch, as a range
+query's steps are). Missing steps are gaps, filled by the model's own forecast
 and counted; forecasts are clipped at 0 (rates), and a model's are kept
 within twice the range of what it has seen beyond that range (a trend
 that runs away stops there).
@@ -57,6 +61,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	weekly := fs.Bool("weekly", false, "keep two weeks of history (fourteen periods) plus a calibration window instead of seven periods, so auto can choose the weekly models (hw_weekly, hw_weekly_log) once the history holds that much")
 	backtest := fs.Bool("backtest", false, "run a rolling-origin backtest instead of forecasting from the end")
 	minHistS := fs.String("min-history", "", "history before the first backtest origin (default: one period)")
+	resampleS := fs.String("resample", "", "average the samples in each step of this duration (aligned on multiples of it since the epoch) instead of taking the file's own step: for a file whose samples are uneven or repeat a time")
 	forceProgress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
@@ -64,6 +69,14 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	if (*input == "") == (*sumOf == "") {
 		fmt.Fprintln(stderr, "inferwatch forecast: one of --input FILE or --sum-of GLOB is required, and nothing else may follow the flags")
 		return 2
+	}
+	var resample time.Duration
+	if *resampleS != "" {
+		var err error
+		if resample, err = cliDuration("--resample", *resampleS); err != nil {
+			fmt.Fprintln(stderr, "inferwatch forecast:", err)
+			return 2
+		}
 	}
 	horizon, err1 := cliDuration("--horizon", *horizonS)
 	period, err2 := cliDuration("--period", *periodS)
@@ -88,13 +101,10 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		name   = *input
 	)
 	if *sumOf != "" {
-		series, parts, err = readParts(*sumOf)
+		series, parts, err = readParts(*sumOf, resample, false)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
 	} else {
-		var in *detectInput
-		if in, err = readDetectInput(*input, readOptions{}); err == nil {
-			series, err = regularise(*input, in)
-		}
+		series, err = readSeries(*input, readOptions{repeatHint: "rows must not repeat a timestamp; give --resample STEP to average the samples in each step"}, resample, false)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch forecast:", err)
@@ -254,6 +264,9 @@ type regular struct {
 	// their nearest step (see regularise).
 	snapped int
 	maxOff  time.Duration
+	// resampled samples were averaged (or summed) into the steps of
+	// --resample; crowded steps held more than one of them.
+	resampled, crowded int
 }
 
 // jitterTolerance is the share of a step by which a sample may miss its
@@ -340,19 +353,19 @@ func layOnGrid(file string, in *detectInput, stepMs int64, tolerance float64) (*
 		if off != 0 {
 			abs := time.Duration(max(off, -off)) * time.Millisecond
 			if tolerance == 0 {
-				return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample; resample the file to an even step",
-					where(i), in.raw[i], step)
+				return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample; %s",
+					where(i), in.raw[i], step, resampleHint(step))
 			}
 			if float64(abs) > tolerance*float64(step) {
-				return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample by %s, more than %g of a step; resample the file to an even step",
-					where(i), in.raw[i], step, abs, tolerance)
+				return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample by %s, more than %g of a step; %s",
+					where(i), in.raw[i], step, abs, tolerance, resampleHint(step))
 			}
 			r.snapped++
 			r.maxOff = max(r.maxOff, abs)
 		}
 		if j := taken[k]; j != 0 {
-			return nil, fmt.Errorf("%s: timestamp %s falls on the same step of %s as %s's %s; resample the file to an even step",
-				where(i), in.raw[i], step, where(int(j)-1), in.raw[j-1])
+			return nil, fmt.Errorf("%s: timestamp %s falls on the same step of %s as %s's %s; %s",
+				where(i), in.raw[i], step, where(int(j)-1), in.raw[j-1], resampleHint(step))
 		}
 		taken[k] = int32(i + 1)
 		r.y[k] = in.vs[i]
@@ -368,10 +381,76 @@ func layOnGrid(file string, in *detectInput, stepMs int64, tolerance float64) (*
 // snapNote is the note on samples regularise moved to their nearest step,
 // "" when none moved.
 func snapNote(name string, r *regular) string {
-	if r.snapped == 0 {
-		return ""
+	switch {
+	case r.resampled > 0:
+		return fmt.Sprintf("note: %s: %d samples were taken into %d steps of %s, %d of which held more than one", name, r.resampled, len(r.y), r.step, r.crowded)
+	case r.snapped > 0:
+		return fmt.Sprintf("note: %s: %d samples up to %s off the %s grid were taken at their nearest step", name, r.snapped, r.maxOff, r.step)
 	}
-	return fmt.Sprintf("note: %s: %d samples up to %s off the %s grid were taken at their nearest step", name, r.snapped, r.maxOff, r.step)
+	return ""
+}
+
+// resampleHint is what an error about uneven samples ends with: the flag
+// that reads them, with the file's step.
+func resampleHint(step time.Duration) string {
+	return fmt.Sprintf("give --resample %s to average the samples in each step of %s", rulefmt.FormatDuration(step), rulefmt.FormatDuration(step))
+}
+
+// readSeries reads one series file on an even step: laid on the grid of
+// its own spacing (regularise), or with resample > 0 averaged into steps
+// of resample (summed with sum set, for counts).
+func readSeries(file string, o readOptions, resample time.Duration, sum bool) (*regular, error) {
+	if resample > 0 {
+		// Averaging does not care about order or repeats.
+		o.sort, o.allowDuplicates = true, true
+	}
+	in, err := readDetectInput(file, o)
+	if err != nil {
+		return nil, err
+	}
+	if resample > 0 {
+		return resampleInput(file, in, resample, sum)
+	}
+	return regularise(file, in)
+}
+
+// resampleInput takes the samples into steps of step aligned on multiples
+// of it since the epoch, as a range query's are: a step's value is the mean
+// of the finite samples whose times fall in [t, t+step), their sum with
+// sum set (counts: the requests of each row go to the step its time falls
+// in), and a gap when none does. in is in time order.
+func resampleInput(file string, in *detectInput, step time.Duration, sum bool) (*regular, error) {
+	stepMs := step.Milliseconds()
+	if stepMs <= 0 {
+		return nil, fmt.Errorf("--resample %s: want at least 1ms", step)
+	}
+	first := floorDiv(in.ts[0], stepMs)
+	n := floorDiv(in.ts[len(in.ts)-1], stepMs) - first + 1
+	if n > 10_000_000 {
+		return nil, fmt.Errorf("%s: %d steps of %s between the first and the last sample; too many", file, n, step)
+	}
+	r := &regular{t0: first * stepMs, step: step, y: make([]float64, n), resampled: len(in.ts)}
+	count := make([]int32, n)
+	for i, t := range in.ts {
+		if v := in.vs[i]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+			k := floorDiv(t, stepMs) - first
+			r.y[k] += v
+			count[k]++
+		}
+	}
+	for k, c := range count {
+		switch {
+		case c == 0:
+			r.y[k] = math.NaN()
+			r.gaps++
+		case !sum:
+			r.y[k] /= float64(c)
+		}
+		if c > 1 {
+			r.crowded++
+		}
+	}
+	return r, nil
 }
 
 // readParts reads the files matching glob as the parts of a sum, laid on
@@ -379,7 +458,7 @@ func snapNote(name string, r *regular) string {
 // latest. Outside a file's own time range its part is 0; a step missing
 // inside it is a gap (NaN). The returned series is the sum, NaN where a
 // part has a gap.
-func readParts(glob string) (*regular, [][]float64, error) {
+func readParts(glob string, resample time.Duration, sum bool) (*regular, [][]float64, error) {
 	files, err := filepath.Glob(glob)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--sum-of %q: %v", glob, err)
@@ -389,11 +468,7 @@ func readParts(glob string) (*regular, [][]float64, error) {
 	}
 	rs := make([]*regular, len(files))
 	for i, f := range files {
-		in, err := readDetectInput(f, readOptions{})
-		if err == nil {
-			rs[i], err = regularise(f, in)
-		}
-		if err != nil {
+		if rs[i], err = readSeries(f, readOptions{}, resample, sum); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -421,6 +496,8 @@ func readParts(glob string) (*regular, [][]float64, error) {
 	for i, r := range rs {
 		total.snapped += r.snapped
 		total.maxOff = max(total.maxOff, r.maxOff)
+		total.resampled += r.resampled
+		total.crowded += r.crowded
 		p := make([]float64, n) // 0 outside the file's range
 		copy(p[(r.t0-start)/stepMs:], r.y)
 		for j, v := range p {

@@ -436,7 +436,7 @@ func TestRegulariseJitter(t *testing.T) {
 	far := slices.Clone(ts)
 	far[4] += 5000
 	if _, err := regularise("far.csv", readInput(t, write("far.csv", far, vs))); err == nil ||
-		!strings.HasSuffix(err.Error(), "far.csv:6: timestamp 1700000065.250 is off the grid of the file's step 15s from its first sample by 5.13s, more than 0.25 of a step; resample the file to an even step") {
+		!strings.HasSuffix(err.Error(), "far.csv:6: timestamp 1700000065.250 is off the grid of the file's step 15s from its first sample by 5.13s, more than 0.25 of a step; give --resample 15s to average the samples in each step of 15s") {
 		t.Errorf("5 s off: %v", err)
 	}
 	// A sample 1.5 s after the one at 30 s falls on the same step.
@@ -466,7 +466,7 @@ func TestRegulariseJitter(t *testing.T) {
 		shifted[i] = ts[i] - 200
 	}
 	write("parts/b.csv", shifted, vs)
-	sum, parts, err := readParts(filepath.Join(pdir, "*.csv"))
+	sum, parts, err := readParts(filepath.Join(pdir, "*.csv"), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An uneven file, with a repeated time and a row out of order, read with
+// --resample 5m: each step aligned on multiples of 5m since the epoch is
+// the mean of its samples (with --counts their sum), an empty one a gap.
+// Without --resample the file is refused with the flag to give.
+func TestResample(t *testing.T) {
+	dir := t.TempDir()
+	// 1700000100 is a multiple of 300.
+	file := writeText(t, dir, "uneven.csv", "timestamp,value\n"+
+		"1700000100,10\n"+ // step 0
+		"1700000390,20\n"+ // step 0: 290 s in
+		"1700001000,60\n"+ // step 3, before the rows of step 2
+		"1700000710,30\n"+ // step 2 (step 1 has none)
+		"1700000710,50\n"+ // step 2 again
+		"1700001605,70\n") // step 5 (step 4 has none)
+	want := []float64{15, math.NaN(), 40, 60, math.NaN(), 70}
+	sums := []float64{30, math.NaN(), 80, 60, math.NaN(), 70}
+	for _, c := range []struct {
+		sum  bool
+		want []float64
+	}{{false, want}, {true, sums}} {
+		r, err := readSeries(file, readOptions{}, 5*time.Minute, c.sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.t0 != 1_700_000_100_000 || r.step != 5*time.Minute || len(r.y) != 6 || r.gaps != 2 || r.resampled != 6 || r.crowded != 2 {
+			t.Fatalf("sum %v: t0 %d step %v, %d steps, %d gaps, %d samples, %d crowded", c.sum, r.t0, r.step, len(r.y), r.gaps, r.resampled, r.crowded)
+		}
+		for i, v := range r.y {
+			if w := c.want[i]; v != w && !(math.IsNaN(v) && math.IsNaN(w)) {
+				t.Errorf("sum %v: step %d is %g, want %g", c.sum, i, v, w)
+			}
+		}
+	}
+	// A step's bounds are the epoch's multiples, not the first sample's.
+	off := writeText(t, dir, "off.csv", "timestamp,value\n1700000290,1\n1700000310,3\n1700000590,5\n")
+	r, err := readSeries(off, readOptions{}, 5*time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.t0 != 1_700_000_100_000 || len(r.y) != 2 || r.y[0] != 2 || r.y[1] != 5 {
+		t.Fatalf("off the epoch's grid: t0 %d, %v; want 1700000100, [2 5]", r.t0, r.y)
+	}
+
+	// The parts of a sum share the epoch's grid: the first part's steps 0
+	// and 1, the second's steps 1 and 2, each 0 outside its own range.
+	pdir := filepath.Join(dir, "parts")
+	if err := os.Mkdir(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeText(t, pdir, "a.csv", "timestamp,value\n1700000130,1\n1700000170,3\n1700000420,5\n")
+	writeText(t, pdir, "b.csv", "timestamp,value\n1700000599,10\n1700000777,20\n")
+	total, parts, err := readParts(filepath.Join(pdir, "*.csv"), 5*time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total.t0 != 1_700_000_100_000 || len(parts) != 2 || !slices.Equal(total.y, []float64{2, 15, 20}) || total.resampled != 5 || total.crowded != 1 {
+		t.Fatalf("a sum of uneven parts: t0 %d, %v (%d samples, %d crowded); want 1700000100, [2 15 20]", total.t0, total.y, total.resampled, total.crowded)
+	}
+
+	code, _, errOut := runCmd(t, context.Background(), "forecast", "--input", file)
+	if code != 1 || !strings.Contains(errOut, "uneven.csv:5: timestamp 1700000710 is before line 4's") {
+		t.Errorf("out of order without --resample: exit %d, %s", code, errOut)
+	}
+	sorted := writeText(t, dir, "sorted.csv", "timestamp,value\n1700000100,1\n1700000400,2\n1700000700,3\n1700001090,4\n")
+	code, _, errOut = runCmd(t, context.Background(), "forecast", "--input", sorted)
+	if code != 1 || !strings.Contains(errOut, "sorted.csv:5: timestamp 1700001090 is off the grid of the file's step 5m0s from its first sample by 1m30s, more than 0.25 of a step; give --resample 5m to average the samples in each step of 5m") {
+		t.Errorf("uneven without --resample: exit %d, %s", code, errOut)
+	}
+	dup := writeText(t, dir, "dup.csv", "timestamp,value\n1700000100,1\n1700000400,2\n1700000400,2\n1700000700,3\n")
+	code, _, errOut = runCmd(t, context.Background(), "forecast", "--input", dup)
+	if code != 1 || !strings.Contains(errOut, "dup.csv:4: timestamp 1700000400 repeats line 3's") || !strings.Contains(errOut, "--resample STEP") {
+		t.Errorf("a repeated time without --resample: exit %d, %s", code, errOut)
+	}
+	code, out, errOut := runCmd(t, context.Background(), "forecast", "--input", file, "--resample", "5m", "--model", "naive")
+	if code != 0 || !strings.Contains(errOut, "note: "+file+": 6 samples were taken into 6 steps of 5m0s, 2 of which held more than one") {
+		t.Fatalf("forecast --resample 5m: exit %d\n%s", code, errOut)
+	}
+	// The forecast is from the last step, 70.
+	if rows := strings.Split(strings.TrimSpace(out), "\n"); len(rows) < 2 || strings.Split(rows[1], ",")[0] != "1700001600" || strings.Split(rows[1], ",")[2] != "70" {
+		t.Errorf("forecast --resample 5m from the last step: %q", out)
+	}
+	if code, _, errOut := runCmd(t, context.Background(), "forecast", "--input", file, "--resample", "0s"); code != 2 || !strings.Contains(errOut, "--resample") {
+		t.Errorf("--resample 0s: exit %d, %s", code, errOut)
+	}
+
+	// backtest scale: with --counts the sums, per second, are replayed.
+	long := filepath.Join(dir, "long.csv")
+	var b strings.Builder
+	b.WriteString("timestamp,value\n")
+	for i := range 3 * 288 {
+		// Two rows a 5-minute step, 100 s and 200 s in: counts of 30 each.
+		for _, s := range []int64{100, 200} {
+			b.WriteString(strconv.FormatInt(1_700_000_100+int64(i)*300+s, 10) + ",30\n")
+		}
+	}
+	if err := os.WriteFile(long, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	series := filepath.Join(dir, "replayed.csv")
+	code, _, errOut = runCmd(t, context.Background(), "backtest", "scale", "--input", long, "--resample", "5m", "--counts", "--capacity", "0.1", "--write-series", series)
+	if code != 0 {
+		t.Fatalf("backtest scale --resample 5m --counts: exit %d\n%s", code, errOut)
+	}
+	data, err := os.ReadFile(series)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(rows) != 1+3*288 {
+		t.Fatalf("%d rows replayed, want %d", len(rows)-1, 3*288)
+	}
+	for _, row := range rows[1:] {
+		// 60 requests a 300 s step: 0.2 req/s.
+		if v, err := strconv.ParseFloat(strings.Split(row, ",")[1], 64); err != nil || math.Abs(v-0.2) > 1e-12 {
+			t.Fatalf("replayed %q, want 0.2 req/s", row)
+		}
+	}
+	if code, _, errOut := runCmd(t, context.Background(), "backtest", "scale", "--arrivals", long, "--resample", "5m", "--capacity", "1"); code != 2 || !strings.Contains(errOut, "--resample reads --input or --sum-of") {
+		t.Errorf("--resample with --arrivals: exit %d, %s", code, errOut)
+	}
+}
