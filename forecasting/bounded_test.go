@@ -1,11 +1,8 @@
 package forecasting
 
 import (
-	"encoding/csv"
 	"math"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -51,29 +48,6 @@ func TestBoundedByHand(t *testing.T) {
 	}
 }
 
-// readNAB reads the values of a NAB data file.
-func readNAB(t *testing.T, rel string) []float64 {
-	t.Helper()
-	f, err := os.Open(sharedFile(t, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("reading %s: %v", rel, err)
-	}
-	var out []float64
-	for i, r := range recs[1:] {
-		v, err := strconv.ParseFloat(r[1], 64)
-		if err != nil {
-			t.Fatalf("%s:%d: %v", rel, i+2, err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // TestLogTrendDoesNotRunAway replays a disk's write bytes (NAB, 5-minute
 // steps), which go from 0 to 10⁸ and back from one step to the next, through
 // hw_log an hour ahead. Unbounded, its damped trend on the log scale ran to
@@ -82,7 +56,7 @@ func readNAB(t *testing.T, rel string) []float64 {
 // seen so far beyond it (1 % more for the bias correction of the
 // forecast's recent errors).
 func TestLogTrendDoesNotRunAway(t *testing.T) {
-	y := readNAB(t, "nab/data/realAWSCloudwatch/ec2_disk_write_bytes_c0d644.csv")
+	y := readValues(t, "nab/data/realAWSCloudwatch/ec2_disk_write_bytes_c0d644.csv")
 	r, err := Backtest(y, 5*time.Minute, ModelHWLog, 12, 0.9, 288)
 	if err != nil {
 		t.Fatal(err)

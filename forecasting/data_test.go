@@ -31,8 +31,9 @@ func sharedFile(t testing.TB, rel string) string {
 	return p
 }
 
-// readServegen reads the second column of a servegen aggregate rate file.
-func readServegen(t testing.TB, rel string) []float64 {
+// readValues reads the second column of a timestamp,value CSV file (a
+// ServeGen aggregate rate file, a NAB data file).
+func readValues(t testing.TB, rel string) []float64 {
 	t.Helper()
 	f, err := os.Open(sharedFile(t, rel))
 	if err != nil {

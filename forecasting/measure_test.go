@@ -14,7 +14,7 @@ func logResult(t *testing.T, name string, r *BacktestResult) {
 }
 
 func TestServegenReferenceBaselines(t *testing.T) {
-	y := readServegen(t, "servegen/aggregate_rate_language_m-large.csv")
+	y := readValues(t, "servegen/aggregate_rate_language_m-large.csv")
 	r, err := Backtest(y, 10*time.Minute, ModelNaive, 1, 0.9, 144)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%s: ratio %.3f (bar %.2f), coverage %.3f, above upper %.3f", name, r.Ratio, maxRatio, r.Coverage, r.AboveUpper)
 		}
 	}
-	large := readServegen(t, "servegen/aggregate_rate_language_m-large.csv")
+	large := readValues(t, "servegen/aggregate_rate_language_m-large.csv")
 	r, err := Backtest(large, 10*time.Minute, ModelAuto, 1, 0.9, 144)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestTargets(t *testing.T) {
 	}
 	check("m-large revert", r, 0.99)
 
-	small := readServegen(t, "servegen/aggregate_rate_language_m-small.csv")
+	small := readValues(t, "servegen/aggregate_rate_language_m-small.csv")
 	r, err = Backtest(small, 10*time.Minute, ModelAuto, 1, 0.9, 144)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestTargets(t *testing.T) {
 
 // dailyShape is the mean daily profile of m-large (144 ten-minute values).
 func dailyShape(t testing.TB) []float64 {
-	y := readServegen(t, "servegen/aggregate_rate_language_m-large.csv")
+	y := readValues(t, "servegen/aggregate_rate_language_m-large.csv")
 	shape := make([]float64, 144)
 	for i, v := range y {
 		shape[i%144] += v / float64(len(y)/144)

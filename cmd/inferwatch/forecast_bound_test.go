@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
@@ -69,32 +66,7 @@ func TestRunawayTrendBoundedThroughTheDaemon(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var got []alerting.ForecastData
-	sub, err := nc.Subscribe("inferwatch.forecasts.disk", func(m *nats.Msg) {
-		var ev struct {
-			Data alerting.ForecastData `json:"data"`
-		}
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			t.Error(err)
-		}
-		mu.Lock()
-		got = append(got, ev.Data)
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, _, errOut := runCmd(t, context.Background(), "run", "--config", cfg, "--once",
-		"--nats.url", srv.ClientURL(), "--web.listen-address", "")
-	if code != 0 {
-		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
-	}
-	nc.Flush()
-	time.Sleep(100 * time.Millisecond)
-	sub.Unsubscribe()
-	mu.Lock()
-	defer mu.Unlock()
+	got, errOut := forecastsOfOneRun(t, nc, srv.ClientURL(), cfg, "inferwatch.forecasts.disk")
 	if len(got) != 1 {
 		t.Fatalf("%d forecasts, want 1\n%s", len(got), errOut)
 	}

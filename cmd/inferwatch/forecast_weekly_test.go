@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,39 +105,47 @@ func TestWeeklyForecastThroughTheDaemon(t *testing.T) {
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
-		var got []alerting.ForecastData
-		sub, err := nc.Subscribe("inferwatch.forecasts.rps", func(m *nats.Msg) {
-			var ev struct {
-				Data alerting.ForecastData `json:"data"`
-			}
-			if err := json.Unmarshal(m.Data, &ev); err != nil {
-				t.Error(err)
-			}
-			mu.Lock()
-			got = append(got, ev.Data)
-			mu.Unlock()
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		code, _, errOut := runCmd(t, context.Background(), "run", "--config", cfg, "--once",
-			"--nats.url", srv.ClientURL(), "--web.listen-address", "")
-		if code != 0 {
-			t.Fatalf("history %s: inferwatch run exited %d:\n%s", c.history, code, errOut)
-		}
-		nc.Flush()
-		time.Sleep(100 * time.Millisecond)
-		sub.Unsubscribe()
-		mu.Lock()
+		got, _ := forecastsOfOneRun(t, nc, srv.ClientURL(), cfg, "inferwatch.forecasts.rps")
 		if len(got) != 1 {
 			t.Fatalf("history %s: %d forecasts, want 1", c.history, len(got))
 		}
 		d := got[0]
-		mu.Unlock()
 		if strings.Contains(d.Model, "hw_weekly") != c.weekly || d.Fallback != "" || len(d.Points) != 10 {
 			t.Errorf("history %s: model %q, fallback %q, %d points; want a weekly model %v", c.history, d.Model, d.Fallback, len(d.Points), c.weekly)
 		}
 		t.Logf("history %s: model %s, peak %.1f", c.history, d.Model, float64(d.Peak))
 	}
+}
+
+// forecastsOfOneRun runs the daemon once with cfg, publishing to the NATS
+// server at url, and returns the forecasts published on subject (read
+// through nc) and the daemon's stderr; a run that fails fails the test.
+func forecastsOfOneRun(t *testing.T, nc *nats.Conn, url, cfg, subject string) ([]alerting.ForecastData, string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []alerting.ForecastData
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		var ev struct {
+			Data alerting.ForecastData `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		got = append(got, ev.Data)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, context.Background(), "run", "--config", cfg, "--once", "--nats.url", url, "--web.listen-address", "")
+	if code != 0 {
+		t.Fatalf("inferwatch run --config %s exited %d:\n%s", cfg, code, errOut)
+	}
+	nc.Flush()
+	time.Sleep(100 * time.Millisecond)
+	sub.Unsubscribe()
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(got), errOut
 }
