@@ -475,15 +475,16 @@ func readParts(glob string, resample time.Duration, sum bool) (*regular, [][]flo
 	step, start, end := rs[0].step, rs[0].t0, int64(math.MinInt64)
 	for i, r := range rs {
 		if r.step != step {
-			return nil, nil, fmt.Errorf("%s: step %s differs from the step %s of %s; the parts of a sum must share one", files[i], r.step, step, files[0])
+			return nil, nil, fmt.Errorf("%s: step %s differs from the step %s of %s; the parts of a sum must share one: give --resample %s to read each on steps of %s",
+				files[i], r.step, step, files[0], rulefmt.FormatDuration(max(r.step, step)), rulefmt.FormatDuration(max(r.step, step)))
 		}
 		// A file whose times were taken at their nearest step may start a
 		// little off the others' grid, within the same tolerance.
 		d, stepMs := r.t0-rs[0].t0, step.Milliseconds()
 		off := d - floorDiv(d+stepMs/2, stepMs)*stepMs
 		if off != 0 && (r.snapped == 0 && rs[0].snapped == 0 || float64(max(off, -off)) > jitterTolerance*float64(stepMs)) {
-			return nil, nil, fmt.Errorf("%s: its samples are off the grid of %s (first samples %s and %s, step %s)",
-				files[i], files[0], formatUnixMillis(r.t0), formatUnixMillis(rs[0].t0), step)
+			return nil, nil, fmt.Errorf("%s: its samples are off the grid of %s (first samples %s and %s, step %s); %s",
+				files[i], files[0], formatUnixMillis(r.t0), formatUnixMillis(rs[0].t0), step, resampleHint(step))
 		}
 		r.t0 -= off
 		start = min(start, r.t0)
