@@ -143,7 +143,13 @@ func combineTrackers(members []*validation, y []float64, from, h, calib int, cli
 // combination of the two or three best, with the lowest mean absolute
 // error at the horizon over the origins all candidates share (from on);
 // the first candidate when none could be scored.
-func choose(vals []*validation, y []float64, from, h, calib int, clip bool) *tracker {
+//
+// Judged on fewer than thin origins, a winner that is not a guard (the last
+// value or exponential smoothing) must beat the better guard by more than
+// the standard error of their paired differences in absolute error, or the
+// guard is taken: on a series' first day, a seasonal model fitted on one
+// period can suit a few hours by chance.
+func choose(vals []*validation, y []float64, from, h, calib, thin int, clip bool) *tracker {
 	maes := make([]float64, len(vals))
 	order := make([]int, len(vals))
 	for i, v := range vals {
@@ -173,6 +179,22 @@ func choose(vals []*validation, y []float64, from, h, calib int, clip bool) *tra
 			bestSet, bestMAE = set, mae
 		}
 	}
+	if g := bestGuard(vals, maes); g >= 0 && (bestSet != nil || !isGuard(vals[best])) {
+		win := func(o int) float64 { return vals[best].rows[o-vals[best].start][h-1] }
+		if bestSet != nil {
+			win = func(o int) float64 {
+				var m float64
+				for _, v := range bestSet {
+					m += v.rows[o-v.start][h-1] / float64(len(bestSet))
+				}
+				return m
+			}
+		}
+		guard := func(o int) float64 { return vals[g].rows[o-vals[g].start][h-1] }
+		if !clearlyBetter(y, h, from, thin, win, guard) {
+			return vals[g].tr
+		}
+	}
 	if bestSet == nil {
 		return vals[best].tr
 	}
@@ -181,4 +203,45 @@ func choose(vals []*validation, y []float64, from, h, calib int, clip bool) *tra
 		return cmp.Compare(slices.Index(vals, a), slices.Index(vals, b))
 	})
 	return combineTrackers(bestSet, y, from, h, calib, clip)
+}
+
+// isGuard tells whether a validated candidate is one of auto's guards.
+func isGuard(v *validation) bool { return slices.Contains(guardModels, v.tr.m.name()) }
+
+// bestGuard returns the index of the guard with the lowest MAE among vals,
+// −1 when there is none.
+func bestGuard(vals []*validation, maes []float64) int {
+	g := -1
+	for i, v := range vals {
+		if isGuard(v) && (g < 0 || maes[i] < maes[g]) {
+			g = i
+		}
+	}
+	return g
+}
+
+// clearlyBetter reports whether the forecasts win(o) beat guard(o) at lead
+// h over the origins from on: true when they are judged on thin origins or
+// more, else only when the mean of the paired differences of their absolute
+// errors (the guard's less the winner's) exceeds its standard error.
+func clearlyBetter(y []float64, h, from, thin int, win, guard func(o int) float64) bool {
+	var n int
+	var sum, sq float64
+	for o := from; o+h < len(y); o++ {
+		if t := y[o+h]; isFinite(t) {
+			d := math.Abs(t-guard(o)) - math.Abs(t-win(o))
+			n++
+			sum += d
+			sq += d * d
+		}
+	}
+	if n >= thin {
+		return true
+	}
+	if n < 2 {
+		return false
+	}
+	mean := sum / float64(n)
+	variance := (sq - float64(n)*mean*mean) / float64(n-1)
+	return mean > math.Sqrt(max(variance, 0)/float64(n))
 }

@@ -106,3 +106,31 @@ func make144(v float64) []float64 {
 	}
 	return s
 }
+
+func TestClearlyBetterByHand(t *testing.T) {
+	// Targets y[1..4] = 10 at lead 1 from origins 0..3, and y[5] a gap.
+	y := []float64{0, 10, 10, 10, 10, math.NaN()}
+	at := func(errs ...float64) func(o int) float64 { return func(o int) float64 { return 10 + errs[o] } }
+	guard := at(3, -1, 3, 1, 0)
+	for _, c := range []struct {
+		name string
+		win  func(o int) float64
+		thin int
+		want bool
+	}{
+		// Differences 3, 1, 3, 1: mean 2, standard error √(4/3)/2 ≈ 0.58.
+		{"a steady gain", at(0, 0, 0, 0, 0), 100, true},
+		// Differences 3, −1, 3, −1: mean 1, standard error √(16/3)/2 ≈ 1.15.
+		{"a gain within its error", at(0, 2, 0, -2, 0), 100, false},
+		{"the same, judged on enough origins", at(0, 2, 0, -2, 0), 4, true},
+		// Differences 0: no gain.
+		{"no gain", guard, 100, false},
+	} {
+		if got := clearlyBetter(y, 1, 0, c.thin, c.win, guard); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if clearlyBetter(y, 1, 3, 100, at(0, 0, 0, 0, 0), guard) {
+		t.Error("one origin: clearly better, want not")
+	}
+}

@@ -96,8 +96,12 @@ func candidates(positive bool) (primary, guards []string) {
 	// The weekly models last: refit offers them only when the history
 	// holds two weeks and a validation window.
 	primary = append(primary, ModelHWWeekly, ModelHWWeeklyLog)
-	return primary, []string{ModelNaive, ModelSES}
+	return primary, guardModels
 }
+
+// guardModels are the candidates auto always validates besides the
+// seasonal ones: the last value and exponential smoothing.
+var guardModels = []string{ModelNaive, ModelSES}
 
 // autoCandidates lists the candidates auto validates on n points of
 // history: the primary ones that leave at least minValidationPoints (and
@@ -213,7 +217,14 @@ func (f *Forecaster) refit() error {
 	if len(vals) == 0 {
 		return fmt.Errorf("fitting forecaster: %w", firstErr)
 	}
-	f.tr = choose(vals, raw, from, h, f.opts.CalibrationSize, !f.opts.AllowNegative)
+	// While falling back (no seasonal candidate) every choice is on the
+	// evidence alone; otherwise a choice on less than a period of origins
+	// (or the calibration window, when shorter) must be clear.
+	thin := 0
+	if f.fallback == "" {
+		thin = min(p, f.opts.CalibrationSize)
+	}
+	f.tr = choose(vals, raw, from, h, f.opts.CalibrationSize, thin, !f.opts.AllowNegative)
 	if f.fallback != "" {
 		f.fallback += f.tr.m.name()
 	}
