@@ -226,17 +226,21 @@ func bestGuard(vals []*validation, maes []float64) int {
 // errors (the guard's less the winner's) exceeds its standard error.
 func clearlyBetter(y []float64, h, from, thin int, win, guard func(o int) float64) bool {
 	var n int
-	var sum, sq float64
 	for o := from; o+h < len(y); o++ {
-		if t := y[o+h]; isFinite(t) {
-			d := math.Abs(t-guard(o)) - math.Abs(t-win(o))
+		if isFinite(y[o+h]) {
 			n++
-			sum += d
-			sq += d * d
 		}
 	}
 	if n >= thin {
 		return true
+	}
+	var sum, sq float64
+	for o := from; o+h < len(y); o++ {
+		if t := y[o+h]; isFinite(t) {
+			d := math.Abs(t-guard(o)) - math.Abs(t-win(o))
+			sum += d
+			sq += d * d
+		}
 	}
 	if n < 2 {
 		return false
