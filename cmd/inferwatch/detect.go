@@ -215,7 +215,7 @@ func readDetectInput(path string, o readOptions) (*detectInput, error) {
 			return nil, err
 		}
 		if len(ss) != 1 {
-			return nil, fmt.Errorf("%s: holds %d series; detect scores one series per file", path, len(ss))
+			return nil, fmt.Errorf("%s: holds %d series (%s); a file gives one series: select one in the query, or sum them (sum(...) in PromQL)", path, len(ss), seriesList(ss))
 		}
 		s := ss[0]
 		if len(s.Timestamps) == 0 {

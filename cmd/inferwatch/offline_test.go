@@ -421,6 +421,8 @@ func TestOfflineBadInputs(t *testing.T) {
 	f(1, []string{"bad.csv:3:"}, "decay", "--input", bad)
 	f(1, []string{"two.csv", "need at least 3"}, "decay", "--input", two)
 	f(1, []string{"two-series.jsonl: holds 2 series", "--series"}, "decay", "--input", multi)
+	f(1, []string{"two-series.jsonl: holds 2 series (vllm:num_requests_running{model=\"llama\",pod=\"llama-0\"}, ", "a file gives one series"}, "forecast", "--input", multi)
+	f(1, []string{"two-series.jsonl: holds 2 series (vllm:num_requests_running{model=\"llama\",pod=\"llama-0\"}, ", "a file gives one series"}, "backtest", "scale", "--input", multi, "--capacity", "1")
 	f(1, []string{"good.csv", "widen --window"}, "decay", "--input", good, "--window", "90s")
 	f(1, []string{"nosuch.csv"}, "knee", "--input", missing)
 	f(1, []string{"empty.csv", "no rows"}, "knee", "--input", empty)
