@@ -161,18 +161,25 @@ func choose(vals []*validation, y []float64, from, h, calib, thin int, clip bool
 	if math.IsInf(bestMAE, 1) {
 		return vals[0].tr
 	}
+	// at is the equal-weight mean of set's forecasts from origin o at lead h.
+	at := func(set []*validation) func(o int) float64 {
+		return func(o int) float64 {
+			var m float64
+			for _, v := range set {
+				m += v.rows[o-v.start][h-1] / float64(len(set))
+			}
+			return m
+		}
+	}
 	var bestSet []*validation
 	for k := 2; k <= min(maxCombo, len(vals)); k++ {
 		set := make([]*validation, k)
 		for i := range k {
 			set[i] = vals[order[i]]
 		}
-		mean := make([]float64, h)
+		mean, of := make([]float64, h), at(set)
 		mae := maeAt(y, h, from, func(o int) []float64 {
-			clear(mean)
-			for _, v := range set {
-				mean[h-1] += v.rows[o-v.start][h-1] / float64(k)
-			}
+			mean[h-1] = of(o)
 			return mean
 		})
 		if mae < bestMAE {
@@ -180,18 +187,11 @@ func choose(vals []*validation, y []float64, from, h, calib, thin int, clip bool
 		}
 	}
 	if g := bestGuard(vals, maes); g >= 0 && (bestSet != nil || !isGuard(vals[best])) {
-		win := func(o int) float64 { return vals[best].rows[o-vals[best].start][h-1] }
-		if bestSet != nil {
-			win = func(o int) float64 {
-				var m float64
-				for _, v := range bestSet {
-					m += v.rows[o-v.start][h-1] / float64(len(bestSet))
-				}
-				return m
-			}
+		win := bestSet
+		if win == nil {
+			win = []*validation{vals[best]}
 		}
-		guard := func(o int) float64 { return vals[g].rows[o-vals[g].start][h-1] }
-		if !clearlyBetter(y, h, from, thin, win, guard) {
+		if !clearlyBetter(y, h, from, thin, at(win), at([]*validation{vals[g]})) {
 			return vals[g].tr
 		}
 	}

@@ -336,8 +336,8 @@ func layOnGrid(file string, in *detectInput, stepMs int64, tolerance float64) (*
 	}
 	step := time.Duration(stepMs) * time.Millisecond
 	n := (in.ts[len(in.ts)-1]-in.ts[0]+stepMs/2)/stepMs + 1
-	if n > 10_000_000 {
-		return nil, fmt.Errorf("%s: %d steps of %s between the first and the last sample; too many", file, n, step)
+	if err := checkSteps(file, n, step); err != nil {
+		return nil, err
 	}
 	r := &regular{t0: in.ts[0], step: step, y: make([]float64, n)}
 	for i := range r.y {
@@ -371,15 +371,25 @@ func layOnGrid(file string, in *detectInput, stepMs int64, tolerance float64) (*
 		r.y[k] = in.vs[i]
 	}
 	for _, v := range r.y {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if !isFinite(v) {
 			r.gaps++
 		}
 	}
 	return r, nil
 }
 
-// snapNote is the note on samples regularise moved to their nearest step,
-// "" when none moved.
+// checkSteps refuses a grid of more than ten million steps between a
+// file's first and last sample.
+func checkSteps(file string, n int64, step time.Duration) error {
+	if n > 10_000_000 {
+		return fmt.Errorf("%s: %d steps of %s between the first and the last sample; too many", file, n, step)
+	}
+	return nil
+}
+
+// snapNote is the note on how the samples were laid on the grid: how many
+// regularise moved to their nearest step, or how many --resample took into
+// how many steps; "" when none moved.
 func snapNote(name string, r *regular) string {
 	switch {
 	case r.resampled > 0:
@@ -426,15 +436,15 @@ func resampleInput(file string, in *detectInput, step time.Duration, sum bool) (
 	}
 	first := floorDiv(in.ts[0], stepMs)
 	n := floorDiv(in.ts[len(in.ts)-1], stepMs) - first + 1
-	if n > 10_000_000 {
-		return nil, fmt.Errorf("%s: %d steps of %s between the first and the last sample; too many", file, n, step)
+	if err := checkSteps(file, n, step); err != nil {
+		return nil, err
 	}
 	r := &regular{t0: first * stepMs, step: step, y: make([]float64, n), resampled: len(in.ts)}
 	count := make([]int32, n)
 	for i, t := range in.ts {
-		if v := in.vs[i]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if isFinite(in.vs[i]) {
 			k := floorDiv(t, stepMs) - first
-			r.y[k] += v
+			r.y[k] += in.vs[i]
 			count[k]++
 		}
 	}
@@ -475,8 +485,9 @@ func readParts(glob string, resample time.Duration, sum bool) (*regular, [][]flo
 	step, start, end := rs[0].step, rs[0].t0, int64(math.MinInt64)
 	for i, r := range rs {
 		if r.step != step {
+			coarser := rulefmt.FormatDuration(max(r.step, step))
 			return nil, nil, fmt.Errorf("%s: step %s differs from the step %s of %s; the parts of a sum must share one: give --resample %s to read each on steps of %s",
-				files[i], r.step, step, files[0], rulefmt.FormatDuration(max(r.step, step)), rulefmt.FormatDuration(max(r.step, step)))
+				files[i], r.step, step, files[0], coarser, coarser)
 		}
 		// A file whose times were taken at their nearest step may start a
 		// little off the others' grid, within the same tolerance.
@@ -507,7 +518,7 @@ func readParts(glob string, resample time.Duration, sum bool) (*regular, [][]flo
 		parts[i] = p
 	}
 	for j, v := range total.y {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if !isFinite(v) {
 			total.y[j] = math.NaN()
 			total.gaps++
 		}
