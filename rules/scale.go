@@ -53,14 +53,17 @@ type ObservedHistory interface {
 }
 
 // HoldInputs sets in's HeldPeak and HeldAt to the highest load h observed
-// from hold before now to the forecast's origin, as a scale rule does at
-// each decision: the offline commands replay a rule with it. Without a
-// hold or a history, or with nothing observed there, in is left as it is.
-func HoldInputs(in *forecasting.ScaleInputs, h ObservedHistory, hold time.Duration, now, origin time.Time) {
+// over the hold up to the forecast's origin, the newest sample: the
+// samples after origin − hold, as a scale rule does at each decision. A
+// sample stamped t measures the step before t, so at a 10m step a hold of
+// 30m reads the three newest. The offline commands replay a rule with it.
+// Without a hold or a history, or with nothing observed there, in is left
+// as it is.
+func HoldInputs(in *forecasting.ScaleInputs, h ObservedHistory, hold time.Duration, origin time.Time) {
 	if hold <= 0 || h == nil {
 		return
 	}
-	if v, t, ok := h.ObservedPeak(now.Add(-hold).UnixMilli(), origin.UnixMilli()); ok {
+	if v, t, ok := h.ObservedPeak(origin.Add(-hold).UnixMilli()+1, origin.UnixMilli()); ok {
 		in.HeldPeak, in.HeldAt = v, time.UnixMilli(t)
 	}
 }
@@ -223,7 +226,7 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 				pk := sn.At(hi)
 				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, pk.Upper
 				in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
-				HoldInputs(&in, fc.History, r.c.Hold, τ, sn.Origin)
+				HoldInputs(&in, fc.History, r.c.Hold, sn.Origin)
 			}
 			in.Notes = notes
 			prev := st.Desired

@@ -313,3 +313,44 @@ func TestScalePolicyMargin(t *testing.T) {
 		}
 	}
 }
+
+// samplesAt is a forecast rule's history of samples on a grid: v[i] at
+// t0 + i·step.
+type samplesAt struct {
+	t0, step int64
+	v        []float64
+}
+
+func (s samplesAt) ObservedPeak(from, to int64) (float64, int64, bool) {
+	best, at, ok := 0.0, int64(0), false
+	for i, v := range s.v {
+		if t := s.t0 + int64(i)*s.step; t >= from && t <= to && (!ok || v > best) {
+			best, at, ok = v, t, true
+		}
+	}
+	return best, at, ok
+}
+
+// TestHoldInputsReadsTheHoldBeforeTheOrigin: a sample stamped t measures
+// the step before t, so a hold of 30m at a 10m step reads the three
+// newest samples: the fourth measures 30 to 40 minutes before the origin.
+func TestHoldInputsReadsTheHoldBeforeTheOrigin(t *testing.T) {
+	step := 10 * time.Minute
+	h := samplesAt{t0: t0.UnixMilli(), step: step.Milliseconds(), v: []float64{1, 9, 2, 5, 3}}
+	origin := t0.Add(4 * step)
+	in := forecasting.ScaleInputs{HeldPeak: math.NaN()}
+	HoldInputs(&in, h, 30*time.Minute, origin)
+	if in.HeldPeak != 5 || !in.HeldAt.Equal(t0.Add(3*step)) {
+		t.Errorf("held %v at %v; want 5 at %v (the 9 at %v is 40 minutes of load back)", in.HeldPeak, in.HeldAt, t0.Add(3*step), t0.Add(step))
+	}
+	in = forecasting.ScaleInputs{HeldPeak: math.NaN()}
+	HoldInputs(&in, h, 31*time.Minute, origin)
+	if in.HeldPeak != 9 {
+		t.Errorf("a hold of 31m held %v; want 9", in.HeldPeak)
+	}
+	in = forecasting.ScaleInputs{HeldPeak: math.NaN()}
+	HoldInputs(&in, h, 0, origin)
+	if !math.IsNaN(in.HeldPeak) {
+		t.Errorf("no hold held %v", in.HeldPeak)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/csv"
@@ -55,7 +56,8 @@ At each step, from the samples known then:
             --hpa-window.
 Replicas asked for are paid for at once and serve --startup later;
 replicas let go stop at once. Both start the first decision with the
-replicas the last warm-up step needed, all serving. A third row,
+replicas the last warm-up step needed, all serving; the scale rule starts
+afresh, as a daemon started then. A third row,
 foresight, knows the load: at each step it asks for what the peak until
 the next decision's replicas serve needs, so no minute is short; its
 replica-minutes are the least a decision a step can pay for that, and
@@ -95,6 +97,11 @@ at each sample time of the file's grid the containers' values are added
 time, and each whole minute of the file takes the time-weighted mean.
 --write-series FILE writes the series replayed as CSV timestamp,value
 (unix seconds, requests per second), to read back with --input.
+--write-decisions FILE writes each decision as CSV: its time (unix
+seconds), the load of the step that starts then, what the first forecast
+level's scale signal asked for (desired_replicas, predicted_load,
+predicted_upper, tier and reason, as a scale rule publishes them), and
+the replicas the first reactive policy and foresight asked for.
 
 `
 
@@ -116,6 +123,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	hpaTargetS := fs.String("hpa-target", "1", "the reactive policy's target: this share of a replica's capacity, in (0, 1]; a comma-separated list replays each")
 	resampleS := fs.String("resample", "", "with --input or --sum-of: average the samples in each step of this duration (aligned on multiples of it since the epoch; with --counts, sum them) instead of taking the file's own step: for a file whose samples are uneven or repeat a time")
 	writeSeries := fs.String("write-series", "", "write the series replayed to this CSV file")
+	writeDecisions := fs.String("write-decisions", "", "write each decision to this CSV file (see above)")
 	asJSON := fs.Bool("json", false, "write the result as JSON")
 	// The forecast and scale rules' keys, with their defaults.
 	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the decision looks (default the step plus --startup, rounded up to whole steps: until the replicas the next decision asks for serve)")
@@ -309,6 +317,12 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		return 1
 	}
 	rep.Input = name
+	if *writeDecisions != "" {
+		if err := writeScaleTrace(*writeDecisions, rep.Trace); err != nil {
+			fmt.Fprintln(stderr, "inferwatch backtest scale:", err)
+			return 1
+		}
+	}
 	if *asJSON {
 		return writeJSON(stdout, stderr, rep)
 	}
@@ -365,6 +379,20 @@ type scaleReport struct {
 	Policies []policyFigures `json:"policies"`
 	// Frontier is there when several levels or targets were replayed.
 	Frontier *scaleFrontier `json:"frontier,omitempty"`
+	// Trace is each decision of the first forecast level, the first
+	// reactive policy and foresight (--write-decisions).
+	Trace []scaleStep `json:"-"`
+}
+
+// scaleStep is one decision of a replay: at Time, the load of the step
+// that starts then, and what each policy asked for.
+type scaleStep struct {
+	Time time.Time
+	Load float64
+	// Forecast is the scale signal of the first forecast level;
+	// Reactive and Foresight the replicas those asked for.
+	Forecast            forecasting.ScaleSignal
+	Reactive, Foresight int
 }
 
 // scaleFrontier sets each policy against the other at the other's
@@ -586,8 +614,9 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 				return nil, err
 			}
 		}
-		l := &forecastLane{level: level, fcs: fcs, fleet: &forecasting.Fleet{Startup: b.Startup},
-			st: forecasting.ScaleState{Desired: n0, Changed: first.Add(-b.Scale.Cooldown)}}
+		// The scale rule starts afresh, as a daemon started at the first
+		// decision does: that decision asks for what the forecast needs.
+		l := &forecastLane{level: level, fcs: fcs, fleet: &forecasting.Fleet{Startup: b.Startup}}
 		l.fleet.Start(n0, first)
 		fls = append(fls, l)
 	}
@@ -633,6 +662,7 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	fo.Start(foresight(b.Warmup), first)
 	var po forecasting.Provisioning
+	rep.Trace = make([]scaleStep, 0, n-b.Warmup)
 	for k := b.Warmup; k < n; k++ {
 		if k%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -640,7 +670,8 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			}
 		}
 		now, end := at(k), at(k+1)
-		for _, l := range fls {
+		step := scaleStep{Time: now, Load: b.Load[k]}
+		for i, l := range fls {
 			l.fcs.forecastInto(&l.fc)
 			peak, lead, upper := l.fc.PeakWithin(leads)
 			if l.fc.Fallback != "" {
@@ -650,9 +681,12 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 				HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(l.fc.Origin + int64(lead)*stepMs),
 				Fallback: l.fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN(),
 				HeldPeak: math.NaN()}
-			rules.HoldInputs(&in, l.fcs, b.Scale.Hold, now, time.UnixMilli(l.fc.Origin))
+			rules.HoldInputs(&in, l.fcs, b.Scale.Hold, time.UnixMilli(l.fc.Origin))
 			sig, next := forecasting.Decide(l.st, in, policy, now)
 			l.st = next
+			if i == 0 {
+				step.Forecast = sig
+			}
 			if sig.Desired != l.fleet.Allocated() {
 				l.prov.Changes++
 				l.fleet.Set(sig.Desired, now)
@@ -662,8 +696,11 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 				return nil, err
 			}
 		}
-		for _, l := range rls {
+		for i, l := range rls {
 			l.rs = forecasting.DecideReactive(l.rs, b.Load[k-1], capacity, l.policy, now)
+			if i == 0 {
+				step.Reactive = l.rs.Desired
+			}
 			if l.rs.Desired != l.fleet.Allocated() {
 				l.prov.Changes++
 				l.fleet.Set(l.rs.Desired, now)
@@ -675,6 +712,8 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			fo.Set(r, now)
 		}
 		fo.Serve(b.Load[k], capacity, now, end, &po)
+		step.Foresight = fo.Allocated()
+		rep.Trace = append(rep.Trace, step)
 	}
 	figures := func(name string, p forecasting.Provisioning) policyFigures {
 		return policyFigures{Policy: name, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
@@ -822,6 +861,23 @@ func writeReplayedSeries(path string, s *regular) error {
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("--write-series: %w", err)
+	}
+	return nil
+}
+
+// writeScaleTrace writes the decisions of a replay as CSV.
+func writeScaleTrace(path string, trace []scaleStep) error {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.Write([]string{"timestamp", "load", "desired_replicas", "predicted_load", "predicted_upper", "tier", "reactive_replicas", "foresight_replicas", "reason"})
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	for _, s := range trace {
+		w.Write([]string{strconv.FormatInt(s.Time.Unix(), 10), g(s.Load), strconv.Itoa(s.Forecast.Desired), g(s.Forecast.PredictedLoad),
+			g(s.Forecast.PredictedUpper), strconv.Itoa(s.Forecast.Tier), strconv.Itoa(s.Reactive), strconv.Itoa(s.Foresight), s.Forecast.Reason})
+	}
+	w.Flush()
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--write-decisions: %w", err)
 	}
 	return nil
 }
