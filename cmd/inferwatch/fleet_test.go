@@ -38,13 +38,14 @@ func backfillFleet(t *testing.T, end time.Time) (*localvm.VM, *fleet.Fleet) {
 	return vm, f
 }
 
-// fleetEnd is when a test's generated week ends: now, so each run sees the
-// fleet at another hour of the day, or the RFC 3339 time in
+// fleetEnd is when a test's generated week ends: now, to the minute (its
+// 30 s samples on the minute and the half), so each run sees the fleet at
+// another hour of the day, or the RFC 3339 time in
 // INFERWATCH_FLEET_END (e.g. 2026-11-29T12:07:30Z) to replay a given one.
 func fleetEnd(t *testing.T) time.Time {
 	s := os.Getenv("INFERWATCH_FLEET_END")
 	if s == "" {
-		return time.Now()
+		return time.Now().Truncate(time.Minute)
 	}
 	end, err := time.Parse(time.RFC3339, s)
 	if err != nil {
