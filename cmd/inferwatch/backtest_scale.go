@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,6 +227,16 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	case *sumOf != "":
 		series, parts, err = readParts(*sumOf, resample, *counts)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
+		if err == nil {
+			// Each part is a client's load: one below 0 is as wrong as a
+			// sum below 0, even where the others make up for it.
+			files, _ := filepath.Glob(*sumOf) // readParts read these, in this order
+			for i, p := range parts {
+				if err = nonNegativeLoad(files[i], &regular{t0: series.t0, step: series.step, y: p}); err != nil {
+					break
+				}
+			}
+		}
 	case *gentd != "":
 		series, err = readGenTD26QPS(*gentd, *requestType)
 		name = fmt.Sprintf("%s (%s, per minute)", *gentd, *requestType)

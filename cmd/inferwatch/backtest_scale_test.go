@@ -460,6 +460,20 @@ func TestBacktestScaleRefusesNegativeLoad(t *testing.T) {
 	if code, _, errOut := runCmd(t, context.Background(), "backtest", "scale", "--capacity", "1", "--input", gap); code != 0 {
 		t.Errorf("a gap: exit %d, stderr %q; want 0", code, errOut)
 	}
+	// A part below 0 is refused by its file's name, though the other
+	// part makes the sum positive.
+	sumDir := t.TempDir()
+	big := make([]float64, len(ts))
+	for i := range big {
+		big[i] = 10
+	}
+	writeSeriesCSV(t, sumDir, "a.csv", ts, big)
+	writeSeriesCSV(t, sumDir, "b.csv", ts, badV)
+	code, _, errOut := runCmd(t, context.Background(), "backtest", "scale", "--capacity", "1", "--sum-of", filepath.Join(sumDir, "*.csv"))
+	want := fmt.Sprintf("b.csv: the load at 2023-11-14T22:15:00Z (unix %d) is -0.5; a request rate cannot be negative", (t0+120_000)/1000)
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("--sum-of with a part below 0: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
 }
 
 // TestBacktestScaleReportsItsPolicy: the report names the scale rule's
