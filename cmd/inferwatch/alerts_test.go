@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,13 +27,7 @@ func liveSeries(t *testing.T, vm *localvm.VM, from, to time.Time, v func(time.Ti
 		s.Timestamps = append(s.Timestamps, ts.UnixMilli())
 		s.Values = append(s.Values, v(ts))
 	}
-	var buf bytes.Buffer
-	if err := ingest.WriteImportJSONL(&buf, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := vm.Import(context.Background(), &buf); err != nil {
-		t.Fatal(err)
-	}
+	importSeries(t, vm, s)
 }
 
 // amAlerts reads the alerts Alertmanager holds for alertname.
@@ -210,13 +203,7 @@ func TestOverriddenLabelKeepsSeriesApart(t *testing.T) {
 			}
 			s.Timestamps, s.Values = append(s.Timestamps, ts.UnixMilli()), append(s.Values, v)
 		}
-		var buf bytes.Buffer
-		if err := ingest.WriteImportJSONL(&buf, s); err != nil {
-			t.Fatal(err)
-		}
-		if err := vm.Import(context.Background(), &buf); err != nil {
-			t.Fatal(err)
-		}
+		importSeries(t, vm, s)
 	}
 	cfg := filepath.Join(t.TempDir(), "cfg.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source: {url: %s, evaluation_delay: 0s}

@@ -124,7 +124,7 @@ func decidesAsTheDaemon(t *testing.T, vm *localvm.VM, metric string, parts [][]f
 	}
 
 	// The daemon, on the same samples stamped at their steps' ends.
-	var body bytes.Buffer
+	var stored []ingest.Series
 	series := func(name string, ls ingest.Labels, vs []float64) {
 		s := ingest.Series{Labels: append(ingest.Labels{{Name: "__name__", Value: name}}, ls...)}
 		for k, v := range vs {
@@ -133,9 +133,7 @@ func decidesAsTheDaemon(t *testing.T, vm *localvm.VM, metric string, parts [][]f
 				s.Values = append(s.Values, v)
 			}
 		}
-		if err := ingest.WriteImportJSONL(&body, s); err != nil {
-			t.Fatal(err)
-		}
+		stored = append(stored, s)
 	}
 	for i, p := range parts {
 		series(metric, ingest.Labels{{Name: "client", Value: strconv.Itoa(i)}, {Name: "model", Value: "m-small"}}, p)
@@ -145,9 +143,7 @@ func decidesAsTheDaemon(t *testing.T, vm *localvm.VM, metric string, parts [][]f
 		ones[k] = 1
 	}
 	series(metric+"_replicas", ingest.Labels{{Name: "model", Value: "m-small"}}, ones)
-	if err := vm.Import(context.Background(), &body); err != nil {
-		t.Fatal(err)
-	}
+	importSeries(t, vm, stored...)
 	expr := "sum by (model) (" + metric + ")"
 	if sumOf {
 		expr = metric + ", sum_by: [model]"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"math"
@@ -35,13 +34,7 @@ func TestBacktestScaleReadsARawExport(t *testing.T) {
 		ts[i] = end.Add(time.Duration(i-n)*15*time.Second).UnixMilli() + rng.Int64N(401) - 200 // ±200 ms
 		vs[i] = 10 + 5*math.Sin(2*math.Pi*float64(i)/240) + rng.Float64()
 	}
-	var body bytes.Buffer
-	if err := ingest.WriteImportJSONL(&body, ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "rps"}}, Timestamps: ts, Values: vs}); err != nil {
-		t.Fatal(err)
-	}
-	if err := vm.Import(context.Background(), &body); err != nil {
-		t.Fatal(err)
-	}
+	importSeries(t, vm, ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "rps"}}, Timestamps: ts, Values: vs})
 	resp, err := http.Get(vm.URL() + "/api/v1/export?" + url.Values{"match[]": {"rps"}, "start": {"0"}}.Encode())
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,10 +14,39 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/inferwatch/inferwatch/alerting"
-
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/examples/fleet"
+	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
+
+// importSeries writes the series into vm.
+func importSeries(t testing.TB, vm *localvm.VM, ss ...ingest.Series) {
+	t.Helper()
+	var body bytes.Buffer
+	for _, s := range ss {
+		if err := ingest.WriteImportJSONL(&body, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := vm.Import(context.Background(), &body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// natsClient starts a NATS server for the test and connects to it; the
+// connection closes when the test ends, before the server stops.
+func natsClient(t testing.TB) (*natsjs.Embedded, *nats.Conn) {
+	t.Helper()
+	srv := natstest.Start(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return srv, nc
+}
 
 // backfillFleet starts a VictoriaMetrics for the test and imports a week of
 // the generated fleet (seed 1, 30 s steps) ending at end.

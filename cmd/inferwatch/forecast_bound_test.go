@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
@@ -46,20 +41,8 @@ func TestRunawayTrendBoundedThroughTheDaemon(t *testing.T) {
 		ts[i] = end.Add(time.Duration(i-n+1) * 5 * time.Minute).UnixMilli()
 	}
 	vm := localvm.Run(t)
-	var body bytes.Buffer
-	s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "disk_write_bytes"}}, Timestamps: ts, Values: vs}
-	if err := ingest.WriteImportJSONL(&body, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := vm.Import(context.Background(), &body); err != nil {
-		t.Fatal(err)
-	}
-	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	importSeries(t, vm, ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "disk_write_bytes"}}, Timestamps: ts, Values: vs})
+	srv, nc := natsClient(t)
 	cfg := filepath.Join(t.TempDir(), "disk.yml")
 	conf := "source: {url: " + vm.URL() + "}\ngroups:\n  - name: g\n    interval: 5m\n    rules:\n" +
 		"      - name: disk\n        forecast: {expr: disk_write_bytes, step: 5m, history: 7d, horizon: 1h, model: hw_log}\n"

@@ -18,7 +18,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/inferwatch/inferwatch/alerting"
-	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
@@ -184,12 +183,7 @@ func TestForecastAndScaleEndToEnd(t *testing.T) {
 	// The fleet runs twelve minutes past now, so the next ten minutes after
 	// the daemon's newest point are known.
 	vm, f := backfillFleet(t, time.Now().Add(12*time.Minute))
-	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := natsClient(t)
 	var mu sync.Mutex
 	var forecasts, bottomUp []alerting.ForecastData
 	var signals []alerting.ScaleData

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/inferwatch/inferwatch/alerting"
-	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
@@ -81,20 +79,8 @@ func TestWeeklyForecastThroughTheDaemon(t *testing.T) {
 		ts[i] = end.Add(time.Duration(i-n+1) * time.Minute).UnixMilli()
 		vs[i] = lvl * (1 + 0.5*math.Sin(2*math.Pi*float64(i)/1440)) * (1 + 0.02*rng.NormFloat64())
 	}
-	var body bytes.Buffer
-	s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "llm_requests_per_second"}, {Name: "model", Value: "m"}}, Timestamps: ts, Values: vs}
-	if err := ingest.WriteImportJSONL(&body, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := vm.Import(context.Background(), &body); err != nil {
-		t.Fatal(err)
-	}
-	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	importSeries(t, vm, ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "llm_requests_per_second"}, {Name: "model", Value: "m"}}, Timestamps: ts, Values: vs})
+	srv, nc := natsClient(t)
 	for _, c := range []struct {
 		history string
 		weekly  bool

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/inferwatch/inferwatch/alerting/natstest"
@@ -140,12 +139,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	vm, f := backfillFleet(t, fleetEnd(t))
 
-	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := natsClient(t)
 	args := []string{"run", "--config", exampleConfig, "--once", "--backfill", "7d",
 		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""}
 	findings, events := runOnceCollecting(t, nc, args...)
