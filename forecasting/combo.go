@@ -234,6 +234,9 @@ func clearlyBetter(y []float64, h, from, thin int, win, guard func(o int) float6
 	if n >= thin {
 		return true
 	}
+	if n < 2 {
+		return false
+	}
 	var sum, sq float64
 	for o := from; o+h < len(y); o++ {
 		if t := y[o+h]; isFinite(t) {
@@ -241,9 +244,6 @@ func clearlyBetter(y []float64, h, from, thin int, win, guard func(o int) float6
 			sum += d
 			sq += d * d
 		}
-	}
-	if n < 2 {
-		return false
 	}
 	mean := sum / float64(n)
 	variance := (sq - float64(n)*mean*mean) / float64(n-1)

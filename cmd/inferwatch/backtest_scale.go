@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,18 +224,10 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	)
 	switch {
 	case *sumOf != "":
-		series, parts, err = readParts(*sumOf, resample, *counts)
+		// Each part is a client's load: one below 0 is as wrong as a sum
+		// below 0, even where the others make up for it.
+		series, parts, err = readParts(*sumOf, resample, *counts, nonNegativeLoad)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
-		if err == nil {
-			// Each part is a client's load: one below 0 is as wrong as a
-			// sum below 0, even where the others make up for it.
-			files, _ := filepath.Glob(*sumOf) // readParts read these, in this order
-			for i, p := range parts {
-				if err = nonNegativeLoad(files[i], &regular{t0: series.t0, step: series.step, y: p}); err != nil {
-					break
-				}
-			}
-		}
 	case *gentd != "":
 		series, err = readGenTD26QPS(*gentd, *requestType)
 		name = fmt.Sprintf("%s (%s, per minute)", *gentd, *requestType)

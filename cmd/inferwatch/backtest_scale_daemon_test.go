@@ -58,7 +58,7 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 		decidesAsTheDaemon(t, vm, "aggregate", [][]float64{s.y[:n]}, false, 10*time.Minute)
 	})
 	t.Run("bottom-up", func(t *testing.T) {
-		_, parts, err := readParts(dir+"/language/m-small/*.csv", 0, false)
+		_, parts, err := readParts(dir+"/language/m-small/*.csv", 0, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

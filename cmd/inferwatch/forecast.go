@@ -101,7 +101,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		name   = *input
 	)
 	if *sumOf != "" {
-		series, parts, err = readParts(*sumOf, resample, false)
+		series, parts, err = readParts(*sumOf, resample, false, nil)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
 	} else {
 		series, err = readSeries(*input, readOptions{repeatHint: "rows must not repeat a timestamp; give --resample STEP to average the samples in each step"}, resample, false)
@@ -467,8 +467,8 @@ func resampleInput(file string, in *detectInput, step time.Duration, sum bool) (
 // one grid: their common step, from the earliest sample of any to the
 // latest. Outside a file's own time range its part is 0; a step missing
 // inside it is a gap (NaN). The returned series is the sum, NaN where a
-// part has a gap.
-func readParts(glob string, resample time.Duration, sum bool) (*regular, [][]float64, error) {
+// part has a gap. check, when not nil, judges each file's series as read.
+func readParts(glob string, resample time.Duration, sum bool, check func(file string, r *regular) error) (*regular, [][]float64, error) {
 	files, err := filepath.Glob(glob)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--sum-of %q: %v", glob, err)
@@ -478,7 +478,10 @@ func readParts(glob string, resample time.Duration, sum bool) (*regular, [][]flo
 	}
 	rs := make([]*regular, len(files))
 	for i, f := range files {
-		if rs[i], err = readSeries(f, readOptions{}, resample, sum); err != nil {
+		if rs[i], err = readSeries(f, readOptions{}, resample, sum); err == nil && check != nil {
+			err = check(f, rs[i])
+		}
+		if err != nil {
 			return nil, nil, err
 		}
 	}

@@ -460,7 +460,7 @@ func TestRegulariseJitter(t *testing.T) {
 		shifted[i] = ts[i] - 200
 	}
 	write("parts/b.csv", shifted, vs)
-	sum, parts, err := readParts(filepath.Join(pdir, "*.csv"), 0, false)
+	sum, parts, err := readParts(filepath.Join(pdir, "*.csv"), 0, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

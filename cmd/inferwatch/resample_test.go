@@ -63,7 +63,7 @@ func TestResample(t *testing.T) {
 	}
 	writeText(t, pdir, "a.csv", "timestamp,value\n1700000130,1\n1700000170,3\n1700000420,5\n")
 	writeText(t, pdir, "b.csv", "timestamp,value\n1700000599,10\n1700000777,20\n")
-	total, parts, err := readParts(filepath.Join(pdir, "*.csv"), 5*time.Minute, false)
+	total, parts, err := readParts(filepath.Join(pdir, "*.csv"), 5*time.Minute, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
