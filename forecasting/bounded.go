@@ -31,8 +31,12 @@ func (m *bounded) update(y float64) {
 	m.model.update(y)
 }
 
+// see widens the range to v. A value that is not finite is no value seen
+// (and would make min and max NaN, dropping the bound for good).
 func (m *bounded) see(v float64) {
-	m.lo, m.hi = min(m.lo, v), max(m.hi, v)
+	if isFinite(v) {
+		m.lo, m.hi = min(m.lo, v), max(m.hi, v)
+	}
 }
 
 func (m *bounded) predict(out []float64) {

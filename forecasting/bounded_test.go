@@ -35,6 +35,13 @@ func TestBoundedByHand(t *testing.T) {
 	if out[0] != 15 || out[1] != -10 || out[4] != 11.5 {
 		t.Fatalf("after an update to 0: %v, want 15, −10 and 11.5 unchanged", out)
 	}
+	// A NaN or an infinity fed in is not seen: the bound stays.
+	m.update(math.NaN())
+	m.update(math.Inf(-1))
+	m.predict(out)
+	if out[0] != 15 || out[1] != -10 {
+		t.Fatalf("after a NaN and −Inf: %v, want 15 and −10", out)
+	}
 	// A refit forgets the old range.
 	if err := m.fit([]float64{10, 10}); err != nil {
 		t.Fatal(err)
