@@ -82,7 +82,7 @@ func (s Snapshot) At(i int) Peak {
 // histories keep today's memory use.
 func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
 	h := 0
-	for _, d := range horizons(fc) {
+	for _, d := range append(slices.Clone(horizons(fc)), fc.ScaleHorizons...) {
 		h = max(h, leads(d, fc.Step))
 	}
 	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: h, Level: fc.Level,
@@ -102,17 +102,28 @@ func horizons(fc *rulefmt.Forecast) []time.Duration {
 	return []time.Duration{fc.Horizon}
 }
 
+// leadsOf are the steps of the horizons ds, ascending and each once.
+func leadsOf(ds []time.Duration, step time.Duration) []int {
+	var ls []int
+	for _, d := range ds {
+		ls = append(ls, leads(d, step))
+	}
+	slices.Sort(ls)
+	return slices.Compact(ls)
+}
+
 // leads is the number of steps a horizon covers, rounded up, at least 1.
 func leads(d, step time.Duration) int { return max(int((d+step-1)/step), 1) }
 
 type forecastRule struct {
 	base
 	opts forecasting.Options
-	// leads are the steps of each horizon served, ascending; the last is
-	// opts.Horizon.
-	leads  []int
-	w      *window
-	series map[string]*fcSeries // by series, or by group with sum_by
+	// leads are the steps of each horizon served (published), ascending;
+	// handed are those and the scale rules' ScaleHorizons, whose peaks
+	// the outlook hands to them. The last of handed is opts.Horizon.
+	leads, handed []int
+	w             *window
+	series        map[string]*fcSeries // by series, or by group with sum_by
 	// bottomUp forecasts the sums of the series grouped by sumBy; grids
 	// keeps each group's arrays from one evaluation to the next.
 	bottomUp bool
@@ -140,13 +151,9 @@ func newForecastRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	if _, err := forecasting.New(opts); err != nil {
 		return nil, specError(r, g, err)
 	}
-	var ls []int
-	for _, d := range horizons(fc) {
-		if l := leads(d, fc.Step); len(ls) == 0 || l > ls[len(ls)-1] {
-			ls = append(ls, l)
-		}
-	}
-	return &forecastRule{base: newBase(g, r), opts: opts, leads: ls, w: newWindow(r.Expr), series: map[string]*fcSeries{},
+	ls := leadsOf(horizons(fc), fc.Step)
+	handed := leadsOf(append(slices.Clone(horizons(fc)), fc.ScaleHorizons...), fc.Step)
+	return &forecastRule{base: newBase(g, r), opts: opts, leads: ls, handed: handed, w: newWindow(r.Expr), series: map[string]*fcSeries{},
 		bottomUp: fc.BottomUp, sumBy: fc.SumBy, grids: map[string]*fcGrid{}}, nil
 }
 
@@ -172,7 +179,7 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 	}
 	out := &Outlook{Rule: r.cfg.Name, Times: evalTimes(end, replay, max(r.interval, step)),
 		Horizon: time.Duration(r.opts.Horizon) * step}
-	for _, l := range r.leads {
+	for _, l := range r.handed {
 		out.Horizons = append(out.Horizons, time.Duration(l)*step)
 	}
 
@@ -196,7 +203,7 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 		snapTo := func(t int64) { // record the outlook at every evaluation time before t
 			for ; k < len(out.Times) && out.Times[k].UnixMilli() < t; k++ {
 				if (s.f != nil || s.sum != nil) && s.lastT <= out.Times[k].UnixMilli() {
-					snaps[k] = s.snap(stepMs, r.leads)
+					snaps[k] = s.snap(stepMs, r.handed)
 				}
 			}
 		}

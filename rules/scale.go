@@ -123,7 +123,8 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			return res, err
 		}
 	}
-	// The horizon served: the one named, or the forecast rule's longest.
+	// The horizon served: the one named (Load fills in the default), or
+	// the forecast rule's longest for a rule built without Load.
 	hi, horizon := -1, r.c.Horizon
 	if out != nil {
 		if horizon == 0 {

@@ -354,3 +354,63 @@ func TestHoldInputsReadsTheHoldBeforeTheOrigin(t *testing.T) {
 		t.Errorf("no hold held %v", in.HeldPeak)
 	}
 }
+
+// TestScaleRuleDefaultHorizon: loaded from a file with the defaults, a
+// scale rule over a forecast rule stepped by the minute decides on the
+// forecast's next 4m (the interval, 1m, and a replica's start-up, 3m), not
+// on the forecast rule's 10m, and the forecast rule still publishes 10m
+// alone.
+func TestScaleRuleDefaultHorizon(t *testing.T) {
+	cfg, err := rulefmt.Parse([]byte(`source: {url: http://127.0.0.1:8428}
+groups:
+  - name: fc
+    interval: 1m
+    rules:
+      - name: rate
+        forecast: {expr: load, history: 6h, period: 1h}
+      - name: deploy
+        scale: {forecast: rate, on: [model], replicas: replicas, capacity_per_replica: 10, hold: 0s}
+`), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 8 * 60
+	store := &exprStore{byExpr: map[string][]ingest.Series{
+		"load":     {hourly("a", n, 1, 0, 0)},
+		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
+	}}
+	events := &eventRecorder{}
+	// Five minutes into the hour the sine still rises: the later leads
+	// peak higher.
+	now := t0.Add(time.Duration(n-55) * time.Minute)
+	m, err := newTestManager(testOptions{Groups: cfg.Groups, Querier: store, Events: events, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	subjects, evs := events.take()
+	var fd alerting.ForecastData
+	var sd alerting.ScaleData
+	for i, ev := range evs {
+		dst := any(&fd)
+		if strings.Contains(subjects[i], ".scale.") {
+			dst = &sd
+		}
+		if err := json.Unmarshal(ev.Data, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(fd.Points) != 10 || len(fd.Horizons) != 1 || fd.Horizons[0].HorizonSeconds != 600 {
+		t.Fatalf("forecast: %d points, horizons %+v; want 10 points and 10m alone", len(fd.Points), fd.Horizons)
+	}
+	upper := math.Inf(-1)
+	for _, p := range fd.Points[:4] {
+		upper = max(upper, float64(p.Upper))
+	}
+	if sd.HorizonSeconds != 240 || float64(sd.PredictedUpper) != upper || !(upper < float64(fd.UpperPeak)) ||
+		!sd.ValidUntil.Equal(sd.Time.Add(4*time.Minute)) {
+		t.Fatalf("scale signal %+v: want horizon 4m, the upper bound %v of the first 4 points (10m: %v), valid for 4m", sd, upper, fd.UpperPeak)
+	}
+}

@@ -46,10 +46,10 @@ At each step, from the samples known then:
             step, and forecasting.Decide on the peak of its upper bound over
             --horizon (or what the highest load of the last --hold needs,
             if more), with the rule's hysteresis band, stable intervals and
-            cooldown. The horizon defaults to what this autoscaler looks
-            ahead by, a step plus the start-up (scale.horizon in the daemon:
-            the autoscaler's interval plus a replica's start-up), not to the
-            rule's 10m;
+            cooldown. The horizon defaults to the scale rule's: a step
+            plus the start-up, until the replicas the next decision asks
+            for serve, in whole steps and at most the forecast rule's 10m
+            (the forecast reaching 10m);
   reactive  a HorizontalPodAutoscaler on the request rate: ⌈the load of the
             last step / (--hpa-target × capacity)⌉, at once on a rise, on a
             fall the highest of its recommendations over the last
@@ -116,7 +116,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	counts := fs.Bool("counts", false, "the values are requests per step, not per second")
 	capacity := fs.Float64("capacity", 0, "requests per second one replica sustains")
 	peakReplicas := fs.Int("peak-replicas", 0, "instead of --capacity: the capacity is the peak load after the warm-up divided by this")
-	startupS := fs.String("startup", "3m", "how long a replica asked for takes to serve")
+	startupS := fs.String("startup", rulefmt.FormatDuration(rulefmt.DefaultScaleStartup), "scale.startup: how long a replica asked for takes to serve")
 	stepS := fs.String("step", "", "the decision step, a multiple of the series' step (default the series' step); the series is averaged to it; with --arrivals, the step the requests are counted in (default 1m)")
 	warmupS := fs.String("warmup", "", "history before the first decision (default one period, at most a quarter of the series)")
 	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window (0s: none); a comma-separated list replays each")
@@ -126,7 +126,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	writeDecisions := fs.String("write-decisions", "", "write each decision to this CSV file (see above)")
 	asJSON := fs.Bool("json", false, "write the result as JSON")
 	// The forecast and scale rules' keys, with their defaults.
-	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the decision looks (default the step plus --startup, rounded up to whole steps: until the replicas the next decision asks for serve)")
+	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the forecast reaches and the decision looks (default the rules': a forecast to 10m, and a decision on the step plus --startup, rounded up to whole steps and at most 10m)")
 	model := fs.String("model", rulefmt.DefaultForecastModel, "forecast.model: "+strings.Join(forecasting.Models(), ", "))
 	levelS := fs.String("level", strconv.FormatFloat(rulefmt.DefaultForecastLevel, 'g', -1, 64), "forecast.level: the prediction interval, whose upper bound the decision takes; a comma-separated list replays each")
 	periodS := fs.String("period", rulefmt.FormatDuration(rulefmt.DefaultForecastPeriod), "forecast.period: the seasonal period")
@@ -286,20 +286,22 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	fc := rulefmt.DefaultForecast(series.step)
 	fc.Model, fc.Period = *model, period
-	if horizon == 0 {
-		// The replicas asked for at a decision carry the load until those
-		// of the next decision serve: one step and a start-up ahead.
-		horizon = series.step + startup
-	}
-	fc.Horizon = (horizon + series.step - 1) / series.step * series.step
-	if fc.Horizon/series.step > 10_000 {
-		fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", rulefmt.FormatDuration(horizon), series.step)
-		return 2
-	}
-	fc.Horizons = []time.Duration{fc.Horizon}
-	fc.BottomUp = parts != nil
 	sc := rulefmt.DefaultScale()
-	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals, sc.Cooldown, sc.Hold, sc.Horizon = *minReplicas, *maxReplicas, *stable, cooldown, hold, fc.Horizon
+	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals, sc.Cooldown, sc.Hold, sc.Startup = *minReplicas, *maxReplicas, *stable, cooldown, hold, startup
+	if horizon == 0 {
+		// The rules' defaults: a decision a step, on the peak until the
+		// replicas the next decision asks for serve.
+		sc.Horizon = rulefmt.DefaultScaleHorizon(series.step, series.step, startup, fc.Horizon)
+	} else {
+		fc.Horizon = (horizon + series.step - 1) / series.step * series.step
+		if fc.Horizon/series.step > 10_000 {
+			fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", rulefmt.FormatDuration(horizon), series.step)
+			return 2
+		}
+		fc.Horizons = []time.Duration{fc.Horizon}
+		sc.Horizon = fc.Horizon
+	}
+	fc.BottomUp = parts != nil
 	sc.ScaleDownMargin = *margin
 	if int(period/series.step) < 2 {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.step)
@@ -369,8 +371,11 @@ type scaleReport struct {
 	CapacityFrom   string  `json:"capacity_from,omitempty"`
 	PeakLoad       float64 `json:"peak_load"`
 	StartupSeconds float64 `json:"startup_seconds"`
-	HorizonSeconds float64 `json:"horizon_seconds"`
-	HPAWindowSecs  float64 `json:"hpa_window_seconds"`
+	// HorizonSeconds is the scale rule's horizon, ForecastHorizonSeconds
+	// how far the forecast reaches.
+	HorizonSeconds         float64 `json:"horizon_seconds"`
+	ForecastHorizonSeconds float64 `json:"forecast_horizon_seconds"`
+	HPAWindowSecs          float64 `json:"hpa_window_seconds"`
 	// Model is the forecast rule's forecast.model; ScalePolicy the scale
 	// rule's settings the forecast policy ran with.
 	Model       string              `json:"model"`
@@ -554,7 +559,7 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	rep := &scaleReport{Steps: n, StepSeconds: b.Step.Seconds(), WarmupSteps: b.Warmup, Decisions: n - b.Warmup,
 		Start:          time.UnixMilli(b.T0 + int64(b.Warmup)*b.Step.Milliseconds()).UTC().Format(time.RFC3339),
-		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), HPAWindowSecs: b.Windows[0].Seconds(),
+		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), ForecastHorizonSeconds: b.Forecast.Horizon.Seconds(), HPAWindowSecs: b.Windows[0].Seconds(),
 		Model: b.Forecast.Model, ScalePolicy: scalePolicySettings{HoldSeconds: b.Scale.Hold.Seconds(), ScaleDownMargin: b.Scale.ScaleDownMargin,
 			ScaleDownStableIntervals: b.Scale.ScaleDownStableIntervals, CooldownSeconds: b.Scale.Cooldown.Seconds(),
 			MinReplicas: b.Scale.MinReplicas, MaxReplicas: b.Scale.MaxReplicas}}
@@ -1026,8 +1031,8 @@ func writeScaleText(w io.Writer, rep *scaleReport) {
 	if rep.CapacityFrom != "" {
 		capFrom = " (" + rep.CapacityFrom + ")"
 	}
-	fmt.Fprintf(w, "  capacity %.4g req/s per replica%s; peak load %.4g req/s; start-up %s; forecast horizon %s; reactive scale-down window %s\n",
-		rep.Capacity, capFrom, rep.PeakLoad, d(rep.StartupSeconds), d(rep.HorizonSeconds), d(rep.HPAWindowSecs))
+	fmt.Fprintf(w, "  capacity %.4g req/s per replica%s; peak load %.4g req/s; start-up %s; deciding on the forecast's next %s (it reaches %s); reactive scale-down window %s\n",
+		rep.Capacity, capFrom, rep.PeakLoad, d(rep.StartupSeconds), d(rep.HorizonSeconds), d(rep.ForecastHorizonSeconds), d(rep.HPAWindowSecs))
 	sp := rep.ScalePolicy
 	replicas := fmt.Sprintf("at least %d replicas", sp.MinReplicas)
 	if sp.MinReplicas == 1 {

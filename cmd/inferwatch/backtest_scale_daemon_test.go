@@ -28,8 +28,11 @@ import (
 // series through the forecast and scale rules as the daemon would. Four
 // days of ServeGen's m-small traffic (10-minute steps) are replayed by the
 // command with its defaults, and served from VictoriaMetrics to the
-// daemon's rules manager, built from a configuration with the same
-// defaults and evaluated once a step on a clock stepped through those days:
+// daemon's rules manager, built from a configuration that sets no more
+// than the command does (a forecast rule's expr and step, a scale rule's
+// forecast, replicas and capacity: every other setting, the horizons
+// among them, the daemon's default) and evaluated once a step on a clock
+// stepped through those days:
 // the aggregate (--input; a forecast rule on it), and its 43 clients
 // (--sum-of; a forecast rule with sum_by). Each of the daemon's 432 scale
 // signals must ask for the replicas the replay's decision at that step
@@ -86,7 +89,9 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 // sumOf) with `backtest scale` and through the daemon's rules over vm, on
 // steps ending before now, and compares their decisions.
 func decidesAsTheDaemon(t *testing.T, vm *localvm.VM, metric string, parts [][]float64, sumOf bool, step time.Duration) {
-	horizon := (step + 3*time.Minute + step - 1) / step * step // the replay's default: a step and the start-up
+	// Both sides' default: the forecast's next step and start-up (3m), in
+	// whole steps, of a forecast reaching 10m.
+	horizon := min((step+3*time.Minute+step-1)/step*step, 10*time.Minute)
 	n := len(parts[0])
 	base := time.Now().Truncate(step).Add(-time.Duration(n+1) * step)
 	dir := t.TempDir()
@@ -119,8 +124,9 @@ func decidesAsTheDaemon(t *testing.T, vm *localvm.VM, metric string, parts [][]f
 		t.Fatal(err)
 	}
 	replayed := readDecisions(t, filepath.Join(dir, "decisions.csv"))
-	if len(replayed) != n-rep.WarmupSteps || rep.HorizonSeconds != horizon.Seconds() {
-		t.Fatalf("%d decisions after a warm-up of %d, horizon %vs; want %d, %v", len(replayed), rep.WarmupSteps, rep.HorizonSeconds, n-rep.WarmupSteps, horizon)
+	if len(replayed) != n-rep.WarmupSteps || rep.HorizonSeconds != horizon.Seconds() || rep.ForecastHorizonSeconds != 600 {
+		t.Fatalf("%d decisions after a warm-up of %d, horizon %vs of %vs; want %d, %v of 10m", len(replayed), rep.WarmupSteps, rep.HorizonSeconds, rep.ForecastHorizonSeconds,
+			n-rep.WarmupSteps, horizon)
 	}
 
 	// The daemon, on the same samples stamped at their steps' ends.
@@ -154,10 +160,10 @@ groups:
     interval: %[2]s
     rules:
       - name: rate
-        forecast: {expr: %[3]s, step: %[2]s, horizon: %[4]s}
+        forecast: {expr: %[3]s, step: %[2]s}
       - name: replicas
-        scale: {forecast: rate, replicas: %[5]s_replicas, capacity_per_replica: %[6]v}
-`, vm.URL(), rulefmt.FormatDuration(step), expr, rulefmt.FormatDuration(horizon), metric, rep.Capacity)
+        scale: {forecast: rate, replicas: %[4]s_replicas, capacity_per_replica: %[5]v}
+`, vm.URL(), rulefmt.FormatDuration(step), expr, metric, rep.Capacity)
 	cfgPath := filepath.Join(dir, "inferwatch.yml")
 	if err := os.WriteFile(cfgPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -199,8 +205,8 @@ groups:
 			t.Fatalf("evaluation at %v: %v", now, err)
 		}
 		got := sink.last
-		if got == nil || !got.Time.Equal(at) {
-			t.Fatalf("evaluation at %v: scale signal %+v, want one at %v", now, got, at)
+		if got == nil || !got.Time.Equal(at) || got.HorizonSeconds != horizon.Seconds() {
+			t.Fatalf("evaluation at %v: scale signal %+v, want one at %v on the next %v", now, got, at, horizon)
 		}
 		upper, mean := float64(got.PredictedUpper), float64(got.PredictedLoad)
 		if got.DesiredReplicas != want.desired || !close9(upper, want.upper) || !close9(mean, want.mean) ||

@@ -27,6 +27,7 @@ const (
 	DefaultScaleDownStableIntervals = 3
 	DefaultScaleCooldown            = 5 * time.Minute
 	DefaultScaleHold                = 30 * time.Minute
+	DefaultScaleStartup             = 3 * time.Minute
 	DefaultScaleDownMargin          = forecasting.DefaultScaleDownMargin
 	MaxScaleDownMargin              = 0.5
 	DefaultScaleGPUMemoryHigh       = 0.8
@@ -72,6 +73,11 @@ type Forecast struct {
 	// sum's noise.
 	BottomUp bool
 	SumBy    []string
+	// ScaleHorizons are horizons the group's scale rules decide on that
+	// Horizons lacks (a scale rule's default, DefaultScaleHorizon, when it
+	// falls short of the longest): the rule hands its peaks over them to
+	// those rules and publishes only Horizons. Filled by Load.
+	ScaleHorizons []time.Duration
 }
 
 // Scale configures a scale rule: for each target (each series of the
@@ -83,12 +89,15 @@ type Scale struct {
 	// is the predicted load (requests per second).
 	Forecast string
 	// Horizon is the one of the forecast rule's horizons whose peak the
-	// decision takes (default: the forecast rule's longest): how far
-	// ahead the autoscaler fed by the signal looks, e.g. its polling
-	// interval plus a replica's start-up. HorizonPos is where it was
-	// written.
+	// decision takes: how far ahead the autoscaler fed by the signal
+	// looks, its interval plus a replica's start-up. Left out, Load fills
+	// in DefaultScaleHorizon. HorizonPos is where it was written.
 	Horizon    time.Duration
 	HorizonPos Pos
+	// Startup is how long a replica asked for takes to serve (default
+	// 3m): with the interval between decisions it sets the default
+	// Horizon.
+	Startup time.Duration
 	// On lists the labels that match a target with the series of the
 	// forecast and of the other queries (default: every label of the
 	// Replicas series but __name__). A query series without any of these
@@ -156,9 +165,11 @@ func DefaultForecast(step time.Duration) Forecast {
 }
 
 // DefaultScale is a scale block with every default filled in (its
-// horizon 0: the forecast rule's longest).
+// horizon 0: the forecast rule's longest, unless Load fills in
+// DefaultScaleHorizon).
 func DefaultScale() Scale {
 	return Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown, Hold: DefaultScaleHold,
+		Startup:         DefaultScaleStartup,
 		ScaleDownMargin: DefaultScaleDownMargin,
 		GPUMemoryHigh:   DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
 }
@@ -320,7 +331,7 @@ func roundUp(d, step time.Duration) time.Duration {
 	return (d + step - 1) / step * step
 }
 
-var scaleKeys = []string{"forecast", "horizon", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
+var scaleKeys = []string{"forecast", "horizon", "startup", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
 	"min_replicas", "max_replicas", "scale_down_stable_intervals", "scale_down_margin", "cooldown", "hold", "gpu_memory_high", "waiting_per_replica", "p99_near"}
 
 func (p *parser) scale(n *yaml.Node) *Scale {
@@ -343,6 +354,8 @@ func (p *parser) scale(n *yaml.Node) *Scale {
 		s.Horizon, _ = p.positive(kv, true, "scale.horizon", 0, false)
 		s.HorizonPos = p.pos(resolve(kv.v))
 	}
+	kv, present := f["startup"]
+	s.Startup, _ = p.positive(kv, present, "scale.startup", DefaultScaleStartup, true)
 	if kv, ok := f["replicas"]; ok {
 		s.Replicas = p.query(kv, "scale.replicas")
 	} else {
@@ -382,7 +395,7 @@ func (p *parser) scale(n *yaml.Node) *Scale {
 	if kv, ok := f["scale_down_margin"]; ok {
 		s.ScaleDownMargin = p.number(kv, "scale.scale_down_margin", DefaultScaleDownMargin, 0, MaxScaleDownMargin, false)
 	}
-	kv, present := f["cooldown"]
+	kv, present = f["cooldown"]
 	s.Cooldown, _ = p.positive(kv, present, "scale.cooldown", DefaultScaleCooldown, true)
 	kv, present = f["hold"]
 	s.Hold, _ = p.positive(kv, present, "scale.hold", DefaultScaleHold, true)
@@ -444,9 +457,10 @@ func (p *parser) labelList(v *yaml.Node, name string) []string {
 }
 
 // checkScaleRefs checks what needs the whole group: a scale rule names a
-// forecast rule of its group and one of the horizons it serves (its
-// longest when it names none).
-func (p *parser) checkScaleRefs(rs []Rule) {
+// forecast rule of its group and one of the horizons it serves, and fills
+// in the default horizon of one that names none (DefaultScaleHorizon, at
+// the group's interval).
+func (p *parser) checkScaleRefs(rs []Rule, interval time.Duration) {
 	kinds := map[string]Kind{}
 	specs := map[string]*Forecast{}
 	for _, r := range rs {
@@ -467,7 +481,7 @@ func (p *parser) checkScaleRefs(rs []Rule) {
 		case k != KindForecast:
 			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q is an %s rule, not a forecast rule", sc.Forecast, k)
 		default:
-			p.checkScaleHorizon(r.Name, sc, specs[sc.Forecast])
+			p.checkScaleHorizon(r.Name, sc, specs[sc.Forecast], interval)
 		}
 	}
 	p.rule = ""
@@ -506,15 +520,30 @@ func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
 	}
 }
 
+// DefaultScaleHorizon is the horizon a scale rule decides on when it
+// names none: the replicas asked for at a decision carry the load until
+// those asked for at the next one serve, so the time between decisions
+// (the interval, or the forecast's step when that is longer) plus a
+// replica's start-up, in whole steps, and no further than the forecast
+// rule forecasts (its longest horizon).
+func DefaultScaleHorizon(step, interval, startup, longest time.Duration) time.Duration {
+	return min(roundUp(max(step, interval)+startup, step), longest)
+}
+
 // checkScaleHorizon checks that the scale rule's horizon, rounded up to
-// the forecast's steps, is one the forecast rule serves, and fills the
-// default: the longest.
-func (p *parser) checkScaleHorizon(rule string, sc *Scale, fc *Forecast) {
+// the forecast's steps, is one the forecast rule serves, and fills in the
+// default (DefaultScaleHorizon), which the forecast rule then hands over
+// as one of its ScaleHorizons when it does not serve it.
+func (p *parser) checkScaleHorizon(rule string, sc *Scale, fc *Forecast, interval time.Duration) {
 	if fc == nil || len(fc.Horizons) == 0 {
 		return
 	}
 	if sc.Horizon == 0 {
-		sc.Horizon = fc.Horizon
+		sc.Horizon = DefaultScaleHorizon(fc.Step, interval, sc.Startup, fc.Horizon)
+		if !slices.Contains(fc.Horizons, sc.Horizon) && !slices.Contains(fc.ScaleHorizons, sc.Horizon) {
+			fc.ScaleHorizons = append(fc.ScaleHorizons, sc.Horizon)
+			slices.Sort(fc.ScaleHorizons)
+		}
 		return
 	}
 	h := roundUp(sc.Horizon, fc.Step)

@@ -27,6 +27,8 @@ func init() {
 		`forecast.bad.yaml:20:105: group "g": rule "sc_anomaly": scale.hold must be 0 or greater, got -5m`,
 		`forecast.bad.yaml:24:38: group "g": rule "fc_sum": forecast.sum_by must be a list of label names, got "model"`,
 		`forecast.bad.yaml:26:93: group "g": rule "sc_margin": scale.scale_down_margin must be in [0, 0.5], got 0.6`,
+		`forecast.bad.yaml:28:83: group "g": rule "sc_startup": scale.startup must be 0 or greater, got -1m`,
+		`forecast.bad.yaml:30:83: group "g": rule "sc_startup_word": scale.startup: "slow" is not a duration`,
 	}
 }
 
@@ -66,9 +68,23 @@ func TestForecastHorizons(t *testing.T) {
 	}
 	f("request_rate", 2*time.Minute, 3*time.Minute, 10*time.Minute)
 	f("coarse", 10*time.Minute, 30*time.Minute) // 6m in steps of 5m is 10m
-	for rule, want := range map[string]time.Duration{"dynamo": 3 * time.Minute, "aibrix": 2 * time.Minute, "keda": 10 * time.Minute, "coarse_scale": 10 * time.Minute} {
+	// Without a horizon, a scale rule decides on the interval (1m, or the
+	// step when longer) plus its start-up (3m), in whole steps, at most
+	// the longest horizon: keda 1m + 3m; keda_slow_start 1m + 8m;
+	// keda_slower 1m + 20m, past 10m; coarse_default 5m + 3m, 10m in
+	// steps of 5m.
+	for rule, want := range map[string]time.Duration{"dynamo": 3 * time.Minute, "aibrix": 2 * time.Minute, "keda": 4 * time.Minute,
+		"keda_slow_start": 9 * time.Minute, "keda_slower": 10 * time.Minute, "keda_twin": 4 * time.Minute,
+		"coarse_scale": 10 * time.Minute, "coarse_default": 10 * time.Minute} {
 		if h := specOf[*Scale](rules[rule]).Horizon; h != want {
 			t.Errorf("%s: scale horizon %v, want %v", rule, h, want)
+		}
+	}
+	// The defaults the forecast rule does not serve it hands over, each
+	// once; it publishes only its own.
+	for rule, want := range map[string][]time.Duration{"request_rate": {4 * time.Minute, 9 * time.Minute}, "coarse": nil} {
+		if got := specOf[*Forecast](rules[rule]).ScaleHorizons; !slices.Equal(got, want) {
+			t.Errorf("%s: scale horizons %v, want %v", rule, got, want)
 		}
 	}
 	// The default, and the single form.
@@ -111,8 +127,12 @@ func TestForecastAndScaleRules(t *testing.T) {
 	if sc.Forecast != "request_rate" || len(sc.On) != 1 || sc.On[0] != "model" || sc.CapacityPerReplica != 7 ||
 		sc.SLO == nil || sc.SLO.P99 != 30*time.Second || sc.MinReplicas != 1 || sc.MaxReplicas != 8 ||
 		sc.ScaleDownStableIntervals != 3 || sc.ScaleDownMargin != 0.1 || sc.Cooldown != 5*time.Minute || sc.Hold != 45*time.Minute || sc.GPUMemoryHigh != 0.8 ||
-		sc.WaitingPerReplica != 5 || sc.P99Near != 0.9 || !strings.Contains(sc.Waiting, "num_requests_waiting") || sc.Horizon != 10*time.Minute {
+		sc.WaitingPerReplica != 5 || sc.P99Near != 0.9 || !strings.Contains(sc.Waiting, "num_requests_waiting") ||
+		sc.Startup != 3*time.Minute || sc.Horizon != 4*time.Minute {
 		t.Errorf("scale %+v", *sc)
+	}
+	if !slices.Equal(fc.ScaleHorizons, []time.Duration{4 * time.Minute}) {
+		t.Errorf("forecast scale horizons %v, want [4m]", fc.ScaleHorizons)
 	}
 }
 

@@ -1050,7 +1050,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	if hasPreset {
 		g.Rules = mergePresetRules(presetRules, g.Rules)
 	}
-	p.checkScaleRefs(g.Rules)
+	p.checkScaleRefs(g.Rules, g.Interval)
 	p.rule = ""
 	return g, true
 }
