@@ -82,7 +82,7 @@ func (s Snapshot) At(i int) Peak {
 // histories keep today's memory use.
 func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
 	h := 0
-	for _, d := range append(slices.Clone(horizons(fc)), fc.ScaleHorizons...) {
+	for _, d := range handedHorizons(fc) {
 		h = max(h, leads(d, fc.Step))
 	}
 	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: h, Level: fc.Level,
@@ -100,6 +100,12 @@ func horizons(fc *rulefmt.Forecast) []time.Duration {
 		return fc.Horizons
 	}
 	return []time.Duration{fc.Horizon}
+}
+
+// handedHorizons are the horizons whose peaks a forecast rule hands to
+// the scale rules of its group: those it serves and their ScaleHorizons.
+func handedHorizons(fc *rulefmt.Forecast) []time.Duration {
+	return append(slices.Clone(horizons(fc)), fc.ScaleHorizons...)
 }
 
 // leadsOf are the steps of the horizons ds, ascending and each once.
@@ -152,7 +158,7 @@ func newForecastRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 		return nil, specError(r, g, err)
 	}
 	ls := leadsOf(horizons(fc), fc.Step)
-	handed := leadsOf(append(slices.Clone(horizons(fc)), fc.ScaleHorizons...), fc.Step)
+	handed := leadsOf(handedHorizons(fc), fc.Step)
 	return &forecastRule{base: newBase(g, r), opts: opts, leads: ls, handed: handed, w: newWindow(r.Expr), series: map[string]*fcSeries{},
 		bottomUp: fc.BottomUp, sumBy: fc.SumBy, grids: map[string]*fcGrid{}}, nil
 }
