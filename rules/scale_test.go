@@ -57,16 +57,8 @@ func TestScaleRuleIsEvaluatedAfterItsForecastRule(t *testing.T) {
 		"rate":     {hourly("a", n, 1, 0, 0)},
 		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
 	}}
-	events := &eventRecorder{}
 	now := t0.Add(time.Duration(n-1) * time.Minute)
-	m, err := newTestManager(testOptions{Groups: g, Querier: store, Events: events, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	sig := scaleSignals(t, events)
+	sig := scaleSignals(t, evalOnce(t, g, store, now))
 	if len(sig) != 1 || sig[0].Tier != 3 || math.IsNaN(float64(sig[0].PredictedUpper)) {
 		t.Fatalf("signals %+v: want one from the forecast tier", sig)
 	}
@@ -157,18 +149,10 @@ func TestScaleRulesChooseTheirHorizon(t *testing.T) {
 		"rate":     {hourly("a", n, 1, 0, 0)},
 		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
 	}}
-	events := &eventRecorder{}
 	// Five minutes into the hour the sine still rises (to its top at 15):
 	// the later leads peak higher.
 	now := t0.Add(time.Duration(n-55) * time.Minute)
-	m, err := newTestManager(testOptions{Groups: g, Querier: store, Events: events, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	subjects, evs := events.take()
+	subjects, evs := evalOnce(t, g, store, now).take()
 	var fd alerting.ForecastData
 	scales := map[string]alerting.ScaleData{}
 	for i, ev := range evs {
@@ -248,16 +232,7 @@ func TestScaleRuleHoldsTheLoadItSaw(t *testing.T) {
 			"rate":     {hourly("a", n, 3, n-burst, n-burst+5)},
 			"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
 		}}
-		events := &eventRecorder{}
-		now := t0.Add(time.Duration(n-1) * time.Minute)
-		m, err := newTestManager(testOptions{Groups: g, Querier: store, Events: events, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.RunOnce(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		sig := scaleSignals(t, events)
+		sig := scaleSignals(t, evalOnce(t, g, store, t0.Add(time.Duration(n-1)*time.Minute)))
 		if len(sig) != 1 || sig[0].Tier != 3 {
 			t.Fatalf("signals %+v: want one from the forecast tier", sig)
 		}
@@ -379,18 +354,9 @@ groups:
 		"load":     {hourly("a", n, 1, 0, 0)},
 		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
 	}}
-	events := &eventRecorder{}
 	// Five minutes into the hour the sine still rises: the later leads
 	// peak higher.
-	now := t0.Add(time.Duration(n-55) * time.Minute)
-	m, err := newTestManager(testOptions{Groups: cfg.Groups, Querier: store, Events: events, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	subjects, evs := events.take()
+	subjects, evs := evalOnce(t, cfg.Groups, store, t0.Add(time.Duration(n-55)*time.Minute)).take()
 	var fd alerting.ForecastData
 	var sd alerting.ScaleData
 	for i, ev := range evs {
@@ -413,4 +379,19 @@ groups:
 		!sd.ValidUntil.Equal(sd.Time.Add(4*time.Minute)) {
 		t.Fatalf("scale signal %+v: want horizon 4m, the upper bound %v of the first 4 points (10m: %v), valid for 4m", sd, upper, fd.UpperPeak)
 	}
+}
+
+// evalOnce evaluates groups once at now over store and returns the events
+// published.
+func evalOnce(t *testing.T, groups []rulefmt.Group, store *exprStore, now time.Time) *eventRecorder {
+	t.Helper()
+	events := &eventRecorder{}
+	m, err := newTestManager(testOptions{Groups: groups, Querier: store, Events: events, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return events
 }
