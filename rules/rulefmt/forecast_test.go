@@ -87,6 +87,21 @@ func TestForecastHorizons(t *testing.T) {
 			t.Errorf("%s: scale horizons %v, want %v", rule, got, want)
 		}
 	}
+	// Deciding every 5m on a forecast stepped by the minute: 5m + 3m.
+	cfg, err = Parse([]byte(`source: {url: http://127.0.0.1:8428}
+groups:
+  - name: g
+    interval: 5m
+    rules:
+      - {name: fc, step: 1m, forecast: {expr: up}}
+      - {name: sc, scale: {forecast: fc, replicas: up, capacity_per_replica: 7}}
+`), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, hs := specOf[*Scale](cfg.Groups[0].Rules[1]).Horizon, specOf[*Forecast](cfg.Groups[0].Rules[0]).ScaleHorizons; h != 8*time.Minute || !slices.Equal(hs, []time.Duration{8 * time.Minute}) {
+		t.Errorf("a 5m interval over a 1m step: scale horizon %v, handed %v; want 8m", h, hs)
+	}
 	// The default, and the single form.
 	for text, want := range map[string][]time.Duration{
 		"{expr: up}":                          {10 * time.Minute},
