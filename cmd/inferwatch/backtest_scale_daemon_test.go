@@ -47,10 +47,7 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics")
 	}
-	const dir = "../../../shared/data/servegen"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared data not present at %s (%v)", dir, err)
-	}
+	dir := sharedFile(t, "servegen")
 	const n = 4 * 144
 	vm := localvm.Run(t)
 	t.Run("aggregate", func(t *testing.T) {
@@ -73,10 +70,7 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 	// A minute's step, where the cooldown and the stable intervals span
 	// several decisions: GenTD26's generative requests, 22.8 hours.
 	t.Run("minutes", func(t *testing.T) {
-		const file = "../../../shared/data/gentd26/qps.csv"
-		if _, err := os.Stat(file); err != nil {
-			t.Skipf("shared data not present at %s (%v)", file, err)
-		}
+		file := sharedFile(t, "gentd26/qps.csv")
 		s, err := readGenTD26QPS(file, "Generative Requests")
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,10 +185,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 // counted (replica-minutes × capacity ≥ the requests served less the
 // worst shortfall over the minutes short), and foresight is never short.
 func TestBacktestScaleSharedTraces(t *testing.T) {
-	const data = "../../../shared/data"
-	if _, err := os.Stat(data); err != nil {
-		t.Skipf("shared data not present at %s (%v); the replays of real traffic run where it is", data, err)
-	}
+	data := sharedFile(t, "")
 	runs := map[string][]string{
 		"m-large":         {"--input", filepath.Join(data, "servegen/aggregate_rate_language_m-large.csv")},
 		"m-small":         {"--input", filepath.Join(data, "servegen/aggregate_rate_language_m-small.csv")},

@@ -152,10 +152,7 @@ func TestBacktestNABProgress(t *testing.T) {
 
 // TestBacktestNABCorpus runs the backtest over the shared NAB subset.
 func TestBacktestNABCorpus(t *testing.T) {
-	dataDir := filepath.Join(nabData, "data")
-	if _, err := os.Stat(dataDir); err != nil {
-		t.Skip(nabData + " is absent; the NAB corpus is read from there when present")
-	}
+	dataDir := sharedFile(t, "nab/data")
 	code, out, errOut := runCmd(t, context.Background(), "backtest", "nab", "--data", dataDir,
 		"--windows", filepath.Join(nabData, "labels/combined_windows.json"), "--json")
 	if code != 0 {
@@ -192,10 +189,7 @@ func TestBacktestNABCorpus(t *testing.T) {
 }
 
 func BenchmarkBacktestNAB(b *testing.B) {
-	dataDir := filepath.Join(nabData, "data")
-	if _, err := os.Stat(dataDir); err != nil {
-		b.Skip(nabData + " is absent")
-	}
+	dataDir := sharedFile(b, "nab/data")
 	args := []string{"backtest", "nab", "--data", dataDir, "--windows", filepath.Join(nabData, "labels/combined_windows.json"), "--json"}
 	for b.Loop() {
 		var out, errOut strings.Builder
@@ -268,10 +262,7 @@ func TestBacktestNABRowsSteppingBack(t *testing.T) {
 // and the phase test always. The defaults, K 3 and P 0.009, were set by
 // reasoning: see analysis.Auto.)
 func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
-	dataDir := filepath.Join(nabData, "data")
-	if _, err := os.Stat(dataDir); err != nil {
-		t.Skip(nabData + " is absent; the NAB corpus is read from there when present")
-	}
+	dataDir := sharedFile(t, "nab/data")
 	windowsFile := filepath.Join(nabData, "labels/combined_windows.json")
 	windows, err := readNABWindows(windowsFile)
 	if err != nil {

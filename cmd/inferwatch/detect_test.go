@@ -12,8 +12,23 @@ import (
 	"time"
 )
 
-// nabData is the NAB subset shared with the project, when present.
-const nabData = "../../../shared/data/nab"
+// sharedData is where the project's shared data sets are, seen from this
+// package's directory; nabData its NAB subset.
+const (
+	sharedData = "../../../shared/data"
+	nabData    = sharedData + "/nab"
+)
+
+// sharedFile returns the path of a shared data file or directory,
+// skipping the test or benchmark when it is absent.
+func sharedFile(tb testing.TB, rel string) string {
+	tb.Helper()
+	p := filepath.Join(sharedData, rel)
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("shared data %s not present (%v); it lives in %s beside the repository", rel, err, sharedData)
+	}
+	return p
+}
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
@@ -259,10 +274,7 @@ func TestDetectNAB(t *testing.T) {
 }
 
 func BenchmarkDetectNAB(b *testing.B) {
-	path := filepath.Join(nabData, "data/realAWSCloudwatch/ec2_disk_write_bytes_1ef3de.csv")
-	if _, err := os.Stat(path); err != nil {
-		b.Skip(nabData + " is absent")
-	}
+	path := sharedFile(b, "nab/data/realAWSCloudwatch/ec2_disk_write_bytes_1ef3de.csv")
 	for b.Loop() {
 		var out, errOut strings.Builder
 		if code := runMain(context.Background(), []string{"detect", "--input", path, "--allow-duplicates"}, &out, &errOut); code != 0 {

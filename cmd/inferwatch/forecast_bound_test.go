@@ -20,10 +20,7 @@ func TestRunawayTrendBoundedThroughTheDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
-	const file = "../../../shared/data/nab/data/realAWSCloudwatch/ec2_disk_write_bytes_c0d644.csv"
-	if _, err := os.Stat(file); err != nil {
-		t.Skipf("shared data not present at %s (%v)", file, err)
-	}
+	file := sharedFile(t, "nab/data/realAWSCloudwatch/ec2_disk_write_bytes_c0d644.csv")
 	all, err := ingest.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

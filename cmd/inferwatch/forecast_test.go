@@ -26,10 +26,7 @@ import (
 // The backtest over a shared ServeGen file reproduces the forecasting
 // library's own backtest, row for row and in its summary.
 func TestForecastBacktestReproducesTheLibrary(t *testing.T) {
-	file := "../../../shared/data/servegen/aggregate_rate_language_m-large.csv"
-	if _, err := os.Stat(file); err != nil {
-		t.Skipf("shared data absent: %v", err)
-	}
+	file := sharedFile(t, "servegen/aggregate_rate_language_m-large.csv")
 	code, out, errOut := runCmd(t, context.Background(), "forecast", "--input", file, "--backtest")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
