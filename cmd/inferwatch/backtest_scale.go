@@ -313,7 +313,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	b := scaleBacktest{T0: series.t0, Step: series.step, Load: series.y, Parts: parts, Capacity: *capacity,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
-		Levels: levels, Targets: targets, Windows: windows,
+		Levels: levels, Targets: targets, Windows: windows, Trace: *writeDecisions != "",
 		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
 	rep, err := runScaleBacktest(ctx, b)
 	if err != nil {
@@ -357,6 +357,8 @@ type scaleBacktest struct {
 	Reactive        forecasting.ReactivePolicy
 	Levels, Targets []float64
 	Windows         []time.Duration
+	// Trace keeps each decision in the report's Trace (--write-decisions).
+	Trace bool
 }
 
 // scaleReport is what a replay measured.
@@ -669,7 +671,9 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	fo.Start(foresight(b.Warmup), first)
 	var po forecasting.Provisioning
-	rep.Trace = make([]scaleStep, 0, n-b.Warmup)
+	if b.Trace {
+		rep.Trace = make([]scaleStep, 0, n-b.Warmup)
+	}
 	for k := b.Warmup; k < n; k++ {
 		if k%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -719,8 +723,10 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			fo.Set(r, now)
 		}
 		fo.Serve(b.Load[k], capacity, now, end, &po)
-		step.Foresight = fo.Allocated()
-		rep.Trace = append(rep.Trace, step)
+		if b.Trace {
+			step.Foresight = fo.Allocated()
+			rep.Trace = append(rep.Trace, step)
+		}
 	}
 	figures := func(name string, p forecasting.Provisioning) policyFigures {
 		return policyFigures{Policy: name, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
