@@ -141,19 +141,19 @@ func combineTrackers(members []*validation, y []float64, from, h, calib int, cli
 
 // choose returns the tracker of the validated candidate, or of the
 // combination of the two or three best, with the lowest mean absolute
-// error at the horizon over the origins all candidates share (from on);
-// the first candidate when none could be scored.
+// error at lead (at most the horizon h) over the origins all candidates
+// share (from on); the first candidate when none could be scored.
 //
 // Judged on fewer than thin origins, a winner that is not a guard (the last
 // value or exponential smoothing) must beat the better guard by more than
 // the standard error of their paired differences in absolute error, or the
 // guard is taken: on a series' first day, a seasonal model fitted on one
 // period can suit a few hours by chance.
-func choose(vals []*validation, y []float64, from, h, calib, thin int, clip bool) *tracker {
+func choose(vals []*validation, y []float64, from, h, lead, calib, thin int, clip bool) *tracker {
 	maes := make([]float64, len(vals))
 	order := make([]int, len(vals))
 	for i, v := range vals {
-		maes[i] = maeAt(y, h, from, func(o int) []float64 { return v.rows[o-v.start] })
+		maes[i] = maeAt(y, lead, from, func(o int) []float64 { return v.rows[o-v.start] })
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(maes[a], maes[b]) })
@@ -161,12 +161,12 @@ func choose(vals []*validation, y []float64, from, h, calib, thin int, clip bool
 	if math.IsInf(bestMAE, 1) {
 		return vals[0].tr
 	}
-	// at is the equal-weight mean of set's forecasts from origin o at lead h.
+	// at is the equal-weight mean of set's forecasts from origin o at lead.
 	at := func(set []*validation) func(o int) float64 {
 		return func(o int) float64 {
 			var m float64
 			for _, v := range set {
-				m += v.rows[o-v.start][h-1] / float64(len(set))
+				m += v.rows[o-v.start][lead-1] / float64(len(set))
 			}
 			return m
 		}
@@ -177,9 +177,9 @@ func choose(vals []*validation, y []float64, from, h, calib, thin int, clip bool
 		for i := range k {
 			set[i] = vals[order[i]]
 		}
-		mean, of := make([]float64, h), at(set)
-		mae := maeAt(y, h, from, func(o int) []float64 {
-			mean[h-1] = of(o)
+		mean, of := make([]float64, lead), at(set)
+		mae := maeAt(y, lead, from, func(o int) []float64 {
+			mean[lead-1] = of(o)
 			return mean
 		})
 		if mae < bestMAE {
@@ -191,7 +191,7 @@ func choose(vals []*validation, y []float64, from, h, calib, thin int, clip bool
 		if win == nil {
 			win = []*validation{vals[best]}
 		}
-		if !clearlyBetter(y, h, from, thin, at(win), at([]*validation{vals[g]})) {
+		if !clearlyBetter(y, lead, from, thin, at(win), at([]*validation{vals[g]})) {
 			return vals[g].tr
 		}
 	}

@@ -173,6 +173,37 @@ func TestShortHistoryFallback(t *testing.T) {
 	}
 }
 
+// A horizon longer than the history can score (60 ten-second steps, 66
+// points) is judged at the longest lead it can: the mean wins on noise
+// around a level, and the leads with enough errors get empirical bounds
+// instead of the last value's σ√h band.
+func TestShortHistoryLongHorizon(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	y := make([]float64, 66)
+	for i := range y {
+		y[i] = 3 + r.NormFloat64()
+	}
+	f, err := New(Options{Step: 10 * time.Second, Horizon: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Fit(0, y); err != nil {
+		t.Fatal(err)
+	}
+	fc := f.Forecast()
+	if fc.Model != ModelMean || !strings.HasSuffix(fc.Fallback, "have 66: using mean") {
+		t.Fatalf("model %s, fallback %q: want the mean, chosen on 66 points", fc.Model, fc.Fallback)
+	}
+	if !fc.Empirical[18] || fc.Empirical[59] {
+		t.Fatalf("empirical bounds at leads 19 and 60: %v, %v; want the first only", fc.Empirical[18], fc.Empirical[59])
+	}
+	// Noise of σ 1: the 0.9 interval's half-width is about 1.64 at every
+	// lead, where a last value's band at lead 19 would be 1.64·√2·√19.
+	if w := fc.Upper[18] - fc.Mean[18]; w < 1.2 || w > 2.2 {
+		t.Fatalf("upper bound at lead 19 %.2f above the mean %.2f; want about 1.64", fc.Upper[18], fc.Mean[18])
+	}
+}
+
 func TestUpdateGaps(t *testing.T) {
 	const step = int64(60_000)
 	f, err := New(Options{Step: time.Minute, Model: ModelNaive, Horizon: 2, MaxGap: 3})

@@ -27,6 +27,11 @@ const (
 	ModelAuto           = "auto"
 	defaultModel        = ModelAuto
 	minValidationPoints = 30
+	// fallbackLead is the shortest lead a fallback choice among the last
+	// value, exponential smoothing and the mean is judged at (or the
+	// horizon, when shorter): ten steps, the default horizon, scored on
+	// at least as many origins.
+	fallbackLead = 10
 )
 
 // Models lists the model names this package knows, in a stable order.

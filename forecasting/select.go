@@ -160,6 +160,7 @@ func (f *Forecaster) refit() error {
 		}
 	}
 	f.fallback, f.need = "", 0
+	lead := h // the lead the candidates are judged at
 	if len(names) == 0 {
 		need := 0
 		switch {
@@ -176,9 +177,14 @@ func (f *Forecaster) refit() error {
 		}
 		// Without a season: the last value, exponential smoothing or the
 		// mean of what there is, chosen on the recent origins when there
-		// are enough of them.
+		// are enough of them. A history too short to score the horizon
+		// is judged at the longest lead it can score on as many origins
+		// again (at least fallbackLead steps, or the horizon when that is
+		// shorter), so a long horizon does not leave the first of a
+		// series to the last value and an interval no error calibrates.
+		lead = max(1, min(h, (n-3)/2))
 		names = []string{ModelNaive}
-		if n-3 >= 2*h {
+		if lead >= min(h, fallbackLead) {
 			names = []string{ModelNaive, ModelSES, ModelMean}
 		}
 		f.need = need
@@ -193,7 +199,7 @@ func (f *Forecaster) refit() error {
 		inner, _ := newModel(name, p, h)
 		m := &bounded{model: inner}
 		v := min(f.opts.CalibrationSize, n-m.need())
-		if len(names) == 1 && v < vmin || f.fallback != "" && v < 2*h {
+		if len(names) == 1 && v < vmin || f.fallback != "" && v < 2*lead {
 			v = 0 // nothing to compare; fit on everything
 		}
 		if err := m.fit(fillGaps(raw[:n-v], p)); err != nil {
@@ -224,7 +230,7 @@ func (f *Forecaster) refit() error {
 	if f.fallback == "" {
 		thin = min(p, f.opts.CalibrationSize)
 	}
-	f.tr = choose(vals, raw, from, h, f.opts.CalibrationSize, thin, !f.opts.AllowNegative)
+	f.tr = choose(vals, raw, from, h, lead, f.opts.CalibrationSize, thin, !f.opts.AllowNegative)
 	if f.fallback != "" {
 		f.fallback += f.tr.m.name()
 	}

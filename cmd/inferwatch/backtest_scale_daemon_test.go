@@ -38,11 +38,13 @@ import (
 // signals must ask for the replicas the replay's decision at that step
 // asked for, on the same forecast, for the same reason (the hold and the
 // hysteresis included). So must its 1026 signals a minute on GenTD26's
-// generative requests.
+// generative requests, and its 265 signals every ten seconds on an hour of
+// Mooncake's conversation log.
 //
 // A rate in the store is stamped at the end of the step it measures (the
 // load over [t − step, t) at t); the replay's file at its start. The
-// daemon evaluates 10 s past its evaluation delay after each step ends.
+// daemon evaluates 10 s (half a step, if shorter) past its evaluation
+// delay after each step ends.
 func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics")
@@ -77,6 +79,17 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 		}
 		decidesAsTheDaemon(t, vm, "generative", [][]float64{s.y}, false, time.Minute)
 	})
+	// Ten-second steps from a new series' first quarter of an hour on, a
+	// history too short for the forecast's 60 steps to be scored:
+	// Mooncake's conversation log.
+	t.Run("ten seconds", func(t *testing.T) {
+		file := sharedFile(t, "llm-traces/mooncake/conversation_trace.jsonl")
+		s, err := readArrivals(file, 10*time.Second, "ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		decidesAsTheDaemon(t, vm, "conversation", [][]float64{s.y}, false, 10*time.Second)
+	})
 }
 
 // decidesAsTheDaemon replays the load (the sum of parts, bottom-up when
@@ -87,7 +100,10 @@ func decidesAsTheDaemon(t *testing.T, vm *localvm.VM, metric string, parts [][]f
 	// whole steps, of a forecast reaching 10m.
 	horizon := min((step+3*time.Minute+step-1)/step*step, 10*time.Minute)
 	n := len(parts[0])
-	base := time.Now().Truncate(step).Add(-time.Duration(n+1) * step)
+	// The last step ends over a minute ago, so that the daemon's clock,
+	// past the last step by its evaluation delay, stays behind the store's,
+	// which fills in a query's newest 30 s (-search.latencyOffset).
+	base := time.Now().Add(-time.Minute).Truncate(step).Add(-time.Duration(n+1) * step)
 	dir := t.TempDir()
 
 	// The replay, as a user runs it.
@@ -193,7 +209,7 @@ groups:
 		if !want.at.Equal(at) {
 			t.Fatalf("decision %d of the replay at %v, want %v", i, want.at, at)
 		}
-		now = at.Add(cfg.Source.EvaluationDelay + 10*time.Second)
+		now = at.Add(cfg.Source.EvaluationDelay + min(10*time.Second, step/2))
 		sink.last = nil
 		if err := m.RunOnce(context.Background()); err != nil {
 			t.Fatalf("evaluation at %v: %v", now, err)
