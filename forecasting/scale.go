@@ -413,13 +413,18 @@ func duration(d time.Duration) string {
 
 func percent(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
 
-// clock writes t as hh:mm UTC, with the date when it is not now's.
+// clock writes t as hh:mm UTC, or hh:mm:ss when t is not on the minute (a
+// forecast stepped by seconds), with the date when it is not now's.
 func clock(t, now time.Time) string {
 	t, now = t.UTC(), now.UTC()
-	if t.YearDay() != now.YearDay() || t.Year() != now.Year() {
-		return t.Format("Jan 2 15:04 UTC")
+	layout := "15:04"
+	if t.Second() != 0 {
+		layout = "15:04:05"
 	}
-	return t.Format("15:04 UTC")
+	if t.YearDay() != now.YearDay() || t.Year() != now.Year() {
+		layout = "Jan 2 " + layout
+	}
+	return t.Format(layout + " UTC")
 }
 
 // PeakWithin returns the peak of the mean over leads 1..leads (the first

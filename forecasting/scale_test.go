@@ -38,6 +38,8 @@ func TestDecide(t *testing.T) {
 			"Forecast peak 12 req/s needs 2 replicas at 10 req/s each: holding 2."},
 		{"a peak on the next day", settled, with(func(in *ScaleInputs) { in.PeakTime = now.Add(13 * time.Hour) }), nil, 2, 3, settled,
 			"Forecast peak 12 req/s (upper 15) by Nov 2 01:00 UTC needs 2 replicas at 10 req/s each: holding 2."},
+		{"a peak between minutes, at ten-second steps", settled, with(func(in *ScaleInputs) { in.PeakTime = now.Add(7*time.Minute + 50*time.Second) }), nil, 2, 3, settled,
+			"Forecast peak 12 req/s (upper 15) by 12:07:50 UTC needs 2 replicas at 10 req/s each: holding 2."},
 		{"tier 1 on GPU memory", settled, with(func(in *ScaleInputs) { in.GPUMemory = 0.95 }), nil, 3, 1,
 			ScaleState{Desired: 3, Changed: now},
 			"GPU memory use at 95 % (above 80 %) needs 3 replicas: scaling up from 2."},
