@@ -344,24 +344,7 @@ func (t *target) dropFull(k, capacity int) {
 func (n *Notifier) Close(ctx context.Context) (left int, err error) {
 	n.closeOnce.Do(func() {
 		close(n.draining)
-		flush, cancel := context.WithTimeout(ctx, n.o.FlushTimeout)
-		defer cancel()
-		done := make(chan struct{})
-		go func() {
-			n.wg.Wait()
-			close(done)
-		}()
-		why := ""
-		select {
-		case <-done:
-		case <-flush.Done():
-			why = fmt.Sprintf("the flush timeout of %v passed", n.o.FlushTimeout)
-			if ctx.Err() != nil {
-				why = fmt.Sprintf("the shutdown was forced (%v)", ctx.Err())
-			}
-			n.cancel()
-			<-done
-		}
+		why := httpretry.Flush(ctx, &n.wg, n.o.FlushTimeout, n.cancel)
 		n.cancel()
 		var missed []string
 		for _, t := range n.targets {

@@ -407,24 +407,7 @@ func (w *Writer) dropFull(k int) {
 func (w *Writer) Close(ctx context.Context) (left int, err error) {
 	w.closeOnce.Do(func() {
 		close(w.draining)
-		flush, cancel := context.WithTimeout(ctx, w.o.FlushTimeout)
-		defer cancel()
-		done := make(chan struct{})
-		go func() {
-			w.wg.Wait()
-			close(done)
-		}()
-		why := ""
-		select {
-		case <-done:
-		case <-flush.Done():
-			why = fmt.Sprintf("the flush timeout of %v passed", w.o.FlushTimeout)
-			if ctx.Err() != nil {
-				why = fmt.Sprintf("the shutdown was forced (%v)", ctx.Err())
-			}
-			w.cancel()
-			<-done
-		}
+		why := httpretry.Flush(ctx, &w.wg, w.o.FlushTimeout, w.cancel)
 		w.cancel()
 		w.left = w.q.drain()
 		if w.left > 0 {

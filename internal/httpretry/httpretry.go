@@ -1,8 +1,8 @@
 // Package httpretry holds what the outputs that post to an HTTP peer
 // (Alertmanager, the store's write-back) share about retrying: the backoff
 // with the peer's Retry-After, which transport errors no retry mends, a
-// wait that ends with its context, and a rate limit for log lines about
-// counts. The store client reads Retry-After with it too, and the
+// wait that ends with its context, the flush at shutdown, and a rate limit
+// for log lines about counts. The store client reads Retry-After with it too, and the
 // JetStream output waits with its Sleep.
 package httpretry
 
@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -92,6 +93,34 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Flush waits for the workers in wg to deliver what is queued until they
+// finish, ctx is done or timeout has passed, whichever is first. When it
+// gives up it calls abandon, which must make the workers return (by
+// cancelling their requests), and waits for them. It returns why it gave
+// up, to be named in the error about what was left, or "" when the
+// workers finished.
+func Flush(ctx context.Context, wg *sync.WaitGroup, timeout time.Duration, abandon func()) (why string) {
+	flush, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return ""
+	case <-flush.Done():
+	}
+	why = fmt.Sprintf("the flush timeout of %v passed", timeout)
+	if ctx.Err() != nil {
+		why = fmt.Sprintf("the shutdown was forced (%v)", ctx.Err())
+	}
+	abandon()
+	<-done
+	return why
 }
 
 // Notice rate-limits a log line about a count of events: Add returns the

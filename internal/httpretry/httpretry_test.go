@@ -1,6 +1,8 @@
 package httpretry
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -68,5 +70,37 @@ func TestNotice(t *testing.T) {
 	}
 	if k := c.Add(1, t0.Add(NoticeEvery)); k != 4 {
 		t.Fatalf("add after the interval reports %d, want the 4 since the last line", k)
+	}
+}
+
+func TestFlush(t *testing.T) {
+	// A worker that returns only when abandoned.
+	stuck := func() (*sync.WaitGroup, func(), *bool) {
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-stop
+		}()
+		abandoned := new(bool)
+		return &wg, func() { *abandoned = true; close(stop) }, abandoned
+	}
+
+	var idle sync.WaitGroup
+	if why := Flush(context.Background(), &idle, time.Hour, func() { t.Error("abandoned workers that had finished") }); why != "" {
+		t.Errorf("finished workers: why %q, want none", why)
+	}
+
+	wg, abandon, abandoned := stuck()
+	if why := Flush(context.Background(), wg, 10*time.Millisecond, abandon); why != "the flush timeout of 10ms passed" || !*abandoned {
+		t.Errorf("timeout: why %q, abandoned %v", why, *abandoned)
+	}
+
+	wg, abandon, abandoned = stuck()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if why := Flush(ctx, wg, time.Hour, abandon); why != "the shutdown was forced (context canceled)" || !*abandoned {
+		t.Errorf("forced: why %q, abandoned %v", why, *abandoned)
 	}
 }
