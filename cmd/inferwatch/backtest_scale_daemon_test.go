@@ -37,7 +37,7 @@ import (
 // (--sum-of; a forecast rule with sum_by). Each of the daemon's 432 scale
 // signals must ask for the replicas the replay's decision at that step
 // asked for, on the same forecast, for the same reason (the hold and the
-// hysteresis included). So must its 1026 signals a minute on GenTD26's
+// hysteresis included). So must its 1005 signals a minute on GenTD26's
 // generative requests, and its 265 signals every ten seconds on an hour of
 // Mooncake's conversation log.
 //
@@ -238,7 +238,7 @@ groups:
 // step at its end, the replay's file at its start, and it keeps a sample
 // to about 15 digits, which can round a load the other way at the
 // reason's 3 or 4 digits. The loads are compared as numbers instead.
-var reasonFigures = regexp.MustCompile(`([A-Z][a-z]{2} \d{1,2} )?\d\d:\d\d UTC|[\d.e+-]+ req/s|upper [\d.e+-]+`)
+var reasonFigures = regexp.MustCompile(`([A-Z][a-z]{2} \d{1,2} )?\d\d:\d\d(:\d\d)? UTC|[\d.e+-]+ req/s|upper [\d.e+-]+`)
 
 // scaleSink keeps the newest scale signal an evaluation published.
 type scaleSink struct{ last *alerting.ScaleData }
