@@ -21,21 +21,29 @@ import (
 // step: the requests that arrived in each step of the grid from the first
 // arrival's step, per second. unit says how numeric times read: "auto" as
 // the CSV input reads them (unix seconds, or integer milliseconds from
-// 1e11), "s" or "ms".
-func readArrivals(path string, step time.Duration, unit string) (*regular, error) {
+// 1e11), "s" or "ms". field names the CSV column or JSON field holding
+// the time ("": the first of timeFields there, any case).
+func readArrivals(path string, step time.Duration, unit, field string) (*regular, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return parseArrivals(f, path, step, unit)
+	return parseArrivals(f, path, step, unit, field)
 }
 
+// timeFields are the names a log's time goes by, the first found taken:
+// Azure's and BurstGPT's TIMESTAMP/Timestamp, Mooncake's timestamp, and
+// what access logs call it (Caddy's and zap's ts, Logstash's and ECS's
+// @timestamp, Envoy's start_time).
+var timeFields = []string{"timestamp", "time", "ts", "@timestamp", "arrival_time", "start_time"}
+
 // parseArrivals is readArrivals of the text in, named path in errors. The
-// text is JSON lines with a "timestamp" field, or CSV with a header: the
-// time is the column named timestamp, time or arrival_time (any case), or
-// the first column.
-func parseArrivals(in io.Reader, path string, step time.Duration, unit string) (*regular, error) {
+// text is JSON lines, one object a request, or CSV with a header (or
+// with none, the time first): the time is the field or column named
+// field, or else the first of timeFields there (any case), or else, in
+// CSV, the first column.
+func parseArrivals(in io.Reader, path string, step time.Duration, unit, field string) (*regular, error) {
 	if step <= 0 || step%time.Millisecond != 0 {
 		return nil, fmt.Errorf("the step %s must be a whole number of milliseconds above 0", step)
 	}
@@ -44,9 +52,9 @@ func parseArrivals(in io.Reader, path string, step time.Duration, unit string) (
 	var times []int64
 	var err error
 	if len(head) == 1 && head[0] == '{' {
-		times, err = jsonArrivals(br, path, unit)
+		times, err = jsonArrivals(br, path, unit, field)
 	} else {
-		times, err = csvArrivals(br, path, unit)
+		times, err = csvArrivals(br, path, unit, field)
 	}
 	if err != nil {
 		return nil, err
@@ -106,9 +114,29 @@ func arrivalTime(s, unit string) (int64, bool) {
 	return ingest.ParseTimestamp(s)
 }
 
-const arrivalFormats = "unix seconds, integer unix milliseconds (from 1e11) or YYYY-MM-DD hh:mm:ss[.fff]; numbers in other units need --time-unit s or ms"
+const arrivalFormats = "unix seconds, integer unix milliseconds (from 1e11) or YYYY-MM-DD[T ]hh:mm:ss[.fff][Z|±hh:mm]; numbers in other units need --time-unit s or ms"
 
-func csvArrivals(in io.Reader, path, unit string) ([]int64, error) {
+// timeField is the index of the name in names the time is read from:
+// field's, any case, or ("" field) the first of timeFields found (-1:
+// none).
+func timeField(names []string, field string) int {
+	find := func(want string) int {
+		return slices.IndexFunc(names, func(n string) bool {
+			return strings.EqualFold(strings.TrimSpace(strings.TrimPrefix(n, "\ufeff")), want)
+		})
+	}
+	if field != "" {
+		return find(field)
+	}
+	for _, want := range timeFields {
+		if i := find(want); i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+func csvArrivals(in io.Reader, path, unit, field string) ([]int64, error) {
 	r := csv.NewReader(in)
 	r.FieldsPerRecord = -1
 	r.ReuseRecord = true
@@ -122,17 +150,14 @@ func csvArrivals(in io.Reader, path, unit string) ([]int64, error) {
 	header = slices.Clone(header) // the reader reuses its record
 	col, line := 0, 1
 	var times []int64
-	if _, ok := arrivalTime(header[0], unit); ok {
+	if t, ok := arrivalTime(header[0], unit); ok && field == "" {
 		// No header: the first column is the time, from the first row.
-		t, _ := arrivalTime(header[0], unit)
 		times = append(times, t)
-	} else {
-		for i, h := range header {
-			switch strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))) {
-			case "timestamp", "time", "arrival_time":
-				col = i
-			}
+	} else if col = timeField(header, field); col < 0 {
+		if field != "" {
+			return nil, fmt.Errorf("%s:1: no column %q (--time-field) in the header %q", path, field, strings.Join(header, ","))
 		}
+		col = 0
 	}
 	for {
 		rec, err := r.Read()
@@ -155,28 +180,39 @@ func csvArrivals(in io.Reader, path, unit string) ([]int64, error) {
 	return times, nil
 }
 
-func jsonArrivals(in io.Reader, path, unit string) ([]int64, error) {
+func jsonArrivals(in io.Reader, path, unit, field string) ([]int64, error) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	var times []int64
+	var (
+		times []int64
+		names []string
+		row   map[string]json.RawMessage
+	)
 	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}
-		var row struct {
-			Timestamp json.RawMessage `json:"timestamp"`
-		}
+		clear(row)
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+			return nil, fmt.Errorf("%s:%d: %v; want one JSON object a request", path, line, err)
 		}
-		if row.Timestamp == nil {
-			return nil, fmt.Errorf("%s:%d: no \"timestamp\" field; want one JSON object a request, with its time in timestamp", path, line)
+		names = names[:0]
+		for k := range row {
+			names = append(names, k)
 		}
-		s := strings.Trim(string(row.Timestamp), `"`)
-		t, ok := arrivalTime(s, unit)
+		slices.Sort(names) // the first of two names differing in case only, the same each line
+		i := timeField(names, field)
+		if i < 0 {
+			if field != "" {
+				return nil, fmt.Errorf("%s:%d: no field %q (--time-field); the object has %s", path, line, field, strings.Join(names, ", "))
+			}
+			return nil, fmt.Errorf("%s:%d: no time field (%s, any case); the object has %s: name the time's field with --time-field", path, line, strings.Join(timeFields, ", "), strings.Join(names, ", "))
+		}
+		raw := row[names[i]]
+		t, ok := arrivalTime(strings.Trim(string(raw), `"`), unit)
 		if !ok {
-			return nil, fmt.Errorf("%s:%d: timestamp %s is not a time: want %s", path, line, row.Timestamp, arrivalFormats)
+			return nil, fmt.Errorf("%s:%d: %s %s is not a time: want %s", path, line, names[i], raw, arrivalFormats)
 		}
 		times = append(times, t)
 	}

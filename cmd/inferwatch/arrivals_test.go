@@ -14,6 +14,7 @@ import (
 func TestParseArrivals(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, unit string
+		field            string // --time-field
 		step             time.Duration
 		t0               int64
 		want             []float64 // req/s
@@ -50,9 +51,38 @@ func TestParseArrivals(t *testing.T) {
 				`{"timestamp": 3000, "input_length": 1}` + "\n" + `{"timestamp": 9000, "input_length": 1}` + "\n",
 			want: []float64{2.0 / 3, 1.0 / 3, 0},
 		},
+		{
+			// An access log of JSON lines: Caddy's ts in fractional unix
+			// seconds, one line with an RFC 3339 time in another field
+			// the ts is taken over.
+			name: "json access log", unit: "auto", step: time.Minute, t0: 1_700_000_040_000,
+			text: `{"level":"info","ts":1700000050.25,"status":200}` + "\n" + `{"ts":1700000100.5,"start_time":"2026-01-01T00:00:00Z"}` + "\n" +
+				`{"TS":1700000101}` + "\n" + `{"ts":1700000290}` + "\n",
+			want: []float64{1.0 / 60, 2.0 / 60, 0, 0},
+		},
+		{
+			// ECS's @timestamp, RFC 3339 with an offset.
+			name: "json @timestamp", unit: "auto", step: time.Minute, t0: 1_700_000_040_000,
+			text: `{"@timestamp":"2023-11-15T01:14:10+03:00"}` + "\n" + `{"@timestamp":"2023-11-14T22:15:00.5Z"}` + "\n" +
+				`{"@timestamp":"2023-11-14T22:15:01Z"}` + "\n" + `{"@timestamp":"2023-11-14T22:18:10Z"}` + "\n",
+			want: []float64{1.0 / 60, 2.0 / 60, 0, 0},
+		},
+		{
+			// --time-field names the time's column, over a column named
+			// time and the first.
+			name: "time field", unit: "auto", field: "Received", step: time.Minute, t0: 1_700_000_040_000,
+			text: "id,time,received\n1,0,1700000050\n2,0,1700000100\n3,0,1700000101\n4,0,1700000290\n",
+			want: []float64{1.0 / 60, 2.0 / 60, 0, 0},
+		},
+		{
+			// --time-field takes its field over timestamp in JSON too.
+			name: "time field in json", unit: "ms", field: "arrived", step: 3 * time.Second, t0: 0,
+			text: `{"timestamp": 99999, "arrived": 0}` + "\n" + `{"timestamp": 1, "arrived": 3500}` + "\n" + `{"arrived": 7000}` + "\n",
+			want: []float64{1.0 / 3, 1.0 / 3},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := parseArrivals(strings.NewReader(tc.text), "a.csv", tc.step, tc.unit)
+			s, err := parseArrivals(strings.NewReader(tc.text), "a.csv", tc.step, tc.unit, tc.field)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,16 +94,20 @@ func TestParseArrivals(t *testing.T) {
 }
 
 func TestParseArrivalsErrors(t *testing.T) {
-	for _, tc := range []struct{ text, unit, want string }{
-		{"TIMESTAMP,x\n2023-11-16 18:15:46,1\nsoon,2\n", "auto", `a.csv:3: time "soon" (field 1, "TIMESTAMP") is not a time`},
-		{"model,time\nChatGPT\n", "s", `a.csv:2: 1 fields; the time is field 2 ("time")`},
-		{`{"ts": 1}` + "\n", "ms", `a.csv:1: no "timestamp" field`},
-		{`{"timestamp": "x"}` + "\n", "ms", `a.csv:1: timestamp "x" is not a time`},
-		{`{"timestamp": 1,` + "\n", "ms", `a.csv:1: unexpected end of JSON input`},
-		{"TIMESTAMP,x\n", "auto", `a.csv: no request in the file`},
-		{"time\n0\n1e12\n", "s", `a.csv: the requests span`},
+	for _, tc := range []struct{ text, unit, field, want string }{
+		{"TIMESTAMP,x\n2023-11-16 18:15:46,1\nsoon,2\n", "auto", "", `a.csv:3: time "soon" (field 1, "TIMESTAMP") is not a time`},
+		{"model,time\nChatGPT\n", "s", "", `a.csv:2: 1 fields; the time is field 2 ("time")`},
+		{"id,time\n1,1700000000\n", "auto", "when", `a.csv:1: no column "when" (--time-field) in the header "id,time"`},
+		{`{"ts": 1, "x": 2}` + "\n" + `{"path": "/v1", "status": 200}` + "\n", "ms", "",
+			`a.csv:2: no time field (timestamp, time, ts, @timestamp, arrival_time, start_time, any case); the object has path, status: name the time's field with --time-field`},
+		{`{"ts": 1}` + "\n", "ms", "when", `a.csv:1: no field "when" (--time-field); the object has ts`},
+		{`{"timestamp": "x"}` + "\n", "ms", "", `a.csv:1: timestamp "x" is not a time`},
+		{`{"timestamp": 1,` + "\n", "ms", "", `a.csv:1: unexpected end of JSON input; want one JSON object a request`},
+		{`{"timestamp": 1}` + "\n" + `[1]` + "\n", "ms", "", `a.csv:2: json: cannot unmarshal array`},
+		{"TIMESTAMP,x\n", "auto", "", `a.csv: no request in the file`},
+		{"time\n0\n1e12\n", "s", "", `a.csv: the requests span`},
 	} {
-		_, err := parseArrivals(strings.NewReader(tc.text), "a.csv", time.Minute, tc.unit)
+		_, err := parseArrivals(strings.NewReader(tc.text), "a.csv", time.Minute, tc.unit, tc.field)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v; want %q", tc.text, err, tc.want)
 		}

@@ -80,14 +80,16 @@ minutes than the first level; where none does, the cheapest level and the
 least short target.
 
 --arrivals FILE reads a log of requests, one a row (Azure's LLM inference
-traces, BurstGPT, a gateway's access log): CSV with a header, the time in
-the column named timestamp, time or arrival_time (any case) or else the
-first, or JSON lines with a "timestamp" field (Mooncake). The load of each
+traces, BurstGPT, Mooncake, a gateway's access log): CSV with a header
+(or none, the time first), or JSON lines, an object a request. The time
+is the column or field --time-field names, or else the first of
+timestamp, time, ts, @timestamp, arrival_time and start_time there (any
+case), or else, in CSV, the first column. The load of each
 --step (default 1m) from the first request's is the requests that arrived
 in it, per second; the last step, cut off at the last request, is left
 out. Times are read as --input reads them (unix seconds, integer unix
-milliseconds from 1e11, or YYYY-MM-DD hh:mm:ss[.fff] in UTC), or as
-numbers in --time-unit s or ms.
+milliseconds from 1e11, or YYYY-MM-DD[T ]hh:mm:ss[.fff], in UTC unless
+it ends in Z or ±hh:mm), or as numbers in --time-unit s or ms.
 
 --gentd26 FILE reads GenTD26's qps.csv (timestamp_anon,value,container_ip,
 request_type: one row per container and sample time, sampled every 57 s,
@@ -112,6 +114,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	gentd := fs.String("gentd26", "", "GenTD26's qps.csv, read as a per-minute request rate (see above)")
 	arrivals := fs.String("arrivals", "", "a log of requests, one a row, read as the request rate per --step (see above)")
 	timeUnit := fs.String("time-unit", "auto", "with --arrivals: how numeric times read: auto (as --input: unix seconds, or milliseconds from 1e11), s or ms")
+	timeField := fs.String("time-field", "", "with --arrivals: the CSV column or JSON field holding each request's time (default: the first of "+strings.Join(timeFields, ", ")+", any case)")
 	requestType := fs.String("request-type", "Generative Requests", "with --gentd26: the request_type to count, or all")
 	counts := fs.Bool("counts", false, "the values are requests per step, not per second")
 	capacity := fs.Float64("capacity", 0, "requests per second one replica sustains")
@@ -210,6 +213,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	if !slices.Contains([]string{"auto", "s", "ms"}, *timeUnit) {
 		errs = append(errs, fmt.Errorf("--time-unit %q: want auto, s or ms", *timeUnit))
 	}
+	if *timeField != "" && *arrivals == "" {
+		errs = append(errs, fmt.Errorf("--time-field %q names the time of a log of requests, read with --arrivals", *timeField))
+	}
 	if _, err := forecasting.New(forecasting.Options{Step: time.Minute, Model: *model}); err != nil {
 		errs = append(errs, fmt.Errorf("--model: %w", err))
 	}
@@ -233,7 +239,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		name = fmt.Sprintf("%s (%s, per minute)", *gentd, *requestType)
 	case *arrivals != "":
 		step := cmp.Or(stepD, time.Minute)
-		series, err = readArrivals(*arrivals, step, *timeUnit)
+		series, err = readArrivals(*arrivals, step, *timeUnit, *timeField)
 		name = fmt.Sprintf("%s (requests per %s)", *arrivals, rulefmt.FormatDuration(step))
 		if err == nil && *timeUnit == "auto" && series.t0 < relativeBefore {
 			// Times counted from the log's start carry no unit: seconds

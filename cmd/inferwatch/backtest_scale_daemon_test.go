@@ -84,7 +84,7 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 	// Mooncake's conversation log.
 	t.Run("ten seconds", func(t *testing.T) {
 		file := sharedFile(t, "llm-traces/mooncake/conversation_trace.jsonl")
-		s, err := readArrivals(file, 10*time.Second, "ms")
+		s, err := readArrivals(file, 10*time.Second, "ms", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -354,6 +354,7 @@ func TestBacktestScaleListErrors(t *testing.T) {
 		{[]string{"--hpa-window", "5m,soon"}, `--hpa-window "soon": want a duration`},
 		{[]string{"--scale-down-margin", "0.6"}, `--scale-down-margin 0.6: want a share of the capacity in [0, 0.5]`},
 		{[]string{"--scale-down-margin", "-0.1"}, `--scale-down-margin -0.1: want a share of the capacity in [0, 0.5]`},
+		{[]string{"--time-field", "ts"}, `--time-field "ts" names the time of a log of requests, read with --arrivals`},
 	} {
 		code, _, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--input", file, "--capacity", "1"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
