@@ -103,7 +103,11 @@ time, and each whole minute of the file takes the time-weighted mean.
 seconds), the load of the step that starts then, what the first forecast
 level's scale signal asked for (desired_replicas, predicted_load,
 predicted_upper, tier and reason, as a scale rule publishes them), and
-the replicas the first reactive policy and foresight asked for.
+the replicas the first reactive policy and foresight asked for; then,
+when --level, --hpa-target or --hpa-window list several, the same for
+each other level (desired_replicas_level_0.5, …, reason_level_0.5) and
+the replicas of each other reactive policy
+(reactive_replicas_target_0.8_window_5m).
 
 `
 
@@ -328,7 +332,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	rep.Input = name
 	if *writeDecisions != "" {
-		if err := writeScaleTrace(*writeDecisions, rep.Trace); err != nil {
+		if err := writeScaleTrace(*writeDecisions, rep.Trace, rep.Policies); err != nil {
 			fmt.Fprintln(stderr, "inferwatch backtest scale:", err)
 			return 1
 		}
@@ -394,8 +398,8 @@ type scaleReport struct {
 	Policies []policyFigures `json:"policies"`
 	// Frontier is there when several levels or targets were replayed.
 	Frontier *scaleFrontier `json:"frontier,omitempty"`
-	// Trace is each decision of the first forecast level, the first
-	// reactive policy and foresight (--write-decisions).
+	// Trace is each decision of every forecast level, every reactive
+	// policy and foresight (--write-decisions).
 	Trace []scaleStep `json:"-"`
 }
 
@@ -404,10 +408,12 @@ type scaleReport struct {
 type scaleStep struct {
 	Time time.Time
 	Load float64
-	// Forecast is the scale signal of the first forecast level;
-	// Reactive and Foresight the replicas those asked for.
-	Forecast            forecasting.ScaleSignal
-	Reactive, Foresight int
+	// Forecast is the scale signal of each forecast level, in the order
+	// of the report's policies; Reactive the replicas each reactive
+	// policy asked for, and Foresight those foresight asked for.
+	Forecast  []forecasting.ScaleSignal
+	Reactive  []int
+	Foresight int
 }
 
 // scaleFrontier sets each policy against the other at the other's
@@ -687,8 +693,11 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			}
 		}
 		now, end := at(k), at(k+1)
-		step := scaleStep{Time: now, Load: b.Load[k]}
-		for i, l := range fls {
+		var step scaleStep
+		if b.Trace {
+			step = scaleStep{Time: now, Load: b.Load[k], Forecast: make([]forecasting.ScaleSignal, 0, len(fls)), Reactive: make([]int, 0, len(rls))}
+		}
+		for _, l := range fls {
 			l.fcs.forecastInto(&l.fc)
 			peak, lead, upper := l.fc.PeakWithin(leads)
 			if l.fc.Fallback != "" {
@@ -701,8 +710,8 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			rules.HoldInputs(&in, l.fcs, b.Scale.Hold, time.UnixMilli(l.fc.Origin))
 			sig, next := forecasting.Decide(l.st, in, policy, now)
 			l.st = next
-			if i == 0 {
-				step.Forecast = sig
+			if b.Trace {
+				step.Forecast = append(step.Forecast, sig)
 			}
 			if sig.Desired != l.fleet.Allocated() {
 				l.prov.Changes++
@@ -713,10 +722,10 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 				return nil, err
 			}
 		}
-		for i, l := range rls {
+		for _, l := range rls {
 			l.rs = forecasting.DecideReactive(l.rs, b.Load[k-1], capacity, l.policy, now)
-			if i == 0 {
-				step.Reactive = l.rs.Desired
+			if b.Trace {
+				step.Reactive = append(step.Reactive, l.rs.Desired)
 			}
 			if l.rs.Desired != l.fleet.Allocated() {
 				l.prov.Changes++
@@ -884,15 +893,47 @@ func writeReplayedSeries(path string, s *regular) error {
 	return nil
 }
 
-// writeScaleTrace writes the decisions of a replay as CSV.
-func writeScaleTrace(path string, trace []scaleStep) error {
+// writeScaleTrace writes the decisions of a replay as CSV: the first
+// forecast level's and the first reactive policy's under plain names,
+// and each other's after the reason, its columns named with its level, or
+// its target and window.
+func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) error {
+	var levels []string
+	var reactives []string
+	for _, p := range policies {
+		switch p.Policy {
+		case "forecast":
+			levels = append(levels, "level_"+strconv.FormatFloat(p.Level, 'g', -1, 64))
+		case "reactive":
+			reactives = append(reactives, "target_"+strconv.FormatFloat(p.HPATarget, 'g', -1, 64)+"_window_"+
+				rulefmt.FormatDuration(time.Duration(p.HPAWindowSecs*float64(time.Second))))
+		}
+	}
+	header := []string{"timestamp", "load", "desired_replicas", "predicted_load", "predicted_upper", "tier", "reactive_replicas", "foresight_replicas", "reason"}
+	for _, l := range levels[1:] {
+		for _, c := range []string{"desired_replicas", "predicted_load", "predicted_upper", "tier", "reason"} {
+			header = append(header, c+"_"+l)
+		}
+	}
+	for _, r := range reactives[1:] {
+		header = append(header, "reactive_replicas_"+r)
+	}
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	w.Write([]string{"timestamp", "load", "desired_replicas", "predicted_load", "predicted_upper", "tier", "reactive_replicas", "foresight_replicas", "reason"})
+	w.Write(header)
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	row := make([]string, 0, len(header))
 	for _, s := range trace {
-		w.Write([]string{strconv.FormatInt(s.Time.Unix(), 10), g(s.Load), strconv.Itoa(s.Forecast.Desired), g(s.Forecast.PredictedLoad),
-			g(s.Forecast.PredictedUpper), strconv.Itoa(s.Forecast.Tier), strconv.Itoa(s.Reactive), strconv.Itoa(s.Foresight), s.Forecast.Reason})
+		f := s.Forecast[0]
+		row = append(row[:0], strconv.FormatInt(s.Time.Unix(), 10), g(s.Load), strconv.Itoa(f.Desired), g(f.PredictedLoad),
+			g(f.PredictedUpper), strconv.Itoa(f.Tier), strconv.Itoa(s.Reactive[0]), strconv.Itoa(s.Foresight), f.Reason)
+		for _, f := range s.Forecast[1:] {
+			row = append(row, strconv.Itoa(f.Desired), g(f.PredictedLoad), g(f.PredictedUpper), strconv.Itoa(f.Tier), f.Reason)
+		}
+		for _, r := range s.Reactive[1:] {
+			row = append(row, strconv.Itoa(r))
+		}
+		w.Write(row)
 	}
 	w.Flush()
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

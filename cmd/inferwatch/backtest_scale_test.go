@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -264,6 +267,76 @@ func TestBacktestScaleLevelsReplayAlone(t *testing.T) {
 	}
 	if rep.Policies[5] != runScale(t, base...).Policies[2] {
 		t.Errorf("foresight differs with lists: %+v", rep.Policies[5])
+	}
+}
+
+// TestBacktestScaleWritesEveryLane: with several levels, targets and
+// windows, --write-decisions writes each one's decisions, its columns
+// named by it, and they are those it writes replayed alone.
+func TestBacktestScaleWritesEveryLane(t *testing.T) {
+	var ts []int64
+	var vs []float64
+	x := uint64(7)
+	for i := range 3 * 1440 {
+		x = x*6364136223846793005 + 1442695040888963407
+		noise := float64(x>>11)/(1<<53) - 0.5
+		ts = append(ts, t0+int64(i)*60_000)
+		vs = append(vs, 40+25*math.Sin(2*math.Pi*float64(i)/1440)+12*noise)
+	}
+	dir := t.TempDir()
+	file := writeSeriesCSV(t, dir, "noisy.csv", ts, vs)
+	read := func(path string) (header []string, cols map[string][]string) {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		rows, err := csv.NewReader(f).ReadAll()
+		if err != nil || len(rows) < 2 {
+			t.Fatalf("%s: %v, %d rows", path, err, len(rows))
+		}
+		cols = map[string][]string{}
+		for _, r := range rows[1:] {
+			for i, c := range rows[0] {
+				cols[c] = append(cols[c], r[i])
+			}
+		}
+		return rows[0], cols
+	}
+	replay := func(name string, args ...string) (header []string, cols map[string][]string) {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		runScale(t, append([]string{"--input", file, "--peak-replicas", "8", "--write-decisions", out}, args...)...)
+		return read(out)
+	}
+	header, all := replay("all.csv", "--level", "0.9,0.5", "--hpa-target", "1,0.8", "--hpa-window", "5m,0s")
+	plain := []string{"timestamp", "load", "desired_replicas", "predicted_load", "predicted_upper", "tier", "reactive_replicas", "foresight_replicas", "reason"}
+	want := append(slices.Clone(plain), "desired_replicas_level_0.5", "predicted_load_level_0.5", "predicted_upper_level_0.5", "tier_level_0.5", "reason_level_0.5",
+		"reactive_replicas_target_0.8_window_5m", "reactive_replicas_target_1_window_0s", "reactive_replicas_target_0.8_window_0s")
+	if !slices.Equal(header, want) {
+		t.Fatalf("header %v\nwant   %v", header, want)
+	}
+	if h, _ := replay("one.csv"); !slices.Equal(h, plain) {
+		t.Errorf("one level and one reactive policy: header %v, want %v", h, plain)
+	}
+	same := func(what string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s differs from its replay alone", what)
+		}
+	}
+	_, l5 := replay("l5.csv", "--level", "0.5")
+	for _, c := range []string{"desired_replicas", "predicted_load", "predicted_upper", "tier", "reason"} {
+		same(c+"_level_0.5", all[c+"_level_0.5"], l5[c])
+	}
+	same("foresight_replicas", all["foresight_replicas"], l5["foresight_replicas"])
+	if slices.Equal(all["desired_replicas"], all["desired_replicas_level_0.5"]) {
+		t.Error("levels 0.9 and 0.5 asked for the same replicas at every decision")
+	}
+	for _, r := range [][]string{{"0.8", "5m"}, {"1", "0s"}, {"0.8", "0s"}} {
+		_, alone := replay("r.csv", "--hpa-target", r[0], "--hpa-window", r[1])
+		same("reactive target "+r[0]+" window "+r[1], all["reactive_replicas_target_"+r[0]+"_window_"+r[1]], alone["reactive_replicas"])
 	}
 }
 
