@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -262,15 +261,7 @@ type replayedDecision struct {
 // readDecisions reads the file --write-decisions wrote.
 func readDecisions(t *testing.T, path string) []replayedDecision {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readCSVFile(t, path)
 	if len(rows) == 0 || strings.Join(rows[0], ",") != "timestamp,load,desired_replicas,predicted_load,predicted_upper,tier,reactive_replicas,foresight_replicas,reason" {
 		t.Fatalf("%s: header %v", path, rows)
 	}

@@ -229,20 +229,42 @@ func TestBacktestScaleSharedTraces(t *testing.T) {
 	}
 }
 
-// TestBacktestScaleLevelsReplayAlone checks that a replay of several
-// levels and targets gives each the figures it has replayed alone, on a
-// noisy series whose levels differ.
-func TestBacktestScaleLevelsReplayAlone(t *testing.T) {
+// writeNoisyDays writes three days of a minute's load around a daily sine,
+// with uniform noise drawn from seed, as noisy.csv in dir.
+func writeNoisyDays(t *testing.T, dir string, seed uint64) string {
+	t.Helper()
 	var ts []int64
 	var vs []float64
-	x := uint64(1)
+	x := seed
 	for i := range 3 * 1440 {
 		x = x*6364136223846793005 + 1442695040888963407
 		noise := float64(x>>11)/(1<<53) - 0.5
 		ts = append(ts, t0+int64(i)*60_000)
 		vs = append(vs, 40+25*math.Sin(2*math.Pi*float64(i)/1440)+12*noise)
 	}
-	file := writeSeriesCSV(t, t.TempDir(), "noisy.csv", ts, vs)
+	return writeSeriesCSV(t, dir, "noisy.csv", ts, vs)
+}
+
+// readCSVFile reads the CSV file at path, every row.
+func readCSVFile(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
+}
+
+// TestBacktestScaleLevelsReplayAlone checks that a replay of several
+// levels and targets gives each the figures it has replayed alone, on a
+// noisy series whose levels differ.
+func TestBacktestScaleLevelsReplayAlone(t *testing.T) {
+	file := writeNoisyDays(t, t.TempDir(), 1)
 	base := []string{"--input", file, "--peak-replicas", "8"}
 	rep := runScale(t, append(base, "--level", "0.9,0.5,0.2", "--hpa-target", "1,0.8")...)
 	if len(rep.Policies) != 6 || rep.Frontier == nil {
@@ -274,27 +296,13 @@ func TestBacktestScaleLevelsReplayAlone(t *testing.T) {
 // windows, --write-decisions writes each one's decisions, its columns
 // named by it, and they are those it writes replayed alone.
 func TestBacktestScaleWritesEveryLane(t *testing.T) {
-	var ts []int64
-	var vs []float64
-	x := uint64(7)
-	for i := range 3 * 1440 {
-		x = x*6364136223846793005 + 1442695040888963407
-		noise := float64(x>>11)/(1<<53) - 0.5
-		ts = append(ts, t0+int64(i)*60_000)
-		vs = append(vs, 40+25*math.Sin(2*math.Pi*float64(i)/1440)+12*noise)
-	}
 	dir := t.TempDir()
-	file := writeSeriesCSV(t, dir, "noisy.csv", ts, vs)
+	file := writeNoisyDays(t, dir, 7)
 	read := func(path string) (header []string, cols map[string][]string) {
 		t.Helper()
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		rows, err := csv.NewReader(f).ReadAll()
-		if err != nil || len(rows) < 2 {
-			t.Fatalf("%s: %v, %d rows", path, err, len(rows))
+		rows := readCSVFile(t, path)
+		if len(rows) < 2 {
+			t.Fatalf("%s: %d rows", path, len(rows))
 		}
 		cols = map[string][]string{}
 		for _, r := range rows[1:] {
