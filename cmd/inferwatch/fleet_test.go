@@ -48,12 +48,15 @@ func natsClient(t testing.TB) (*natsjs.Embedded, *nats.Conn) {
 	return srv, nc
 }
 
+// fleetWeek is how much of the generated fleet a test imports.
+const fleetWeek = 7 * 24 * time.Hour
+
 // backfillFleet starts a VictoriaMetrics for the test and imports a week of
 // the generated fleet (seed 1, 30 s steps) ending at end.
 func backfillFleet(t *testing.T, end time.Time) (*localvm.VM, *fleet.Fleet) {
 	t.Helper()
 	vm := localvm.Run(t)
-	f, err := fleet.New(fleet.Options{Seed: 1, End: end, Duration: 7 * 24 * time.Hour, Step: 30 * time.Second})
+	f, err := fleet.New(fleet.Options{Seed: 1, End: end, Duration: fleetWeek, Step: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +85,14 @@ func fleetEnd(t *testing.T) time.Time {
 		t.Fatalf("INFERWATCH_FLEET_END: %v", err)
 	}
 	return end
+}
+
+// fleetBackfill is the --backfill that reaches back to the start of a
+// generated week ending at end: 7d when the week ends now, more when
+// INFERWATCH_FLEET_END replays one that ended days ago, since the daemon
+// counts its backfill back from its own clock.
+func fleetBackfill(end time.Time) string {
+	return (fleetWeek + time.Since(end).Round(time.Second)).String()
 }
 
 // runOnceCollecting subscribes nc to inferwatch.findings.>, runs the daemon

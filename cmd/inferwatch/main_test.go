@@ -137,10 +137,11 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	vm, f := backfillFleet(t, fleetEnd(t))
+	end := fleetEnd(t)
+	vm, f := backfillFleet(t, end)
 
 	srv, nc := natsClient(t)
-	args := []string{"run", "--config", exampleConfig, "--once", "--backfill", "7d",
+	args := []string{"run", "--config", exampleConfig, "--once", "--backfill", fleetBackfill(end),
 		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""}
 	findings, events := runOnceCollecting(t, nc, args...)
 	for _, ev := range events {

@@ -70,7 +70,8 @@ func TestPresetsOnTheFleet(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	vm, f := backfillFleet(t, fleetEnd(t))
+	end := fleetEnd(t)
+	vm, f := backfillFleet(t, end)
 
 	file := filepath.Join(t.TempDir(), "presets.yml")
 	if err := os.WriteFile(file, []byte(presetsConfig), 0o644); err != nil {
@@ -141,7 +142,7 @@ func TestPresetsOnTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	findings, _ := runOnceCollecting(t, nc, "run", "--config", file, "--once", "--backfill", "7d",
+	findings, _ := runOnceCollecting(t, nc, "run", "--config", file, "--once", "--backfill", fleetBackfill(end),
 		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", "")
 
 	byRule := map[string]int{}

@@ -25,9 +25,10 @@ func TestPublishedEventsMatchTheSchemas(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	vm, _ := backfillFleet(t, fleetEnd(t))
+	end := fleetEnd(t)
+	vm, _ := backfillFleet(t, end)
 	srv := natstest.Start(t)
-	args := []string{"run", "--config", exampleConfig, "--once", "--backfill", "7d",
+	args := []string{"run", "--config", exampleConfig, "--once", "--backfill", fleetBackfill(end),
 		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""}
 	if code, _, errOut := runCmd(t, ctx, args...); code != 0 {
 		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
