@@ -124,7 +124,9 @@ type AutoConfig struct {
 // median and the spread of Robust (1.4826·MAD, floored) of a thinned sample
 // of the horizon (at most DefaultAutoSample samples spread evenly over it),
 // and U and L the (1−P)-quantile of the bins' maxima and the P-quantile of
-// their minima, the bin being filled included. Each side of the median gets
+// their minima, the bin being filled included (the k-th smallest of n read
+// as the k/(n+1) quantile, so that U is exceeded by P of the bins on
+// average however few the bins are). Each side of the median gets
 // its own spread, read from how far its tail reaches, as a normal standard
 // deviation:
 //

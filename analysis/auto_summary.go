@@ -182,7 +182,7 @@ func (e *extremes) remove(k int64) bool {
 	return found
 }
 
-// quantile returns the q-quantile (type 7, as sortedWindow.quantile) of
+// quantile returns the q-quantile (type 6, see tailPosition) of
 // the maxima (high) or minima of the closed bins and, when open is not
 // NaN, of the open bin's extreme open. It is NaN when there is none.
 func (e *extremes) quantile(q float64, high bool, open float64) float64 {
@@ -200,9 +200,7 @@ func (e *extremes) quantile(q float64, high bool, open float64) float64 {
 	}
 	// The quantile's order statistics, counted from the extreme end: the
 	// rank-th and (rank−1)-th.
-	h := q * float64(n-1)
-	i := int(h)
-	f := h - float64(i)
+	i, f := tailPosition(q, n)
 	rank := n - 1 - i
 	if !high {
 		rank = i
@@ -218,6 +216,29 @@ func (e *extremes) quantile(q float64, high bool, open float64) float64 {
 		y = rankedAt(list, rank+1, open, hasOpen, high)
 	}
 	return x + f*(y-x)
+}
+
+// tailPosition is where the q-quantile of n values lies among them sorted
+// up: between the i-th (from 0) and the next, a share f of the way. It
+// reads the k-th smallest of n as the k/(n+1) quantile (Hyndman and Fan's
+// type 6, the Weibull plotting position), whose expected coverage is
+// exactly k/(n+1): a tail quantile read so covers as much of the
+// distribution's tail over few bins as over many. The usual
+// interpolation, (k−1)/(n−1) (type 7), reads a tail quantile nearer the
+// middle the fewer the values: over a day and a half of 15-minute bins
+// (150), the 0.991-quantile it reads is exceeded by 1.5 % of bins on
+// average, not 0.9 %, and a young detector alarmed more readily than a
+// week-old one. Beyond the extremes the quantile is the extreme.
+func tailPosition(q float64, n int) (i int, f float64) {
+	h := q*float64(n+1) - 1
+	switch {
+	case h <= 0:
+		return 0, 0
+	case h >= float64(n-1):
+		return n - 1, 0
+	}
+	i = int(h)
+	return i, h - float64(i)
 }
 
 // tailQ is a tail quantile of the bins' extremes prepared for the bin
@@ -258,9 +279,8 @@ func (e *extremes) prepare(q float64, high bool) tailQ {
 	if high {
 		list, q = e.top, 1-q
 	}
-	h := q * float64(n-1)
-	i := int(h)
-	t.f = h - float64(i)
+	i, f := tailPosition(q, n)
+	t.f = f
 	far := math.Inf(-1)
 	if !high {
 		far = math.Inf(1)

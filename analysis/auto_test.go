@@ -341,22 +341,64 @@ func TestExtremes(t *testing.T) {
 			}
 			slices.Sort(his)
 			slices.Sort(los)
-			w1 := sortedWindow{window: math.MaxInt64}
-			w2 := sortedWindow{window: math.MaxInt64}
-			for j := range his {
-				w1.push(int64(j), his[j])
-				w2.push(int64(j), los[j])
-			}
 			got1, got2 := a.ext.quantile(c.p, true, hi), a.ext.quantile(c.p, false, lo)
 			if p1, p2 := a.hi.at(hi), a.lo.at(lo); p1 != got1 || p2 != got2 {
 				t.Fatalf("%+v, sample %d: prepared quantiles %v %v, read %v %v", c, i, p1, p2, got1, got2)
 			}
-			want1, want2 := w1.quantile(1-c.p), w2.quantile(c.p)
+			want1, want2 := weibullQuantile(his, 1-c.p), weibullQuantile(los, c.p)
 			if got1 != want1 || got2 != want2 {
 				t.Fatalf("%+v, sample %d: quantiles %v %v of %d bins, want %v %v", c, i, got1, got2, len(his), want1, want2)
 			}
 		}
 	}
+}
+
+// TestTailPositionCoverage: the k-th smallest of n uniform values is k/(n+1)
+// on average, so the expected coverage of the tail quantile read at
+// tailPosition's place is (i+1+f)/(n+1): q itself, over few bins as over
+// many, where it lies between two of them; the extreme beyond them.
+func TestTailPositionCoverage(t *testing.T) {
+	for _, n := range []int{2, 20, 150, 672, 1024} {
+		for _, q := range []float64{0.009, 0.25, 0.5, 0.991} {
+			i, f := tailPosition(q, n)
+			cover := (float64(i) + 1 + f) / float64(n+1)
+			switch h := q*float64(n+1) - 1; {
+			case h <= 0:
+				if i != 0 || f != 0 {
+					t.Errorf("n %d, q %g: position %d+%g, want the smallest", n, q, i, f)
+				}
+			case h >= float64(n-1):
+				if i != n-1 || f != 0 {
+					t.Errorf("n %d, q %g: position %d+%g, want the largest", n, q, i, f)
+				}
+			default:
+				if math.Abs(cover-q) > 1e-12 {
+					t.Errorf("n %d, q %g: position %d+%g covers %g on average, want %g", n, q, i, f, cover, q)
+				}
+			}
+		}
+	}
+	// By hand: of 150 bins the 0.991-quantile lies 0.641 of the way from
+	// the 149th smallest to the largest.
+	if i, f := tailPosition(0.991, 150); i != 148 || math.Abs(f-0.641) > 1e-9 {
+		t.Errorf("tailPosition(0.991, 150) = %d, %g; want 148, 0.641", i, f)
+	}
+}
+
+// weibullQuantile is the q-quantile of the sorted values xs read with the
+// k-th smallest of n at k/(n+1) (Hyndman and Fan's type 6), the extremes
+// beyond them.
+func weibullQuantile(xs []float64, q float64) float64 {
+	n := len(xs)
+	k := q * float64(n+1) // 1-based rank
+	switch {
+	case k <= 1:
+		return xs[0]
+	case k >= float64(n):
+		return xs[n-1]
+	}
+	j := int(k)
+	return xs[j-1] + (k-float64(j))*(xs[j]-xs[j-1])
 }
 
 // TestThinWindow: the thinned window holds at most its maximum, the

@@ -102,17 +102,20 @@ func ExampleSeasonal() {
 // Each sample is its own bin here (Bin 1 s, and no period whose reach would
 // widen the bins), and all of them are in the thinned window. After 1 … 9:
 // m = 5, MAD = 2, s_eff = 1.4826·2 = 2.9652; with P = 0.25 the bins' maxima
-// have Q(0.75) = 7 and their minima Q(0.25) = 3, and Φ⁻¹(1 − P/3) =
-// 1.3830, so each side's spread is max(2.9652, 2/1.3830) = 2.9652. The
-// band is 5 ∓ 3·2.9652 = [−3.8956, 13.8956] and 20 scores 15/8.8956 =
-// 1.6862. The next 20 goes on with the incident: against 1 … 9 20, m =
-// 5.5, the MAD 2.5, s_eff = 3.7065, and it scores 14.5/11.1195 = 1.3040.
-// The 5 ends it; for the rest of the refractory period (4 s from the
-// alarm) scores are capped at 0.99 and the band is not given, so the 20
-// at 13 s and 14 s do not alarm again. The one at 15 s is judged afresh,
-// against bins four of which reached 20: Q(0.75) of the maxima is 17.25,
-// s_hi = (17.25 − 6.5)/1.3830 = 7.7730, and 20 scores 13.5/23.3190 =
-// 0.5789: the spikes already seen widen the upper side only.
+// have Q(0.75) = 7.5 (read at rank 0.75·(9+1)) and their minima Q(0.25) =
+// 2.5, and Φ⁻¹(1 − P/3) = 1.3830, so each side's spread is max(2.9652,
+// 2.5/1.3830) = 2.9652. The band is 5 ∓ 3·2.9652 = [−3.8956, 13.8956] and
+// 20 scores 15/8.8956 = 1.6862. The next 20 goes on with the incident:
+// against 1 … 9 20, m = 5.5, the MAD 2.5, s_eff = 3.7065, and it scores
+// 14.5/11.1195 = 1.3040. The 5 ends it; for the rest of the refractory
+// period (4 s from the alarm) scores are capped at 0.99 and the band is not
+// given, so the 20 at 13 s does not alarm again. At 14 s the 20 is judged
+// against 1 … 9 20 20 5 20: m = 6, s_eff = 1.4826·3 = 4.4478, and Q(0.75)
+// of the 13 maxima, at rank 10.5, is 9 + 0.5·11 = 14.5, so s_hi = (14.5 −
+// 6)/1.3830 = 6.1461 and it scores 14/18.4382 = 0.7593. The one at 15 s,
+// against bins four of which reached 20, finds Q(0.75) at rank 11.25 among
+// them: 20, s_hi = (20 − 6.5)/1.3830 = 9.7614, and 20 scores
+// 13.5/29.2843 = 0.4610: the spikes already seen widen the upper side only.
 func ExampleAuto() {
 	a := analysis.NewAuto(analysis.AutoConfig{K: 3, P: 0.25, Refractory: 4000, MinPoints: 9, Bin: 1000, Period: -1})
 	for i, x := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 20, 20, 5, 20, 20, 20} {
@@ -126,6 +129,6 @@ func ExampleAuto() {
 	// t=11000 x=20 ready=true score=1.3040 expected=5.5000 band=[-5.6195, 16.6195] anomalous=true
 	// t=12000 x=5 ready=true score=0.0749 expected=6.0000 band=[NaN, NaN] anomalous=false
 	// t=13000 x=20 ready=true score=0.9900 expected=5.5000 band=[NaN, NaN] anomalous=false
-	// t=14000 x=20 ready=true score=0.9900 expected=6.0000 band=[NaN, NaN] anomalous=false
-	// t=15000 x=20 ready=true score=0.5789 expected=6.5000 band=[-6.8434, 29.8190] anomalous=false
+	// t=14000 x=20 ready=true score=0.7593 expected=6.0000 band=[NaN, NaN] anomalous=false
+	// t=15000 x=20 ready=true score=0.4610 expected=6.5000 band=[-6.8434, 35.7843] anomalous=false
 }
