@@ -49,30 +49,33 @@ func parseArrivals(in io.Reader, path string, step time.Duration, unit, field st
 	}
 	br := bufio.NewReader(in)
 	head, _ := br.Peek(1)
-	var times []int64
+	c := stepCounter{step: step.Milliseconds(), n: map[int64]float64{}}
 	var err error
 	if len(head) == 1 && head[0] == '{' {
-		times, err = jsonArrivals(br, path, unit, field)
+		err = jsonArrivals(br, path, unit, field, c.add)
 	} else {
-		times, err = csvArrivals(br, path, unit, field)
+		err = csvArrivals(br, path, unit, field, c.add)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(times) == 0 {
+	c.flush()
+	if len(c.n) == 0 {
 		return nil, fmt.Errorf("%s: no request in the file", path)
 	}
-	slices.Sort(times)
-	stepMs := step.Milliseconds()
-	t0 := floorDiv(times[0], stepMs) * stepMs
-	n := (times[len(times)-1]-t0)/stepMs + 1
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for k := range c.n {
+		first, last = min(first, k), max(last, k)
+	}
+	n := last - first + 1
 	if n > 10_000_000 {
 		return nil, fmt.Errorf("%s: the requests span %d steps of %s; too many (a larger --step, or times in another --time-unit)", path, n, step)
 	}
 	counts := make([]float64, n)
-	for _, t := range times {
-		counts[(t-t0)/stepMs]++
+	for k, v := range c.n {
+		counts[k-first] = v
 	}
+	t0 := first * c.step
 	// The last step is cut off at the last request: leave it out unless
 	// it is the only one.
 	if n > 1 {
@@ -82,6 +85,34 @@ func parseArrivals(in io.Reader, path string, step time.Duration, unit, field st
 		counts[i] /= step.Seconds()
 	}
 	return &regular{t0: t0, step: step, y: counts}, nil
+}
+
+// stepCounter counts requests by the step of the grid they arrived in
+// (their time in milliseconds floor-divided by step), in as much memory as
+// the log has steps, however many requests it holds. A log in time order
+// adds to one step after another, counted apart from the map.
+type stepCounter struct {
+	step     int64
+	n        map[int64]float64
+	cur      int64
+	curCount float64
+}
+
+func (c *stepCounter) add(t int64) {
+	k := floorDiv(t, c.step)
+	if k != c.cur || c.curCount == 0 {
+		c.flush()
+		c.cur = k
+	}
+	c.curCount++
+}
+
+// flush moves the step being counted into the map.
+func (c *stepCounter) flush() {
+	if c.curCount > 0 {
+		c.n[c.cur] += c.curCount
+		c.curCount = 0
+	}
 }
 
 // relativeBefore is the unix time in milliseconds (2001-09-09) before
@@ -136,26 +167,25 @@ func timeField(names []string, field string) int {
 	return -1
 }
 
-func csvArrivals(in io.Reader, path, unit, field string) ([]int64, error) {
+func csvArrivals(in io.Reader, path, unit, field string, add func(int64)) error {
 	r := csv.NewReader(in)
 	r.FieldsPerRecord = -1
 	r.ReuseRecord = true
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	header = slices.Clone(header) // the reader reuses its record
 	col, line := 0, 1
-	var times []int64
 	if t, ok := arrivalTime(header[0], unit); ok && field == "" {
 		// No header: the first column is the time, from the first row.
-		times = append(times, t)
+		add(t)
 	} else if col = timeField(header, field); col < 0 {
 		if field != "" {
-			return nil, fmt.Errorf("%s:1: no column %q (--time-field) in the header %q", path, field, strings.Join(header, ","))
+			return fmt.Errorf("%s:1: no column %q (--time-field) in the header %q", path, field, strings.Join(header, ","))
 		}
 		col = 0
 	}
@@ -166,25 +196,24 @@ func csvArrivals(in io.Reader, path, unit, field string) ([]int64, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		if len(rec) <= col {
-			return nil, fmt.Errorf("%s:%d: %d fields; the time is field %d (%q)", path, line, len(rec), col+1, header[col])
+			return fmt.Errorf("%s:%d: %d fields; the time is field %d (%q)", path, line, len(rec), col+1, header[col])
 		}
 		t, ok := arrivalTime(rec[col], unit)
 		if !ok {
-			return nil, fmt.Errorf("%s:%d: time %q (field %d, %q) is not a time: want %s", path, line, rec[col], col+1, header[col], arrivalFormats)
+			return fmt.Errorf("%s:%d: time %q (field %d, %q) is not a time: want %s", path, line, rec[col], col+1, header[col], arrivalFormats)
 		}
-		times = append(times, t)
+		add(t)
 	}
-	return times, nil
+	return nil
 }
 
-func jsonArrivals(in io.Reader, path, unit, field string) ([]int64, error) {
+func jsonArrivals(in io.Reader, path, unit, field string, add func(int64)) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	var (
-		times []int64
 		names []string
 		row   map[string]json.RawMessage
 	)
@@ -195,7 +224,7 @@ func jsonArrivals(in io.Reader, path, unit, field string) ([]int64, error) {
 		}
 		clear(row)
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v; want one JSON object a request", path, line, err)
+			return fmt.Errorf("%s:%d: %v; want one JSON object a request", path, line, err)
 		}
 		names = names[:0]
 		for k := range row {
@@ -205,19 +234,19 @@ func jsonArrivals(in io.Reader, path, unit, field string) ([]int64, error) {
 		i := timeField(names, field)
 		if i < 0 {
 			if field != "" {
-				return nil, fmt.Errorf("%s:%d: no field %q (--time-field); the object has %s", path, line, field, strings.Join(names, ", "))
+				return fmt.Errorf("%s:%d: no field %q (--time-field); the object has %s", path, line, field, strings.Join(names, ", "))
 			}
-			return nil, fmt.Errorf("%s:%d: no time field (%s, any case); the object has %s: name the time's field with --time-field", path, line, strings.Join(timeFields, ", "), strings.Join(names, ", "))
+			return fmt.Errorf("%s:%d: no time field (%s, any case); the object has %s: name the time's field with --time-field", path, line, strings.Join(timeFields, ", "), strings.Join(names, ", "))
 		}
 		raw := row[names[i]]
 		t, ok := arrivalTime(strings.Trim(string(raw), `"`), unit)
 		if !ok {
-			return nil, fmt.Errorf("%s:%d: %s %s is not a time: want %s", path, line, names[i], raw, arrivalFormats)
+			return fmt.Errorf("%s:%d: %s %s is not a time: want %s", path, line, names[i], raw, arrivalFormats)
 		}
-		times = append(times, t)
+		add(t)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return times, nil
+	return nil
 }

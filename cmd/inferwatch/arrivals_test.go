@@ -45,6 +45,13 @@ func TestParseArrivals(t *testing.T) {
 			want: []float64{1.0 / 60, 2.0 / 60, 0, 0},
 		},
 		{
+			// Out of time order, back and forth across steps, one time
+			// before 0: each request counts in its own step.
+			name: "out of order", unit: "s", step: 10 * time.Second, t0: -10_000,
+			text: "25\n3\n14\n27\n2\n-4\n25.5\n40\n",
+			want: []float64{0.1, 0.2, 0.1, 0.3, 0},
+		},
+		{
 			// Mooncake: JSON lines, milliseconds from 0.
 			name: "json lines in ms", unit: "ms", step: 3 * time.Second, t0: 0,
 			text: `{"timestamp": 0, "input_length": 6758}` + "\n" + `{"timestamp": 0, "input_length": 7322}` + "\n\n" +
