@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -17,8 +18,8 @@ import (
 	"github.com/inferwatch/inferwatch/ingest"
 )
 
-// readArrivals reads a log of requests, one a row, as the request rate per
-// step: the requests that arrived in each step of the grid from the first
+// readArrivals reads a log of requests, one a row, gzipped or not, as the
+// request rate per step: the requests that arrived in each step of the grid from the first
 // arrival's step, per second. unit says how numeric times read: "auto" as
 // the CSV input reads them (unix seconds, or integer milliseconds from
 // 1e11), "s" or "ms". field names the CSV column or JSON field holding
@@ -29,7 +30,28 @@ func readArrivals(path string, step time.Duration, unit, field string) (*regular
 		return nil, err
 	}
 	defer f.Close()
-	return parseArrivals(f, path, step, unit, field)
+	br := bufio.NewReaderSize(f, 64<<10)
+	var in io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		in = gzipErrors{zr}
+	}
+	return parseArrivals(in, path, step, unit, field)
+}
+
+// gzipErrors says of a gzipped file's read errors that they are the
+// decompression's.
+type gzipErrors struct{ r io.Reader }
+
+func (g gzipErrors) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("decompressing: %w (is the gzip file whole?)", err)
+	}
+	return n, err
 }
 
 // timeFields are the names a log's time goes by, the first found taken:
@@ -224,6 +246,10 @@ func jsonArrivals(in io.Reader, path, unit, field string, add func(int64)) error
 		}
 		clear(row)
 		if err := json.Unmarshal(b, &row); err != nil {
+			if rerr := sc.Err(); rerr != nil {
+				// The line was cut off by a read error: that is the news.
+				return fmt.Errorf("%s:%d: %w", path, line, rerr)
+			}
 			return fmt.Errorf("%s:%d: %v; want one JSON object a request", path, line, err)
 		}
 		names = names[:0]

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -164,5 +166,63 @@ func TestBacktestScaleRelativeTimesNoted(t *testing.T) {
 		if code != 0 || strings.Contains(errOut, note) {
 			t.Errorf("%v: exit %d, stderr %q; want 0 and no note", args, code, errOut)
 		}
+	}
+}
+
+// TestReadArrivalsGzip: a gzipped log reads as the log itself, whatever
+// its name; a cut-off one is refused with its name.
+func TestReadArrivalsGzip(t *testing.T) {
+	dir := t.TempDir()
+	var log strings.Builder
+	log.WriteString("TIMESTAMP,ContextTokens\n")
+	for i := range 3000 {
+		fmt.Fprintf(&log, "%d.%03d,%d\n", 1700000000+i/7, i%1000, i)
+	}
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	if _, err := zw.Write([]byte(log.String())); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	plain, gz, cut := filepath.Join(dir, "log.csv"), filepath.Join(dir, "log.csv.gz"), filepath.Join(dir, "cut.csv")
+	for file, b := range map[string][]byte{plain: []byte(log.String()), gz: zipped.Bytes(), cut: zipped.Bytes()[:zipped.Len()/2]} {
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := readArrivals(plain, 10*time.Second, "auto", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readArrivals(gz, 10*time.Second, "auto", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.t0 != want.t0 || !slices.Equal(got.y, want.y) || len(got.y) != 42 {
+		t.Errorf("gzipped: t0 %d, %d steps; plain: t0 %d, %d steps (want 42, equal)", got.t0, len(got.y), want.t0, len(want.y))
+	}
+	if _, err := readArrivals(cut, 10*time.Second, "auto", ""); err == nil || !strings.Contains(err.Error(), cut+": decompressing: unexpected EOF") {
+		t.Errorf("cut-off gzip: error %v; want one naming %s and the end of the data", err, cut)
+	}
+	// JSON lines cut off mid-line: the line's fault is the cut, not JSON.
+	var jl strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&jl, `{"ts": %d.%03d, "path": "/v1/chat/completions"}`+"\n", 1700000000+i/7, i%1000)
+	}
+	zipped.Reset()
+	zw.Reset(&zipped)
+	if _, err := zw.Write([]byte(jl.String())); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, zipped.Bytes()[:zipped.Len()*2/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readArrivals(cut, 10*time.Second, "auto", ""); err == nil || !strings.Contains(err.Error(), ": decompressing: unexpected EOF") {
+		t.Errorf("cut-off gzipped JSON lines: error %v; want the decompression's", err)
 	}
 }

@@ -81,7 +81,8 @@ least short target.
 
 --arrivals FILE reads a log of requests, one a row (Azure's LLM inference
 traces, BurstGPT, Mooncake, a gateway's access log): CSV with a header
-(or none, the time first), or JSON lines, an object a request. The time
+(or none, the time first), or JSON lines, an object a request, in any
+order, gzipped or not. The time
 is the column or field --time-field names, or else the first of
 timestamp, time, ts, @timestamp, arrival_time and start_time there (any
 case), or else, in CSV, the first column. The load of each
