@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/csv"
 	"encoding/json"
@@ -174,9 +175,7 @@ const arrivalFormats = "unix seconds, integer unix milliseconds (from 1e11) or Y
 // none).
 func timeField(names []string, field string) int {
 	find := func(want string) int {
-		return slices.IndexFunc(names, func(n string) bool {
-			return strings.EqualFold(strings.TrimSpace(strings.TrimPrefix(n, "\ufeff")), want)
-		})
+		return slices.IndexFunc(names, func(n string) bool { return isField(n, want) })
 	}
 	if field != "" {
 		return find(field)
@@ -187,6 +186,12 @@ func timeField(names []string, field string) int {
 		}
 	}
 	return -1
+}
+
+// isField tells whether the name (a CSV column's or a JSON field's) is
+// want's, in any case, around spaces or after a byte-order mark.
+func isField(name, want string) bool {
+	return strings.EqualFold(strings.TrimSpace(strings.TrimPrefix(name, "\ufeff")), want)
 }
 
 func csvArrivals(in io.Reader, path, unit, field string, add func(int64)) error {
@@ -235,39 +240,39 @@ func csvArrivals(in io.Reader, path, unit, field string, add func(int64)) error 
 func jsonArrivals(in io.Reader, path, unit, field string, add func(int64)) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	var (
-		names []string
-		row   map[string]json.RawMessage
-	)
 	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		clear(row)
-		if err := json.Unmarshal(b, &row); err != nil {
-			if rerr := sc.Err(); rerr != nil {
-				// The line was cut off by a read error: that is the news.
-				return fmt.Errorf("%s:%d: %w", path, line, rerr)
-			}
-			return fmt.Errorf("%s:%d: %v; want one JSON object a request", path, line, err)
-		}
-		names = names[:0]
-		for k := range row {
-			names = append(names, k)
-		}
-		slices.Sort(names) // the first of two names differing in case only, the same each line
-		i := timeField(names, field)
-		if i < 0 {
-			if field != "" {
+		var (
+			name string
+			raw  []byte
+		)
+		if k, v, ok := objectTime(b, field); ok && json.Valid(b) {
+			name, raw = string(k), v
+		} else {
+			// Decoding says what is wrong with the line, or reads what
+			// objectTime does not (keys with escapes or beyond ASCII).
+			var names []string
+			var err error
+			name, raw, names, err = decodedTime(b, field)
+			switch {
+			case err != nil:
+				if rerr := sc.Err(); rerr != nil {
+					// The line was cut off by a read error: that is the news.
+					return fmt.Errorf("%s:%d: %w", path, line, rerr)
+				}
+				return fmt.Errorf("%s:%d: %v; want one JSON object a request", path, line, err)
+			case name == "" && field != "":
 				return fmt.Errorf("%s:%d: no field %q (--time-field); the object has %s", path, line, field, strings.Join(names, ", "))
+			case name == "":
+				return fmt.Errorf("%s:%d: no time field (%s, any case); the object has %s: name the time's field with --time-field", path, line, strings.Join(timeFields, ", "), strings.Join(names, ", "))
 			}
-			return fmt.Errorf("%s:%d: no time field (%s, any case); the object has %s: name the time's field with --time-field", path, line, strings.Join(timeFields, ", "), strings.Join(names, ", "))
 		}
-		raw := row[names[i]]
 		t, ok := arrivalTime(strings.Trim(string(raw), `"`), unit)
 		if !ok {
-			return fmt.Errorf("%s:%d: %s %s is not a time: want %s", path, line, names[i], raw, arrivalFormats)
+			return fmt.Errorf("%s:%d: %s %s is not a time: want %s", path, line, name, raw, arrivalFormats)
 		}
 		add(t)
 	}
@@ -275,4 +280,138 @@ func jsonArrivals(in io.Reader, path, unit, field string, add func(int64)) error
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// decodedTime decodes b, a JSON object, and returns the name and the raw value of its time field as timeField
+// chooses it among its names, sorted so that of two names differing in
+// case only the same is taken each line ("" name: none), and the names.
+func decodedTime(b []byte, field string) (name string, raw []byte, names []string, err error) {
+	var row map[string]json.RawMessage
+	if err := json.Unmarshal(b, &row); err != nil {
+		return "", nil, nil, err
+	}
+	for k := range row {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	i := timeField(names, field)
+	if i < 0 {
+		return "", nil, names, nil
+	}
+	return names[i], row[names[i]], names, nil
+}
+
+// objectTime is decodedTime's choice without decoding: it scans the top
+// level of b, a JSON object its caller checks is valid, for the time's
+// name and value, skipping the other values unread. Of names that rank
+// alike it takes the least, and of a name repeated the last value, as
+// decodedTime does. ok is false when b has no time field, or a name with
+// an escape or beyond ASCII, which only decoding reads as decodedTime
+// compares it; and when b is not an object it scans (invalid JSON among
+// them).
+func objectTime(b []byte, field string) (name, raw []byte, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, nil, false
+	}
+	bestRank := -1
+	for i = skipSpace(b, i+1); i < len(b) && b[i] != '}'; {
+		if b[i] != '"' {
+			return nil, nil, false
+		}
+		end := skipString(b, i)
+		if end > len(b) {
+			return nil, nil, false
+		}
+		key := b[i+1 : end-1]
+		for _, c := range key {
+			if c == '\\' || c >= 0x80 {
+				return nil, nil, false
+			}
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, nil, false
+		}
+		i = skipSpace(b, i+1)
+		vEnd := skipValue(b, i)
+		if vEnd > len(b) || vEnd == i {
+			return nil, nil, false
+		}
+		if r := fieldRank(string(key), field); r >= 0 && (bestRank < 0 || r < bestRank || r == bestRank && string(key) <= string(name)) {
+			bestRank, name, raw = r, key, b[i:vEnd]
+		}
+		i = skipSpace(b, vEnd)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return name, raw, bestRank >= 0 && i < len(b)
+}
+
+// fieldRank is where the name stands among the names the time is read
+// from: 0 for field's (when not ""), or its place among timeFields; −1
+// for none.
+func fieldRank(name, field string) int {
+	if field != "" {
+		if isField(name, field) {
+			return 0
+		}
+		return -1
+	}
+	return slices.IndexFunc(timeFields, func(want string) bool { return isField(name, want) })
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString is the index just past the JSON string opening at b[i]
+// (beyond len(b) when it does not close).
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b) + 1
+}
+
+// skipValue is the index just past the JSON value starting at b[i]
+// (beyond len(b) when it does not end).
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return len(b) + 1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(b) + 1
+	}
+	for i < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[i])) {
+		i++
+	}
+	return i
 }

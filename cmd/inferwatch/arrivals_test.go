@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -225,4 +226,50 @@ func TestReadArrivalsGzip(t *testing.T) {
 	if _, err := readArrivals(cut, 10*time.Second, "auto", ""); err == nil || !strings.Contains(err.Error(), ": decompressing: unexpected EOF") {
 		t.Errorf("cut-off gzipped JSON lines: error %v; want the decompression's", err)
 	}
+}
+
+// FuzzObjectTime: scanning a line for its time field finds what decoding
+// it finds, wherever the scan answers, and answers wherever a valid line
+// is plain ASCII without escapes.
+func FuzzObjectTime(f *testing.F) {
+	for _, s := range []string{
+		`{"ts": 1700000050.25, "status": 200}`,
+		`{"timestamp": 0, "input_length": 6758, "hash_ids": [0, 1, 2]}`,
+		`{"path": "/v1 \"ts\": 3", "meta": {"ts": 9, "a": [{"time": 1}]}, "time": "2023-11-14T22:15:00Z"}`,
+		`{"TS": 1, "ts": 2, "Ts": 3}`,
+		`{"ts": 1, "ts": 2}`,
+		`{"start_time": "2026-01-01T00:00:00Z", "@timestamp": "2023-11-14T22:15:01Z"}`,
+		`{"arrived": 7000, "timestamp": 3}`,
+		`{ " ts " : 5 }`,
+		`{"\u0074s": 4}`,
+		`{"tś": 4, "ts": 1}`,
+		`{"ts": true, "time": null}`,
+		`{}`,
+		`[1]`,
+		`{"ts": 1,`,
+		`{"ts": 1} trailing`,
+		`{"ts":"a\\"}`,
+	} {
+		f.Add(s, "")
+		f.Add(s, "arrived")
+	}
+	f.Fuzz(func(t *testing.T, line, field string) {
+		b := []byte(line)
+		valid := json.Valid(b)
+		k, v, ok := objectTime(b, field)
+		if !valid || json.Unmarshal(b, new(map[string]json.RawMessage)) != nil {
+			return // decodedTime reads the line, or refuses it
+		}
+		name, raw, _, err := decodedTime(b, field)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if ok && (string(k) != name || string(v) != string(raw)) {
+			t.Fatalf("%q field %q: scanned %s = %s, decoded %s = %s", line, field, k, v, name, raw)
+		}
+		plain := !strings.ContainsRune(line, '\\') && !slices.ContainsFunc(b, func(c byte) bool { return c >= 0x80 })
+		if !ok && plain && name != "" {
+			t.Fatalf("%q field %q: the scan found nothing, decoding %s = %s", line, field, name, raw)
+		}
+	})
 }
