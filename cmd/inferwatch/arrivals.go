@@ -20,8 +20,8 @@ import (
 )
 
 // readArrivals reads a log of requests, one a row, gzipped or not, as the
-// request rate per step: the requests that arrived in each step of the grid from the first
-// arrival's step, per second. unit says how numeric times read: "auto" as
+// request rate per step: the requests that arrived in each step of the
+// grid from the first arrival's step, per second. unit says how numeric times read: "auto" as
 // the CSV input reads them (unix seconds, or integer milliseconds from
 // 1e11), "s" or "ms". field names the CSV column or JSON field holding
 // the time ("": the first of timeFields there, any case).
