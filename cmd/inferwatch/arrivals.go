@@ -71,6 +71,9 @@ func parseArrivals(in io.Reader, path string, step time.Duration, unit, field st
 		return nil, fmt.Errorf("the step %s must be a whole number of milliseconds above 0", step)
 	}
 	br := bufio.NewReader(in)
+	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
+		br.Discard(3) // a byte-order mark, as some editors and exports start a file with
+	}
 	head, _ := br.Peek(1)
 	c := stepCounter{step: step.Milliseconds(), n: map[int64]float64{}}
 	var err error

@@ -48,6 +48,12 @@ func TestParseArrivals(t *testing.T) {
 			want: []float64{1.0 / 60, 2.0 / 60, 0, 0},
 		},
 		{
+			// A byte-order mark before JSON lines.
+			name: "json lines after a BOM", unit: "ms", step: 3 * time.Second, t0: 0,
+			text: "\ufeff" + `{"timestamp": 0}` + "\n" + `{"timestamp": 3500}` + "\n" + `{"timestamp": 7000}` + "\n",
+			want: []float64{1.0 / 3, 1.0 / 3},
+		},
+		{
 			// Out of time order, back and forth across steps, one time
 			// before 0: each request counts in its own step.
 			name: "out of order", unit: "s", step: 10 * time.Second, t0: -10_000,
