@@ -137,6 +137,10 @@ type AutoConfig struct {
 //
 // (a 15-minute bin of a 5-minute series holds three samples, so the bins'
 // P tail is about the samples' P/3 tail: 0.3 % by default, Φ⁻¹ = 2.75).
+// While the n bins are too few to hold a P tail (n+1 < 1/P, the first 27
+// hours by default), U and L are their extremes, whose tail is 1/(n+1),
+// and P there reads 1/(n+1): a young series' band is as wide, in its
+// spread, as a week-old one's, not as narrow as its few bins' range.
 // With the defaults a sample alarms when it lies about a tenth of (U − m)
 // beyond the level that the series exceeded in fewer than one in a hundred
 // 15-minute bins of the week. For normal data this is about a 3.3-sigma
@@ -424,10 +428,11 @@ func (a *Auto) observe(t int64, v float64) Result {
 	// A tail the extremes cannot give (NaN: no bins yet, or values past
 	// float32 in them) leaves the robust spread.
 	sHi, sLo := s, s
-	if x := (u - m) / a.zp; x > s {
+	z := a.tailZ(a.ext.n, a.bins.n > 0)
+	if x := (u - m) / z; x > s {
 		sHi = x
 	}
-	if x := (m - l) / a.zp; x > s {
+	if x := (m - l) / z; x > s {
 		sLo = x
 	}
 	var res Result
@@ -611,6 +616,23 @@ func FormatSpan(d time.Duration) string {
 		}
 	}
 	return b.String()
+}
+
+// tailZ is the normal quantile the tails U and L are read as, with closed
+// bins in the extremes and the open bin among them when open: Φ⁻¹(1 −
+// P/3), or, while the bins are fewer than the P tail needs (fewer than
+// 1/P − 1), Φ⁻¹(1 − 1/(3(n+1))). Their extreme, which U and L then are,
+// is the n/(n+1) quantile of n bins, not the 1 − P one: read as the
+// latter, a young series' band would be as narrow as its few bins' range.
+func (a *Auto) tailZ(closed int, open bool) float64 {
+	n := closed
+	if open {
+		n++
+	}
+	if tp := 1 / float64(n+1); tp > a.p {
+		return -normQuantile(tp / 3)
+	}
+	return a.zp
 }
 
 // normQuantile returns Φ⁻¹(p), the p-quantile of the standard normal.
