@@ -223,7 +223,8 @@ type Auto struct {
 	holding       bool
 	stretch       bool    // the newest sample was anomalous
 	m, sd         float64 // median and spread of thin, read when it changed
-	k, zp, floor  float64
+	k, floor      float64
+	zc, zo        float64 // the normal quantile U and L are read as, the open bin empty or not (tailZ)
 	minPoints     int
 	until         int64 // alarms are held through this time
 	holdN         int
@@ -356,7 +357,7 @@ func NewAuto(c AutoConfig) *Auto {
 		panic(fmt.Sprintf("analysis.NewAuto: Bin must be > 0 ms, got %d", c.Bin))
 	}
 	a := &Auto{
-		k: c.K, p: c.P, zp: -normQuantile(c.P / 3), floor: c.Floor, minPoints: c.MinPoints,
+		k: c.K, p: c.P, floor: c.Floor, minPoints: c.MinPoints,
 		refractory: c.Refractory, refPoints: max(0, c.RefractoryPoints),
 		bins: newBinRing(pl.width, pl.ringBins),
 		ext:  extremes{span: pl.tailBins, keep: int(math.Ceil(c.P*float64(pl.tailBins-1))) + 2},
@@ -428,7 +429,10 @@ func (a *Auto) observe(t int64, v float64) Result {
 	// A tail the extremes cannot give (NaN: no bins yet, or values past
 	// float32 in them) leaves the robust spread.
 	sHi, sLo := s, s
-	z := a.tailZ(a.ext.n, a.bins.n > 0)
+	z := a.zc
+	if a.bins.n > 0 {
+		z = a.zo
+	}
 	if x := (u - m) / z; x > s {
 		sHi = x
 	}
@@ -496,6 +500,7 @@ func (a *Auto) advance(k int64) {
 		r.newest, r.has = k, true
 		a.ph.enter(r, k, a.period, a.step, a.minStep)
 		a.hi, a.lo = a.ext.prepare(a.p, true), a.ext.prepare(a.p, false)
+		a.zc, a.zo = a.tailZ(a.ext.n, false), a.tailZ(a.ext.n, true)
 		return
 	}
 	if k <= r.newest {
@@ -536,6 +541,7 @@ func (a *Auto) advance(k int64) {
 	}
 	a.ph.enter(r, k, a.period, a.step, a.minStep)
 	a.hi, a.lo = a.ext.prepare(a.p, true), a.ext.prepare(a.p, false)
+	a.zc, a.zo = a.tailZ(a.ext.n, false), a.tailZ(a.ext.n, true)
 }
 
 // seenBefore reports whether a past period reached v or beyond (above
@@ -632,7 +638,7 @@ func (a *Auto) tailZ(closed int, open bool) float64 {
 	if tp := 1 / float64(n+1); tp > a.p {
 		return -normQuantile(tp / 3)
 	}
-	return a.zp
+	return -normQuantile(a.p / 3)
 }
 
 // normQuantile returns Φ⁻¹(p), the p-quantile of the standard normal.
