@@ -126,9 +126,9 @@ type AutoConfig struct {
 // and U and L the (1−P)-quantile of the bins' maxima and the P-quantile of
 // their minima, the bin being filled included (the k-th smallest of n read
 // as the k/(n+1) quantile, so that U is exceeded by P of the bins on
-// average however few the bins are). Each side of the median gets
-// its own spread, read from how far its tail reaches, as a normal standard
-// deviation:
+// average however many bins there are, once they can hold a P tail).
+// Each side of the median gets its own spread, read from how far its tail
+// reaches, as a normal standard deviation:
 //
 //	s_hi = max(s_eff, (U − m)/Φ⁻¹(1 − P/3))      used when x ≥ m
 //	s_lo = max(s_eff, (m − L)/Φ⁻¹(1 − P/3))      used when x < m
