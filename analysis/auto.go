@@ -499,8 +499,7 @@ func (a *Auto) advance(k int64) {
 	if !r.has {
 		r.newest, r.has = k, true
 		a.ph.enter(r, k, a.period, a.step, a.minStep)
-		a.hi, a.lo = a.ext.prepare(a.p, true), a.ext.prepare(a.p, false)
-		a.zc, a.zo = a.tailZ(a.ext.n, false), a.tailZ(a.ext.n, true)
+		a.prepareTails()
 		return
 	}
 	if k <= r.newest {
@@ -540,6 +539,12 @@ func (a *Auto) advance(k int64) {
 		}
 	}
 	a.ph.enter(r, k, a.period, a.step, a.minStep)
+	a.prepareTails()
+}
+
+// prepareTails reads, for the bin being filled, the tail quantiles U and
+// L and the normal quantile they are read as.
+func (a *Auto) prepareTails() {
 	a.hi, a.lo = a.ext.prepare(a.p, true), a.ext.prepare(a.p, false)
 	a.zc, a.zo = a.tailZ(a.ext.n, false), a.tailZ(a.ext.n, true)
 }

@@ -21,10 +21,10 @@ import (
 
 // readArrivals reads a log of requests, one a row, gzipped or not, as the
 // request rate per step: the requests that arrived in each step of the
-// grid from the first arrival's step, per second. unit says how numeric times read: "auto" as
-// the CSV input reads them (unix seconds, or integer milliseconds from
-// 1e11), "s" or "ms". field names the CSV column or JSON field holding
-// the time ("": the first of timeFields there, any case).
+// grid from the first arrival's step, per second. unit says how numeric
+// times read: "auto" as the CSV input reads them (unix seconds, or integer
+// milliseconds from 1e11), "s" or "ms". field names the CSV column or JSON
+// field holding the time ("": the first of timeFields there, any case).
 func readArrivals(path string, step time.Duration, unit, field string) (*regular, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -174,27 +174,31 @@ func arrivalTime(s, unit string) (int64, bool) {
 const arrivalFormats = "unix seconds, integer unix milliseconds (from 1e11) or YYYY-MM-DD[T ]hh:mm:ss[.fff][Z|±hh:mm]; numbers in other units need --time-unit s or ms"
 
 // timeField is the index of the name in names the time is read from:
-// field's, any case, or ("" field) the first of timeFields found (-1:
-// none).
+// field's, any case, or ("" field) the first of timeFields found, the
+// first in names of equals (-1: none).
 func timeField(names []string, field string) int {
-	find := func(want string) int {
-		return slices.IndexFunc(names, func(n string) bool { return isField(n, want) })
-	}
-	if field != "" {
-		return find(field)
-	}
-	for _, want := range timeFields {
-		if i := find(want); i >= 0 {
-			return i
+	best, bestRank := -1, -1
+	for i, n := range names {
+		if r := fieldRank(n, field); r >= 0 && (bestRank < 0 || r < bestRank) {
+			best, bestRank = i, r
 		}
 	}
-	return -1
+	return best
 }
 
-// isField tells whether the name (a CSV column's or a JSON field's) is
-// want's, in any case, around spaces or after a byte-order mark.
-func isField(name, want string) bool {
-	return strings.EqualFold(strings.TrimSpace(strings.TrimPrefix(name, "\ufeff")), want)
+// fieldRank is where the name (a CSV column's or a JSON field's, in any
+// case, around spaces or after a byte-order mark) stands among the names
+// the time is read from: 0 for field's (when not ""), or its place among
+// timeFields; −1 for none.
+func fieldRank(name, field string) int {
+	name = strings.TrimSpace(strings.TrimPrefix(name, "\ufeff"))
+	if field != "" {
+		if strings.EqualFold(name, field) {
+			return 0
+		}
+		return -1
+	}
+	return slices.IndexFunc(timeFields, func(want string) bool { return strings.EqualFold(name, want) })
 }
 
 func csvArrivals(in io.Reader, path, unit, field string, add func(int64)) error {
@@ -285,9 +289,10 @@ func jsonArrivals(in io.Reader, path, unit, field string, add func(int64)) error
 	return nil
 }
 
-// decodedTime decodes b, a JSON object, and returns the name and the raw value of its time field as timeField
-// chooses it among its names, sorted so that of two names differing in
-// case only the same is taken each line ("" name: none), and the names.
+// decodedTime decodes b, a JSON object, and returns the name and the raw
+// value of its time field as timeField chooses it among its names, sorted
+// so that of two names differing in case only the same is taken each line
+// ("" name: none), and the names.
 func decodedTime(b []byte, field string) (name string, raw []byte, names []string, err error) {
 	var row map[string]json.RawMessage
 	if err := json.Unmarshal(b, &row); err != nil {
@@ -352,19 +357,6 @@ func objectTime(b []byte, field string) (name, raw []byte, ok bool) {
 	return name, raw, bestRank >= 0 && i < len(b)
 }
 
-// fieldRank is where the name stands among the names the time is read
-// from: 0 for field's (when not ""), or its place among timeFields; −1
-// for none.
-func fieldRank(name, field string) int {
-	if field != "" {
-		if isField(name, field) {
-			return 0
-		}
-		return -1
-	}
-	return slices.IndexFunc(timeFields, func(want string) bool { return isField(name, want) })
-}
-
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
@@ -413,7 +405,11 @@ func skipValue(b []byte, i int) int {
 		}
 		return len(b) + 1
 	}
-	for i < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[i])) {
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
 		i++
 	}
 	return i
