@@ -20,7 +20,8 @@ import (
 //
 // VictoriaMetrics writes each series on one line, its samples merged and in
 // time order (unless the request asks for reduce_mem_usage, which the
-// client never does); lines are not merged by labels here.
+// client never does: see Client.fetch); lines are not merged by labels
+// here.
 func ReadExport(r io.Reader, lim ResponseLimits) ([]Series, error) {
 	d := newReadDecoder(r, lim, 0, readBufSize)
 	return d.exportLines(nil)
@@ -342,12 +343,12 @@ func (d *decoder) millis() (int64, bool) {
 	return n, true
 }
 
-// exportLast decodes the lines of an export of the samples in (t-step, t]
-// asked with reduce_mem_usage: VictoriaMetrics then writes each block of a
-// series on a line of its own, in no order, so a series may come on
-// several lines. Each series becomes the one point query_range returns at
-// t: its newest sample of all its lines, dropped when that is NaN (a
-// staleness marker).
+// exportLast decodes the lines of an export of the samples in (t-step, t].
+// Each series becomes the one point query_range returns at t: its newest
+// sample, dropped when that is NaN (a staleness marker). A series that
+// comes on several lines (as VictoriaMetrics writes its blocks when asked
+// for reduce_mem_usage or max_rows_per_line) is one series, its newest
+// sample that of all its lines.
 func (d *decoder) exportLast(t int64) ([]Series, error) {
 	var (
 		index    map[uint64]int32 // hash of the labels → index in out

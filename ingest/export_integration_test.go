@@ -351,3 +351,89 @@ func TestExportOrQueryRange(t *testing.T) {
 	f(`up{every="15s"}`, 2, 0)
 	f(`up{every="3s"}`, 1, 1)
 }
+
+// TestExportOnePointUnderLoad fetches one-point ranges from the export
+// path while plain exports of longer ranges run beside them, as a daemon's
+// rules do, and wants query_range's value for every series each time.
+// VictoriaMetrics' export with reduce_mem_usage, which one-point ranges
+// once asked for, can hand a series another's value under that load: with
+// it, this test found such values in most runs.
+func TestExportOnePointUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics")
+	}
+	vm := localvm.Run(t, "-search.disableCache")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	t0 := time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC)
+	const (
+		series  = 300
+		step    = 15 * time.Second
+		samples = 240 // an hour
+	)
+	rng := rand.New(rand.NewPCG(3, 5))
+	var body bytes.Buffer
+	for i := range series {
+		s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "load"}, {Name: "pod", Value: fmt.Sprintf("p%03d", i)}}}
+		for k := range samples {
+			s.Timestamps = append(s.Timestamps, t0.Add(time.Duration(k)*step+time.Duration(i%15)*time.Second).UnixMilli())
+			s.Values = append(s.Values, math.Round(1e4*rng.Float64())/100)
+		}
+		if err := ingest.WriteImportJSONL(&body, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := vm.Import(ctx, &body); err != nil {
+		t.Fatal(err)
+	}
+
+	const workers, rounds = 4, 60
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			errs <- func() error {
+				for r := range rounds {
+					at := t0.Add(time.Duration(30+(w*rounds+r)%(samples-40)) * step)
+					c, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Store: ingest.StoreVictoriaMetrics})
+					if err != nil {
+						return err
+					}
+					// A plain export of 21 points, then one point.
+					if _, err := c.QueryRange(ctx, "load", at.Add(-20*step), at, step); err != nil {
+						return err
+					}
+					q, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Store: ingest.StoreOther})
+					if err != nil {
+						return err
+					}
+					want, err := q.QueryRange(ctx, "load", at, at, step)
+					if err != nil {
+						return err
+					}
+					got, err := c.QueryRange(ctx, "load", at, at, step)
+					if err != nil {
+						return err
+					}
+					if len(got) != len(want) || len(want) != series {
+						return fmt.Errorf("at %v: %d series from the export path, %d from query_range, want %d", at, len(got), len(want), series)
+					}
+					byKey := map[string]float64{}
+					for _, s := range want {
+						byKey[s.Labels.String()] = s.Values[0]
+					}
+					for _, s := range got {
+						if v, ok := byKey[s.Labels.String()]; !ok || s.Values[0] != v {
+							return fmt.Errorf("worker %d, round %d, at %v: %s = %v from the export path, %v from query_range", w, r, at, s.Labels, s.Values[0], v)
+						}
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

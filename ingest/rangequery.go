@@ -128,10 +128,9 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 // 20 points or fewer, and again for a range some of whose series prove to
 // need it), mapped onto the step grid as VictoriaMetrics' query_range maps
 // them (see grid.go), so the points are those query_range returns; a
-// one-point range asks for the samples of its one step with
-// reduce_mem_usage, which VictoriaMetrics answers for a third of the work. A query whose raw samples were more than
-// twice as many as its points goes back to query_range, which then moves
-// fewer bytes. Everything else (a rate(), a sum, a selector with offset, a
+// one-point range asks for the samples of its one step. A query whose raw
+// samples were more than twice as many as its points goes back to
+// query_range, which then moves fewer bytes. Everything else (a rate(), a sum, a selector with offset, a
 // store that is not VictoriaMetrics) is fetched with
 // /api/v1/query_range.
 func (c *Client) QueryRangeParts(ctx context.Context, query string, start, end time.Time, step time.Duration) iter.Seq2[Part, error] {
@@ -316,10 +315,13 @@ func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int
 		"end":     {formatSeconds(rq.to)},
 	}
 	if rq.from == rq.to {
-		// One point, the newest sample of one step: VictoriaMetrics
-		// writes the blocks as it finds them, without sorting and merging
-		// each series' first, which costs it a third as much.
-		params.Set("reduce_mem_usage", "1")
+		// One point, the newest sample of one step. Not with
+		// reduce_mem_usage, though VictoriaMetrics answers it for a third
+		// of the work: in v1.151 and v1.152 its workers then append a
+		// block's samples to pooled buffers that may still hold the
+		// arrays of an earlier plain export, so two blocks exported at
+		// once can write over each other, and a series comes back with
+		// another's value (TestExportOnePointUnderLoad).
 		last := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
 			d := newReadDecoder(body, lim, prior, readBufSize)
 			d.lc = c.labels
