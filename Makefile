@@ -2,7 +2,7 @@
 # NATS come from the Go module proxy at the versions go.mod holds.
 GO ?= go
 
-.PHONY: all build test test-short vet bench bench-fleet fuzz demo victoria-metrics generate clean
+.PHONY: all build test test-short test-race vet bench bench-fleet fuzz demo victoria-metrics generate clean
 
 all: build
 
@@ -22,6 +22,11 @@ test: victoria-metrics
 # Unit tests only (no VictoriaMetrics, no NATS server).
 test-short:
 	$(GO) test -short -count=1 ./...
+
+# The packages that fetch, evaluate and publish concurrently, their
+# integration tests included, under the race detector (needs cgo: gcc).
+test-race: victoria-metrics
+	$(GO) test -race -count=1 -timeout 10m ./ingest/... ./rules/... ./alerting/...
 
 vet:
 	$(GO) vet ./...

@@ -377,6 +377,9 @@ func TestAutoSeenBefore(t *testing.T) {
 // allocates nothing per sample: a history that slides must reuse its
 // arrays, or 100,000 series make garbage at the rate they are scored.
 func TestSteadyStateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled scratch at random")
+	}
 	noise := benchNoise()
 	for _, spec := range []Spec{
 		{Name: "sigma"}, {Name: "ewma"}, {Name: "robust"}, {Name: "levelshift"}, {Name: "auto"},
