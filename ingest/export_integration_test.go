@@ -16,6 +16,20 @@ import (
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
+// startExportVM starts VictoriaMetrics without its rollup result cache
+// (see TestExportMatchesQueryRange) for a test bounded by timeout, and
+// returns the time its series start at.
+func startExportVM(t *testing.T, timeout time.Duration) (*localvm.VM, context.Context, time.Time) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics")
+	}
+	vm := localvm.Run(t, "-search.disableCache")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return vm, ctx, time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC)
+}
+
 // TestExportMatchesQueryRange stores series scraped every 5, 15 and 30
 // seconds, with jitter, gaps, late starts and early ends, in a real
 // VictoriaMetrics, and fetches ranges of one, two, twenty and hundreds of
@@ -28,14 +42,7 @@ import (
 // the tail; the export path computes a range as a whole, as
 // VictoriaMetrics does without the cache.
 func TestExportMatchesQueryRange(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts VictoriaMetrics")
-	}
-	vm := localvm.Run(t, "-search.disableCache")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-
-	t0 := time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC)
+	vm, ctx, t0 := startExportVM(t, 3*time.Minute)
 	rng := rand.New(rand.NewPCG(7, 11))
 	type shape struct {
 		name             string
@@ -178,27 +185,36 @@ func fetch(t *testing.T, ctx context.Context, vm *localvm.VM, store ingest.Store
 // with the same points.
 func sameSeries(t *testing.T, what string, got, want []ingest.Series) {
 	t.Helper()
+	if err := diffSeries(got, want); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// diffSeries says how got differs from want, which hold series in any
+// order, or returns nil when they hold the same series with the same points.
+func diffSeries(got, want []ingest.Series) error {
 	byKey := map[string]ingest.Series{}
 	for _, s := range want {
 		byKey[s.Labels.String()] = s
 	}
 	if len(got) != len(want) {
-		t.Fatalf("%s: %d series, want %d (%s)", what, len(got), len(want), keys(want))
+		return fmt.Errorf("%d series, want %d (%s)", len(got), len(want), keys(want))
 	}
 	for _, g := range got {
 		w, ok := byKey[g.Labels.String()]
 		if !ok {
-			t.Fatalf("%s: unexpected series %s; want %s", what, g.Labels, keys(want))
+			return fmt.Errorf("unexpected series %s; want %s", g.Labels, keys(want))
 		}
 		if len(g.Timestamps) != len(w.Timestamps) {
-			t.Fatalf("%s: %s has %d points, want %d:\n got %v\nwant %v", what, g.Labels, len(g.Timestamps), len(w.Timestamps), g.Timestamps, w.Timestamps)
+			return fmt.Errorf("%s has %d points, want %d:\n got %v\nwant %v", g.Labels, len(g.Timestamps), len(w.Timestamps), g.Timestamps, w.Timestamps)
 		}
 		for j := range w.Timestamps {
 			if g.Timestamps[j] != w.Timestamps[j] || g.Values[j] != w.Values[j] {
-				t.Fatalf("%s: %s point %d = (%d, %v), want (%d, %v)", what, g.Labels, j, g.Timestamps[j], g.Values[j], w.Timestamps[j], w.Values[j])
+				return fmt.Errorf("%s point %d = (%d, %v), want (%d, %v)", g.Labels, j, g.Timestamps[j], g.Values[j], w.Timestamps[j], w.Values[j])
 			}
 		}
 	}
+	return nil
 }
 
 func keys(ss []ingest.Series) string {
@@ -217,13 +233,7 @@ func keys(ss []ingest.Series) string {
 // have none) and into time chunks; together the shards hold every series
 // once, with the points query_range returns.
 func TestSeriesShards(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts VictoriaMetrics")
-	}
-	vm := localvm.Run(t, "-search.disableCache")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	t0 := time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC)
+	vm, ctx, t0 := startExportVM(t, 2*time.Minute)
 	const step = 15 * time.Second
 	var body bytes.Buffer
 	for i := range 620 {
@@ -310,13 +320,7 @@ func TestSeriesShards(t *testing.T) {
 // samples than its points, leaves a query on /api/v1/export; a series with
 // several samples a step moves it to query_range, which returns fewer.
 func TestExportOrQueryRange(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts VictoriaMetrics")
-	}
-	vm := localvm.Run(t, "-search.disableCache")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	t0 := time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC)
+	vm, ctx, t0 := startExportVM(t, time.Minute)
 	var body bytes.Buffer
 	for _, every := range []time.Duration{15 * time.Second, 3 * time.Second} {
 		s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "up"}, {Name: "every", Value: every.String()}}}
@@ -359,13 +363,7 @@ func TestExportOrQueryRange(t *testing.T) {
 // once asked for, can hand a series another's value under that load: with
 // it, this test found such values in most runs.
 func TestExportOnePointUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts VictoriaMetrics")
-	}
-	vm := localvm.Run(t, "-search.disableCache")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	t0 := time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC)
+	vm, ctx, t0 := startExportVM(t, 3*time.Minute)
 	const (
 		series  = 300
 		step    = 15 * time.Second
@@ -392,6 +390,10 @@ func TestExportOnePointUnderLoad(t *testing.T) {
 	for w := range workers {
 		go func() {
 			errs <- func() error {
+				q, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Store: ingest.StoreOther})
+				if err != nil {
+					return err
+				}
 				for r := range rounds {
 					at := t0.Add(time.Duration(30+(w*rounds+r)%(samples-40)) * step)
 					c, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Store: ingest.StoreVictoriaMetrics})
@@ -402,10 +404,6 @@ func TestExportOnePointUnderLoad(t *testing.T) {
 					if _, err := c.QueryRange(ctx, "load", at.Add(-20*step), at, step); err != nil {
 						return err
 					}
-					q, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Store: ingest.StoreOther})
-					if err != nil {
-						return err
-					}
 					want, err := q.QueryRange(ctx, "load", at, at, step)
 					if err != nil {
 						return err
@@ -414,17 +412,11 @@ func TestExportOnePointUnderLoad(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if len(got) != len(want) || len(want) != series {
-						return fmt.Errorf("at %v: %d series from the export path, %d from query_range, want %d", at, len(got), len(want), series)
+					if len(want) != series {
+						return fmt.Errorf("at %v: %d series from query_range, want %d", at, len(want), series)
 					}
-					byKey := map[string]float64{}
-					for _, s := range want {
-						byKey[s.Labels.String()] = s.Values[0]
-					}
-					for _, s := range got {
-						if v, ok := byKey[s.Labels.String()]; !ok || s.Values[0] != v {
-							return fmt.Errorf("worker %d, round %d, at %v: %s = %v from the export path, %v from query_range", w, r, at, s.Labels, s.Values[0], v)
-						}
+					if err := diffSeries(got, want); err != nil {
+						return fmt.Errorf("worker %d, round %d, at %v, the export path against query_range: %v", w, r, at, err)
 					}
 				}
 				return nil

@@ -130,9 +130,9 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 // them (see grid.go), so the points are those query_range returns; a
 // one-point range asks for the samples of its one step. A query whose raw
 // samples were more than twice as many as its points goes back to
-// query_range, which then moves fewer bytes. Everything else (a rate(), a sum, a selector with offset, a
-// store that is not VictoriaMetrics) is fetched with
-// /api/v1/query_range.
+// query_range, which then moves fewer bytes. Everything else (a rate(), a
+// sum, a selector with offset, a store that is not VictoriaMetrics) is
+// fetched with /api/v1/query_range.
 func (c *Client) QueryRangeParts(ctx context.Context, query string, start, end time.Time, step time.Duration) iter.Seq2[Part, error] {
 	return func(yield func(Part, error) bool) {
 		call, err := c.plan(ctx, query, start, end, step)
