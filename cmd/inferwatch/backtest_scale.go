@@ -60,8 +60,16 @@ replicas the last warm-up step needed, all serving; the scale rule starts
 afresh, as a daemon started then. A third row,
 foresight, knows the load: at each step it asks for what the peak until
 the next decision's replicas serve needs, so no minute is short; its
-replica-minutes are the least a decision a step can pay for that, and
-what the forecast policy could reach with perfect forecasts.
+replica-minutes are the least a decision a step can pay for that.
+
+--what-if-errors F[,F…] asks how much a better forecast would buy: for
+each level and each F in [0, 1], a what-if row replays the scale rule, as
+the forecast row does, on the forecast with every error scaled by F: at
+each lead the mean and both bounds are moved toward the load that came,
+to F of their distance from it (so the interval is F times as wide). F 0
+is a perfect forecast decided on by the rule's own policy (its hold,
+hysteresis and horizon), F 1 the forecast row again. Like foresight, a
+what-if row reads the load to come: it is a bound, not a policy.
 
 For each policy: replica-minutes (replicas asked for × minutes), the minutes
 under-provisioned (the load above the serving replicas × capacity), the
@@ -108,7 +116,9 @@ the replicas the first reactive policy and foresight asked for; then,
 when --level, --hpa-target or --hpa-window list several, the same for
 each other level (desired_replicas_level_0.5, …, reason_level_0.5) and
 the replicas of each other reactive policy
-(reactive_replicas_target_0.8_window_5m).
+(reactive_replicas_target_0.8_window_5m); and with --what-if-errors,
+each what-if row's signal (desired_replicas_what_if_level_0.9_errors_0.5,
+…).
 
 `
 
@@ -130,6 +140,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window (0s: none); a comma-separated list replays each")
 	hpaTargetS := fs.String("hpa-target", "1", "the reactive policy's target: this share of a replica's capacity, in (0, 1]; a comma-separated list replays each")
 	resampleS := fs.String("resample", "", "with --input or --sum-of: average the samples in each step of this duration (aligned on multiples of it since the epoch; with --counts, sum them) instead of taking the file's own step: for a file whose samples are uneven or repeat a time")
+	whatIfS := fs.String("what-if-errors", "", "also replay each forecast level on its forecast with every error scaled by each of these comma-separated numbers in [0, 1] (0: a perfect forecast; see above)")
 	writeSeries := fs.String("write-series", "", "write the series replayed to this CSV file")
 	writeDecisions := fs.String("write-decisions", "", "write each decision to this CSV file (see above)")
 	asJSON := fs.Bool("json", false, "write the result as JSON")
@@ -201,6 +212,13 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	levels, err := floatList("--level", *levelS, func(v float64) bool { return v > 0 && v < 1 }, "a number in (0, 1)")
 	if err != nil {
 		errs = append(errs, err)
+	}
+	var errorScales []float64
+	if *whatIfS != "" {
+		errorScales, err = floatList("--what-if-errors", *whatIfS, func(v float64) bool { return v >= 0 && v <= 1 }, "a number in [0, 1]")
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if *minReplicas < 0 || *maxReplicas < 0 || (*maxReplicas > 0 && *maxReplicas < *minReplicas) {
 		errs = append(errs, fmt.Errorf("--min-replicas %d, --max-replicas %d: want 0 ≤ min ≤ max (max 0: none)", *minReplicas, *maxReplicas))
@@ -324,7 +342,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	b := scaleBacktest{T0: series.t0, Step: series.step, Load: series.y, Parts: parts, Capacity: *capacity,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
-		Levels: levels, Targets: targets, Windows: windows, Trace: *writeDecisions != "",
+		Levels: levels, Targets: targets, Windows: windows, ErrorScales: errorScales, Trace: *writeDecisions != "",
 		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
 	rep, err := runScaleBacktest(ctx, b)
 	if err != nil {
@@ -368,6 +386,10 @@ type scaleBacktest struct {
 	Reactive        forecasting.ReactivePolicy
 	Levels, Targets []float64
 	Windows         []time.Duration
+	// ErrorScales are the what-if lanes of each level: the forecast with
+	// every error scaled by each (shrinkErrors), decided on as the
+	// forecast is.
+	ErrorScales []float64
 	// Trace keeps each decision in the report's Trace (--write-decisions).
 	Trace bool
 }
@@ -411,9 +433,12 @@ type scaleStep struct {
 	Load float64
 	// Forecast is the scale signal of each forecast level, in the order
 	// of the report's policies; Reactive the replicas each reactive
-	// policy asked for, and Foresight those foresight asked for.
+	// policy asked for; WhatIf the scale signal of each what-if lane, in
+	// the order of the report's policies; and Foresight the replicas
+	// foresight asked for.
 	Forecast  []forecasting.ScaleSignal
 	Reactive  []int
+	WhatIf    []forecasting.ScaleSignal
 	Foresight int
 }
 
@@ -461,9 +486,11 @@ type policyFigures struct {
 	// FallbackDecisions counts the forecast policy's decisions on a
 	// forecast that fell back for lack of history.
 	FallbackDecisions int `json:"fallback_decisions,omitempty"`
-	// Level is a forecast row's forecast.level; HPATarget and
+	// Level is a forecast or what-if row's forecast.level, ErrorScale a
+	// what-if row's scale of the forecast's errors; HPATarget and
 	// HPAWindowSecs a reactive row's target and scale-down window.
 	Level         float64 `json:"level,omitempty"`
+	ErrorScale    float64 `json:"error_scale,omitempty"` // on a what-if row, absent: 0, a perfect forecast
 	HPATarget     float64 `json:"hpa_target,omitempty"`
 	HPAWindowSecs float64 `json:"hpa_window_seconds,omitempty"` // absent: 0, none
 }
@@ -471,6 +498,13 @@ type policyFigures struct {
 // name is the row's name: its policy, and its level or target (and
 // window, when several were replayed) when the report replayed several.
 func (p policyFigures) name(rep *scaleReport) string {
+	if p.Policy == "what-if" {
+		s := "what-if (errors ×" + strconv.FormatFloat(p.ErrorScale, 'g', -1, 64)
+		if rep.severalLevels() {
+			s += ", level " + strconv.FormatFloat(p.Level, 'g', -1, 64)
+		}
+		return s + ")"
+	}
 	if rep.Frontier == nil {
 		return p.Policy
 	}
@@ -485,6 +519,18 @@ func (p policyFigures) name(rep *scaleReport) string {
 		return s + ")"
 	}
 	return p.Policy
+}
+
+// severalLevels reports whether the report replayed more than one
+// forecast level.
+func (rep *scaleReport) severalLevels() bool {
+	n := 0
+	for _, p := range rep.Policies {
+		if p.Policy == "forecast" {
+			n++
+		}
+	}
+	return n > 1
 }
 
 // severalWindows reports whether the reactive rows replayed more than one
@@ -541,6 +587,35 @@ func frontier(rows []policyFigures) *scaleFrontier {
 		fr.LeastShortReactive = nil
 	}
 	return fr
+}
+
+// whatIfAtCost returns, for each scale of the errors among the what-if
+// rows (in their order), the row short the fewest minutes among those
+// paying at most r's replica-minutes (the cheaper of equals), or the
+// cheapest row when none does.
+func whatIfAtCost(rows []policyFigures, r *policyFigures) []policyFigures {
+	var out []policyFigures
+	best := map[float64]int{} // error scale → index in out
+	for _, p := range rows {
+		if p.Policy != "what-if" {
+			continue
+		}
+		i, ok := best[p.ErrorScale]
+		if !ok {
+			best[p.ErrorScale] = len(out)
+			out = append(out, p)
+			continue
+		}
+		b := out[i]
+		pIn, bIn := p.ReplicaMinutes <= r.ReplicaMinutes, b.ReplicaMinutes <= r.ReplicaMinutes
+		switch {
+		case pIn && !bIn,
+			pIn && bIn && (p.UnderMinutes < b.UnderMinutes || (p.UnderMinutes == b.UnderMinutes && p.ReplicaMinutes < b.ReplicaMinutes)),
+			!pIn && !bIn && p.ReplicaMinutes < b.ReplicaMinutes:
+			out[i] = p
+		}
+	}
+	return out
 }
 
 // floatList parses a comma-separated list of numbers for flag, each of
@@ -609,13 +684,11 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	// the first decision has calibrated intervals. The rule fetches
 	// forecast.history before its first evaluation.
 	type forecastLane struct {
-		level     float64
-		fcs       *replayForecaster
-		fc        forecasting.Forecast
-		st        forecasting.ScaleState
-		fleet     *forecasting.Fleet
-		prov      forecasting.Provisioning
-		fallbacks int
+		level  float64
+		fcs    *replayForecaster
+		fc     forecasting.Forecast
+		lane   scaleLane
+		whatIf []*whatIfLane
 	}
 	from := max(b.Warmup-int(b.Forecast.History/b.Step), 0)
 	var fls []*forecastLane
@@ -638,8 +711,10 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 		}
 		// The scale rule starts afresh, as a daemon started at the first
 		// decision does: that decision asks for what the forecast needs.
-		l := &forecastLane{level: level, fcs: fcs, fleet: &forecasting.Fleet{Startup: b.Startup}}
-		l.fleet.Start(n0, first)
+		l := &forecastLane{level: level, fcs: fcs, lane: newScaleLane(b.Startup, n0, first)}
+		for _, f := range b.ErrorScales {
+			l.whatIf = append(l.whatIf, &whatIfLane{scale: f, lane: newScaleLane(b.Startup, n0, first)})
+		}
 		fls = append(fls, l)
 	}
 	type reactiveLane struct {
@@ -696,29 +771,45 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 		now, end := at(k), at(k+1)
 		var step scaleStep
 		if b.Trace {
-			step = scaleStep{Time: now, Load: b.Load[k], Forecast: make([]forecasting.ScaleSignal, 0, len(fls)), Reactive: make([]int, 0, len(rls))}
+			step = scaleStep{Time: now, Load: b.Load[k], Forecast: make([]forecasting.ScaleSignal, 0, len(fls)), Reactive: make([]int, 0, len(rls)),
+				WhatIf: make([]forecasting.ScaleSignal, 0, len(fls)*len(b.ErrorScales))}
+		}
+		// decide is the scale rule's decision on fc, and the step served
+		// by the replicas it asks for.
+		decide := func(sl *scaleLane, fc *forecasting.Forecast, h rules.ObservedHistory) forecasting.ScaleSignal {
+			peak, lead, upper := fc.PeakWithin(leads)
+			if fc.Fallback != "" {
+				sl.fallbacks++
+			}
+			in := forecasting.ScaleInputs{Current: float64(sl.fleet.Ready(now)), CapacityPerReplica: capacity,
+				HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(fc.Origin + int64(lead)*stepMs),
+				Fallback: fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN(),
+				HeldPeak: math.NaN()}
+			rules.HoldInputs(&in, h, b.Scale.Hold, time.UnixMilli(fc.Origin))
+			sig, next := forecasting.Decide(sl.st, in, policy, now)
+			sl.st = next
+			if sig.Desired != sl.fleet.Allocated() {
+				sl.prov.Changes++
+				sl.fleet.Set(sig.Desired, now)
+			}
+			sl.fleet.Serve(b.Load[k], capacity, now, end, &sl.prov)
+			return sig
 		}
 		for _, l := range fls {
 			l.fcs.forecastInto(&l.fc)
-			peak, lead, upper := l.fc.PeakWithin(leads)
-			if l.fc.Fallback != "" {
-				l.fallbacks++
-			}
-			in := forecasting.ScaleInputs{Current: float64(l.fleet.Ready(now)), CapacityPerReplica: capacity,
-				HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(l.fc.Origin + int64(lead)*stepMs),
-				Fallback: l.fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN(),
-				HeldPeak: math.NaN()}
-			rules.HoldInputs(&in, l.fcs, b.Scale.Hold, time.UnixMilli(l.fc.Origin))
-			sig, next := forecasting.Decide(l.st, in, policy, now)
-			l.st = next
+			sig := decide(&l.lane, &l.fc, l.fcs)
 			if b.Trace {
 				step.Forecast = append(step.Forecast, sig)
 			}
-			if sig.Desired != l.fleet.Allocated() {
-				l.prov.Changes++
-				l.fleet.Set(sig.Desired, now)
+		}
+		for _, l := range fls {
+			for _, w := range l.whatIf {
+				shrinkErrors(&w.fc, &l.fc, b.Load, k, w.scale)
+				sig := decide(&w.lane, &w.fc, l.fcs)
+				if b.Trace {
+					step.WhatIf = append(step.WhatIf, sig)
+				}
 			}
-			l.fleet.Serve(b.Load[k], capacity, now, end, &l.prov)
 			if err := l.fcs.update(b.T0, b.Load, k, stepMs); err != nil {
 				return nil, err
 			}
@@ -749,8 +840,8 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
 	}
 	for _, l := range fls {
-		f := figures("forecast", l.prov)
-		f.Level, f.FallbackDecisions = l.level, l.fallbacks
+		f := figures("forecast", l.lane.prov)
+		f.Level, f.FallbackDecisions = l.level, l.lane.fallbacks
 		rep.Policies = append(rep.Policies, f)
 	}
 	for _, l := range rls {
@@ -758,9 +849,72 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 		f.HPATarget, f.HPAWindowSecs = l.policy.Target, l.policy.ScaleDownWindow.Seconds()
 		rep.Policies = append(rep.Policies, f)
 	}
+	for _, l := range fls {
+		for _, w := range l.whatIf {
+			f := figures("what-if", w.lane.prov)
+			f.Level, f.ErrorScale, f.FallbackDecisions = l.level, w.scale, w.lane.fallbacks
+			rep.Policies = append(rep.Policies, f)
+		}
+	}
 	rep.Policies = append(rep.Policies, figures("foresight", po))
 	rep.Frontier = frontier(rep.Policies)
 	return rep, nil
+}
+
+// scaleLane is a scale rule replayed on one forecast: its state, the
+// replicas it asked for and how they carried the load.
+type scaleLane struct {
+	st        forecasting.ScaleState
+	fleet     *forecasting.Fleet
+	prov      forecasting.Provisioning
+	fallbacks int
+}
+
+// newScaleLane starts a lane with n replicas serving at first.
+func newScaleLane(startup time.Duration, n int, first time.Time) scaleLane {
+	l := scaleLane{fleet: &forecasting.Fleet{Startup: startup}}
+	l.fleet.Start(n, first)
+	return l
+}
+
+// whatIfLane decides on its forecast lane's forecast with every error
+// scaled by scale (shrinkErrors).
+type whatIfLane struct {
+	scale float64
+	fc    forecasting.Forecast
+	lane  scaleLane
+}
+
+// shrinkErrors writes into dst the forecast fc made for the steps from k
+// on, with every error scaled by f: at each lead whose load is known,
+// the mean and both bounds are moved toward it, to f of their distance
+// (f 0: the load itself, a perfect forecast; f 1: fc as it is), so the
+// interval is f times as wide, as the quantiles of errors f times as
+// large would make it. Where the load is not known (a missing sample, or
+// past its end) the mean stays and the bounds move toward it. The peaks
+// are the new path's.
+func shrinkErrors(dst, fc *forecasting.Forecast, load []float64, k int, f float64) {
+	mean, lower, upper := dst.Mean, dst.Lower, dst.Upper
+	*dst = *fc
+	dst.Mean = append(mean[:0], fc.Mean...)
+	dst.Lower = append(lower[:0], fc.Lower...)
+	dst.Upper = append(upper[:0], fc.Upper...)
+	dst.Empirical = nil
+	dst.Peak, dst.PeakLead, dst.UpperPeak = math.Inf(-1), 0, math.Inf(-1)
+	for i, m := range dst.Mean {
+		y := m
+		if j := k + i; j < len(load) && isFinite(load[j]) {
+			y = load[j]
+		}
+		// (1 − f)·y + f·x is x itself at f 1 and y itself at f 0.
+		dst.Mean[i] = (1-f)*y + f*m
+		dst.Lower[i] = (1-f)*y + f*dst.Lower[i]
+		dst.Upper[i] = (1-f)*y + f*dst.Upper[i]
+		if dst.Mean[i] > dst.Peak {
+			dst.Peak, dst.PeakLead = dst.Mean[i], i+1
+		}
+		dst.UpperPeak = max(dst.UpperPeak, dst.Upper[i])
+	}
 }
 
 // replayForecaster is a forecast rule's forecaster of one series, or of a
@@ -897,14 +1051,17 @@ func writeReplayedSeries(path string, s *regular) error {
 // writeScaleTrace writes the decisions of a replay as CSV: the first
 // forecast level's and the first reactive policy's under plain names,
 // and each other's after the reason, its columns named with its level, or
-// its target and window.
+// its target and window, then each what-if lane's, named with its level
+// and its scale of the errors.
 func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) error {
-	var levels []string
+	var levels, whatIfs []string
 	var reactives []string
 	for _, p := range policies {
 		switch p.Policy {
 		case "forecast":
 			levels = append(levels, "level_"+strconv.FormatFloat(p.Level, 'g', -1, 64))
+		case "what-if":
+			whatIfs = append(whatIfs, "what_if_level_"+strconv.FormatFloat(p.Level, 'g', -1, 64)+"_errors_"+strconv.FormatFloat(p.ErrorScale, 'g', -1, 64))
 		case "reactive":
 			reactives = append(reactives, "target_"+strconv.FormatFloat(p.HPATarget, 'g', -1, 64)+"_window_"+
 				rulefmt.FormatDuration(time.Duration(p.HPAWindowSecs*float64(time.Second))))
@@ -918,6 +1075,11 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 	}
 	for _, r := range reactives[1:] {
 		header = append(header, "reactive_replicas_"+r)
+	}
+	for _, l := range whatIfs {
+		for _, c := range []string{"desired_replicas", "predicted_load", "predicted_upper", "tier", "reason"} {
+			header = append(header, c+"_"+l)
+		}
 	}
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
@@ -933,6 +1095,9 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 		}
 		for _, r := range s.Reactive[1:] {
 			row = append(row, strconv.Itoa(r))
+		}
+		for _, f := range s.WhatIf {
+			row = append(row, strconv.Itoa(f.Desired), g(f.PredictedLoad), g(f.PredictedUpper), strconv.Itoa(f.Tier), f.Reason)
 		}
 		w.Write(row)
 	}
@@ -1132,6 +1297,14 @@ func writeScaleText(w io.Writer, rep *scaleReport) {
 			fmt.Fprintf(w, "no reactive target replayed is short at most %s's %.0f minutes; the least short, %s, is short %.0f minutes and pays %.0f replica-minutes, %s of the forecast's\n",
 				f.name(rep), f.UnderMinutes, p.name(rep), p.UnderMinutes, p.ReplicaMinutes, ratio(p.ReplicaMinutes, f.ReplicaMinutes))
 		}
+	}
+	for _, p := range whatIfAtCost(rep.Policies, r) {
+		verb := "stays within"
+		if p.ReplicaMinutes > r.ReplicaMinutes {
+			verb = "is the cheapest, none staying within"
+		}
+		fmt.Fprintf(w, "%s %s %s's %.0f replica-minutes: %.0f (%s), short %.0f minutes (%s)\n", p.name(rep), verb, r.name(rep), r.ReplicaMinutes,
+			p.ReplicaMinutes, ratio(p.ReplicaMinutes, r.ReplicaMinutes), p.UnderMinutes, ratio(p.UnderMinutes, r.UnderMinutes))
 	}
 	if f.FallbackDecisions > 0 {
 		fmt.Fprintf(w, "%d of the forecast policy's %d decisions were on a forecast falling back for lack of history\n", f.FallbackDecisions, rep.Decisions)

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/inferwatch/inferwatch/forecasting"
 )
 
 // runScale runs backtest scale with --json and decodes the report.
@@ -174,6 +176,35 @@ func TestBacktestScaleSpike(t *testing.T) {
 		t.Errorf("the default hold: %+v, %+v\nwant %+v, %+v", rep.Policies[0], rep.Policies[1], held, want[2])
 	}
 
+	// What-if rows on the naive forecast, whose interval at 0.9 is wide
+	// enough to hold a spike at every decision: scaled by 1 it is the
+	// forecast row again; by 0 it is exact, and the scale rule decides as
+	// on the exact seasonal naive forecast above (210 replica-minutes,
+	// none short, 4 changes).
+	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "naive", "--warmup", "2h", "--hold", "0s",
+		"--what-if-errors", "1,0")
+	if len(rep.Policies) != 5 || rep.Policies[1] != want[2] || rep.Policies[4].Policy != "foresight" {
+		t.Fatalf("what-if: policies %+v", rep.Policies)
+	}
+	naive, same, exact := rep.Policies[0], rep.Policies[2], rep.Policies[3]
+	if same.Policy != "what-if" || same.ErrorScale != 1 {
+		t.Errorf("what-if ×1: %+v", same)
+	}
+	same.Policy, same.ErrorScale = "forecast", 0
+	if same != naive {
+		t.Errorf("what-if ×1: %+v\nwant the forecast row %+v", rep.Policies[2], naive)
+	}
+	wantExact := want[0]
+	wantExact.Policy = "what-if"
+	if exact != wantExact {
+		t.Errorf("what-if ×0: %+v\nwant %+v", exact, wantExact)
+	}
+	_, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "10", "--model", "naive", "--warmup", "2h", "--hold", "0s",
+		"--what-if-errors", "0.5", "--level", "0.9,0.5")
+	if !strings.Contains(out, "what-if (errors ×0.5, level 0.9)") || !strings.Contains(out, "what-if (errors ×0.5, level 0.5)") {
+		t.Errorf("what-if rows of two levels are not named by their level:\n%s", out)
+	}
+
 	// The capacity from the peak after the warm-up: 35 req/s over 7.
 	rep = runScale(t, "--input", file, "--peak-replicas", "7", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.Capacity != 5 || !strings.Contains(rep.CapacityFrom, "35 req/s over 7 replicas") {
@@ -318,10 +349,16 @@ func TestBacktestScaleWritesEveryLane(t *testing.T) {
 		runScale(t, append([]string{"--input", file, "--peak-replicas", "8", "--write-decisions", out}, args...)...)
 		return read(out)
 	}
-	header, all := replay("all.csv", "--level", "0.9,0.5", "--hpa-target", "1,0.8", "--hpa-window", "5m,0s")
+	header, all := replay("all.csv", "--level", "0.9,0.5", "--hpa-target", "1,0.8", "--hpa-window", "5m,0s", "--what-if-errors", "1,0")
 	plain := []string{"timestamp", "load", "desired_replicas", "predicted_load", "predicted_upper", "tier", "reactive_replicas", "foresight_replicas", "reason"}
 	want := append(slices.Clone(plain), "desired_replicas_level_0.5", "predicted_load_level_0.5", "predicted_upper_level_0.5", "tier_level_0.5", "reason_level_0.5",
 		"reactive_replicas_target_0.8_window_5m", "reactive_replicas_target_1_window_0s", "reactive_replicas_target_0.8_window_0s")
+	cols := []string{"desired_replicas", "predicted_load", "predicted_upper", "tier", "reason"}
+	for _, w := range []string{"level_0.9_errors_1", "level_0.9_errors_0", "level_0.5_errors_1", "level_0.5_errors_0"} {
+		for _, c := range cols {
+			want = append(want, c+"_what_if_"+w)
+		}
+	}
 	if !slices.Equal(header, want) {
 		t.Fatalf("header %v\nwant   %v", header, want)
 	}
@@ -335,8 +372,14 @@ func TestBacktestScaleWritesEveryLane(t *testing.T) {
 		}
 	}
 	_, l5 := replay("l5.csv", "--level", "0.5")
-	for _, c := range []string{"desired_replicas", "predicted_load", "predicted_upper", "tier", "reason"} {
+	for _, c := range cols {
 		same(c+"_level_0.5", all[c+"_level_0.5"], l5[c])
+		// Errors scaled by 1 leave the forecast as it is.
+		same(c+"_what_if_level_0.9_errors_1", all[c+"_what_if_level_0.9_errors_1"], all[c])
+		same(c+"_what_if_level_0.5_errors_1", all[c+"_what_if_level_0.5_errors_1"], l5[c])
+	}
+	if slices.Equal(all["desired_replicas_what_if_level_0.9_errors_0"], all["desired_replicas"]) {
+		t.Error("a perfect forecast asked for the replicas the forecast asked for at every decision")
 	}
 	same("foresight_replicas", all["foresight_replicas"], l5["foresight_replicas"])
 	if slices.Equal(all["desired_replicas"], all["desired_replicas_level_0.5"]) {
@@ -345,6 +388,67 @@ func TestBacktestScaleWritesEveryLane(t *testing.T) {
 	for _, r := range [][]string{{"0.8", "5m"}, {"1", "0s"}, {"0.8", "0s"}} {
 		_, alone := replay("r.csv", "--hpa-target", r[0], "--hpa-window", r[1])
 		same("reactive target "+r[0]+" window "+r[1], all["reactive_replicas_target_"+r[0]+"_window_"+r[1]], alone["reactive_replicas"])
+	}
+}
+
+// TestShrinkErrors checks a forecast's errors scaled by hand: the mean
+// and bounds move toward the load that came, to the share given of their
+// distance; where the load is not known, the bounds move toward the
+// mean; the peaks are the new path's.
+func TestShrinkErrors(t *testing.T) {
+	nan := math.NaN()
+	fc := forecasting.Forecast{Model: "naive", Origin: 1000, Level: 0.9,
+		Mean: []float64{10, 12, 9, 8}, Lower: []float64{6, 8, 5, 4}, Upper: []float64{14, 18, 13, 24},
+		Peak: 12, PeakLead: 2, UpperPeak: 24}
+	// The forecast is made for steps 3 to 6: the load at 3 and 4 is
+	// known, 5 is missing and 6 lies past the end.
+	load := []float64{0, 0, 0, 11, 20, nan}
+	f := func(scale float64, mean, lower, upper []float64, peak float64, lead int, upperPeak float64) {
+		t.Helper()
+		var dst forecasting.Forecast
+		shrinkErrors(&dst, &fc, load, 3, scale)
+		if !slices.Equal(dst.Mean, mean) || !slices.Equal(dst.Lower, lower) || !slices.Equal(dst.Upper, upper) ||
+			dst.Peak != peak || dst.PeakLead != lead || dst.UpperPeak != upperPeak || dst.Model != "naive" || dst.Origin != 1000 {
+			t.Errorf("×%g: %+v\nwant mean %v, lower %v, upper %v, peak %g at lead %d, upper peak %g", scale, dst, mean, lower, upper, peak, lead, upperPeak)
+		}
+	}
+	// ×0.5 at step 3: 11 + 0.5·(10 − 11) = 10.5, 11 + 0.5·(6 − 11) = 8.5,
+	// 11 + 0.5·(14 − 11) = 12.5; at step 4: 16, 14, 19; at 5 and 6 the
+	// bounds halve their distance to the mean: 7 and 11, 6 and 16.
+	f(0.5, []float64{10.5, 16, 9, 8}, []float64{8.5, 14, 7, 6}, []float64{12.5, 19, 11, 16}, 16, 2, 19)
+	f(0, []float64{11, 20, 9, 8}, []float64{11, 20, 9, 8}, []float64{11, 20, 9, 8}, 20, 2, 20)
+	f(1, fc.Mean, fc.Lower, fc.Upper, 12, 2, 24)
+	if fc.Mean[0] != 10 || fc.Upper[1] != 18 {
+		t.Errorf("the forecast scaled from changed: %+v", fc)
+	}
+}
+
+// TestWhatIfAtCost checks the what-if row picked for each scale of the
+// errors: short least within the reactive row's replica-minutes, the
+// cheaper of equals, else the cheapest.
+func TestWhatIfAtCost(t *testing.T) {
+	w := func(scale, level, rm, under float64) policyFigures {
+		return policyFigures{Policy: "what-if", ErrorScale: scale, Level: level, ReplicaMinutes: rm, UnderMinutes: under}
+	}
+	r := policyFigures{Policy: "reactive", HPATarget: 1, ReplicaMinutes: 100, UnderMinutes: 50}
+	rows := []policyFigures{
+		{Policy: "forecast", Level: 0.9, ReplicaMinutes: 90, UnderMinutes: 1},
+		r,
+		// ×1: none within 100; the cheapest is level 0.5.
+		w(1, 0.9, 130, 5), w(1, 0.5, 110, 30),
+		// ×0.5: levels 0.5 and 0.2 within, short alike; 0.2 is cheaper.
+		w(0.5, 0.9, 120, 4), w(0.5, 0.5, 100, 20), w(0.5, 0.2, 95, 20),
+		// ×0: within beats a row short less that is not.
+		w(0, 0.9, 101, 0), w(0, 0.5, 99, 10),
+		{Policy: "foresight", ReplicaMinutes: 90},
+	}
+	got := whatIfAtCost(rows, &r)
+	want := []policyFigures{w(1, 0.5, 110, 30), w(0.5, 0.2, 95, 20), w(0, 0.5, 99, 10)}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	if got := whatIfAtCost(rows[:2], &r); got != nil {
+		t.Errorf("no what-if rows: %+v", got)
 	}
 }
 
@@ -436,6 +540,8 @@ func TestBacktestScaleListErrors(t *testing.T) {
 		{[]string{"--scale-down-margin", "0.6"}, `--scale-down-margin 0.6: want a share of the capacity in [0, 0.5]`},
 		{[]string{"--scale-down-margin", "-0.1"}, `--scale-down-margin -0.1: want a share of the capacity in [0, 0.5]`},
 		{[]string{"--time-field", "ts"}, `--time-field "ts" names the time of a log of requests, read with --arrivals`},
+		{[]string{"--what-if-errors", "0.5,1.5"}, `--what-if-errors 0.5,1.5: "1.5" is not a number in [0, 1]`},
+		{[]string{"--what-if-errors", "0,0"}, `--what-if-errors 0,0: 0 is listed twice`},
 	} {
 		code, _, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--input", file, "--capacity", "1"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
