@@ -801,8 +801,6 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			if b.Trace {
 				step.Forecast = append(step.Forecast, sig)
 			}
-		}
-		for _, l := range fls {
 			for _, w := range l.whatIf {
 				shrinkErrors(&w.fc, &l.fc, b.Load, k, w.scale)
 				sig := decide(&w.lane, &w.fc, l.fcs)
@@ -1054,50 +1052,55 @@ func writeReplayedSeries(path string, s *regular) error {
 // its target and window, then each what-if lane's, named with its level
 // and its scale of the errors.
 func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) error {
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	var levels, whatIfs []string
 	var reactives []string
 	for _, p := range policies {
 		switch p.Policy {
 		case "forecast":
-			levels = append(levels, "level_"+strconv.FormatFloat(p.Level, 'g', -1, 64))
+			levels = append(levels, "level_"+g(p.Level))
 		case "what-if":
-			whatIfs = append(whatIfs, "what_if_level_"+strconv.FormatFloat(p.Level, 'g', -1, 64)+"_errors_"+strconv.FormatFloat(p.ErrorScale, 'g', -1, 64))
+			whatIfs = append(whatIfs, "what_if_level_"+g(p.Level)+"_errors_"+g(p.ErrorScale))
 		case "reactive":
-			reactives = append(reactives, "target_"+strconv.FormatFloat(p.HPATarget, 'g', -1, 64)+"_window_"+
+			reactives = append(reactives, "target_"+g(p.HPATarget)+"_window_"+
 				rulefmt.FormatDuration(time.Duration(p.HPAWindowSecs*float64(time.Second))))
 		}
 	}
 	header := []string{"timestamp", "load", "desired_replicas", "predicted_load", "predicted_upper", "tier", "reactive_replicas", "foresight_replicas", "reason"}
-	for _, l := range levels[1:] {
+	// A scale signal's columns, named after a lane, and their values.
+	signalColumns := func(lane string) {
 		for _, c := range []string{"desired_replicas", "predicted_load", "predicted_upper", "tier", "reason"} {
-			header = append(header, c+"_"+l)
+			header = append(header, c+"_"+lane)
 		}
+	}
+	signal := func(row []string, f forecasting.ScaleSignal) []string {
+		return append(row, strconv.Itoa(f.Desired), g(f.PredictedLoad), g(f.PredictedUpper), strconv.Itoa(f.Tier), f.Reason)
+	}
+	for _, l := range levels[1:] {
+		signalColumns(l)
 	}
 	for _, r := range reactives[1:] {
 		header = append(header, "reactive_replicas_"+r)
 	}
 	for _, l := range whatIfs {
-		for _, c := range []string{"desired_replicas", "predicted_load", "predicted_upper", "tier", "reason"} {
-			header = append(header, c+"_"+l)
-		}
+		signalColumns(l)
 	}
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
 	w.Write(header)
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	row := make([]string, 0, len(header))
 	for _, s := range trace {
 		f := s.Forecast[0]
 		row = append(row[:0], strconv.FormatInt(s.Time.Unix(), 10), g(s.Load), strconv.Itoa(f.Desired), g(f.PredictedLoad),
 			g(f.PredictedUpper), strconv.Itoa(f.Tier), strconv.Itoa(s.Reactive[0]), strconv.Itoa(s.Foresight), f.Reason)
 		for _, f := range s.Forecast[1:] {
-			row = append(row, strconv.Itoa(f.Desired), g(f.PredictedLoad), g(f.PredictedUpper), strconv.Itoa(f.Tier), f.Reason)
+			row = signal(row, f)
 		}
 		for _, r := range s.Reactive[1:] {
 			row = append(row, strconv.Itoa(r))
 		}
 		for _, f := range s.WhatIf {
-			row = append(row, strconv.Itoa(f.Desired), g(f.PredictedLoad), g(f.PredictedUpper), strconv.Itoa(f.Tier), f.Reason)
+			row = signal(row, f)
 		}
 		w.Write(row)
 	}
