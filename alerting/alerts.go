@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -18,7 +19,8 @@ import (
 
 // AlertData is the data of an alert event, published on
 // <prefix>.alerts.<group>.<rule>: an alert is pending (its for has not
-// passed yet), fired, is still firing (repeat) or resolved.
+// passed yet), fired, is still firing (repeat), resolved, or inactive again
+// (a pending alert that cleared before it fired).
 type AlertData struct {
 	Status   Status `json:"status"`
 	Group    string `json:"group"`
@@ -31,13 +33,21 @@ type AlertData struct {
 	Labels   map[string]string `json:"labels"`
 	Severity string            `json:"severity"`
 	// ActiveAt is the episode's first anomalous point, FiredAt when the
-	// alert fired, LastAnomalousAt its newest anomalous point, ResolvedAt
-	// when it resolved (resolved events only); Time is the event's time.
+	// alert fired (absent before it has), LastAnomalousAt its newest
+	// anomalous point, ResolvedAt when it resolved (resolved events only);
+	// Time is the event's time.
 	ActiveAt        time.Time  `json:"active_at"`
-	FiredAt         time.Time  `json:"fired_at"`
+	FiredAt         *time.Time `json:"fired_at,omitempty"`
 	LastAnomalousAt time.Time  `json:"last_anomalous_at"`
 	ResolvedAt      *time.Time `json:"resolved_at,omitempty"`
 	Time            time.Time  `json:"time"`
+	// Reason says why an alert ended (resolved and inactive events only):
+	// normal, absent, forgotten or rule_removed.
+	Reason Reason `json:"reason,omitempty"`
+	// LastSeenAt is the newest point of the series the alert was told of,
+	// LastValue its value: where a series that vanished stood last.
+	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
+	LastValue  JSONFloat  `json:"last_value"`
 	// The strangest point of the episode.
 	Value     JSONFloat `json:"value"`
 	ValueTime time.Time `json:"value_time"`
@@ -59,9 +69,22 @@ func alertData(tr Transition) AlertData {
 	d := AlertData{
 		Status: tr.Status, Group: p.Group, Rule: p.Rule, Kind: p.Kind, Detector: p.Detector,
 		Series: p.Series, Labels: p.Labels, Severity: a.Severity(),
-		ActiveAt: a.ActiveAt.UTC(), FiredAt: a.FiredAt.UTC(), LastAnomalousAt: a.LastAnomalous.UTC(), Time: tr.At.UTC(),
+		ActiveAt: a.ActiveAt.UTC(), LastAnomalousAt: a.LastAnomalous.UTC(), Time: tr.At.UTC(), Reason: tr.Reason,
 		Value: JSONFloat(p.Value), ValueTime: p.At.UTC(), Expected: JSONFloat(p.Expected),
 		Lower: JSONFloat(p.Lower), Upper: JSONFloat(p.Upper), Score: JSONFloat(p.Score), Details: p.Details,
+		LastValue: JSONFloat(math.NaN()),
+	}
+	if !a.FiredAt.IsZero() {
+		at := a.FiredAt.UTC()
+		d.FiredAt = &at
+	}
+	if seen := a.seen(); !seen.IsZero() {
+		at := seen.UTC()
+		d.LastSeenAt = &at
+		d.LastValue = JSONFloat(a.LastValue)
+		if a.LastSeen.IsZero() {
+			d.LastValue = JSONFloat(math.NaN()) // a state kept before last values were
+		}
 	}
 	if tr.Status == StatusResolved {
 		at := tr.At.UTC()
@@ -93,10 +116,30 @@ func describe(a *Alert, tr Transition) (summary, description string) {
 	description = fmt.Sprintf("%s is %s since %s (%s, score %.3g): value %s at %s against an expected %s%s.",
 		p.Series, what, a.ActiveAt.UTC().Format(time.RFC3339), p.Detector, p.Score, fmtNum(p.Value),
 		p.At.UTC().Format(time.RFC3339), fmtNum(p.Expected), band)
-	if tr.Status == StatusResolved {
-		description += fmt.Sprintf(" Resolved at %s, %s after it fired.", tr.At.UTC().Format(time.RFC3339), tr.At.Sub(a.FiredAt))
+	switch tr.Status {
+	case StatusResolved:
+		description += fmt.Sprintf(" Resolved at %s, %s after it fired%s.", tr.At.UTC().Format(time.RFC3339), tr.At.Sub(a.FiredAt), why(a, tr.Reason))
+	case StatusInactive:
+		description += fmt.Sprintf(" Inactive again at %s, before it fired%s.", tr.At.UTC().Format(time.RFC3339), why(a, tr.Reason))
 	}
 	return summary, description
+}
+
+// why says in words why an alert ended.
+func why(a *Alert, r Reason) string {
+	switch r {
+	case ReasonAbsent:
+		last := ""
+		if !a.LastSeen.IsZero() {
+			last = fmt.Sprintf(", at %s", fmtNum(a.LastValue))
+		}
+		return fmt.Sprintf(": the series has had no point since %s%s", a.seen().UTC().Format(time.RFC3339), last)
+	case ReasonForgotten:
+		return ": the rule no longer watches the series"
+	case ReasonRuleRemoved:
+		return ": its rule was removed from the configuration"
+	}
+	return ""
 }
 
 func isNum(x float64) bool { return x-x == 0 }
@@ -135,11 +178,14 @@ type Lifecycle struct {
 	mu     sync.Mutex
 	alerts map[string]map[string]*Alert // group → key → alert
 	dirty  map[string]string            // key → group, states not yet saved
+	ended  map[string]time.Time         // key → when it ended, for deletes not yet saved
 
 	findings               map[string]*metrics.Counter // by group/rule
 	transitions            map[Status]*metrics.Counter
 	saveFailures, restored *metrics.Counter
 	restoreSkipped         *metrics.Counter
+	absentEnded            *metrics.Counter
+	yielded, overwrote     *metrics.Counter
 }
 
 // NewLifecycle returns a Lifecycle with no alerts; Restore loads the
@@ -151,15 +197,18 @@ func NewLifecycle(o LifecycleOptions) *Lifecycle {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
 	}
-	l := &Lifecycle{o: o, log: o.Logger, alerts: map[string]map[string]*Alert{}, dirty: map[string]string{},
+	l := &Lifecycle{o: o, log: o.Logger, alerts: map[string]map[string]*Alert{}, dirty: map[string]string{}, ended: map[string]time.Time{},
 		transitions: map[Status]*metrics.Counter{}, findings: map[string]*metrics.Counter{}}
 	set := o.Metrics
-	for _, s := range []Status{StatusPending, StatusFiring, StatusRepeat, StatusResolved} {
+	for _, s := range []Status{StatusPending, StatusFiring, StatusRepeat, StatusResolved, StatusInactive} {
 		l.transitions[s] = set.GetOrCreateCounter(metricname.Name("inferwatch_alert_events_total", "status", string(s)))
 	}
 	l.saveFailures = set.GetOrCreateCounter("inferwatch_alert_state_save_failures_total")
 	l.restored = set.GetOrCreateCounter("inferwatch_alert_states_restored_total")
 	l.restoreSkipped = set.GetOrCreateCounter("inferwatch_alert_states_skipped_total")
+	l.absentEnded = set.GetOrCreateCounter("inferwatch_alerts_ended_absent_total")
+	l.yielded = set.GetOrCreateCounter(metricname.Name("inferwatch_alert_state_conflicts_total", "outcome", "yielded"))
+	l.overwrote = set.GetOrCreateCounter(metricname.Name("inferwatch_alert_state_conflicts_total", "outcome", "overwrote"))
 	set.GetOrCreateGauge("inferwatch_alerts_active", func() float64 {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -174,11 +223,55 @@ func NewLifecycle(o LifecycleOptions) *Lifecycle {
 
 func alertKey(group, rule, series string) string { return group + "\x00" + rule + "\x00" + series }
 
-// storedAlert is an alert as its Store keeps it.
+// storedAlert is an alert as its Store keeps it: Alert's fields by their
+// Go names, with figures that may be undefined (NaN) written as null.
 type storedAlert struct {
-	Version int    `json:"v"`
-	Key     string `json:"key"`
-	Alert   Alert  `json:"alert"`
+	Version int         `json:"v"`
+	Key     string      `json:"key"`
+	Alert   storedState `json:"alert"`
+}
+
+type storedState struct {
+	State                                      AlertState
+	Policy                                     Policy
+	ActiveAt, LastAnomalous, FiredAt, LastSent time.Time
+	LastSeen                                   time.Time
+	LastValue                                  JSONFloat
+	Peak                                       storedPoint
+}
+
+type storedPoint struct {
+	Group, Rule, Kind, Detector, Series string
+	Labels                              map[string]string
+	Policy                              Policy
+	At                                  time.Time
+	Anomalous                           bool
+	Value, Expected, Lower, Upper       JSONFloat
+	Score                               JSONFloat
+	Severity                            string
+	Details                             map[string]any
+}
+
+func storeAlert(key string, a *Alert) ([]byte, error) {
+	p := &a.Peak
+	return json.Marshal(storedAlert{Version: 1, Key: key, Alert: storedState{
+		State: a.State, Policy: a.Policy, ActiveAt: a.ActiveAt, LastAnomalous: a.LastAnomalous, FiredAt: a.FiredAt,
+		LastSent: a.LastSent, LastSeen: a.LastSeen, LastValue: JSONFloat(a.LastValue),
+		Peak: storedPoint{Group: p.Group, Rule: p.Rule, Kind: p.Kind, Detector: p.Detector, Series: p.Series,
+			Labels: p.Labels, Policy: p.Policy, At: p.At, Anomalous: p.Anomalous, Value: JSONFloat(p.Value),
+			Expected: JSONFloat(p.Expected), Lower: JSONFloat(p.Lower), Upper: JSONFloat(p.Upper),
+			Score: JSONFloat(p.Score), Severity: p.Severity, Details: p.Details},
+	}})
+}
+
+func (s *storedState) alert() Alert {
+	p := &s.Peak
+	return Alert{State: s.State, Policy: s.Policy, ActiveAt: s.ActiveAt, LastAnomalous: s.LastAnomalous, FiredAt: s.FiredAt,
+		LastSent: s.LastSent, LastSeen: s.LastSeen, LastValue: float64(s.LastValue),
+		Peak: Observation{Group: p.Group, Rule: p.Rule, Kind: p.Kind, Detector: p.Detector, Series: p.Series,
+			Labels: p.Labels, Policy: p.Policy, At: p.At, Anomalous: p.Anomalous, Value: float64(p.Value),
+			Expected: float64(p.Expected), Lower: float64(p.Lower), Upper: float64(p.Upper),
+			Score: float64(p.Score), Severity: p.Severity, Details: p.Details}}
 }
 
 // Restore loads the stored alerts, at most max (0: no bound), and returns
@@ -221,7 +314,7 @@ func (l *Lifecycle) Restore(ctx context.Context, max int) (int, error) {
 		if l.alerts[g] == nil {
 			l.alerts[g] = map[string]*Alert{}
 		}
-		a := s.Alert
+		a := s.Alert.alert()
 		l.alerts[g][s.Key] = &a
 		n++
 	}
@@ -241,13 +334,12 @@ func (l *Lifecycle) Retain(now time.Time, keep func(group, rule string) bool) []
 			if keep(g, a.Peak.Rule) {
 				continue
 			}
-			_, trs := resolve(*a, now)
+			_, trs := end(*a, now, ReasonRuleRemoved)
 			for _, tr := range trs {
 				out = append(out, alertData(tr))
 				l.transitions[tr.Status].Inc()
 			}
-			delete(as, k)
-			l.dirty[k] = g
+			l.drop(as, g, k, now)
 		}
 	}
 	l.mu.Unlock()
@@ -281,17 +373,20 @@ func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
 		switch {
 		case next.State == StateInactive:
 			if had {
-				delete(as, k)
-				l.dirty[k] = b.Group
+				l.drop(as, b.Group, k, obs.At)
 			}
 		default:
-			if !had || next.State != prev.State || !next.LastSent.Equal(prev.LastSent) {
+			// The newest point seen is kept to the minute, so that a
+			// restarted daemon knows how long a series has been absent.
+			if !had || next.State != prev.State || !next.LastSent.Equal(prev.LastSent) || next.LastSeen.Sub(next.savedSeen) >= time.Minute {
 				l.dirty[k] = b.Group
+				next.savedSeen = next.LastSeen
 			}
 			as[k] = &next
 		}
 	}
 	b.Observations = nil
+	l.absent(b, as)
 	if !b.At.IsZero() {
 		keys := make([]string, 0, len(as))
 		for k := range as {
@@ -311,12 +406,51 @@ func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
 	for k, g := range l.dirty {
 		var state []byte
 		if a := l.alerts[g][k]; a != nil {
-			state, _ = json.Marshal(storedAlert{Version: 1, Key: k, Alert: *a})
+			var err error
+			if state, err = storeAlert(k, a); err != nil {
+				l.log.Warn("an alert state cannot be encoded; it is not kept across a restart", "alert", strings.ReplaceAll(k, "\x00", "/"), "err", err)
+				delete(l.dirty, k)
+				continue
+			}
 		}
 		save[k] = state
 	}
 	l.mu.Unlock()
 	l.save(ctx, save)
+}
+
+// absent ends the alerts of the rules b says were evaluated whose series
+// had no point for the rule's AbsentAfter, in the order of their keys.
+func (l *Lifecycle) absent(b *Batch, as map[string]*Alert) {
+	if len(b.Evaluated) == 0 || len(as) == 0 {
+		return
+	}
+	runs := make(map[string]RuleEvaluated, len(b.Evaluated))
+	for _, r := range b.Evaluated {
+		runs[r.Rule] = r
+	}
+	var keys []string
+	for k, a := range as {
+		if r, ok := runs[a.Peak.Rule]; ok && r.Through.Sub(a.seen()) >= r.AbsentAfter {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r := runs[as[k].Peak.Rule]
+		_, trs := Absent(*as[k], r.Through, r.AbsentAfter)
+		l.record(b, trs)
+		l.drop(as, b.Group, k, r.Through)
+	}
+	l.absentEnded.Add(len(keys))
+}
+
+// drop forgets the alert k of group g, which ended at at, and marks its
+// state to be deleted from the Store.
+func (l *Lifecycle) drop(as map[string]*Alert, g, k string, at time.Time) {
+	delete(as, k)
+	l.dirty[k] = g
+	l.ended[k] = at
 }
 
 // record appends the events of transitions to b.
@@ -352,7 +486,12 @@ func (l *Lifecycle) save(ctx context.Context, states map[string][]byte) {
 	}
 	var failed []string
 	for k, s := range states {
-		if err := l.o.Store.Save(ctx, k, s); err != nil {
+		err := l.o.Store.Save(ctx, k, s)
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			err = l.settle(ctx, k, s, ce.Stored)
+		}
+		if err != nil {
 			l.saveFailures.Inc()
 			failed = append(failed, k)
 			l.log.Debug("saving an alert state failed; retried with the next evaluation", "alert", strings.ReplaceAll(k, "\x00", "/"), "err", err)
@@ -362,9 +501,66 @@ func (l *Lifecycle) save(ctx context.Context, states map[string][]byte) {
 	for k := range states {
 		if !contains(failed, k) {
 			delete(l.dirty, k)
+			delete(l.ended, k)
 		}
 	}
 	l.mu.Unlock()
+}
+
+// settle decides a write of ours (nil: a delete) that another writer beat
+// to key k, which now holds stored (nil: deleted): the state with the
+// newer evidence wins. When it is stored, this lifecycle takes it and
+// writes nothing (yields); when it is ours, ours is written on the
+// revision just read (overwrites).
+func (l *Lifecycle) settle(ctx context.Context, k string, ours, stored []byte) error {
+	theirs, ok := decodeAlertState(k, stored)
+	l.mu.Lock()
+	mine := l.ended[k] // when ours is a delete: when the alert ended
+	if ours != nil {
+		if s, ok := decodeAlertState(k, ours); ok {
+			mine = s.evidence()
+		}
+	}
+	yield := ok && theirs.evidence().After(mine)
+	if yield {
+		g := theirs.Peak.Group
+		if l.alerts[g] == nil {
+			l.alerts[g] = map[string]*Alert{}
+		}
+		theirs.savedSeen = theirs.LastSeen
+		l.alerts[g][k] = &theirs
+		delete(l.ended, k)
+	}
+	l.mu.Unlock()
+	if yield {
+		l.yielded.Inc()
+		l.log.Warn("another writer changed an alert's state with newer evidence; taking its state", "alert", strings.ReplaceAll(k, "\x00", "/"))
+		return nil
+	}
+	l.overwrote.Inc()
+	l.log.Warn("another writer changed an alert's state with older evidence; writing ours over it", "alert", strings.ReplaceAll(k, "\x00", "/"))
+	return l.o.Store.Save(ctx, k, ours)
+}
+
+// decodeAlertState reads a stored state of key k; ok is false for nil, a
+// state that is not one of ours, or an inactive one.
+func decodeAlertState(k string, b []byte) (Alert, bool) {
+	var s storedAlert
+	if b == nil || json.Unmarshal(b, &s) != nil || s.Version != 1 || s.Key != k || s.Alert.State == StateInactive {
+		return Alert{}, false
+	}
+	return s.Alert.alert(), true
+}
+
+// evidence is the newest time an alert's state knows of.
+func (a *Alert) evidence() time.Time {
+	t := a.ActiveAt
+	for _, u := range []time.Time{a.LastAnomalous, a.FiredAt, a.LastSent, a.LastSeen} {
+		if u.After(t) {
+			t = u
+		}
+	}
+	return t
 }
 
 func contains(xs []string, x string) bool {
@@ -423,4 +619,17 @@ func (p *Pipeline) Send(ctx context.Context, b Batch) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ConflictError is a StateStore's answer to a Save that another writer
+// beat: the key changed since the store last read or wrote it, and nothing
+// was written. Stored is what the store holds now (nil: deleted); a Save
+// after it writes on that.
+type ConflictError struct {
+	Key    string
+	Stored []byte
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("alert state %s changed since it was last read", strings.ReplaceAll(e.Key, "\x00", "/"))
 }

@@ -161,6 +161,17 @@ type Batch struct {
 	Forecasts    []ForecastData
 	Scales       []ScaleData
 	Scores       []Scores
+	// Evaluated are the rules of the group whose evaluation succeeded,
+	// each with the newest point it judged: the lifecycle ends the alerts
+	// of a rule's series that had no point for its AbsentAfter by then.
+	Evaluated []RuleEvaluated
+}
+
+// RuleEvaluated says that a rule judged its series up to Through.
+type RuleEvaluated struct {
+	Rule        string
+	Through     time.Time
+	AbsentAfter time.Duration
 }
 
 // Len is the number of events in b (scores are not events).

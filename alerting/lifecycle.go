@@ -1,14 +1,19 @@
 package alerting
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // The lifecycle of an alert, per (group, rule, series), as Prometheus and
 // vmalert define it: inactive → pending (anomalous, for not yet elapsed) →
 // firing (anomalous for at least for) → resolved (a normal point once
 // keep_firing_for has passed since the last anomalous one), with a repeat
-// of a firing alert every repeat interval. Step and Tick are pure
-// functions of the previous state, what was judged and the time; the
-// Lifecycle type keeps the states and persists them.
+// of a firing alert every repeat interval. An active alert whose series
+// has no point for its rule's resolve_after_absent ends too, as a series
+// Prometheus no longer returns. Step, Absent and Tick are pure functions
+// of the previous state, what was judged and the time; the Lifecycle type
+// keeps the states and persists them.
 
 // AlertState is where an alert is in its lifecycle.
 type AlertState uint8
@@ -61,8 +66,7 @@ type Observation struct {
 	// At is the point's time.
 	At        time.Time
 	Anomalous bool
-	// Gone says the series is no longer returned: an active alert
-	// resolves at At.
+	// Gone says the rule forgot the series: an active alert ends at At.
 	Gone bool
 	// Value, the detector's estimate and band, and the score (≥ 1 when
 	// anomalous); Severity as the rule or the analysis graded it ("" to
@@ -81,52 +85,89 @@ type Alert struct {
 	// its newest, FiredAt when the alert fired, LastSent when it was last
 	// announced (fired or repeated).
 	ActiveAt, LastAnomalous, FiredAt, LastSent time.Time
+	// LastSeen is the newest point of the series the alert was told of,
+	// and LastValue its value.
+	LastSeen  time.Time
+	LastValue float64
 	// Peak is the strangest point of the episode so far.
 	Peak Observation
+
+	savedSeen time.Time // the LastSeen last given to the Store
+}
+
+// seen is the newest point the alert knows its series had: LastSeen, or
+// for a state kept before LastSeen was, its newest anomalous point.
+func (a *Alert) seen() time.Time {
+	if a.LastSeen.IsZero() {
+		return a.LastAnomalous
+	}
+	return a.LastSeen
 }
 
 // Transition is something that happened to an alert: it became pending,
-// fired, repeated or resolved, at At.
+// fired, repeated, resolved or inactive again, at At; an alert that ends
+// says why in Reason.
 type Transition struct {
 	Status Status
 	At     time.Time
 	Alert  Alert
+	Reason Reason
 }
+
+// Reason is why an alert ended.
+type Reason string
+
+// The reasons an alert ends.
+const (
+	// ReasonNormal: its series was judged normal again (after
+	// keep_firing_for, when firing).
+	ReasonNormal Reason = "normal"
+	// ReasonAbsent: its series had no point for the rule's
+	// resolve_after_absent.
+	ReasonAbsent Reason = "absent"
+	// ReasonForgotten: the rule forgot its series (forget_after).
+	ReasonForgotten Reason = "forgotten"
+	// ReasonRuleRemoved: a reload removed its rule.
+	ReasonRuleRemoved Reason = "rule_removed"
+)
 
 // Status is what a Transition announces.
 type Status string
 
 // The statuses of alert events. An alert with a for announces that it is
-// pending, so a subscriber sees it coming; Alertmanager is told of firing
-// and resolved alerts only.
+// pending, so a subscriber sees it coming, and that it is inactive again
+// when it clears before it fires; Alertmanager is told of firing and
+// resolved alerts only.
 const (
 	StatusPending  Status = "pending"
 	StatusFiring   Status = "firing"
 	StatusRepeat   Status = "repeat"
 	StatusResolved Status = "resolved"
+	StatusInactive Status = "inactive"
 )
 
 // Step advances an alert by one judged point of its series, in time order,
-// and returns the alert and what happened to it (at most one transition:
-// a pending alert that clears goes back to inactive silently, as in
-// Prometheus).
+// and returns the alert and what happened to it (at most one transition).
 func Step(prev Alert, obs Observation, p Policy) (Alert, []Transition) {
+	if obs.Gone {
+		return end(prev, obs.At, ReasonForgotten)
+	}
 	next := prev
 	next.Policy = p
-	if obs.Gone {
-		return resolve(prev, obs.At)
+	if !math.IsNaN(obs.Value) && !math.IsInf(obs.Value, 0) {
+		next.LastSeen, next.LastValue = obs.At, obs.Value
 	}
 	if !obs.Anomalous {
 		switch {
 		case prev.State == StatePending:
-			return Alert{}, nil
+			return end(next, obs.At, ReasonNormal)
 		case prev.State == StateFiring && (p.KeepFiringFor <= 0 || obs.At.Sub(prev.LastAnomalous) >= p.KeepFiringFor):
-			return resolve(prev, obs.At)
+			return end(next, obs.At, ReasonNormal)
 		}
 		return next, nil
 	}
 	if prev.State == StateInactive {
-		next = Alert{State: StatePending, Policy: p, ActiveAt: obs.At, Peak: obs}
+		next = Alert{State: StatePending, Policy: p, ActiveAt: obs.At, Peak: obs, LastSeen: next.LastSeen, LastValue: next.LastValue}
 	}
 	next.LastAnomalous = obs.At
 	if obs.Score > next.Peak.Score {
@@ -142,11 +183,25 @@ func Step(prev Alert, obs Observation, p Policy) (Alert, []Transition) {
 	return next, nil
 }
 
-func resolve(prev Alert, at time.Time) (Alert, []Transition) {
-	if prev.State != StateFiring {
-		return Alert{}, nil
+// end ends an active alert at at: a firing one resolves, a pending one
+// is inactive again.
+func end(prev Alert, at time.Time, why Reason) (Alert, []Transition) {
+	switch prev.State {
+	case StateFiring:
+		return Alert{}, []Transition{{Status: StatusResolved, At: at, Alert: prev, Reason: why}}
+	case StatePending:
+		return Alert{}, []Transition{{Status: StatusInactive, At: at, Alert: prev, Reason: why}}
 	}
-	return Alert{}, []Transition{{Status: StatusResolved, At: at, Alert: prev}}
+	return Alert{}, nil
+}
+
+// Absent ends an active alert whose series has had no point for after by
+// through, the newest point its rule judged.
+func Absent(prev Alert, through time.Time, after time.Duration) (Alert, []Transition) {
+	if prev.State == StateInactive || through.Sub(prev.seen()) < after {
+		return prev, nil
+	}
+	return end(prev, through, ReasonAbsent)
 }
 
 // Tick advances a firing alert to the time now: it repeats the alert when

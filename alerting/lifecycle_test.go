@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 )
 
 var lt0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -55,8 +58,8 @@ func TestStepSequences(t *testing.T) {
 		"firing@1 resolved@3", point{0, n, 0}, point{1, y, 3}, point{2, y, 4}, point{3, n, 0}, point{4, n, 0})
 	f("for: pending until it has lasted, then firing", Policy{For: 2 * time.Minute},
 		"pending@10 firing@12 resolved@14", point{10, y, 3}, point{11, y, 3}, point{12, y, 3}, point{13, y, 3}, point{14, n, 0})
-	f("for: a pending alert that clears sends nothing", Policy{For: 2 * time.Minute},
-		"pending@10 pending@13", point{10, y, 3}, point{11, y, 3}, point{12, n, 0}, point{13, y, 3}, point{14, n, 0})
+	f("for: a pending alert that clears is inactive again", Policy{For: 2 * time.Minute},
+		"pending@10 inactive@12 pending@13 inactive@14", point{10, y, 3}, point{11, y, 3}, point{12, n, 0}, point{13, y, 3}, point{14, n, 0})
 	f("keep_firing_for: a flapping series stays one alert", Policy{KeepFiringFor: 3 * time.Minute},
 		"firing@1 resolved@6", point{1, y, 3}, point{2, n, 0}, point{3, y, 5}, point{4, n, 0}, point{5, n, 0}, point{6, n, 0},
 		point{7, n, 0}, point{8, n, 0}, point{9, n, 0})
@@ -112,9 +115,45 @@ func TestGoneResolves(t *testing.T) {
 	if next.State != StateInactive || len(trs) != 1 || trs[0].Status != StatusResolved || !trs[0].At.Equal(at(5)) {
 		t.Fatalf("gone: %+v %+v", next, trs)
 	}
+	if trs[0].Reason != ReasonForgotten {
+		t.Errorf("gone: reason %q, want %q", trs[0].Reason, ReasonForgotten)
+	}
 	pending, _ := run(Policy{For: time.Hour}, point{0, true, 3})
-	if next, trs := Step(pending, gone, Policy{For: time.Hour}); next.State != StateInactive || len(trs) != 0 {
+	if next, trs := Step(pending, gone, Policy{For: time.Hour}); next.State != StateInactive || len(trs) != 1 || trs[0].Status != StatusInactive {
 		t.Fatalf("gone while pending: %+v %+v", next, trs)
+	}
+}
+
+func TestAbsentEndsAnAlertWhoseSeriesStopped(t *testing.T) {
+	firing, _ := run(Policy{}, point{0, true, 3}, point{1, true, 4})
+	pending, _ := run(Policy{For: time.Hour}, point{0, true, 3}, point{1, true, 4})
+	old := firing
+	old.LastSeen, old.LastValue = time.Time{}, 0 // kept before LastSeen was
+	after := 5 * time.Minute
+	for _, c := range []struct {
+		name    string
+		a       Alert
+		through time.Time
+		want    Status // "" for none
+	}{
+		{"firing, absent for less than the bound", firing, at(5), ""},
+		{"firing, absent for the bound", firing, at(6), StatusResolved},
+		{"pending, absent for the bound", pending, at(7), StatusInactive},
+		{"inactive", Alert{}, at(60), ""},
+		{"a state without LastSeen counts from its newest anomalous point", old, at(6), StatusResolved},
+		{"a state without LastSeen, within the bound", old, at(5), ""},
+	} {
+		next, trs := Absent(c.a, c.through, after)
+		switch {
+		case c.want == "" && (len(trs) != 0 || next.State != c.a.State):
+			t.Errorf("%s: %+v, want nothing", c.name, trs)
+		case c.want != "" && (len(trs) != 1 || trs[0].Status != c.want || trs[0].Reason != ReasonAbsent ||
+			!trs[0].At.Equal(c.through) || next.State != StateInactive):
+			t.Errorf("%s: %+v (state %v), want %s for absence at %v", c.name, trs, next.State, c.want, c.through)
+		}
+	}
+	if !firing.LastSeen.Equal(at(1)) || firing.LastValue != 40 {
+		t.Errorf("the alert knows its series last at %v = %v, want %v = 40", firing.LastSeen, firing.LastValue, at(1))
 	}
 }
 
@@ -282,5 +321,169 @@ func TestLifecycleRetriesStateSavesAndResolvesRemovedRules(t *testing.T) {
 	l.Process(ctx, &Batch{Group: "g", At: at(4)})
 	if len(store.m) != 0 {
 		t.Fatal("the removed rule's alert stayed in the store")
+	}
+}
+
+// TestLifecycleEndsAlertsOfAbsentSeries: an evaluated rule's alerts whose
+// series had no point for its AbsentAfter end, with the reason and the
+// series' last value; a failed evaluation (no Evaluated entry) ends
+// nothing; a series that comes back later opens a new episode.
+func TestLifecycleEndsAlertsOfAbsentSeries(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	l := NewLifecycle(LifecycleOptions{Store: store})
+	b := &Batch{Group: "g", At: at(1), Observations: []Observation{obsAt(point{0, true, 3}), obsAt(point{1, true, 5})}}
+	pend := obsAt(point{1, true, 3})
+	pend.Series, pend.Policy = `ttft{pod="p1"}`, Policy{For: time.Hour}
+	b.Observations = append(b.Observations, pend)
+	l.Process(ctx, b)
+	if statuses(b) != "firing@0 pending@1" {
+		t.Fatalf("setup: %q", statuses(b))
+	}
+	eval := func(min int) []RuleEvaluated {
+		return []RuleEvaluated{{Rule: "r", Through: at(min), AbsentAfter: 5 * time.Minute}}
+	}
+	b = &Batch{Group: "g", At: at(5), Evaluated: eval(5)}
+	l.Process(ctx, b)
+	if statuses(b) != "" {
+		t.Fatalf("ended within the bound: %q", statuses(b))
+	}
+	b = &Batch{Group: "g", At: at(9)} // the rule's evaluation failed
+	l.Process(ctx, b)
+	if statuses(b) != "" {
+		t.Fatalf("ended without an evaluation: %q", statuses(b))
+	}
+	b = &Batch{Group: "g", At: at(6), Evaluated: []RuleEvaluated{{Rule: "other", Through: at(60), AbsentAfter: time.Minute}}}
+	l.Process(ctx, b)
+	if statuses(b) != "" {
+		t.Fatalf("another rule's evaluation ended this rule's alerts: %q", statuses(b))
+	}
+	b = &Batch{Group: "g", At: at(6), Evaluated: eval(6)}
+	l.Process(ctx, b)
+	if statuses(b) != "resolved@6 inactive@6" {
+		t.Fatalf("absent: %q", statuses(b))
+	}
+	d := b.Alerts[0]
+	if d.Reason != ReasonAbsent || d.LastSeenAt == nil || !d.LastSeenAt.Equal(at(1)) || d.LastValue != 50 ||
+		!strings.Contains(d.Description, "no point since 2026-11-01T12:01:00Z, at 50") {
+		t.Errorf("resolved event: reason %q, last seen %v = %v, %q", d.Reason, d.LastSeenAt, d.LastValue, d.Description)
+	}
+	if d := b.Alerts[1]; d.Reason != ReasonAbsent || d.FiredAt != nil {
+		t.Errorf("inactive event: reason %q, fired at %v", d.Reason, d.FiredAt)
+	}
+	if len(store.m) != 0 || len(l.Firing()) != 0 {
+		t.Errorf("after ending: %d stored, %d firing", len(store.m), len(l.Firing()))
+	}
+	// The series comes back anomalous: a new episode, a new finding.
+	b = &Batch{Group: "g", At: at(20), Observations: []Observation{obsAt(point{20, true, 4})}, Evaluated: eval(20)}
+	l.Process(ctx, b)
+	if statuses(b) != "firing@20" || len(b.Findings) != 1 || !b.Alerts[0].ActiveAt.Equal(at(20)) {
+		t.Fatalf("the series came back: %q, %d findings", statuses(b), len(b.Findings))
+	}
+}
+
+// TestRestoredAlertOfAVanishedSeriesEnds: after a restart, an alert whose
+// series the store no longer holds ends at its rule's first evaluation,
+// absent since the point before the restart.
+func TestRestoredAlertOfAVanishedSeriesEnds(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	l1 := NewLifecycle(LifecycleOptions{Store: store})
+	l1.Process(ctx, &Batch{Group: "g", At: at(0), Observations: []Observation{obsAt(point{0, true, 3})}})
+	l2 := NewLifecycle(LifecycleOptions{Store: store})
+	if n, err := l2.Restore(ctx, 0); n != 1 || err != nil {
+		t.Fatalf("restored %d, %v", n, err)
+	}
+	b := &Batch{Group: "g", At: at(90), Evaluated: []RuleEvaluated{{Rule: "r", Through: at(90), AbsentAfter: 5 * time.Minute}}}
+	l2.Process(ctx, b)
+	if statuses(b) != "resolved@90" || b.Alerts[0].Reason != ReasonAbsent || !b.Alerts[0].LastSeenAt.Equal(at(0)) || b.Alerts[0].LastValue != 30 {
+		t.Fatalf("after the restart: %q %+v", statuses(b), b.Alerts)
+	}
+	if len(store.m) != 0 {
+		t.Error("the ended alert stayed in the store")
+	}
+}
+
+// TestStoredAlertKeepsUndefinedFigures: an alert whose strangest point has
+// no expected value or band (NaN) is kept and restored as it was.
+func TestStoredAlertKeepsUndefinedFigures(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	l1 := NewLifecycle(LifecycleOptions{Store: store})
+	o := obsAt(point{0, true, 3})
+	o.Expected, o.Lower, o.Upper = math.NaN(), math.NaN(), math.NaN()
+	l1.Process(ctx, &Batch{Group: "g", At: at(0), Observations: []Observation{o}})
+	if len(store.m) != 1 {
+		t.Fatalf("%d stored, want the alert", len(store.m))
+	}
+	l2 := NewLifecycle(LifecycleOptions{Store: store})
+	if n, err := l2.Restore(ctx, 0); n != 1 || err != nil {
+		t.Fatalf("restored %d, %v", n, err)
+	}
+	f := l2.Firing()
+	if len(f) != 1 || !math.IsNaN(float64(f[0].Expected)) || !math.IsNaN(float64(f[0].Lower)) || f[0].Value != 30 || f[0].Score != 3 {
+		t.Fatalf("restored %+v", f)
+	}
+}
+
+// raceStore is a StateStore another writer has just written key to: the
+// first Save of it is refused with what that writer stored; later Saves
+// go through.
+type raceStore struct {
+	memStore
+	theirs  []byte
+	refused bool
+}
+
+func (s *raceStore) Save(ctx context.Context, key string, state []byte) error {
+	if !s.refused {
+		s.refused = true
+		return &ConflictError{Key: key, Stored: s.theirs}
+	}
+	return s.memStore.Save(ctx, key, state)
+}
+
+// TestLifecycleSettlesAConflictByEvidence: a write another writer beat is
+// settled by which state knows of the newer point: theirs is taken and
+// nothing written; ours is written over theirs.
+func TestLifecycleSettlesAConflictByEvidence(t *testing.T) {
+	ctx := context.Background()
+	k := alertKey("g", "r", `ttft{pod="p0"}`)
+	stored := func(min int) []byte {
+		a, _ := run(Policy{}, point{min, true, 9})
+		b, err := storeAlert(k, &a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name       string
+		theirs     []byte
+		wantPeakAt int // the firing alert's peak, in minutes
+		wantSaved  bool
+	}{
+		{"theirs is newer: taken", stored(30), 30, false},
+		{"theirs is older: ours written", stored(-30), 10, true},
+		{"theirs was deleted: ours written", nil, 10, true},
+	} {
+		store := &raceStore{theirs: c.theirs}
+		set := metrics.NewSet()
+		l := NewLifecycle(LifecycleOptions{Store: store, Metrics: set})
+		l.Process(ctx, &Batch{Group: "g", At: at(10), Observations: []Observation{obsAt(point{10, true, 3})}})
+		f := l.Firing()
+		if len(f) != 1 || !f[0].ValueTime.Equal(at(c.wantPeakAt)) {
+			t.Errorf("%s: firing %+v, want the peak at minute %d", c.name, f, c.wantPeakAt)
+		}
+		if _, saved := store.m[k]; saved != c.wantSaved {
+			t.Errorf("%s: saved %v, want %v", c.name, saved, c.wantSaved)
+		}
+		outcome := "overwrote"
+		if !c.wantSaved {
+			outcome = "yielded"
+		}
+		if n := set.GetOrCreateCounter(`inferwatch_alert_state_conflicts_total{outcome="` + outcome + `"}`).Get(); n != 1 {
+			t.Errorf("%s: %d conflicts counted as %s, want 1", c.name, n, outcome)
+		}
 	}
 }

@@ -604,7 +604,7 @@ func TestPublisherOutboxKeepsAlertEvents(t *testing.T) {
 	at := time.Date(2026, 11, 1, 0, 5, 0, 0, time.UTC)
 	alert := AlertData{Status: StatusFiring, Group: "g", Rule: "r", Kind: "anomaly", Detector: "sigma",
 		Series: `ttft{pod="p0"}`, Labels: map[string]string{"pod": "p0"}, Severity: "critical",
-		ActiveAt: at, FiredAt: at, LastAnomalousAt: at, Time: at}
+		ActiveAt: at, FiredAt: &at, LastAnomalousAt: at, Time: at}
 	fc := ForecastData{Group: "g", Rule: "fc", Series: "{}", Origin: at}
 	p.Send(context.Background(), Batch{Findings: []Finding{pubFinding("p0", 1)}, Alerts: []AlertData{alert}, Forecasts: []ForecastData{fc}})
 	if ob.Len() != 2 {

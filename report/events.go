@@ -134,7 +134,7 @@ func (b *builder) alerts(as []alerting.AlertData) {
 			byKey[k] = e
 			order = append(order, k)
 		}
-		if a.Status != alerting.StatusPending || !a.FiredAt.IsZero() {
+		if a.FiredAt != nil {
 			fired[k] = true
 		}
 		if a.Status == alerting.StatusResolved && a.ResolvedAt != nil {

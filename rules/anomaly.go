@@ -28,11 +28,15 @@ type anomalyRule struct {
 	// reported once, at the first evaluation.
 	limits []string
 	series
-	// last is the newest point judged; zero before the first evaluation
-	// (resumed, when a restarted daemon restored it).
+	// last is the newest point asked for; zero before the first
+	// evaluation (resumed, when a restarted daemon restored it).
 	last    time.Time
 	resumed bool
 	noted   bool // the limits and a short history have been reported
+	// late re-asks the points a series had not delivered when asked.
+	late lateness
+	// newest is the newest sample judged, unix ms.
+	newest int64
 
 	// seen counts the series seen in this evaluation.
 	seen int
@@ -64,7 +68,7 @@ func newAnomalyRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	if warm <= 0 {
 		warm = time.Duration(needs.History) * time.Millisecond
 	}
-	return &anomalyRule{base: newBase(g, r), detector: d.Name, factory: f, warm: warm, limits: needs.Limits}, nil
+	return &anomalyRule{base: newBase(g, r), detector: d.Name, factory: f, warm: warm, limits: needs.Limits, newest: math.MinInt64}, nil
 }
 
 func (r *anomalyRule) judged() time.Time { return r.last }
@@ -72,15 +76,6 @@ func (r *anomalyRule) resume(t time.Time) {
 	if r.last.IsZero() {
 		r.last, r.resumed = t, true
 	}
-}
-
-// forget keeps the state of a series unseen for as long as a window rule
-// would, at least DefaultLookback: a series that comes back after a gap
-// keeps its detector's history (a series new to the rule after its first
-// evaluation warms its detector up on its own points, and its findings'
-// details.mode say so while it does).
-func (r *anomalyRule) forget() time.Duration {
-	return max(r.cfg.Lookback, rulefmt.DefaultLookback, 10*r.interval)
 }
 
 // warmPart is how many points per series one request of the first
@@ -98,21 +93,29 @@ const (
 // evaluation (and the first after a restart) warms the detectors up on
 // the history they need (the rule's lookback, when set) before the points
 // it reports, fetched in consecutive parts.
-func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, error) {
-	var res Result
+func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (res Result, err error) {
 	step := r.cfg.Step
 	end := r.end(at, env)
 	first := r.last.IsZero() || r.resumed
 	from, gap := reportFrom(r.last, r.last.IsZero(), end, step, env)
 	res.Unreported = gap
+	asked := r.last
 	start := r.last.Add(step)
 	if first {
 		start = from.Add(-r.warm)
-	} else if warm := from.Add(-r.warm); start.Before(warm) {
-		// Past the horizon: what lies before the detectors' warm-up is
-		// not worth fetching.
-		start = warm
+	} else {
+		if again := r.late.from(r.last, end, step); again.Before(from) {
+			// Points some series had not delivered when they were asked
+			// for: ask again, and report them as new.
+			from, start = again, again
+		}
+		if warm := from.Add(-r.warm); start.Before(warm) {
+			// Past the horizon: what lies before the detectors' warm-up
+			// is not worth fetching.
+			start = warm
+		}
 	}
+	defer func() { res.Through, res.Newest, res.Lag = r.last, msTime(r.newest), r.lag }()
 	if first && !r.noted {
 		r.noted = true
 		for _, l := range r.limits {
@@ -132,12 +135,18 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 		// history up to fetched: go on after it.
 		start = r.fetched.Add(step)
 	}
+	askedMs := int64(math.MinInt64)
+	if !first {
+		askedMs = asked.UnixMilli()
+	}
+	r.late.begin()
 	judge := func(got []ingest.Series) {
 		for i := range got {
 			if ts := got[i].Timestamps; len(ts) > 0 {
 				oldest = min(oldest, ts[0])
 			}
-			r.judge(&res, &got[i], at, fromMs, first, env.Scores)
+			st := r.judge(&res, &got[i], at, fromMs, askedMs, first, env.Scores)
+			r.late.saw(st.lastT)
 		}
 	}
 	if pq, ok := env.Querier.(PartQuerier); ok {
@@ -150,8 +159,11 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 				return res, err
 			}
 			judge(p.Series)
-			if first && !p.Done.IsZero() {
-				r.fetched = p.Done
+			if !p.Done.IsZero() {
+				r.late.chunkDone()
+				if first {
+					r.fetched = p.Done
+				}
 			}
 		}
 	} else {
@@ -170,6 +182,7 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 				return res, err
 			}
 			judge(got)
+			r.late.chunkDone()
 			if first && len(got) > 0 {
 				part = min(max(warmPart, warmBudget/int64(len(got))), rulefmt.MaxPointsPerQuery)
 			}
@@ -183,6 +196,8 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 		r.fetched = end
 	}
 	r.last, r.resumed = end, false
+	r.late.settle(start, end, step)
+	r.learn(&res)
 	if first && oldest != math.MaxInt64 && r.warm > 0 {
 		if short := time.UnixMilli(oldest).Sub(start); short > max(2*step, r.warm/100) && oldest < fromMs {
 			held := from.Sub(time.UnixMilli(oldest))
@@ -192,15 +207,17 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (Result,
 	}
 	// Only a series not seen in this evaluation can have gone.
 	if r.seen < len(r.series.series) {
-		r.sweep(&r.series, &res, at, r.forget(), r.detector)
+		r.sweep(&r.series, &res, at, r.cfg.Forget(), r.detector)
 	}
 	res.Series = len(r.series.series)
 	return res, nil
 }
 
-// judge scores the points of s not yet scored and records them; first
-// says the evaluation is the first after a (re)start.
-func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs int64, first bool, scores ScorePoints) {
+// judge scores the points of s not yet scored and records them, and
+// returns the series' state; first says the evaluation is the first after
+// a (re)start, and points at or before askedMs were asked for before (they
+// came late).
+func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs, askedMs int64, first bool, scores ScorePoints) *seriesState {
 	res.Dropped.Add(s.Clean())
 	r.key = appendLabelsKey(r.key[:0], s.Labels)
 	st := r.series.series[string(r.key)] // a lookup without a string
@@ -239,6 +256,12 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs 
 		}
 	}
 	res.Scored += len(bt)
+	if n := len(bt); n > 0 {
+		r.newest = max(r.newest, bt[n-1])
+		for j := 0; j < n && bt[j] <= askedMs; j++ {
+			res.Late++
+		}
+	}
 	if scores != ScoresNone && len(bt) > 0 {
 		// One entry per series and evaluation, however many parts its
 		// points came in.
@@ -284,6 +307,7 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs 
 		prevT = t
 		r.observe(res, st, t, bv[j], r.br[j], details, r.detector, t >= fromMs)
 	}
+	return st
 }
 
 // appendLabelsKey appends the identity of a series to dst: each label's
@@ -309,4 +333,48 @@ func after(ts []int64, t int64) bool {
 		t = u
 	}
 	return true
+}
+
+// probe counts the samples the store holds since the newest sample the
+// rule judged (at most span before the newest point it asked for) that
+// are newer than what the rule judged of their series, and returns the
+// newest of them.
+func (r *anomalyRule) probe(ctx context.Context, env *Env, span time.Duration) (int, time.Time, error) {
+	from, ok := probeFrom(r.last, r.newest, span, r.cfg.Step)
+	if !ok {
+		return 0, time.Time{}, nil
+	}
+	got, err := env.Querier.QueryRange(ctx, r.cfg.Expr, from, r.last, r.cfg.Step)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	n, newest := 0, int64(math.MinInt64)
+	var key []byte
+	for _, s := range got {
+		judged := r.newest
+		key = appendLabelsKey(key[:0], s.Labels)
+		if st := r.series.series[string(key)]; st != nil {
+			judged = st.lastT
+		}
+		for j, t := range s.Timestamps {
+			if t > judged && isFinite(s.Values[j]) {
+				n++
+				newest = max(newest, t)
+			}
+		}
+	}
+	return n, msTime(newest), nil
+}
+
+// probeFrom is where a probe starts: after the newest sample judged, at
+// most span before last.
+func probeFrom(last time.Time, newestMs int64, span, step time.Duration) (time.Time, bool) {
+	if last.IsZero() {
+		return time.Time{}, false
+	}
+	from := last.Add(-span).Truncate(step)
+	if newest := msTime(newestMs); !newest.IsZero() && newest.Add(step).After(from) {
+		from = newest.Add(step)
+	}
+	return from, !from.After(last)
 }

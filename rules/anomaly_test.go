@@ -35,7 +35,7 @@ func anomalyRuleOf(t *testing.T, r rulefmt.Rule) Rule {
 // so that the points of many series are never held at once); the next
 // evaluation fetches only what is new. With a lookback, the lookback.
 func TestAnomalyWarmUpIsTheDetectorsNeed(t *testing.T) {
-	series := minuteSeries("x", 12*24*60, nil)
+	series := minuteSeries("x", 12*24*60+2, nil) // up to a minute past the first evaluation
 	now := t0.Add(12 * 24 * time.Hour)
 	for _, c := range []struct {
 		lookback time.Duration
@@ -72,7 +72,7 @@ func TestAnomalyWarmUpIsTheDetectorsNeed(t *testing.T) {
 		if last := store.calls[len(store.calls)-1][1]; !last.Equal(at) {
 			t.Errorf("lookback %v: the last part ends at %v, want %v", c.lookback, last, at)
 		}
-		if wantPoints := int(want/time.Minute) + 1; res.Scored != wantPoints { // the store has no point at at
+		if wantPoints := int(want/time.Minute) + 2; res.Scored != wantPoints {
 			t.Errorf("lookback %v: %d points scored, want %d", c.lookback, res.Scored, wantPoints)
 		}
 		store.calls = nil
@@ -128,37 +128,47 @@ func TestAnomalyNotes(t *testing.T) {
 }
 
 // TestAnomalyForgetsGoneSeries: a series no longer returned keeps its
-// state while it might come back (an hour by default) and is then
-// forgotten; one whose newest point was anomalous is reported gone, so its
-// alert resolves. A series that keeps coming is kept.
+// state for forget_after (by default the longer of resolve_after_absent
+// and twenty steps) and is then forgotten and counted; one whose alert may
+// be active is reported gone, so that alert ends. A series that keeps
+// coming is kept.
 func TestAnomalyForgetsGoneSeries(t *testing.T) {
-	r := anomalyRuleOf(t, rulefmt.Rule{Spec: &rulefmt.Detector{Name: "sigma", Params: map[string]string{"min_points": "10"}}, Lookback: 30 * time.Minute})
-	a := minuteSeries("x", 300, nil)
-	b := minuteSeries("x", 100, map[int]float64{99: 500}) // anomalous at its last point
-	b.Labels = ingest.Labels{{Name: "__name__", Value: "x"}, {Name: "pod", Value: "p1"}}
-	store := &memStore{series: []ingest.Series{a, b}}
-	env := &Env{Querier: store, Interval: time.Minute, Backfill: time.Hour}
-	ar := r.(*anomalyRule)
-	var gone []string
-	for m := 100; m < 300; m++ {
-		res, err := r.Eval(context.Background(), t0.Add(time.Duration(m)*time.Minute), env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range res.Observations {
-			if o.Gone {
-				gone = append(gone, o.Series)
+	f := func(forget time.Duration, wantAt int) {
+		t.Helper()
+		r := anomalyRuleOf(t, rulefmt.Rule{Spec: &rulefmt.Detector{Name: "sigma", Params: map[string]string{"min_points": "10"}},
+			Lookback: 30 * time.Minute, ForgetAfter: forget})
+		a := minuteSeries("x", 300, nil)
+		b := minuteSeries("x", 100, map[int]float64{99: 500}) // anomalous at its last point
+		b.Labels = ingest.Labels{{Name: "__name__", Value: "x"}, {Name: "pod", Value: "p1"}}
+		store := &memStore{series: []ingest.Series{a, b}}
+		env := &Env{Querier: store, Interval: time.Minute, Backfill: time.Hour}
+		ar := r.(*anomalyRule)
+		var gone []string
+		forgotten := 0
+		for m := 100; m < 300; m++ {
+			res, err := r.Eval(context.Background(), t0.Add(time.Duration(m)*time.Minute), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range res.Observations {
+				if o.Gone {
+					gone = append(gone, o.Series)
+				}
+			}
+			forgotten += res.Forgotten
+			n := len(ar.series.series)
+			switch {
+			case m < wantAt && n != 2, m >= wantAt && n != 1:
+				t.Fatalf("forget_after %v, minute %d: %d series held", forget, m, n)
 			}
 		}
-		n := len(ar.series.series)
-		switch {
-		case m < 161 && n != 2, m > 161 && n != 1:
-			t.Fatalf("minute %d: %d series held", m, n)
+		if len(gone) != 1 || !strings.Contains(gone[0], `pod="p1"`) || forgotten != 1 {
+			t.Errorf("forget_after %v: gone %v, %d forgotten; want the series of p1 once", forget, gone, forgotten)
 		}
 	}
-	if len(gone) != 1 || !strings.Contains(gone[0], `pod="p1"`) {
-		t.Errorf("gone %v, want the series of p1 once", gone)
-	}
+	f(0, 121)             // the default: twenty one-minute steps after its last evaluation seen
+	f(time.Hour, 161)     // set by the rule
+	f(7*time.Minute, 108) // shorter than the default
 }
 
 // TestAnomalyKeepFiringFor: an alert kept firing for keep_firing_for after

@@ -174,15 +174,16 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 	stepMs := step.Milliseconds()
 	end := r.end(at, env)
 	replay := time.Duration(0)
-	if r.w.next.IsZero() && env.Backfill > 0 {
+	if r.w.asked.IsZero() && env.Backfill > 0 {
 		replay = env.Backfill
 	}
 	first := end.Add(-replay - r.cfg.Lookback)
-	dropped, err := r.w.fetch(ctx, env.Querier, step, first, end, at)
-	res.Dropped = dropped
+	f, err := r.w.fetch(ctx, env.Querier, step, first, end, at)
+	res.Dropped, res.Late = f.dropped, f.late
 	if err != nil {
 		return res, err
 	}
+	r.learn(&res)
 	out := &Outlook{Rule: r.cfg.Name, Times: evalTimes(end, replay, max(r.interval, step)),
 		Horizon: time.Duration(r.opts.Horizon) * step}
 	for _, l := range r.handed {

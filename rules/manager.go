@@ -13,6 +13,9 @@ import (
 	"iter"
 	"log/slog"
 	"maps"
+	"math"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,7 +107,8 @@ type ProgressStore interface {
 	SaveProgress(ctx context.Context, progress map[string]time.Time) error
 }
 
-func progressKey(group, rule string) string { return group + "/" + rule }
+// ProgressKey is the key of a rule's progress in a ProgressStore.
+func ProgressKey(group, rule string) string { return group + "/" + rule }
 
 // Manager evaluates rule groups and hands what they find to a Sink. Its
 // rules keep the streaming state of every series they watch, so each cycle
@@ -126,16 +130,38 @@ type Manager struct {
 	droppedStale           *metrics.Counter
 	unreported             *metrics.Counter
 	progressFailures       *metrics.Counter
+	late, forgotten        *metrics.Counter
+	paused                 *metrics.Counter
 
 	// since the last summary
 	sumEvals, sumFailures, sumObservations, sumForecasts, sumScales, sumMissed atomic.Int64
+	sumForgotten, sumLate                                                      atomic.Int64
 }
+
+// ruleHealth is what the manager knows of whether a rule still judges:
+// the newest sample it judged, how many evaluations in a row judged
+// nothing new, and what the store held beyond that when last asked.
+type ruleHealth struct {
+	group, rule string
+	mu          sync.Mutex
+	newest      time.Time
+	quiet       int
+	behind      int       // samples the store held that the rule had not judged
+	storeNewest time.Time // the newest of them
+	lag         time.Duration
+}
+
+// quietEvaluations is how many evaluations in a row may judge nothing new
+// before the manager asks the store whether it holds samples the rule has
+// not judged (and again every as many evaluations while it stays quiet).
+const quietEvaluations = 3
 
 type groupMetrics struct {
 	names                   []string // to unregister
 	evals, failures, missed *metrics.Counter
 	duration                *metrics.Summary
 	ruleFailures            map[string]*metrics.Counter
+	health                  map[string]*ruleHealth // by rule
 }
 
 // NewManager prepares the groups Build made.
@@ -170,6 +196,9 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 	m.droppedStale = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "stale"))
 	m.unreported = set.GetOrCreateCounter("inferwatch_points_not_reported_total")
 	m.progressFailures = set.GetOrCreateCounter("inferwatch_progress_save_failures_total")
+	m.late = set.GetOrCreateCounter("inferwatch_samples_late_total")
+	m.forgotten = set.GetOrCreateCounter("inferwatch_series_forgotten_total")
+	m.paused = set.GetOrCreateCounter("inferwatch_evaluation_pauses_total")
 	set.GetOrCreateGauge("inferwatch_series_tracked", func() float64 {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -198,7 +227,7 @@ func (m *Manager) Resume(ctx context.Context) (int, error) {
 	for _, g := range m.Groups() {
 		for _, r := range g.rules {
 			if rr, ok := r.(resumer); ok {
-				if t, ok := p[progressKey(g.cfg.Name, r.Name())]; ok && !t.IsZero() {
+				if t, ok := p[ProgressKey(g.cfg.Name, r.Name())]; ok && !t.IsZero() {
 					rr.resume(t)
 					n++
 				}
@@ -274,8 +303,33 @@ func (m *Manager) setGroups(groups []*Group) {
 		x.names = append(x.names, dn)
 		keep[dn] = true
 		x.duration = m.set.GetOrCreateSummary(dn)
+		x.health = map[string]*ruleHealth{}
 		for _, r := range g.rules {
 			x.ruleFailures[r.Name()] = counter(metricname.Name("inferwatch_rule_evaluation_failures_total", "group", name, "rule", r.Name()))
+			h := &ruleHealth{group: name, rule: r.Name()}
+			if old := m.gm[name]; old != nil && old.health[r.Name()] != nil {
+				h = old.health[r.Name()]
+			}
+			x.health[r.Name()] = h
+			gauge := func(n string, f func() float64) {
+				x.names = append(x.names, n)
+				keep[n] = true
+				m.set.UnregisterMetric(n) // a kept rule's gauge reads its kept health
+				m.set.GetOrCreateGauge(n, f)
+			}
+			gauge(metricname.Name("inferwatch_rule_newest_sample_timestamp_seconds", "group", name, "rule", r.Name()), func() float64 {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				if h.newest.IsZero() {
+					return math.NaN()
+				}
+				return float64(h.newest.UnixMilli()) / 1e3
+			})
+			gauge(metricname.Name("inferwatch_rule_samples_behind", "group", name, "rule", r.Name()), func() float64 {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				return float64(h.behind)
+			})
 		}
 		gm[name] = x
 	}
@@ -351,12 +405,22 @@ func (m *Manager) runGroup(ctx context.Context, g *Group) {
 	tick := nextTick(m.o.Now(), interval, g.offset)
 	timer := time.NewTimer(time.Until(tick))
 	defer timer.Stop()
+	var prev time.Time // the previous evaluation's time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
+		if w := wakeUp(tick, m.o.Now(), interval, g.offset); w.skipped > 0 {
+			// The timer fired intervals late: the process did not run
+			// (stopped, frozen with its container or machine) or the clock
+			// jumped ahead. Evaluating at the stale tick would judge old
+			// points now and the newest only at the next tick.
+			m.skip(g, w.skipped, prev, tick, w.at)
+			tick = w.at
+		}
+		began := time.Now()
 		// The evaluation in flight finishes even when a stop is asked for;
 		// it is bounded by the group interval (and at least a minute).
 		evalCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(interval, time.Minute))
@@ -364,16 +428,57 @@ func (m *Manager) runGroup(ctx context.Context, g *Group) {
 			m.log.Error("group evaluation failed", "group", g.cfg.Name, "err", err)
 		}
 		cancel()
+		took := time.Since(began)
 		next := nextTick(m.o.Now(), interval, g.offset)
-		if skipped := int((next.Sub(tick) / interval) - 1); skipped > 0 {
+		switch skipped := int((next.Sub(tick) / interval) - 1); {
+		case skipped > 0 && took >= interval:
 			m.metrics(g).missed.Add(skipped)
 			m.sumMissed.Add(int64(skipped))
 			m.log.Warn("group evaluation overran its interval; ticks skipped",
-				"group", g.cfg.Name, "interval", interval, "skipped", skipped)
+				"group", g.cfg.Name, "interval", interval, "took", took, "skipped", skipped)
+		case skipped > 0:
+			// The evaluation took less than an interval, yet intervals
+			// passed on the clock: a pause or a jump, not an overrun.
+			m.skip(g, skipped, tick, tick.Add(interval), next)
+		case !next.After(tick):
+			m.log.Warn("the clock went back; evaluations go on from the time it shows, judging only points after those judged",
+				"group", g.cfg.Name, "from", tick.UTC(), "to", m.o.Now().UTC())
+			next = nextTick(tick, interval, g.offset)
 		}
-		tick = next
+		prev, tick = tick, next
 		timer.Reset(time.Until(tick))
 	}
+}
+
+// skip counts and reports the ticks from first up to (not including) at
+// that were not evaluated because the process did not run or the clock
+// jumped; prev is the evaluation before them (zero: none).
+func (m *Manager) skip(g *Group, skipped int, prev, first, at time.Time) {
+	m.metrics(g).missed.Add(skipped)
+	m.sumMissed.Add(int64(skipped))
+	m.paused.Inc()
+	since := prev
+	if since.IsZero() {
+		since = first.Add(-g.cfg.Interval)
+	}
+	m.log.Warn(fmt.Sprintf("no evaluation for %s: process paused or clock jumped; catching up from %s", at.Sub(since).Round(time.Second),
+		since.UTC().Format(time.RFC3339)), "group", g.cfg.Name, "interval", g.cfg.Interval, "skipped", skipped, "catch_up", m.o.CatchUp)
+}
+
+// wake is when a group evaluates after its timer fired: at the tick it was
+// set for, or, when that is an interval or more behind the clock, at the
+// newest tick, skipping those between.
+type wake struct {
+	at      time.Time
+	skipped int
+}
+
+func wakeUp(tick, now time.Time, interval, offset time.Duration) wake {
+	if now.Sub(tick) < interval {
+		return wake{at: tick}
+	}
+	newest := nextTick(now, interval, offset).Add(-interval)
+	return wake{at: newest, skipped: int(newest.Sub(tick) / interval)}
 }
 
 func (m *Manager) metrics(g *Group) *groupMetrics {
@@ -412,9 +517,24 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 				"rule", r.Name(), "from", gap.From.UTC(), "to", gap.To.UTC(), "points_per_series", gap.Points, "catch_up", m.o.CatchUp)
 		}
 		if rr, ok := r.(resumer); ok && !rr.judged().IsZero() {
-			progress[progressKey(g.cfg.Name, r.Name())] = rr.judged()
+			progress[ProgressKey(g.cfg.Name, r.Name())] = rr.judged()
+		}
+		if err == nil && !res.Through.IsZero() {
+			cfg := r.Config()
+			batch.Evaluated = append(batch.Evaluated, alerting.RuleEvaluated{Rule: r.Name(), Through: res.Through, AbsentAfter: cfg.AbsentAfter()})
+		}
+		if err == nil {
+			m.watch(ctx, g, r, gm.health[r.Name()], res, at)
 		}
 		m.scored.Add(res.Scored)
+		m.late.Add(res.Late)
+		m.sumLate.Add(int64(res.Late))
+		m.forgotten.Add(res.Forgotten)
+		m.sumForgotten.Add(int64(res.Forgotten))
+		if res.Forgotten > 0 {
+			m.log.Debug("series forgotten: no point for forget_after", "group", g.cfg.Name, "rule", r.Name(),
+				"series", res.Forgotten, "forget_after", r.Config().Forget())
+		}
 		m.droppedNaN.Add(res.Dropped.NaN)
 		m.droppedInf.Add(res.Dropped.Inf)
 		m.droppedStale.Add(res.Dropped.Stale)
@@ -455,6 +575,83 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	m.log.Debug("group evaluated", "group", g.cfg.Name, "at", at.UTC(), "findings", len(batch.Findings), "alerts", len(batch.Alerts),
 		"forecasts", len(batch.Forecasts), "scale_signals", len(batch.Scales), "failed", len(errs) > 0, "took", time.Since(start))
 	return errors.Join(errs...)
+}
+
+// watch follows whether rule r still judges: the newest sample it judged,
+// samples that came late, and, when it has judged nothing new for
+// quietEvaluations evaluations while it tracks series, whether the store
+// holds samples it has not judged.
+func (m *Manager) watch(ctx context.Context, g *Group, r Rule, h *ruleHealth, res Result, at time.Time) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if res.Lag > h.lag {
+		m.log.Warn("samples reach the store after the rule first asks for them: the rule now judges further behind the evaluation delay; raise source.evaluation_delay to that",
+			"group", g.cfg.Name, "rule", r.Name(), "late", res.Late, "evaluation_delay", m.o.EvaluationDelay, "behind_by", res.Lag,
+			"judged_behind", m.o.EvaluationDelay+res.Lag)
+	}
+	h.lag = res.Lag
+	if res.Newest.After(h.newest) {
+		if h.behind > 0 {
+			m.log.Info("the rule judges new samples again", "group", g.cfg.Name, "rule", r.Name(), "newest", res.Newest)
+		}
+		h.newest, h.quiet, h.behind, h.storeNewest = res.Newest, 0, 0, time.Time{}
+		return
+	}
+	if res.Series == 0 {
+		h.quiet = 0
+		return
+	}
+	h.quiet++
+	p, ok := r.(prober)
+	if !ok || h.quiet%quietEvaluations != 0 {
+		return
+	}
+	env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Interval: g.cfg.Interval, CatchUp: m.o.CatchUp}
+	behind, newest, err := p.probe(ctx, env, max(m.o.CatchUp, time.Hour))
+	if err != nil {
+		m.log.Debug("asking the store for samples a quiet rule has not judged failed", "group", g.cfg.Name, "rule", r.Name(), "err", err)
+		return
+	}
+	h.behind, h.storeNewest = behind, newest
+	if behind > 0 {
+		m.log.Warn("the rule has judged no new sample for several evaluations while the store holds newer ones: they reached the store later than the rule asks again; raise source.evaluation_delay",
+			"group", g.cfg.Name, "rule", r.Name(), "evaluations", h.quiet, "judged_newest", h.newest, "store_samples", behind,
+			"store_newest", newest, "evaluation_delay", m.o.EvaluationDelay)
+	}
+}
+
+// Stalled reports the rules that judge no new sample while the store holds
+// samples they have not judged, for a readiness check; nil when none.
+func (m *Manager) Stalled() error {
+	m.mu.Lock()
+	var hs []*ruleHealth
+	for _, x := range m.gm {
+		for _, h := range x.health {
+			hs = append(hs, h)
+		}
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, h := range hs {
+		h.mu.Lock()
+		if h.behind > 0 {
+			errs = append(errs, fmt.Errorf("rule %s/%s has judged nothing since %s, and the store holds %d newer samples (the newest at %s)",
+				h.group, h.rule, h.newest.UTC().Format(time.RFC3339), h.behind, h.storeNewest.UTC().Format(time.RFC3339)))
+		}
+		h.mu.Unlock()
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+// prober is a rule that can ask the store how many samples newer than
+// those it judged it holds since the newest sample it judged (at most
+// span before the newest point it asked for), and the newest of them.
+type prober interface {
+	probe(ctx context.Context, env *Env, span time.Duration) (int, time.Time, error)
 }
 
 // ruleResult is what one rule's evaluation returned.
@@ -529,6 +726,7 @@ func (m *Manager) summarise(ctx context.Context) {
 		m.mu.Unlock()
 		m.log.Info("evaluation summary", "since", m.o.SummaryEvery, "evaluations", m.sumEvals.Swap(0),
 			"failed", m.sumFailures.Swap(0), "points_observed", m.sumObservations.Swap(0), "forecasts", m.sumForecasts.Swap(0),
-			"scale_signals", m.sumScales.Swap(0), "ticks_skipped", m.sumMissed.Swap(0), "series_tracked", series)
+			"scale_signals", m.sumScales.Swap(0), "ticks_skipped", m.sumMissed.Swap(0), "series_tracked", series,
+			"series_forgotten", m.sumForgotten.Swap(0), "samples_late", m.sumLate.Swap(0))
 	}
 }

@@ -72,6 +72,15 @@ type Result struct {
 	// Unreported is the stretch a delayed evaluation did not report
 	// because it lay beyond the catch-up horizon (zero when none).
 	Unreported Gap
+	// Through is the newest point the rule has asked the store for,
+	// Newest the newest sample it has judged (zero: none yet); Late counts
+	// the samples judged in this evaluation that were not there when
+	// first asked for, Lag how far behind the evaluation delay the rule
+	// judges since (see base.learn), and Forgotten the series whose state
+	// was dropped after forget_after without a point.
+	Through, Newest time.Time
+	Late, Forgotten int
+	Lag             time.Duration
 	// Notes are what a person should know about the rule's evaluation,
 	// reported once (a detector that cannot run all its tests at the
 	// rule's step, a store that returned less history than asked for).
@@ -103,11 +112,16 @@ var constructors = map[rulefmt.Kind]constructor{
 	rulefmt.KindScale:       newScaleRule,
 }
 
-// base is what every kind shares: its configuration and group.
+// base is what every kind shares: its configuration and group, and how
+// far behind the evaluation delay it judges.
 type base struct {
 	cfg      rulefmt.Rule
 	group    string
 	interval time.Duration
+	// lag is how much further behind the evaluation delay the rule
+	// judges, learnt from samples that reached the store after the rule
+	// first asked for them: a step each time, up to lateBound.
+	lag time.Duration
 }
 
 func newBase(g rulefmt.Group, r rulefmt.Rule) base {
@@ -119,14 +133,96 @@ func (b *base) Kind() rulefmt.Kind   { return b.cfg.Kind }
 func (b *base) Config() rulefmt.Rule { return b.cfg }
 
 // end is the newest point a rule evaluated at at judges: the evaluation
-// time less the delay, on the rule's step.
+// time less the delay and the rule's lag, on the rule's step.
 func (b *base) end(at time.Time, env *Env) time.Time {
-	return at.Add(-env.Delay).Truncate(b.cfg.Step)
+	return at.Add(-env.Delay - b.lag).Truncate(b.cfg.Step)
+}
+
+// learn lags the rule a step more when late samples came in this
+// evaluation, so that it asks for each point once its sample shows; a
+// store fills a point whose own sample does not show yet with the one
+// before (VictoriaMetrics within one and a half steps), which would judge
+// a stale value in its place.
+func (b *base) learn(res *Result) {
+	if res.Late > 0 && b.lag+b.cfg.Step < lateBound(b.cfg.Step) {
+		b.lag += b.cfg.Step
+	}
+	res.Lag = b.lag
 }
 
 // forget is how long a series unseen keeps its state: as long as it could
 // still matter to a window.
 func (b *base) forget() time.Duration { return max(b.cfg.Lookback, 10*b.interval) }
+
+// lateness finds where a rule's next fetch starts. A store makes a sample
+// visible a moment after it arrives (VictoriaMetrics within a few
+// seconds), so a point asked for before then comes back empty; asked for
+// only once it would be lost, and when every evaluation asks that early
+// the rule would judge nothing at all. So the next fetch starts after the
+// newest point the slowest series of the latest fetch delivered, at most
+// lateBound before its end; a fetch that returned nothing asks again from
+// where it began.
+type lateness struct {
+	settled time.Time // the series of the latest fetch delivered up to here
+	// the least newest point of the series of the part being fetched and
+	// of the last finished part, unix ms; any: some part returned series
+	chunk, latest int64
+	any           bool
+}
+
+// lateBound is how far back a fetch asks again for points not delivered:
+// at least three steps and a minute.
+func lateBound(step time.Duration) time.Duration {
+	n := max(3, (time.Minute+step-1)/step)
+	return time.Duration(n) * step
+}
+
+// from is where the fetch after one that asked up to last starts.
+func (l *lateness) from(last, end time.Time, step time.Duration) time.Time {
+	if l.settled.IsZero() || !l.settled.Before(last) {
+		return last.Add(step)
+	}
+	from := l.settled.Add(step)
+	if bound := end.Add(-lateBound(step)); from.Before(bound) {
+		return bound
+	}
+	return from
+}
+
+func (l *lateness) begin()           { l.chunk, l.latest, l.any = math.MaxInt64, math.MaxInt64, false }
+func (l *lateness) saw(newest int64) { l.chunk = min(l.chunk, newest) }
+
+// chunkDone ends a part of the range: what the series of a later part
+// delivered counts, not this one's.
+func (l *lateness) chunkDone() {
+	if l.chunk != math.MaxInt64 {
+		l.latest, l.any = l.chunk, true
+	}
+	l.chunk = math.MaxInt64
+}
+
+// settle ends a fetch of [start, end].
+func (l *lateness) settle(start, end time.Time, step time.Duration) {
+	l.chunkDone()
+	switch {
+	case !l.any:
+		if before := start.Add(-step); l.settled.IsZero() || before.Before(l.settled) {
+			l.settled = before
+		}
+	case l.latest >= end.UnixMilli():
+		l.settled = end
+	default:
+		l.settled = time.UnixMilli(l.latest)
+	}
+}
+
+// msTime is a time in unix ms, zero for math.MinInt64 (none).
+func msTime(ms int64) time.Time {
+	if ms == math.MinInt64 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
 
 // seriesState is the state of one series (or pair) of an anomaly or
 // window rule.
@@ -166,7 +262,7 @@ func (e *series) state(key string, labels ingest.Labels, mk func() analysis.Dete
 }
 
 // sweep forgets the series not seen for longer than forget; one whose
-// newest point was anomalous is reported gone, so its alert resolves.
+// alert may still be active is reported gone, so that alert ends.
 func (b *base) sweep(e *series, res *Result, at time.Time, forget time.Duration, detector string) {
 	for k, st := range e.series {
 		if at.Sub(st.lastSeen) > forget {
@@ -176,6 +272,7 @@ func (b *base) sweep(e *series, res *Result, at time.Time, forget time.Duration,
 				res.Observations = append(res.Observations, o)
 			}
 			delete(e.series, k)
+			res.Forgotten++
 		}
 	}
 }

@@ -117,12 +117,14 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 		last = tl
 	}
 	for _, w := range r.windows() {
-		d, err := w.fetch(ctx, env.Querier, step, first, last, at)
-		res.Dropped.Add(d)
+		f, err := w.fetch(ctx, env.Querier, step, first, last, at)
+		res.Dropped.Add(f.dropped)
+		res.Late += f.late
 		if err != nil {
 			return res, err
 		}
 	}
+	r.learn(&res)
 	// The horizon served: the one named (Load fills in the default), or
 	// the forecast rule's longest for a rule built without Load.
 	hi, horizon := -1, r.c.Horizon

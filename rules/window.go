@@ -19,7 +19,8 @@ import (
 // window holds the samples of one query over a rule's lookback.
 type window struct {
 	expr   string
-	next   time.Time // start of the next fetch; zero before the first
+	asked  time.Time // the newest point asked for; zero before the first fetch
+	late   lateness
 	series map[string]*buffered
 }
 
@@ -32,25 +33,46 @@ type buffered struct {
 
 func newWindow(expr string) *window { return &window{expr: expr, series: map[string]*buffered{}} }
 
-// fetch adds the samples of (start, end] not yet held. On the first call it
-// fetches from first.
-func (w *window) fetch(ctx context.Context, q Querier, step time.Duration, first, end, at time.Time) (ingest.Dropped, error) {
-	var dropped ingest.Dropped
-	start := w.next
-	if start.IsZero() || start.Before(first) {
-		start = first
+// fetched is what one fetch of a window added: its samples, those of
+// them that were not there when first asked for, and the samples dropped.
+type fetched struct {
+	added, late int
+	dropped     ingest.Dropped
+}
+
+// add counts what another fetch of the same evaluation added into res.
+func (f fetched) add(res *Result) {
+	res.Scored += f.added
+	res.Late += f.late
+	res.Dropped.Add(f.dropped)
+}
+
+// fetch adds the samples up to end not yet held; on the first call it
+// fetches from first. It asks again for the points a series had not
+// delivered when they were asked for (see lateness).
+func (w *window) fetch(ctx context.Context, q Querier, step time.Duration, first, end, at time.Time) (fetched, error) {
+	var f fetched
+	start := first
+	asked := int64(math.MinInt64)
+	if !w.asked.IsZero() {
+		asked = w.asked.UnixMilli()
+		start = w.late.from(w.asked, end, step)
+		if start.Before(first) {
+			start = first
+		}
 	}
 	if start.After(end) {
-		return dropped, nil
+		return f, nil
 	}
 	got, err := q.QueryRange(ctx, w.expr, start, end, step)
 	if err != nil {
-		return dropped, err
+		return f, err
 	}
-	w.next = end.Add(step)
+	w.asked = end
+	w.late.begin()
 	for i := range got {
 		s := &got[i]
-		dropped.Add(s.Clean())
+		f.dropped.Add(s.Clean())
 		key := s.Labels.String()
 		b := w.series[key]
 		if b == nil {
@@ -64,9 +86,29 @@ func (w *window) fetch(ctx context.Context, q Querier, step time.Duration, first
 			}
 			b.t = append(b.t, t)
 			b.v = append(b.v, s.Values[j])
+			f.added++
+			if t <= asked {
+				f.late++
+			}
+		}
+		if n := len(b.t); n > 0 {
+			w.late.saw(b.t[n-1])
 		}
 	}
-	return dropped, nil
+	w.late.settle(start, end, step)
+	return f, nil
+}
+
+// newest is the newest sample the window holds, unix ms (math.MinInt64:
+// none).
+func (w *window) newest() int64 {
+	newest := int64(math.MinInt64)
+	for _, b := range w.series {
+		if n := len(b.t); n > 0 {
+			newest = max(newest, b.t[n-1])
+		}
+	}
+	return newest
 }
 
 // trim drops samples at or before from, and series unseen for forget.
@@ -115,6 +157,8 @@ type windowRule struct {
 	// (resumed, when a restarted daemon restored it).
 	last    time.Time
 	resumed bool
+	// newest is the newest sample the rule's windows have held.
+	newest time.Time
 }
 
 func newWindowRule(b base, detector string, exprs ...string) windowRule {
@@ -148,7 +192,7 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 		times = evalTimes(end, env.Backfill, stride)
 	} else {
 		if !end.After(r.last) {
-			res.Series = len(r.series.series)
+			res.Series, res.Through, res.Newest, res.Lag = len(r.series.series), r.last, r.newest, r.lag
 			return res, nil
 		}
 		from, gap := reportFrom(r.last, false, end, stride, env)
@@ -164,12 +208,13 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 	}
 	first := times[0].Add(-lookback - r.extra)
 	for _, w := range r.windows {
-		d, err := w.fetch(ctx, env.Querier, step, first, end, at)
-		res.Dropped.Add(d)
+		f, err := w.fetch(ctx, env.Querier, step, first, end, at)
+		f.add(&res)
 		if err != nil {
 			return res, err
 		}
 	}
+	r.learn(&res)
 	resumed := r.resumed
 	r.last, r.resumed = end, false
 	scores := map[string]int{} // series → index in res.Scores
@@ -205,12 +250,19 @@ func (r *windowRule) evalWindows(ctx context.Context, at time.Time, env *Env, ju
 			}
 		}
 	}
-	forget := r.forget()
+	forget := r.cfg.Forget()
+	newest := int64(math.MinInt64)
 	for _, w := range r.windows {
 		w.trim(end.Add(-lookback-r.extra).UnixMilli(), at, forget)
+		newest = max(newest, w.newest())
 	}
 	r.sweep(&r.series, &res, at, forget, r.detector)
 	res.Series = len(r.series.series)
+	res.Through, res.Newest = r.last, msTime(newest)
+	if res.Newest.Before(r.newest) {
+		res.Newest = r.newest // the window trimmed what it judged
+	}
+	r.newest = res.Newest
 	return res, nil
 }
 
@@ -274,4 +326,39 @@ func sortedSeries(w *window) []*buffered {
 		out[i] = w.series[k]
 	}
 	return out
+}
+
+// probe counts the samples the store holds since the newest sample the
+// rule's windows held (at most span before the newest time it judged) that
+// are newer than what its windows hold of their series, and returns the
+// newest of them.
+func (r *windowRule) probe(ctx context.Context, env *Env, span time.Duration) (int, time.Time, error) {
+	newestMs := int64(math.MinInt64)
+	if !r.newest.IsZero() {
+		newestMs = r.newest.UnixMilli()
+	}
+	from, ok := probeFrom(r.last, newestMs, span, r.cfg.Step)
+	if !ok {
+		return 0, time.Time{}, nil
+	}
+	n, newest := 0, int64(math.MinInt64)
+	for _, w := range r.windows {
+		got, err := env.Querier.QueryRange(ctx, w.expr, from, r.last, r.cfg.Step)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		for _, s := range got {
+			held := newestMs
+			if b := w.series[s.Labels.String()]; b != nil && len(b.t) > 0 {
+				held = b.t[len(b.t)-1]
+			}
+			for j, t := range s.Timestamps {
+				if t > held && isFinite(s.Values[j]) {
+					n++
+					newest = max(newest, t)
+				}
+			}
+		}
+	}
+	return n, msTime(newest), nil
 }

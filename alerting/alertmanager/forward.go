@@ -83,7 +83,7 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 	var out []Alert
 	sent := map[string]bool{}
 	for _, d := range b.Alerts {
-		if d.Status == alerting.StatusPending {
+		if d.Status == alerting.StatusPending || d.Status == alerting.StatusInactive {
 			continue
 		}
 		sent[key(d)] = true
@@ -152,7 +152,10 @@ func (f *Forwarder) alert(d alerting.AlertData) Alert {
 		"value":       fmt.Sprintf("%.6g", float64(d.Value)),
 		"expected":    fmt.Sprintf("%.6g", float64(d.Expected)),
 	}
-	a := Alert{Labels: labels, Annotations: ann, StartsAt: d.FiredAt}
+	a := Alert{Labels: labels, Annotations: ann}
+	if d.FiredAt != nil {
+		a.StartsAt = *d.FiredAt
+	}
 	if d.ResolvedAt != nil {
 		a.EndsAt = *d.ResolvedAt
 	}

@@ -8,9 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/inferwatch/inferwatch/alerting"
 )
 
 // KV keeps the daemon's state across restarts in a JetStream key-value
@@ -18,10 +22,22 @@ import (
 // newest point each rule judged (rules.ProgressStore). Keys are hashes of
 // the identities, which are kept in the values, so no name needs to be a
 // valid key.
+//
+// Every write is a compare-and-swap on the revision this KV last read or
+// wrote of the key, so a writer that lags (a process that was paused, a
+// second process on the same bucket) never replaces newer state: an
+// alert's write that loses returns an *alerting.ConflictError for the
+// lifecycle to settle, and a rule's progress that loses is merged (the
+// newer point of the two) and written again.
 type KV struct {
 	kv     jetstream.KeyValue
 	bucket string
 	nc     interface{ IsConnected() bool }
+
+	mu   sync.Mutex
+	revs map[string]uint64 // by hashed key: the revision last read or written
+
+	progressConflicts *metrics.Counter
 }
 
 // kvTimeout bounds one write: state is saved again with the next
@@ -66,7 +82,8 @@ func (j *JetStream) KV(ctx context.Context, bucket string) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating or updating the key-value bucket %s on %s: %w", bucket, j.url, err)
 	}
-	return &KV{kv: kv, bucket: bucket, nc: j.nc}, nil
+	return &KV{kv: kv, bucket: bucket, nc: j.nc, revs: map[string]uint64{},
+		progressConflicts: j.o.Metrics.GetOrCreateCounter("inferwatch_progress_write_conflicts_total")}, nil
 }
 
 func hashKey(prefix, id string) string {
@@ -74,7 +91,7 @@ func hashKey(prefix, id string) string {
 	return prefix + hex.EncodeToString(h[:16])
 }
 
-// load reads every value under prefix.
+// load reads every value under prefix, keeping each key's revision.
 func (k *KV) load(ctx context.Context, prefix string) (map[string][]byte, error) {
 	w, err := k.kv.Watch(ctx, prefix+"*", jetstream.IgnoreDeletes())
 	if err != nil {
@@ -87,13 +104,13 @@ func (k *KV) load(ctx context.Context, prefix string) (map[string][]byte, error)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("reading bucket %s: %w", k.bucket, ctx.Err())
 		case e, ok := <-w.Updates():
-			if !ok {
-				return out, nil
-			}
-			if e == nil { // the initial values are all there
+			if !ok || e == nil { // nil: the initial values are all there
 				return out, nil
 			}
 			out[e.Key()] = e.Value()
+			k.mu.Lock()
+			k.revs[e.Key()] = e.Revision()
+			k.mu.Unlock()
 		}
 	}
 }
@@ -101,7 +118,11 @@ func (k *KV) load(ctx context.Context, prefix string) (map[string][]byte, error)
 // Load returns the stored alert states (alerting.StateStore).
 func (k *KV) Load(ctx context.Context) (map[string][]byte, error) { return k.load(ctx, kvAlert) }
 
-// Save stores an alert's state, or deletes it when state is nil.
+// Save stores an alert's state, or deletes it when state is nil, on the
+// revision last read or written (a key never read is created). When
+// another writer changed the key since, nothing is written and the error
+// is an *alerting.ConflictError holding what the bucket holds now; a
+// Save after it writes on that.
 func (k *KV) Save(ctx context.Context, key string, state []byte) error {
 	if err := k.ready(); err != nil {
 		return err
@@ -109,16 +130,78 @@ func (k *KV) Save(ctx context.Context, key string, state []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
 	defer cancel()
 	kk := hashKey(kvAlert, key)
-	if state == nil {
-		if err := k.kv.Delete(ctx, kk); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("deleting %s from bucket %s: %w", kk, k.bucket, err)
-		}
-		return nil
+	err := k.swap(ctx, kk, state)
+	if !isConflict(err) {
+		return err
 	}
-	if _, err := k.kv.Put(ctx, kk, state); err != nil {
+	stored, rerr := k.reread(ctx, kk)
+	if rerr != nil {
+		return fmt.Errorf("%w; reading it again: %w", err, rerr)
+	}
+	return &alerting.ConflictError{Key: key, Stored: stored}
+}
+
+// swap writes value (nil: deletes) on the key's known revision.
+func (k *KV) swap(ctx context.Context, kk string, value []byte) error {
+	k.mu.Lock()
+	rev, known := k.revs[kk]
+	k.mu.Unlock()
+	var err error
+	switch {
+	case value == nil && !known:
+		// Never read nor written: whether it holds another writer's state
+		// is not known.
+		if _, err := k.kv.Get(ctx, kk); errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return nil
+		}
+		return fmt.Errorf("deleting %s from bucket %s: %w", kk, k.bucket, jetstream.ErrKeyRevisionMismatch)
+	case value == nil:
+		err = k.kv.Delete(ctx, kk, jetstream.LastRevision(rev))
+		if err == nil {
+			k.mu.Lock()
+			delete(k.revs, kk) // the next write creates it
+			k.mu.Unlock()
+			return nil
+		}
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		return fmt.Errorf("deleting %s from bucket %s: %w", kk, k.bucket, err)
+	case known:
+		rev, err = k.kv.Update(ctx, kk, value, rev)
+	default:
+		rev, err = k.kv.Create(ctx, kk, value)
+	}
+	if err != nil {
 		return fmt.Errorf("writing %s to bucket %s: %w", kk, k.bucket, err)
 	}
+	k.mu.Lock()
+	k.revs[kk] = rev
+	k.mu.Unlock()
 	return nil
+}
+
+func isConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
+}
+
+// reread reads a key again after a lost compare-and-swap and keeps its
+// revision: its value, or nil when it is deleted or absent.
+func (k *KV) reread(ctx context.Context, kk string) ([]byte, error) {
+	e, err := k.kv.Get(ctx, kk)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		k.mu.Lock()
+		delete(k.revs, kk)
+		k.mu.Unlock()
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	k.mu.Lock()
+	k.revs[kk] = e.Revision()
+	k.mu.Unlock()
+	return e.Value(), nil
 }
 
 type progress struct {
@@ -143,7 +226,9 @@ func (k *KV) LoadProgress(ctx context.Context) (map[string]time.Time, error) {
 	return out, nil
 }
 
-// SaveProgress stores the rules' progress.
+// SaveProgress stores the rules' progress. A rule's progress another
+// writer moved since it was last read is merged: the newer point of the
+// two is kept.
 func (k *KV) SaveProgress(ctx context.Context, ps map[string]time.Time) error {
 	if err := k.ready(); err != nil {
 		return err
@@ -152,8 +237,7 @@ func (k *KV) SaveProgress(ctx context.Context, ps map[string]time.Time) error {
 	defer cancel()
 	var errs []error
 	for rule, t := range ps {
-		b, _ := json.Marshal(progress{Rule: rule, T: t.UTC()})
-		if _, err := k.kv.Put(ctx, hashKey(kvProgress, rule), b); err != nil {
+		if err := k.saveProgress(ctx, rule, t); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -161,4 +245,68 @@ func (k *KV) SaveProgress(ctx context.Context, ps map[string]time.Time) error {
 		return fmt.Errorf("writing the progress of %d rules to bucket %s: %w", len(errs), k.bucket, errs[0])
 	}
 	return nil
+}
+
+func (k *KV) saveProgress(ctx context.Context, rule string, t time.Time) error {
+	kk := hashKey(kvProgress, rule)
+	for attempt := 0; ; attempt++ {
+		b, _ := json.Marshal(progress{Rule: rule, T: t.UTC()})
+		err := k.swap(ctx, kk, b)
+		if !isConflict(err) || attempt == 2 {
+			return err
+		}
+		k.progressConflicts.Inc()
+		stored, rerr := k.reread(ctx, kk)
+		if rerr != nil {
+			return rerr
+		}
+		var p progress
+		if json.Unmarshal(stored, &p) == nil && p.Rule == rule && p.T.After(t) {
+			return nil // the other writer is further on
+		}
+	}
+}
+
+// RetainProgress deletes the progress of the rules keep says are gone (a
+// reload or a restart removed them) and returns how many it deleted.
+func (k *KV) RetainProgress(ctx context.Context, keep func(rule string) bool) (int, error) {
+	raw, err := k.load(ctx, kvProgress)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for kk, v := range raw {
+		var p progress
+		if json.Unmarshal(v, &p) != nil || p.Rule == "" || keep(p.Rule) {
+			continue
+		}
+		if err := k.swap(ctx, kk, nil); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// PurgeDeletes removes the markers that deleted keys leave behind once
+// they are older than olderThan, so that the bucket holds the live alerts
+// and the rules' progress, not every alert there ever was.
+func (k *KV) PurgeDeletes(ctx context.Context, olderThan time.Duration) error {
+	if err := k.ready(); err != nil {
+		return err
+	}
+	if err := k.kv.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(olderThan)); err != nil {
+		return fmt.Errorf("purging the delete markers of bucket %s: %w", k.bucket, err)
+	}
+	return nil
+}
+
+// Entries counts the messages the bucket holds: live values and the
+// markers of deleted keys not purged yet.
+func (k *KV) Entries(ctx context.Context) (uint64, error) {
+	st, err := k.kv.Status(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the status of bucket %s: %w", k.bucket, err)
+	}
+	return st.Values(), nil
 }

@@ -425,7 +425,10 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if _, err := manager.Resume(ctx); err != nil {
 		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
-	retain(ctx, life, groups, pub, logger)
+	ready.set("rules", func(context.Context) error { return manager.Stalled() })
+	retain(ctx, life, kv, groups, pub, logger)
+	stopPurge := purgeState(ctx, kv, logger)
+	defer stopPurge()
 	logger.Info("inferwatch started", "config", cfg.File, "source", redact(cfg.Source.URL),
 		"groups", len(groups), "rules", countRules(groups), "once", f.once)
 	if f.once {
@@ -465,7 +468,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return nil
 		case <-hup:
 			if reload(f, cfg, manager, logger, reloadOK, reloadAt) {
-				retain(ctx, life, manager.Groups(), pub, logger)
+				retain(ctx, life, kv, manager.Groups(), pub, logger)
 			}
 		}
 	}
@@ -528,13 +531,20 @@ func defaultOutboxDir(n rulefmt.NATS, natsURL string) string {
 const maxRestoredAlerts = 1_000_000
 
 // retain resolves the restored or running alerts of rules the
-// configuration no longer has, and publishes their resolved events.
-func retain(ctx context.Context, life *alerting.Lifecycle, groups []*rules.Group, pub *alerting.Publisher, logger *slog.Logger) {
-	have := map[string]bool{}
+// configuration no longer has, publishes their resolved events, and
+// deletes those rules' progress from the state bucket.
+func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups []*rules.Group, pub *alerting.Publisher, logger *slog.Logger) {
+	have, progress := map[string]bool{}, map[string]bool{}
 	for _, g := range groups {
 		for _, r := range g.Rules() {
 			have[g.Name()+"\x00"+r.Name()] = true
+			progress[rules.ProgressKey(g.Name(), r.Name())] = true
 		}
+	}
+	if n, err := kv.RetainProgress(ctx, func(rule string) bool { return progress[rule] }); err != nil {
+		logger.Warn("deleting the progress of rules the configuration no longer has", "err", err)
+	} else if n > 0 {
+		logger.Info("deleted the progress of rules the configuration no longer has", "rules", n)
 	}
 	evs := life.Retain(time.Now(), func(group, rule string) bool { return have[group+"\x00"+rule] })
 	if len(evs) == 0 {
@@ -544,6 +554,35 @@ func retain(ctx context.Context, life *alerting.Lifecycle, groups []*rules.Group
 	if err := pub.Send(ctx, alerting.Batch{Alerts: evs}); err != nil {
 		logger.Warn("publishing the resolved alerts of removed rules", "err", err)
 	}
+}
+
+// purgeEvery is how often the daemon purges the markers deleted alert
+// states leave in the state bucket, and how old a marker must be.
+const purgeEvery = 10 * time.Minute
+
+// purgeState purges the state bucket's delete markers every purgeEvery
+// until ctx is done or the returned function is called.
+func purgeState(ctx context.Context, kv *natsjs.KV, logger *slog.Logger) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(purgeEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, time.Minute)
+			if err := kv.PurgeDeletes(pctx, purgeEvery); err != nil {
+				logger.Debug("purging the state bucket's delete markers failed; tried again later", "err", err)
+			}
+			pcancel()
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func countRules(groups []*rules.Group) int {

@@ -32,7 +32,7 @@ line each, for people:
 
   TIME  STATUS  SEVERITY  GROUP/RULE  SERIES  WHAT
 
-  alert     status (pending, firing, repeat, resolved), severity, the value
+  alert     status (pending, firing, repeat, resolved, inactive), severity, the value
             against the band (above, below or within lower…upper), the
             expected value, the score, and for how long it has been anomalous
   finding   its kind (anomaly, correlation, decay, …) in the status column,
@@ -526,6 +526,7 @@ var statusColours = map[string]string{
 	string(alerting.StatusFiring):   ansiBoldRed,
 	string(alerting.StatusRepeat):   ansiMagenta,
 	string(alerting.StatusResolved): ansiGreen,
+	string(alerting.StatusInactive): ansiGreen,
 }
 
 func severityColour(s string) string {
@@ -570,14 +571,21 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 			Time                                  time.Time
 			Value, Expected, Lower, Upper         nullNum
 			Score                                 nullNum
+			Reason                                string
+			LastSeenAt                            *time.Time `json:"last_seen_at"`
+			LastValue                             nullNum    `json:"last_value"`
 		}
 		if err = json.Unmarshal(ev.Data, &d); err == nil {
 			end := d.Time
 			if d.ResolvedAt != nil {
 				end = *d.ResolvedAt
 			}
-			return head(d.Status, statusColours[d.Status], d.Severity, d.Group+"/"+d.Rule, d.Series) +
+			line := head(d.Status, statusColours[d.Status], d.Severity, d.Group+"/"+d.Rule, d.Series) +
 				p.measure(d.Value, d.Expected, d.Lower, d.Upper, d.Score, end.Sub(d.ActiveAt))
+			if d.Reason == string(alerting.ReasonAbsent) && d.LastSeenAt != nil {
+				line += fmt.Sprintf("; absent since %s (last %s)", d.LastSeenAt.UTC().Format(time.RFC3339), fmtNumber(d.LastValue))
+			}
+			return line
 		}
 	case alerting.ForecastEventType:
 		var d struct {

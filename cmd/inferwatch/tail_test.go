@@ -45,7 +45,7 @@ func tailBatch() alerting.Batch {
 		Time: at.Add(-2 * time.Minute), Value: 48.5, ValueTime: at.Add(-2 * time.Minute), Expected: 10.31, Lower: 9.712, Upper: 10.91, Score: 39.8,
 		Summary: `latency/ttft_spike: ttft{pod="p0"} anomalous`, Description: "…"}
 	b.Alerts = append(b.Alerts, alert)
-	alert.Status, alert.FiredAt, alert.Time, alert.LastAnomalousAt = alerting.StatusFiring, at, at, at
+	alert.Status, alert.FiredAt, alert.Time, alert.LastAnomalousAt = alerting.StatusFiring, &at, at, at
 	alert.Value, alert.ValueTime, alert.Score = 50, at.Add(-time.Minute), 41.23
 	b.Alerts = append(b.Alerts, alert)
 	resolved := at.Add(1*time.Hour + 30*time.Minute)

@@ -79,7 +79,10 @@ func TestSchemaEnumsFollowTheConstants(t *testing.T) {
 		}
 	}
 	f("io.inferwatch.alert.v1.schema.json", "/properties/status/enum", []any{
-		string(alerting.StatusPending), string(alerting.StatusFiring), string(alerting.StatusRepeat), string(alerting.StatusResolved)})
+		string(alerting.StatusPending), string(alerting.StatusFiring), string(alerting.StatusRepeat), string(alerting.StatusResolved),
+		string(alerting.StatusInactive)})
+	f("io.inferwatch.alert.v1.schema.json", "/properties/reason/enum", []any{string(alerting.ReasonNormal), string(alerting.ReasonAbsent),
+		string(alerting.ReasonForgotten), string(alerting.ReasonRuleRemoved)})
 	f(schemas.Envelope, "/properties/type/enum", []any{alerting.FindingEventType, alerting.AlertEventType,
 		alerting.ForecastEventType, alerting.ScaleEventType, alerting.ReportEventType})
 	f(schemas.Envelope, "/properties/specversion/const", alerting.CloudEventsSpecVersion)
@@ -314,13 +317,20 @@ func events(t *testing.T) map[string][]byte {
 		Summary: "capacity/request_rate: anomalous", Description: "…"}
 	ev, err = alerting.NewAlertEvent(ad, "")
 	add("alert pending", ev, err)
-	ad.Status, ad.FiredAt = alerting.StatusFiring, at
+	ad.Status, ad.FiredAt = alerting.StatusFiring, &at
 	ev, err = alerting.NewAlertEvent(ad, "")
 	add("alert firing", ev, err)
 	resolved := at.Add(10 * time.Minute)
 	ad.Status, ad.ResolvedAt, ad.Time = alerting.StatusResolved, &resolved, resolved
 	ev, err = alerting.NewAlertEvent(ad, "/inferwatch/eu-1")
 	add("alert resolved", ev, err)
+	seen := at.Add(2 * time.Minute)
+	ad.Reason, ad.LastSeenAt, ad.LastValue = alerting.ReasonAbsent, &seen, 11.5
+	ev, err = alerting.NewAlertEvent(ad, "")
+	add("alert resolved as absent", ev, err)
+	ad.Status, ad.FiredAt, ad.ResolvedAt, ad.Reason = alerting.StatusInactive, nil, nil, alerting.ReasonNormal
+	ev, err = alerting.NewAlertEvent(ad, "")
+	add("alert inactive", ev, err)
 	undefined := alerting.JSONFloat(math.NaN())
 	fc := alerting.ForecastData{Group: "forecasting", Rule: "request_rate", Labels: labels, Series: series, Origin: at,
 		LastValue: 6.9, StepSeconds: 60, HorizonSeconds: 120, Model: "naive", Fallback: "hw_daily needs 2 periods of history", Level: 0.9,

@@ -156,6 +156,14 @@ type Rule struct {
 	// RepeatInterval how often a firing alert is announced again (default
 	// 4h; 0: never).
 	For, KeepFiringFor, RepeatInterval time.Duration `yaml:"-"`
+	// ResolveAfterAbsent resolves an active alert whose series has had no
+	// point for this long, counted back from the newest point the rule
+	// judged (default: the longest of for plus three steps,
+	// keep_firing_for, and DefaultStaleness). ForgetAfter drops the state
+	// of a series with no point for this long (default: the longer of
+	// resolve_after_absent and twenty steps); a series that comes back
+	// later starts afresh, as a new one.
+	ResolveAfterAbsent, ForgetAfter time.Duration `yaml:"-"`
 	// MinDev is the smallest absolute deviation |value − expected| that
 	// counts as anomalous (default 0), so tiny changes on flat series do
 	// not page anyone.
@@ -166,6 +174,29 @@ type Rule struct {
 	// anomaly rule with the default detector).
 	Pos     Pos `yaml:"-"`
 	SpecPos Pos `yaml:"-"`
+}
+
+// forgetSteps is how many steps without a point a series' state is kept
+// by default, when that is longer than resolve_after_absent.
+const forgetSteps = 20
+
+// AbsentAfter is the rule's resolve_after_absent, or its default when the
+// rule does not set it: the longest of for plus three steps,
+// keep_firing_for, and DefaultStaleness.
+func (r Rule) AbsentAfter() time.Duration {
+	if r.ResolveAfterAbsent > 0 {
+		return r.ResolveAfterAbsent
+	}
+	return max(r.For+3*r.Step, r.KeepFiringFor, DefaultStaleness)
+}
+
+// Forget is the rule's forget_after, or its default when the rule does
+// not set it: the longer of AbsentAfter and twenty steps.
+func (r Rule) Forget() time.Duration {
+	if r.ForgetAfter > 0 {
+		return r.ForgetAfter
+	}
+	return max(r.AbsentAfter(), forgetSteps*r.Step)
 }
 
 // Kind is what a rule computes. The kinds of findings (anomaly,

@@ -492,7 +492,7 @@ func (p *parser) checkScaleRefs(rs []Rule, interval time.Duration) {
 // subject token since it ends the subject it is published on.
 func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
 	what := "a " + string(r.Kind) + " rule"
-	for _, key := range []string{"expr", "lookback", "for", "keep_firing_for", "repeat_interval", "min_dev"} {
+	for _, key := range []string{"expr", "lookback", "for", "keep_firing_for", "repeat_interval", "resolve_after_absent", "forget_after", "min_dev"} {
 		if kv, ok := f[key]; ok {
 			msg := "has no " + key
 			switch key {
@@ -510,6 +510,8 @@ func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
 			p.errorf(resolve(kv.k), "%s %s: remove %s", what, msg, key)
 		}
 	}
+	// It raises no alert: nothing resolves or is forgotten on its behalf.
+	r.ResolveAfterAbsent, r.ForgetAfter = 0, 0
 	switch s := r.Spec.(type) {
 	case *Scale:
 		r.Expr = s.Replicas

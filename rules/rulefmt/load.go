@@ -36,6 +36,10 @@ const (
 	// DefaultRepeatInterval is how often a firing alert is announced
 	// again on its subject, as Alertmanager's repeat_interval.
 	DefaultRepeatInterval = 4 * time.Hour
+	// DefaultStaleness is the shortest default of resolve_after_absent:
+	// Prometheus' staleness, after which a series that stopped is gone
+	// from its queries.
+	DefaultStaleness = 5 * time.Minute
 	// MaxPointsPerQuery bounds lookback/step: a Prometheus-compatible
 	// store refuses range queries returning more points per series.
 	MaxPointsPerQuery = ingest.MaxPointsPerQuery
@@ -1067,7 +1071,8 @@ var kindBlocks = []struct {
 }
 
 var ruleKeys = func() []string {
-	keys := []string{"name", "expr", "lookback", "step", "for", "keep_firing_for", "repeat_interval", "min_dev", "labels"}
+	keys := []string{"name", "expr", "lookback", "step", "for", "keep_firing_for", "repeat_interval", "resolve_after_absent",
+		"forget_after", "min_dev", "labels"}
 	for _, b := range kindBlocks {
 		keys = append(keys, b.key)
 	}
@@ -1202,6 +1207,9 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	r.KeepFiringFor, _ = p.positive(e, ok, "keep_firing_for", 0, true)
 	e, ok = f["repeat_interval"]
 	r.RepeatInterval, _ = p.positive(e, ok, "repeat_interval", DefaultRepeatInterval, true)
+	if stepOK {
+		p.absence(&r, f)
+	}
 	if e, ok := f["min_dev"]; ok {
 		v := resolve(e.v)
 		x, err := strconv.ParseFloat(strings.TrimSpace(v.Value), 64)
@@ -1229,6 +1237,45 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		p.forecastRule(&r, n, f)
 	}
 	return r, true
+}
+
+// absence reads resolve_after_absent and forget_after, or derives their
+// defaults from the rule's step and lifecycle settings.
+func (p *parser) absence(r *Rule, f map[string]pair) {
+	r.ResolveAfterAbsent, r.ForgetAfter = 0, 0
+	r.ResolveAfterAbsent = r.AbsentAfter()
+	e, given := f["resolve_after_absent"]
+	if given {
+		d, ok := p.positive(e, true, "resolve_after_absent", r.ResolveAfterAbsent, false)
+		switch {
+		case !ok:
+			given = false
+		case d < 2*r.Step:
+			// The newest point of a live series can lag the evaluation by
+			// a step; a shorter bound would resolve live alerts.
+			p.errorf(resolve(e.v), "resolve_after_absent %s must be at least two steps (%s): a live series' newest point can lag the evaluation by a step",
+				fmtDuration(d), fmtDuration(2*r.Step))
+			given = false
+		default:
+			r.ResolveAfterAbsent = d
+		}
+	}
+	r.ForgetAfter = r.Forget()
+	if e, ok := f["forget_after"]; ok {
+		d, ok := p.positive(e, true, "forget_after", r.ForgetAfter, false)
+		switch {
+		case !ok:
+		case d < r.ResolveAfterAbsent:
+			what := "resolve_after_absent"
+			if !given {
+				what = "resolve_after_absent (by default the longest of for plus three steps, keep_firing_for and 5m)"
+			}
+			p.errorf(resolve(e.v), "forget_after %s must not be shorter than %s %s: a series' alert resolves before its state is forgotten",
+				fmtDuration(d), what, fmtDuration(r.ResolveAfterAbsent))
+		default:
+			r.ForgetAfter = d
+		}
+	}
 }
 
 func (p *parser) labels(n *yaml.Node) map[string]string {

@@ -324,6 +324,8 @@ func (pr presetRule) rule(sel string, by []string) Rule {
 		r.Expr = fill(pr.expr, sel, by)
 		r.Kind, r.Spec = KindAnomaly, &Detector{Name: DefaultDetector}
 	}
+	r.ResolveAfterAbsent = r.AbsentAfter()
+	r.ForgetAfter = r.Forget()
 	return r
 }
 

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
+)
+
+// daemon runs the binary with args, its log in the returned buffer; it is
+// killed when the test ends unless stop was called. stop sends SIGTERM and
+// waits (bounded) for a clean exit.
+func daemon(t *testing.T, bin string, args ...string) (log *syncBuffer, pid int, stop func()) {
+	t.Helper()
+	log = newSyncBuffer()
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stopped := false
+	stop = func() {
+		t.Helper()
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("exit after SIGTERM: %v\n%s", err, log.String())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("still running 30s after SIGTERM\n%s", log.String())
+		}
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			stopped = true
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return log, cmd.Process.Pid, stop
+}
+
+// podSeries is one sample a second of load{pod=pod} from from to to, each
+// valued by v.
+func podSeries(pod string, from, to time.Time, v func(time.Time) float64) ingest.Series {
+	s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "load"}, {Name: "pod", Value: pod}}}
+	for ts := from; !ts.After(to); ts = ts.Add(time.Second) {
+		s.Timestamps = append(s.Timestamps, ts.UnixMilli())
+		s.Values = append(s.Values, v(ts))
+	}
+	return s
+}
+
+func steady(ts time.Time) float64 { return 10 + 0.1*float64(ts.Unix()%3) }
+
+// alertEvent is what the tests read of an alert event.
+type alertEvent struct {
+	Status     string     `json:"status"`
+	Series     string     `json:"series"`
+	ActiveAt   time.Time  `json:"active_at"`
+	Reason     string     `json:"reason"`
+	LastSeenAt *time.Time `json:"last_seen_at"`
+	LastValue  *float64   `json:"last_value"`
+	Time       time.Time  `json:"time"`
+}
+
+// alertEvents reads the alert events a subscriber has received, waiting
+// (bounded) until want says there are enough.
+func alertEvents(t *testing.T, collect func(int, time.Duration) []jetstream.Msg, got []alertEvent, want func([]alertEvent) bool) []alertEvent {
+	t.Helper()
+	deadline := time.Now().Add(40 * time.Second)
+	for !want(got) && time.Now().Before(deadline) {
+		for _, m := range collect(100, 500*time.Millisecond) {
+			var ev struct {
+				Data alertEvent `json:"data"`
+			}
+			if err := json.Unmarshal(m.Data(), &ev); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ev.Data)
+		}
+	}
+	return got
+}
+
+// statuses lists the events of series pod as "status" or "status(reason)".
+func statuses(evs []alertEvent, pod string) string {
+	var out []string
+	for _, e := range evs {
+		if strings.Contains(e.Series, `pod="`+pod+`"`) {
+			s := e.Status
+			if e.Reason != "" {
+				s += "(" + e.Reason + ")"
+			}
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// TestDaemonJudgesSamplesThatReachTheStoreLate: each sample reaches the
+// store 1.5 s after its time, and the daemon asks for each second with no
+// evaluation delay, before its sample is there. A daemon that asks for
+// each point once judges nothing after its first evaluation and misses
+// the spike. This one asks again for what did not come and then judges a
+// step further behind: it goes on judging a sample a second, reports the
+// spike, and says in its log what it did.
+func TestDaemonJudgesSamplesThatReachTheStoreLate(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
+	bin := daemonBinary(t)
+	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	srv := natstest.Start(t)
+	cfg := filepath.Join(t.TempDir(), "cfg.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source:
+  url: %s
+  timeout: 2s
+  evaluation_delay: 0s
+nats:
+  url: %s
+groups:
+  - name: late
+    interval: 1s
+    rules:
+      - name: load
+        expr: load
+        step: 1s
+        lookback: 2m
+        detector: {name: sigma, k: 4, min_points: 30}
+`, vm.URL(), srv.ClientURL())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Truncate(time.Second)
+	importSeries(t, vm, podSeries("a", t0.Add(-3*time.Minute), t0.Add(-2*time.Second), steady))
+	log, _, stop := daemon(t, bin, "run", "--config", cfg, "--web.listen-address", "127.0.0.1:0", "--outbox.dir", t.TempDir())
+	web := servingAddr(t, log)
+	spike := t0.Add(20 * time.Second)
+	for ts := t0.Add(-time.Second); ts.Before(t0.Add(30 * time.Second)); ts = ts.Add(time.Second) {
+		time.Sleep(time.Until(ts.Add(1500 * time.Millisecond))) // the sample of ts reaches the store 1.5 s late
+		v := steady(ts)
+		if ts.Equal(spike) {
+			v = 50
+		}
+		importSeries(t, vm, podSeries("a", ts, ts, func(time.Time) float64 { return v }))
+	}
+	collect := natstest.Collect(t, srv.ClientURL(), "inferwatch.alerts.>")
+	evs := alertEvents(t, collect, nil, func(evs []alertEvent) bool { return len(evs) > 0 })
+	_, metrics, _ := get("http://" + web + "/metrics")
+	stop()
+	if len(evs) == 0 || evs[0].Status != "firing" || !evs[0].ActiveAt.Equal(spike) {
+		t.Fatalf("alert events %+v, want the spike at %v firing\n%s", evs, spike.UTC(), log.String())
+	}
+	scored := grepLine(metrics, "inferwatch_samples_scored_total ")
+	newest := grepLine(metrics, `inferwatch_rule_newest_sample_timestamp_seconds{group="late",rule="load"} `)
+	var n, at float64
+	fmt.Sscan(strings.TrimPrefix(scored, "inferwatch_samples_scored_total "), &n)
+	fmt.Sscan(newest[strings.LastIndexByte(newest, ' ')+1:], &at)
+	if n < 120+20 || time.Since(time.UnixMilli(int64(at*1000))) > 10*time.Second {
+		t.Errorf("%v samples judged, the newest at %v: want the history and a sample a second since\n%s", n, at, metrics)
+	}
+	if !strings.Contains(log.String(), "samples reach the store after the rule first asks for them") {
+		t.Errorf("the log does not say that samples came late:\n%s", log.String())
+	}
+}
+
+// TestDaemonEndsAlertsOfVanishedSeries: pod a ends on a spike and its
+// alert resolves as absent after resolve_after_absent, with its last
+// value; pod b ends on a spike just before the daemon stops, and the
+// restarted daemon, whose history fetch no longer finds b, resolves b's
+// restored alert as absent; pod a comes back under the same labels and a
+// new spike is a new episode, resolved when the series is normal again.
+func TestDaemonEndsAlertsOfVanishedSeries(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
+	bin := daemonBinary(t)
+	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	srv := natstest.Start(t)
+	cfg := filepath.Join(t.TempDir(), "cfg.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source:
+  url: %s
+  timeout: 2s
+  evaluation_delay: 1s
+nats:
+  url: %s
+groups:
+  - name: pods
+    interval: 1s
+    rules:
+      - name: load
+        expr: load
+        step: 1s
+        lookback: 2m
+        resolve_after_absent: 5s
+        detector: {name: sigma, k: 4, min_points: 30}
+`, vm.URL(), srv.ClientURL())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	spikeAt := func(at time.Time) func(time.Time) float64 {
+		return func(ts time.Time) float64 {
+			if ts.Equal(at) {
+				return 50
+			}
+			return steady(ts)
+		}
+	}
+	importSeries(t, vm, podSeries("a", t0.Add(-3*time.Minute), t0, steady), podSeries("b", t0.Add(-3*time.Minute), t0, steady))
+	collect := natstest.Collect(t, srv.ClientURL(), "inferwatch.alerts.>")
+	outbox := t.TempDir()
+	log, _, stop := daemon(t, bin, "run", "--config", cfg, "--web.listen-address", "", "--outbox.dir", outbox)
+	// a: a spike at +5 s, its last sample; b: a spike at +9 s, its last.
+	for ts := t0.Add(time.Second); !ts.After(t0.Add(9 * time.Second)); ts = ts.Add(time.Second) {
+		time.Sleep(time.Until(ts))
+		if !ts.After(t0.Add(5 * time.Second)) {
+			importSeries(t, vm, podSeries("a", ts, ts, spikeAt(t0.Add(5*time.Second))))
+		}
+		importSeries(t, vm, podSeries("b", ts, ts, spikeAt(t0.Add(9*time.Second))))
+	}
+	evs := alertEvents(t, collect, nil, func(evs []alertEvent) bool {
+		return statuses(evs, "a") == "firing resolved(absent)" && statuses(evs, "b") == "firing"
+	})
+	stop()
+	if statuses(evs, "a") != "firing resolved(absent)" || statuses(evs, "b") != "firing" {
+		t.Fatalf("before the restart: a %q, b %q\n%s", statuses(evs, "a"), statuses(evs, "b"), log.String())
+	}
+	for _, e := range evs {
+		if e.Status == "resolved" && !lastSeen(e, t0.Add(5*time.Second)) {
+			t.Errorf("a's resolved event: last value %v at %v, want 50 at %v", e.LastValue, e.LastSeenAt, t0.Add(5*time.Second))
+		}
+	}
+	// a comes back at +14 s; the daemon starts again at +16 s, when b has
+	// had no sample for seven seconds; a spikes again at +24 s.
+	for ts := t0.Add(14 * time.Second); !ts.After(t0.Add(28 * time.Second)); ts = ts.Add(time.Second) {
+		time.Sleep(time.Until(ts))
+		importSeries(t, vm, podSeries("a", ts, ts, spikeAt(t0.Add(24*time.Second))))
+		if ts.Equal(t0.Add(16 * time.Second)) {
+			log, _, stop = daemon(t, bin, "run", "--config", cfg, "--web.listen-address", "", "--outbox.dir", outbox)
+		}
+	}
+	evs = alertEvents(t, collect, evs, func(evs []alertEvent) bool {
+		return statuses(evs, "a") == "firing resolved(absent) firing resolved(normal)" && statuses(evs, "b") == "firing resolved(absent)"
+	})
+	stop()
+	if statuses(evs, "a") != "firing resolved(absent) firing resolved(normal)" || statuses(evs, "b") != "firing resolved(absent)" {
+		t.Fatalf("after the restart: a %q, b %q\n%s", statuses(evs, "a"), statuses(evs, "b"), log.String())
+	}
+	for _, e := range evs {
+		switch {
+		case strings.Contains(e.Series, `"b"`) && e.Status == "resolved" && !lastSeen(e, t0.Add(9*time.Second)):
+			t.Errorf("b's resolved event after the restart: last value %v at %v, want 50 at %v", e.LastValue, e.LastSeenAt, t0.Add(9*time.Second))
+		case strings.Contains(e.Series, `"a"`) && e.Status == "firing" && e.Time.After(t0.Add(10*time.Second)) && !e.ActiveAt.Equal(t0.Add(24*time.Second)):
+			t.Errorf("a's new episode is active at %v, want %v", e.ActiveAt, t0.Add(24*time.Second))
+		}
+	}
+}
+
+// lastSeen reports whether a resolved event gives the spike of 50 at last
+// as the series' last value: at last, or at a point up to five steps later
+// that VictoriaMetrics filled from it (a range of more than one point
+// fills up to five scrape intervals of a second).
+func lastSeen(e alertEvent, last time.Time) bool {
+	return e.LastValue != nil && *e.LastValue == 50 && e.LastSeenAt != nil &&
+		!e.LastSeenAt.Before(last) && !e.LastSeenAt.After(last.Add(5*time.Second))
+}
+
+// TestDaemonSaysItWasPaused: a daemon stopped (SIGSTOP) for four of its
+// one-second intervals says, once it runs again, that it did not evaluate
+// for that long because it was paused or the clock jumped — not that an
+// evaluation overran — and counts the pause.
+func TestDaemonSaysItWasPaused(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
+	bin := daemonBinary(t)
+	vm := localvm.Run(t)
+	srv := natstest.Start(t)
+	cfg := filepath.Join(t.TempDir(), "cfg.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source:
+  url: %s
+nats:
+  url: %s
+groups:
+  - name: paused
+    interval: 1s
+    rules:
+      - name: load
+        expr: load
+        step: 1s
+        lookback: 1m
+        detector: sigma
+`, vm.URL(), srv.ClientURL())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, pid, stop := daemon(t, bin, "run", "--config", cfg, "--web.listen-address", "127.0.0.1:0", "--log.level", "debug", "--outbox.dir", t.TempDir())
+	web := servingAddr(t, log)
+	waitFor(t, "two evaluations", func() bool { return strings.Count(log.String(), `msg="group evaluated"`) >= 2 }, log.String)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pause logged", func() bool { return strings.Contains(log.String(), "process paused or clock jumped") }, log.String)
+	_, metrics, _ := get("http://" + web + "/metrics")
+	stop()
+	if strings.Contains(log.String(), "overran") {
+		t.Errorf("the pause was reported as an overrun:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "no evaluation for 4s") && !strings.Contains(log.String(), "no evaluation for 5s") {
+		t.Errorf("the log does not say how long no evaluation ran:\n%s", log.String())
+	}
+	if !counterAtLeast(metrics, "inferwatch_evaluation_pauses_total", 1) || !counterAtLeast(metrics, `inferwatch_group_missed_iterations_total{group="paused"}`, 3) {
+		t.Errorf("the pause is not counted:\n%s", metrics)
+	}
+}
