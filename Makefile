@@ -2,7 +2,7 @@
 # NATS come from the Go module proxy at the versions go.mod holds.
 GO ?= go
 
-.PHONY: all build test test-short test-race vet bench bench-fleet fuzz demo victoria-metrics generate clean
+.PHONY: all build test test-short test-race vet bench bench-fleet bench-churn fuzz demo victoria-metrics generate clean
 
 all: build
 
@@ -56,6 +56,12 @@ fuzz:
 # More flags in FLEETBENCH_FLAGS, e.g. FLEETBENCH_FLAGS='-cases 10000/1h/auto'.
 bench-fleet: victoria-metrics build
 	$(GO) run ./cmd/fleetbench -inferwatch bin/inferwatch $(FLEETBENCH_FLAGS)
+
+# The daemon's memory and tracked series while series come and go: a
+# burst of 50,000 short-lived series on 200 steady ones (see go doc
+# ./cmd/churnbench; about 12 minutes). More flags in CHURNBENCH_FLAGS.
+bench-churn: victoria-metrics build
+	$(GO) run ./cmd/churnbench -inferwatch bin/inferwatch $(CHURNBENCH_FLAGS)
 
 # Start VictoriaMetrics and an embedded NATS, backfill a generated 7-day
 # fleet with injected incidents, run the daemon over it and print what a

@@ -533,7 +533,7 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		m.sumForgotten.Add(int64(res.Forgotten))
 		if res.Forgotten > 0 {
 			m.log.Debug("series forgotten: no point for forget_after", "group", g.cfg.Name, "rule", r.Name(),
-				"series", res.Forgotten, "forget_after", r.Config().Forget())
+				"series", res.Forgotten, "forget_after", r.Config().Forget(), "some", strings.Join(res.ForgottenSome, " "))
 		}
 		m.droppedNaN.Add(res.Dropped.NaN)
 		m.droppedInf.Add(res.Dropped.Inf)

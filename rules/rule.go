@@ -81,6 +81,8 @@ type Result struct {
 	Through, Newest time.Time
 	Late, Forgotten int
 	Lag             time.Duration
+	// ForgottenSome names a few of the series forgotten, for the log.
+	ForgottenSome []string
 	// Notes are what a person should know about the rule's evaluation,
 	// reported once (a detector that cannot run all its tests at the
 	// rule's step, a store that returned less history than asked for).
@@ -273,6 +275,9 @@ func (b *base) sweep(e *series, res *Result, at time.Time, forget time.Duration,
 			}
 			delete(e.series, k)
 			res.Forgotten++
+			if len(res.ForgottenSome) < 5 {
+				res.ForgottenSome = append(res.ForgottenSome, st.labels.String())
+			}
 		}
 	}
 }

@@ -604,6 +604,7 @@ func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, ready
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		set.WritePrometheus(w)
+		metrics.WriteProcessMetrics(w) // go_* and process_*, as Prometheus' own clients expose
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "ok\n")
