@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/VictoriaMetrics/metrics"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -41,6 +43,9 @@ Run "inferwatch COMMAND --help" for the flags of a command.
 `
 
 func main() {
+	// /metrics gives each family its # HELP and # TYPE lines; the switch
+	// is the metrics package's and process-wide, so it is thrown here.
+	metrics.ExposeMetadata(true)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
