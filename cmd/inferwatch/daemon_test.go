@@ -180,9 +180,20 @@ func counterAtLeast(metrics, name string, n int) bool {
 
 var (
 	binOnce sync.Once
+	binDir  string
 	binPath string
 	binErr  error
 )
+
+// TestMain removes the binary daemonBinary built (some 50 MB) once the
+// package's tests are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // daemonBinary builds the inferwatch binary once per test run.
 func daemonBinary(t *testing.T) string {
@@ -191,12 +202,11 @@ func daemonBinary(t *testing.T) string {
 		t.Skip("builds the binary and runs it")
 	}
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "inferwatch-bin-")
-		if err != nil {
-			binErr = err
+		binDir, binErr = os.MkdirTemp("", "inferwatch-bin-")
+		if binErr != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "inferwatch")
+		binPath = filepath.Join(binDir, "inferwatch")
 		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
