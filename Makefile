@@ -15,9 +15,13 @@ victoria-metrics:
 	$(GO) tool -n victoria-metrics >/dev/null
 
 # Every test, the integration tests against a real VictoriaMetrics and a
-# real NATS server included.
+# real NATS server included, through internal/testrun: go test's usual
+# output, then one line per skipped test with its reason. The tests run
+# with TMPDIR set to a fresh directory, and anything left in it fails the
+# run. SKIPS_ALLOWED=FILE also fails it on a skip FILE does not allow
+# (.ci/run gives .ci/allowed-skips).
 test: victoria-metrics
-	$(GO) test -count=1 -timeout 12m ./...
+	$(GO) run ./internal/testrun -go $(GO) $(if $(SKIPS_ALLOWED),-allowed-skips $(SKIPS_ALLOWED)) -- -count=1 -timeout 12m ./...
 
 # Unit tests only (no VictoriaMetrics, no NATS server).
 test-short:
