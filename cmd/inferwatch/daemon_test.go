@@ -185,10 +185,19 @@ var (
 	binErr  error
 )
 
-// TestMain removes the binary daemonBinary built (some 50 MB) once the
-// package's tests are done.
+// TestMain gives the package's tests a state directory of their own
+// (XDG_STATE_HOME, where a daemon on an external NATS keeps its outbox),
+// so that they write nothing under the home directory, and removes it and
+// the binary daemonBinary built (some 50 MB) once the tests are done.
 func TestMain(m *testing.M) {
+	state, err := os.MkdirTemp("", "inferwatch-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
+	os.RemoveAll(state)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
