@@ -243,6 +243,19 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 	}
 }
 
+// TestRunHelpNamesWhatTheListenerServes: --web.listen-address's help
+// names every path the HTTP listener serves.
+func TestRunHelpNamesWhatTheListenerServes(t *testing.T) {
+	_, out, _ := runCmd(t, context.Background(), "run", "--help")
+	_, help, _ := strings.Cut(out, "\n  -web.listen-address ")
+	help, _, _ = strings.Cut(help, "\n  -")
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/keda/v1/"} {
+		if !strings.Contains(help, path) {
+			t.Errorf("--web.listen-address's help lacks %s:%s", path, help)
+		}
+	}
+}
+
 // TestCheckTakesFilesAsArguments: check FILE [FILE...] as well as
 // --config FILE; one invalid file fails the whole check and every file is
 // reported.
