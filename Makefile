@@ -6,8 +6,15 @@ GO ?= go
 
 all: build
 
+# What inferwatch version prints: git describe names the newest tag and
+# the commits since it, or the commit alone in a clone without tags, and
+# -dirty marks uncommitted changes. Outside a git checkout both are empty
+# and the binary reads what the go command recorded instead.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o bin/inferwatch ./cmd/inferwatch
+	$(GO) build -ldflags '-X main.version=$(VERSION) -X main.commit=$(COMMIT)' -o bin/inferwatch ./cmd/inferwatch
 
 # Build VictoriaMetrics single-node once (the `tool` line of go.mod) so the
 # integration tests do not race to compile it.

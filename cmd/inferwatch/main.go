@@ -15,13 +15,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/VictoriaMetrics/metrics"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
 
 const usage = `inferwatch watches LLM-serving metrics and publishes findings on NATS.
 
@@ -80,7 +78,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "report":
 		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "inferwatch", version)
+		info, _ := debug.ReadBuildInfo()
+		fmt.Fprintln(stdout, "inferwatch", versionText(version, commit, info))
 		return 0
 	case "help", "--help", "-help", "-h":
 		fmt.Fprint(stdout, usage)
