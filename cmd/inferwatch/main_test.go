@@ -11,7 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 const exampleConfig = "../../examples/inferwatch.yml"
@@ -41,6 +43,25 @@ func TestCheckAcceptsEachGoodConfig(t *testing.T) {
 	for _, f := range append(files, "../../examples/presets.yml") {
 		if code, _, errOut := runCmd(t, context.Background(), "check", "--config", f); code != 0 {
 			t.Errorf("%s: exit %d:\n%s", f, code, errOut)
+		}
+	}
+}
+
+// TestExamplesListenWhereTheDefaultDoes: the example configurations put
+// the embedded NATS where the default does, off NATS' standard 4222, so
+// that the demo never collides with a NATS server already on the host.
+func TestExamplesListenWhereTheDefaultDoes(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples %v: %v", files, err)
+	}
+	for _, f := range files {
+		cfg, err := rulefmt.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.NATS.Embedded.Listen; got != natsjs.DefaultEmbeddedListen {
+			t.Errorf("%s: the embedded NATS listens on %s, want the default %s", f, got, natsjs.DefaultEmbeddedListen)
 		}
 	}
 }
