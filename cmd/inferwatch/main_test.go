@@ -47,6 +47,22 @@ func TestCheckAcceptsEachGoodConfig(t *testing.T) {
 	}
 }
 
+// TestExampleConfigSaysWhichLabelsItUses: the configuration a user copies
+// groups by the generated fleet's model label, which the demo needs; it
+// says so, and names vLLM's own label, model_name.
+func TestExampleConfigSaysWhichLabelsItUses(t *testing.T) {
+	b, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(b), "\nsource:")
+	for _, want := range []string{"`model`", "`model_name`", "examples/fleet"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("the header of %s does not name %s:\n%s", exampleConfig, want, head)
+		}
+	}
+}
+
 // TestExamplesListenWhereTheDefaultDoes: the example configurations put
 // the embedded NATS where the default does, off NATS' standard 4222, so
 // that the demo never collides with a NATS server already on the host.
