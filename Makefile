@@ -6,8 +6,15 @@ GO ?= go
 
 all: build
 
+# What inferwatch version prints: git describe names the newest tag and
+# the commits since it, or the commit alone in a clone without tags, and
+# -dirty marks uncommitted changes. Outside a git checkout both are empty
+# and the binary reads what the go command recorded instead.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o bin/inferwatch ./cmd/inferwatch
+	$(GO) build -ldflags '-X main.version=$(VERSION) -X main.commit=$(COMMIT)' -o bin/inferwatch ./cmd/inferwatch
 
 # Build VictoriaMetrics single-node once (the `tool` line of go.mod) so the
 # integration tests do not race to compile it.
@@ -15,9 +22,13 @@ victoria-metrics:
 	$(GO) tool -n victoria-metrics >/dev/null
 
 # Every test, the integration tests against a real VictoriaMetrics and a
-# real NATS server included.
+# real NATS server included, through internal/testrun: go test's usual
+# output, then one line per skipped test with its reason. The tests run
+# with TMPDIR set to a fresh directory, and anything left in it fails the
+# run. SKIPS_ALLOWED=FILE also fails it on a skip FILE does not allow
+# (.ci/run gives .ci/allowed-skips).
 test: victoria-metrics
-	$(GO) test -count=1 -timeout 12m ./...
+	$(GO) run ./internal/testrun -go $(GO) $(if $(SKIPS_ALLOWED),-allowed-skips $(SKIPS_ALLOWED)) -- -count=1 -timeout 12m ./...
 
 # Unit tests only (no VictoriaMetrics, no NATS server).
 test-short:

@@ -26,7 +26,7 @@ func sharedFile(t testing.TB, rel string) string {
 	t.Helper()
 	p := filepath.Join(sharedData, rel)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared data %s not present (%v); it lives in %s beside the repository", rel, err, sharedData)
+		t.Skipf("shared data not present: %v (the shared data sets live in %s beside the repository)", err, sharedData)
 	}
 	return p
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
+	"github.com/inferwatch/inferwatch/internal/metricname"
 )
 
 // ClientOptions configure a Client. Zero fields take the documented defaults.
@@ -141,8 +142,9 @@ type Client struct {
 	lookBehinds *metrics.Counter
 	refused     map[string]*metrics.Counter // by limit
 
-	mu       sync.Mutex
-	requests map[string]*metrics.Counter // by path and code
+	mu        sync.Mutex
+	requests  map[string]*metrics.Counter             // by path and code
+	durations map[string]*metrics.PrometheusHistogram // by path
 
 	store  storeKind   // what the source is, once known
 	plans  *planCache  // series shards and what is known of each query
@@ -237,6 +239,7 @@ func NewClient(o ClientOptions) (*Client, error) {
 		c.refused[l] = c.ms.GetOrCreateCounter(fmt.Sprintf(`inferwatch_source_responses_refused_total{limit=%q}`, l))
 	}
 	c.requests = make(map[string]*metrics.Counter)
+	c.durations = make(map[string]*metrics.PrometheusHistogram)
 	c.plans = newPlanCache()
 	// Two generations of twice the series one answer may hold.
 	c.labels = newLabelCache(max(2*c.lim.Series, 1<<16))
@@ -497,9 +500,14 @@ func (c *Client) observe(path, code string, began time.Time) {
 		ctr = c.ms.GetOrCreateCounter(fmt.Sprintf(`inferwatch_source_requests_total{path=%q,code=%q}`, path, code))
 		c.requests[key] = ctr
 	}
+	h, ok := c.durations[path]
+	if !ok {
+		h = c.ms.GetOrCreatePrometheusHistogramExt(fmt.Sprintf(`inferwatch_source_request_duration_seconds{path=%q}`, path), metricname.RequestBuckets())
+		c.durations[path] = h
+	}
 	c.mu.Unlock()
 	ctr.Inc()
-	c.ms.GetOrCreateHistogram(fmt.Sprintf(`inferwatch_source_request_duration_seconds{path=%q}`, path)).UpdateDuration(began)
+	h.UpdateDuration(began)
 }
 
 // backoff is the wait before retry number attempt+1: the server's

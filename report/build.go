@@ -19,6 +19,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -80,7 +81,7 @@ type Reporter struct {
 	o                         Options
 	made, failed, publishFail *metrics.Counter
 	queries, queryFailures    *metrics.Counter
-	duration                  *metrics.Summary
+	duration                  *metrics.PrometheusHistogram
 }
 
 // New checks o, fills its defaults and returns a Reporter.
@@ -108,7 +109,7 @@ func New(o Options) (*Reporter, error) {
 		publishFail:   o.Metrics.GetOrCreateCounter("inferwatch_report_publish_failures_total"),
 		queries:       o.Metrics.GetOrCreateCounter("inferwatch_report_queries_total"),
 		queryFailures: o.Metrics.GetOrCreateCounter("inferwatch_report_query_failures_total"),
-		duration:      o.Metrics.GetOrCreateSummary("inferwatch_report_duration_seconds"),
+		duration:      o.Metrics.GetOrCreatePrometheusHistogramExt("inferwatch_report_duration_seconds", metricname.ReportBuckets()),
 	}, nil
 }
 

@@ -159,7 +159,7 @@ const quietEvaluations = 3
 type groupMetrics struct {
 	names                   []string // to unregister
 	evals, failures, missed *metrics.Counter
-	duration                *metrics.Summary
+	duration                *metrics.PrometheusHistogram
 	ruleFailures            map[string]*metrics.Counter
 	health                  map[string]*ruleHealth // by rule
 }
@@ -302,7 +302,7 @@ func (m *Manager) setGroups(groups []*Group) {
 		dn := metricname.Name("inferwatch_group_evaluation_duration_seconds", "group", name)
 		x.names = append(x.names, dn)
 		keep[dn] = true
-		x.duration = m.set.GetOrCreateSummary(dn)
+		x.duration = m.set.GetOrCreatePrometheusHistogramExt(dn, metricname.EvaluationBuckets())
 		x.health = map[string]*ruleHealth{}
 		for _, r := range g.rules {
 			x.ruleFailures[r.Name()] = counter(metricname.Name("inferwatch_rule_evaluation_failures_total", "group", name, "rule", r.Name()))

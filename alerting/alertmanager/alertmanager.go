@@ -23,6 +23,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
+	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/prometheus/common/config"
 )
 
@@ -176,7 +177,7 @@ type target struct {
 
 	sent, errors                          *metrics.Counter
 	queueFull, rejected, invalid, shutdwn *metrics.Counter
-	latency                               *metrics.Histogram
+	latency                               *metrics.PrometheusHistogram
 
 	fullNotice httpretry.Notice
 }
@@ -266,7 +267,7 @@ func (n *Notifier) newTarget(raw string) *target {
 		rejected:  dropped(ReasonRejected),
 		invalid:   dropped(ReasonInvalid),
 		shutdwn:   dropped(ReasonShutdown),
-		latency:   ms.GetOrCreateHistogram(`inferwatch_alertmanager_request_duration_seconds{` + label + `}`),
+		latency:   ms.GetOrCreatePrometheusHistogramExt(`inferwatch_alertmanager_request_duration_seconds{`+label+`}`, metricname.RequestBuckets()),
 	}
 }
 

@@ -23,15 +23,21 @@ func crashOptions(dir string) outbox.Options {
 	return outbox.Options{Dir: dir, MaxBytes: 1 << 30, SegmentBytes: 512}
 }
 
-// TestCrashWriter is the process TestSIGKILL kills: it appends batches of
-// 1 to 3 records to a fresh outbox and acknowledges some of them, at once
-// or a few batches later, and prints each step: "A first n" after an
-// Append returned, "P seq…" before an Ack and "K seq…" after it returned.
-func TestCrashWriter(t *testing.T) {
-	dir := os.Getenv(crashDirEnv)
-	if dir == "" {
-		t.Skip("run by TestSIGKILL")
+// TestMain makes the test binary the crash writer when TestSIGKILL starts
+// it as one (crashDirEnv set), and runs the tests otherwise.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashDirEnv); dir != "" {
+		crashWriter(dir)
 	}
+	os.Exit(m.Run())
+}
+
+// crashWriter is the process TestSIGKILL kills: it appends batches of 1 to
+// 3 records to a fresh outbox in dir and acknowledges some of them, at
+// once or a few batches later, and prints each step: "A first n" after an
+// Append returned, "P seq…" before an Ack and "K seq…" after it returned.
+// It runs until it is killed.
+func crashWriter(dir string) {
 	b, err := outbox.Open(crashOptions(dir))
 	if err != nil {
 		fmt.Println("E", err)
@@ -90,7 +96,7 @@ func TestSIGKILL(t *testing.T) {
 	for _, lines := range []int{20, 300, 2000} {
 		t.Run(strconv.Itoa(lines), func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWriter$", "-test.count=1")
+			cmd := exec.Command(os.Args[0])
 			cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/inferwatch/inferwatch/internal/metricname"
 )
 
 // Defaults of Options.
@@ -109,7 +110,7 @@ type Outbox struct {
 	pending, size atomic.Int64
 
 	appended, acked, dropped, corrupt *metrics.Counter
-	fsync                             *metrics.Histogram
+	fsync                             *metrics.PrometheusHistogram
 }
 
 // segment is one segment file.
@@ -152,7 +153,7 @@ func Open(o Options) (*Outbox, error) {
 	b.acked = set.GetOrCreateCounter("inferwatch_outbox_records_acknowledged_total")
 	b.dropped = set.GetOrCreateCounter("inferwatch_outbox_dropped_total")
 	b.corrupt = set.GetOrCreateCounter("inferwatch_outbox_corrupt_total")
-	b.fsync = set.GetOrCreateHistogram("inferwatch_outbox_fsync_duration_seconds")
+	b.fsync = set.GetOrCreatePrometheusHistogramExt("inferwatch_outbox_fsync_duration_seconds", metricname.FsyncBuckets())
 	set.GetOrCreateGauge("inferwatch_outbox_records_pending", func() float64 { return float64(b.pending.Load()) })
 	set.GetOrCreateGauge("inferwatch_outbox_bytes", func() float64 { return float64(b.size.Load()) })
 

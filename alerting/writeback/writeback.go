@@ -203,7 +203,7 @@ type Writer struct {
 	set                           *metrics.Set
 	queued, sent, errors, retries *metrics.Counter
 	dropped                       map[string]*metrics.Counter // by reason
-	latency                       *metrics.Histogram
+	latency                       *metrics.PrometheusHistogram
 	fullNotice, refusedNotice     httpretry.Notice
 	orderNotice, invalidNotice    httpretry.Notice
 
@@ -313,7 +313,7 @@ func New(o Options) (*Writer, error) {
 	w.sent = ms.GetOrCreateCounter("inferwatch_writeback_samples_sent_total")
 	w.errors = ms.GetOrCreateCounter("inferwatch_writeback_errors_total")
 	w.retries = ms.GetOrCreateCounter("inferwatch_writeback_retries_total")
-	w.latency = ms.GetOrCreateHistogram("inferwatch_writeback_request_duration_seconds")
+	w.latency = ms.GetOrCreatePrometheusHistogramExt("inferwatch_writeback_request_duration_seconds", metricname.RequestBuckets())
 	w.dropped = map[string]*metrics.Counter{}
 	for _, r := range []string{ReasonQueueFull, ReasonRejected, ReasonDuplicate, ReasonOutOfOrder, ReasonInf, ReasonInvalid, ReasonShutdown} {
 		w.dropped[r] = ms.GetOrCreateCounter(metricname.Name("inferwatch_writeback_samples_dropped_total", "reason", r))

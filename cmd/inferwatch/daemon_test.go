@@ -180,9 +180,29 @@ func counterAtLeast(metrics, name string, n int) bool {
 
 var (
 	binOnce sync.Once
+	binDir  string
 	binPath string
 	binErr  error
 )
+
+// TestMain gives the package's tests a state directory of their own
+// (XDG_STATE_HOME, where a daemon on an external NATS keeps its outbox),
+// so that they write nothing under the home directory, and removes it and
+// the binary daemonBinary built (some 50 MB) once the tests are done.
+func TestMain(m *testing.M) {
+	state, err := os.MkdirTemp("", "inferwatch-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := m.Run()
+	os.RemoveAll(state)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // daemonBinary builds the inferwatch binary once per test run.
 func daemonBinary(t *testing.T) string {
@@ -191,12 +211,11 @@ func daemonBinary(t *testing.T) string {
 		t.Skip("builds the binary and runs it")
 	}
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "inferwatch-bin-")
-		if err != nil {
-			binErr = err
+		binDir, binErr = os.MkdirTemp("", "inferwatch-bin-")
+		if binErr != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "inferwatch")
+		binPath = filepath.Join(binDir, "inferwatch")
 		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

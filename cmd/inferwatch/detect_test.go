@@ -25,7 +25,7 @@ func sharedFile(tb testing.TB, rel string) string {
 	tb.Helper()
 	p := filepath.Join(sharedData, rel)
 	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("shared data %s not present (%v); it lives in %s beside the repository", rel, err, sharedData)
+		tb.Skipf("shared data not present: %v (the shared data sets live in %s beside the repository)", err, sharedData)
 	}
 	return p
 }

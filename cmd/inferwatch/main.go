@@ -15,11 +15,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
-)
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+	"github.com/VictoriaMetrics/metrics"
+)
 
 const usage = `inferwatch watches LLM-serving metrics and publishes findings on NATS.
 
@@ -41,6 +41,9 @@ Run "inferwatch COMMAND --help" for the flags of a command.
 `
 
 func main() {
+	// /metrics gives each family its # HELP and # TYPE lines; the switch
+	// is the metrics package's and process-wide, so it is thrown here.
+	metrics.ExposeMetadata(true)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
@@ -75,7 +78,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "report":
 		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "inferwatch", version)
+		info, _ := debug.ReadBuildInfo()
+		fmt.Fprintln(stdout, "inferwatch", versionText(version, commit, info))
 		return 0
 	case "help", "--help", "-help", "-h":
 		fmt.Fprint(stdout, usage)

@@ -11,7 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 const exampleConfig = "../../examples/inferwatch.yml"
@@ -41,6 +43,41 @@ func TestCheckAcceptsEachGoodConfig(t *testing.T) {
 	for _, f := range append(files, "../../examples/presets.yml") {
 		if code, _, errOut := runCmd(t, context.Background(), "check", "--config", f); code != 0 {
 			t.Errorf("%s: exit %d:\n%s", f, code, errOut)
+		}
+	}
+}
+
+// TestExampleConfigSaysWhichLabelsItUses: the configuration a user copies
+// groups by the generated fleet's model label, which the demo needs; it
+// says so, and names vLLM's own label, model_name.
+func TestExampleConfigSaysWhichLabelsItUses(t *testing.T) {
+	b, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(b), "\nsource:")
+	for _, want := range []string{"`model`", "`model_name`", "examples/fleet"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("the header of %s does not name %s:\n%s", exampleConfig, want, head)
+		}
+	}
+}
+
+// TestExamplesListenWhereTheDefaultDoes: the example configurations put
+// the embedded NATS where the default does, off NATS' standard 4222, so
+// that the demo never collides with a NATS server already on the host.
+func TestExamplesListenWhereTheDefaultDoes(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples %v: %v", files, err)
+	}
+	for _, f := range files {
+		cfg, err := rulefmt.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.NATS.Embedded.Listen; got != natsjs.DefaultEmbeddedListen {
+			t.Errorf("%s: the embedded NATS listens on %s, want the default %s", f, got, natsjs.DefaultEmbeddedListen)
 		}
 	}
 }
@@ -239,6 +276,19 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 		}
 		if !strings.Contains(usage, "\n  "+name+" ") {
 			t.Errorf("the usage text does not list %s", name)
+		}
+	}
+}
+
+// TestRunHelpNamesWhatTheListenerServes: --web.listen-address's help
+// names every path the HTTP listener serves.
+func TestRunHelpNamesWhatTheListenerServes(t *testing.T) {
+	_, out, _ := runCmd(t, context.Background(), "run", "--help")
+	_, help, _ := strings.Cut(out, "\n  -web.listen-address ")
+	help, _, _ = strings.Cut(help, "\n  -")
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/keda/v1/"} {
+		if !strings.Contains(help, path) {
+			t.Errorf("--web.listen-address's help lacks %s:%s", path, help)
 		}
 	}
 }

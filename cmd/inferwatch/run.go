@@ -32,6 +32,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/promexport"
 	"github.com/inferwatch/inferwatch/alerting/writeback"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/metricname"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
@@ -94,7 +95,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.configFile, "config", "", "configuration `FILE`")
 	fs.BoolVar(&f.once, "once", false, "evaluate every group once, publish, and exit (non-zero if any evaluation failed)")
 	fs.Var(&f.backfill, "backfill", "on the first evaluation of each rule, also report the anomalies of this much history (e.g. 7d)")
-	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for /metrics and /healthz (empty: none)")
+	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for "+strings.Join(webPaths, ", ")+
+		" and, unless export.keda.metrics_api is false, "+keda.PathPrefix+" (empty: none)")
 	fs.BoolVar(&f.enablePprof, "web.enable-pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, ...) under /debug/pprof/ on --web.listen-address")
 	fs.StringVar(&f.sourceURL, "source.url", "", "override source.url of the configuration")
 	fs.StringVar(&f.natsURL, "nats.url", "", "override nats.url of the configuration")
@@ -593,24 +595,28 @@ func countRules(groups []*rules.Group) int {
 	return n
 }
 
-// serveWeb serves /metrics, /healthz and the handlers of more (by path
-// pattern) and returns a function that stops the listener.
+// webPaths are what the HTTP listener always serves.
+var webPaths = []string{"/metrics", "/healthz", "/readyz"}
+
+// serveWeb serves webPaths and the handlers of more (by path pattern) and
+// returns a function that stops the listener.
 func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, ready http.Handler, logger *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--web.listen-address: %w", err)
 	}
+	started := time.Now()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		set.WritePrometheus(w)
-		metrics.WriteProcessMetrics(w) // go_* and process_*, as Prometheus' own clients expose
+		metricname.WritePrometheus(w, set)
+		writeProcessMetrics(w, started)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "ok\n")
 	})
 	mux.Handle("/readyz", ready)
-	paths := []string{"/metrics", "/healthz", "/readyz"}
+	paths := slices.Clone(webPaths)
 	for pattern, h := range more {
 		mux.Handle(pattern, h)
 		paths = append(paths, pattern)

@@ -1,8 +1,8 @@
-// Package localprom runs a real Prometheus server on 127.0.0.1 for tests,
-// loaded with historical samples through promtool's OpenMetrics backfill:
+// Package localprom runs a real Prometheus server on 127.0.0.1 for tests:
+// loaded with historical samples through promtool's OpenMetrics backfill,
 // the second store, beside VictoriaMetrics, that inferwatch is checked
-// against. It needs the prometheus and promtool binaries (Debian package
-// prometheus).
+// against; or scraping the daemon's /metrics. It needs the prometheus and
+// promtool binaries (Debian package prometheus).
 //
 // Without them a test is skipped, or fails when the environment variable CI
 // is set or INFERWATCH_REQUIRE_PROMETHEUS is 1, since CI installs them.
@@ -44,14 +44,7 @@ const EnvRequire = "INFERWATCH_REQUIRE_PROMETHEUS"
 // the CI environment variable is set or INFERWATCH_REQUIRE_PROMETHEUS is 1.
 func Run(t testing.TB, series []ingest.Series, flags ...string) *Prometheus {
 	t.Helper()
-	for _, bin := range []string{"prometheus", "promtool"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("CI") != "" || os.Getenv(EnvRequire) == "1" {
-				t.Fatalf("localprom: %s not found; .ci/run installs the Debian package prometheus", bin)
-			}
-			t.Skipf("localprom: %s not found (apt-get install prometheus, or set %s=1 to make this a failure)", bin, EnvRequire)
-		}
-	}
+	Need(t, "prometheus", "promtool")
 	dir := t.TempDir()
 	om := filepath.Join(dir, "backfill.om")
 	if err := writeOpenMetrics(om, series); err != nil {
@@ -73,6 +66,47 @@ func Run(t testing.TB, series []ingest.Series, flags ...string) *Prometheus {
 	}
 	t.Cleanup(proc.stop)
 	return &Prometheus{URL: proc.url}
+}
+
+// Scrape starts Prometheus with an empty TSDB on a free 127.0.0.1 port,
+// scraping http://target/metrics every interval as job "inferwatch", and
+// stops it in t.Cleanup. Without the binary the test is skipped, or fails,
+// as in Run.
+func Scrape(t testing.TB, target string, interval time.Duration) *Prometheus {
+	t.Helper()
+	Need(t, "prometheus")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	body := fmt.Sprintf("global:\n  scrape_interval: %s\nscrape_configs:\n  - job_name: inferwatch\n    static_configs:\n      - targets: [%q]\n",
+		promDuration(interval), target)
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	proc, err := localproc.Retry(func() (*process, error) { return start(cfg, data, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proc.stop)
+	return &Prometheus{URL: proc.url}
+}
+
+// promDuration writes d as a Prometheus duration (whole milliseconds).
+func promDuration(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
+
+// Need skips t when one of bins (prometheus, promtool) is not on PATH, or
+// fails it when the CI environment variable is set or
+// INFERWATCH_REQUIRE_PROMETHEUS is 1, since CI installs them.
+func Need(t testing.TB, bins ...string) {
+	t.Helper()
+	for _, bin := range bins {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" || os.Getenv(EnvRequire) == "1" {
+				t.Fatalf("localprom: %s not found; .ci/run installs the Debian package prometheus", bin)
+			}
+			t.Skipf("localprom: %s not found (apt-get install prometheus, or set %s=1 to make this a failure)", bin, EnvRequire)
+		}
+	}
 }
 
 // process is a running prometheus.

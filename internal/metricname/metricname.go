@@ -1,6 +1,9 @@
-// Package metricname builds the names of inferwatch's self-metrics with
-// their labels, escaping label values the way the Prometheus text format
-// reads them, so that no group, rule or URL can make /metrics unparseable.
+// Package metricname holds what inferwatch's self-metrics are called and
+// how they are described: Name builds a name with its labels, escaping
+// label values the way the Prometheus text format reads them, so that no
+// group, rule or URL can make /metrics unparseable; WritePrometheus writes
+// a set with each family's help text; the *Buckets functions give the
+// histograms' bucket bounds.
 package metricname
 
 import "strings"
