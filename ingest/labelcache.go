@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"io"
 	"sync"
+	"time"
 )
 
 // labelCache keeps the labels decoded from the "metric" objects of a
@@ -11,19 +12,26 @@ import (
 // series met again (every cycle, for a daemon) is not decoded again and
 // shares one Labels with every earlier answer: VictoriaMetrics and
 // Prometheus write a series' labels the same way each time. It holds two
-// generations of at most max entries: an entry not met during a whole
-// generation is dropped with the older one.
+// generations of at most max entries, a generation lasting at most
+// labelCacheAge: an entry not met during a whole generation is dropped
+// with the older one, so the labels of series that stopped (pods gone)
+// are not kept for long.
 type labelCache struct {
 	seeds [2]maphash.Seed
+	now   func() time.Time
 
 	mu       sync.Mutex
 	cur, old map[[2]uint64]Labels
 	max      int
+	born     time.Time // when cur began
 }
+
+// labelCacheAge is the longest a generation of the label cache lasts.
+const labelCacheAge = 10 * time.Minute
 
 func newLabelCache(max int) *labelCache {
 	return &labelCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		cur: map[[2]uint64]Labels{}, max: max}
+		cur: map[[2]uint64]Labels{}, max: max, now: time.Now, born: time.Now()}
 }
 
 func (lc *labelCache) key(raw []byte) [2]uint64 {
@@ -33,6 +41,9 @@ func (lc *labelCache) key(raw []byte) [2]uint64 {
 func (lc *labelCache) get(k [2]uint64) (Labels, bool) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
+	if lc.now().Sub(lc.born) >= labelCacheAge {
+		lc.rotate()
+	}
 	if ls, ok := lc.cur[k]; ok {
 		return ls, true
 	}
@@ -50,12 +61,18 @@ func (lc *labelCache) put(k [2]uint64, ls Labels) {
 }
 
 // add puts an entry in the current generation, starting a new one when
-// it is full. The caller holds mu.
+// it is full or old. The caller holds mu.
 func (lc *labelCache) add(k [2]uint64, ls Labels) {
-	if len(lc.cur) >= lc.max {
-		lc.old, lc.cur = lc.cur, make(map[[2]uint64]Labels, len(lc.cur))
+	if len(lc.cur) >= lc.max || lc.now().Sub(lc.born) >= labelCacheAge {
+		lc.rotate()
 	}
 	lc.cur[k] = ls
+}
+
+// rotate starts a new generation. The caller holds mu.
+func (lc *labelCache) rotate() {
+	lc.old, lc.cur = lc.cur, make(map[[2]uint64]Labels, len(lc.cur))
+	lc.born = lc.now()
 }
 
 func (lc *labelCache) len() int {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // withCache decodes body as a query response (or, with export, export
@@ -95,5 +96,39 @@ func TestLabelCacheShares(t *testing.T) {
 	a3, _ := withCache(lc, line("a"), true, nil, readBufSize)
 	if &a3[0].Labels[0] == &a1[0].Labels[0] {
 		t.Fatal("an entry not met for a whole generation was kept")
+	}
+}
+
+// TestLabelCacheForgetsStoppedSeries: a generation lasts at most
+// labelCacheAge, so the labels of series no longer met are dropped within
+// two of them however few series come, and those met go on shared.
+func TestLabelCacheForgetsStoppedSeries(t *testing.T) {
+	lc := newLabelCache(1 << 10)
+	now := lc.born
+	lc.now = func() time.Time { return now }
+	line := func(pod string) []byte {
+		return []byte(`{"metric":{"__name__":"up","pod":"` + pod + `"},"values":[1],"timestamps":[1]}` + "\n")
+	}
+	live, err := withCache(lc, line("live"), true, nil, readBufSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := withCache(lc, line(fmt.Sprint("gone-", i)), true, nil, readBufSize); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		now = now.Add(labelCacheAge)
+		again, err := withCache(lc, line("live"), true, nil, readBufSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &again[0].Labels[0] != &live[0].Labels[0] {
+			t.Fatal("a series met every generation was decoded again")
+		}
+	}
+	if n := lc.len(); n > 2 {
+		t.Fatalf("%d entries two generations on, want the live series' only (in one generation or both)", n)
 	}
 }

@@ -82,6 +82,11 @@ type ManagerOptions struct {
 	// SummaryEvery is how often Run logs a summary of what it did at info
 	// level (default 10m; negative: never).
 	SummaryEvery time.Duration
+	// Forgotten, when set, is told after each group evaluation that
+	// forgot series (forget_after) how many it forgot and how many series
+	// the manager tracks now: the daemon returns the memory of a burst of
+	// series that stopped to the system.
+	Forgotten func(forgotten, tracked int)
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (nil: discard) and Metrics (nil: unregistered) are for the
@@ -499,7 +504,7 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	results := m.evalRules(ctx, g, at)
 	var errs []error
 	batch := alerting.Batch{Group: g.cfg.Name, At: at}
-	tracked := 0
+	tracked, forgotten := 0, 0
 	progress := map[string]time.Time{}
 	for i, r := range g.rules {
 		res, err, took := results[i].res, results[i].err, results[i].took
@@ -531,6 +536,7 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		m.sumLate.Add(int64(res.Late))
 		m.forgotten.Add(res.Forgotten)
 		m.sumForgotten.Add(int64(res.Forgotten))
+		forgotten += res.Forgotten
 		if res.Forgotten > 0 {
 			m.log.Debug("series forgotten: no point for forget_after", "group", g.cfg.Name, "rule", r.Name(),
 				"series", res.Forgotten, "forget_after", r.Config().Forget(), "some", strings.Join(res.ForgottenSome, " "))
@@ -549,7 +555,14 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	}
 	m.mu.Lock()
 	m.tracked[g.cfg.Name] = tracked
+	all := 0
+	for _, n := range m.tracked {
+		all += n
+	}
 	m.mu.Unlock()
+	if forgotten > 0 && m.o.Forgotten != nil {
+		m.o.Forgotten(forgotten, all)
+	}
 	m.sumObservations.Add(int64(len(batch.Observations)))
 	m.sumForecasts.Add(int64(len(batch.Forecasts)))
 	m.sumScales.Add(int64(len(batch.Scales)))

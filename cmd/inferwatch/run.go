@@ -15,8 +15,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -418,6 +420,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Scores:          scorePoints(ex.Metrics.Enabled, cfg.Writeback != nil && cfg.Writeback.Scores),
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
+		Forgotten:       releaseForgotten(logger),
 		Logger:          logger,
 		Metrics:         set,
 	}, groups)
@@ -555,6 +558,26 @@ func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups
 	logger.Info("resolving the alerts of rules the configuration no longer has", "alerts", len(evs))
 	if err := pub.Send(ctx, alerting.Batch{Alerts: evs}); err != nil {
 		logger.Warn("publishing the resolved alerts of removed rules", "err", err)
+	}
+}
+
+// releaseForgotten returns the memory of series forgotten in bulk (a
+// burst of pods that stopped) to the system at once, rather than as the
+// runtime's scavenger gets to it over minutes: when an evaluation forgot
+// at least 1,000 series and a tenth of those tracked, at most once a
+// minute.
+func releaseForgotten(logger *slog.Logger) func(forgotten, tracked int) {
+	var last atomic.Int64 // unix ns of the last release
+	return func(forgotten, tracked int) {
+		now := time.Now()
+		if forgotten < 1000 || 10*forgotten < tracked+forgotten || now.UnixNano()-last.Load() < int64(time.Minute) {
+			return
+		}
+		last.Store(now.UnixNano())
+		go func() {
+			debug.FreeOSMemory()
+			logger.Debug("returned the memory of forgotten series to the system", "forgotten", forgotten, "tracked", tracked, "took", time.Since(now))
+		}()
 	}
 }
 
