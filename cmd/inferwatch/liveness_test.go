@@ -330,3 +330,74 @@ groups:
 		t.Errorf("the pause is not counted:\n%s", metrics)
 	}
 }
+
+// TestDaemonForgetsSeriesThatStopped: 20 steady pods and 100 that live
+// three seconds each: the series the daemon tracks rise with them and come
+// back to the 20 within forget_after of the last one's last sample, each
+// forgotten one counted.
+func TestDaemonForgetsSeriesThatStopped(t *testing.T) {
+	t.Parallel() // waits on the clock, not the CPU
+	bin := daemonBinary(t)
+	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	srv := natstest.Start(t)
+	cfg := filepath.Join(t.TempDir(), "cfg.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source:
+  url: %s
+  timeout: 2s
+  evaluation_delay: 1s
+nats:
+  url: %s
+groups:
+  - name: churn
+    interval: 1s
+    rules:
+      - name: load
+        expr: load
+        step: 1s
+        lookback: 1m
+        resolve_after_absent: 3s
+        forget_after: 5s
+        detector: {name: sigma, min_points: 10}
+`, vm.URL(), srv.ClientURL())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Truncate(time.Second)
+	var hist []ingest.Series
+	for i := range 20 {
+		hist = append(hist, podSeries(fmt.Sprint("steady-", i), t0.Add(-time.Minute), t0, steady))
+	}
+	importSeries(t, vm, hist...)
+	log, _, stop := daemon(t, bin, "run", "--config", cfg, "--web.listen-address", "127.0.0.1:0", "--outbox.dir", t.TempDir())
+	web := servingAddr(t, log)
+	gauge := func(name string) float64 {
+		_, page, _ := get("http://" + web + "/metrics")
+		line := grepLine(page, name+" ")
+		var v float64
+		fmt.Sscan(strings.TrimPrefix(line, name+" "), &v)
+		return v
+	}
+	peak := 0.0
+	// Pods burst-0…99 start two a second from +2 s and live 3 s each.
+	last := t0.Add(2*time.Second + 49*time.Second + 2*time.Second)
+	for ts := t0.Add(time.Second); !ts.After(last.Add(12 * time.Second)); ts = ts.Add(time.Second) {
+		time.Sleep(time.Until(ts))
+		var now []ingest.Series
+		for i := range 20 {
+			now = append(now, podSeries(fmt.Sprint("steady-", i), ts, ts, steady))
+		}
+		for i := range 100 {
+			born := t0.Add(2*time.Second + time.Duration(i/2)*time.Second)
+			if !ts.Before(born) && ts.Before(born.Add(3*time.Second)) {
+				now = append(now, podSeries(fmt.Sprint("burst-", i), ts, ts, steady))
+			}
+		}
+		importSeries(t, vm, now...)
+		peak = max(peak, gauge("inferwatch_series_tracked"))
+	}
+	tracked, forgotten := gauge("inferwatch_series_tracked"), gauge("inferwatch_series_forgotten_total")
+	stop()
+	if peak < 25 || tracked != 20 || forgotten != 100 {
+		t.Fatalf("tracked at most %v, %v at the end with %v forgotten; want more than the 20 steady ones during the burst, then 20, and the 100 forgotten\n%s",
+			peak, tracked, forgotten, log.String())
+	}
+}

@@ -18,7 +18,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
@@ -563,21 +563,34 @@ func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups
 
 // releaseForgotten returns the memory of series forgotten in bulk (a
 // burst of pods that stopped) to the system at once, rather than as the
-// runtime's scavenger gets to it over minutes: when an evaluation forgot
-// at least 1,000 series and a tenth of those tracked, at most once a
-// minute.
+// runtime's collector and scavenger get to it over minutes: once the series
+// forgotten since the last release reach 1,000 and a tenth of those
+// tracked, at most once a minute (a release held back by that waits for
+// the minute's end).
 func releaseForgotten(logger *slog.Logger) func(forgotten, tracked int) {
-	var last atomic.Int64 // unix ns of the last release
+	var (
+		mu      sync.Mutex
+		pending int       // forgotten since the last release
+		last    time.Time // the last release
+		timer   *time.Timer
+	)
+	release := func() {
+		mu.Lock()
+		n := pending
+		pending, last, timer = 0, time.Now(), nil
+		mu.Unlock()
+		began := time.Now()
+		debug.FreeOSMemory()
+		logger.Debug("returned the memory of forgotten series to the system", "forgotten", n, "took", time.Since(began))
+	}
 	return func(forgotten, tracked int) {
-		now := time.Now()
-		if forgotten < 1000 || 10*forgotten < tracked+forgotten || now.UnixNano()-last.Load() < int64(time.Minute) {
+		mu.Lock()
+		defer mu.Unlock()
+		pending += forgotten
+		if pending < 1000 || 10*pending < tracked+pending || timer != nil {
 			return
 		}
-		last.Store(now.UnixNano())
-		go func() {
-			debug.FreeOSMemory()
-			logger.Debug("returned the memory of forgotten series to the system", "forgotten", forgotten, "tracked", tracked, "took", time.Since(now))
-		}()
+		timer = time.AfterFunc(max(0, time.Minute-time.Since(last)), release)
 	}
 }
 
