@@ -26,8 +26,11 @@ type labelCache struct {
 	born     time.Time // when cur began
 }
 
-// labelCacheAge is the longest a generation of the label cache lasts.
-const labelCacheAge = 10 * time.Minute
+// labelCacheAge is the longest a generation of the label cache lasts: the
+// labels of a series met every evaluation of a group whose interval is
+// shorter stay cached, and those of series that stopped go within twice
+// that.
+const labelCacheAge = 2 * time.Minute
 
 func newLabelCache(max int) *labelCache {
 	return &labelCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},

@@ -266,6 +266,18 @@ func (e *series) state(key string, labels ingest.Labels, mk func() analysis.Dete
 // sweep forgets the series not seen for longer than forget; one whose
 // alert may still be active is reported gone, so that alert ends.
 func (b *base) sweep(e *series, res *Result, at time.Time, forget time.Duration, detector string) {
+	forgotten := res.Forgotten
+	defer func() {
+		// A map keeps the room of the most it ever held: after a burst of
+		// series, the few left move to one their size.
+		if n := res.Forgotten - forgotten; n > 1000 && n > len(e.series) {
+			m := make(map[string]*seriesState, len(e.series))
+			for k, st := range e.series {
+				m[k] = st
+			}
+			e.series = m
+		}
+	}()
 	for k, st := range e.series {
 		if at.Sub(st.lastSeen) > forget {
 			if st.open {
