@@ -402,6 +402,12 @@ func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
 			}
 		}
 	}
+	if l.o.Store == nil {
+		clear(l.dirty)
+		clear(l.ended)
+		l.mu.Unlock()
+		return
+	}
 	save := map[string][]byte{}
 	for k, g := range l.dirty {
 		var state []byte
