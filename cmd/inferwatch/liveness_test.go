@@ -263,6 +263,10 @@ groups:
 		t.Fatalf("after the restart: a %q, b %q\n%s", statuses(evs, "a"), statuses(evs, "b"), log.String())
 	}
 	for _, e := range evs {
+		t.Logf("%s %s %s reason=%q last_value=%v last_seen_at=%v active_at=%s", e.Time.Sub(t0), e.Series, e.Status, e.Reason,
+			deref(e.LastValue), e.LastSeenAt, e.ActiveAt.Sub(t0))
+	}
+	for _, e := range evs {
 		switch {
 		case strings.Contains(e.Series, `"b"`) && e.Status == "resolved" && !lastSeen(e, t0.Add(9*time.Second)):
 			t.Errorf("b's resolved event after the restart: last value %v at %v, want 50 at %v", e.LastValue, e.LastSeenAt, t0.Add(9*time.Second))
@@ -270,6 +274,13 @@ groups:
 			t.Errorf("a's new episode is active at %v, want %v", e.ActiveAt, t0.Add(24*time.Second))
 		}
 	}
+}
+
+func deref(x *float64) any {
+	if x == nil {
+		return nil
+	}
+	return *x
 }
 
 // lastSeen reports whether a resolved event gives the spike of 50 at last
