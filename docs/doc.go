@@ -5,6 +5,7 @@
 // The package has no code of its own. Its test keeps the manual honest:
 // every relative link resolves to a file of the repository and every
 // #anchor to a heading of its page; every inferwatch command shown in a
-// code block names a command the binary has, with flags that command
-// defines; and every complete configuration shown passes inferwatch check.
+// code block or a code span names a command the binary has, with flags
+// that command defines; and every complete configuration shown passes
+// inferwatch check.
 package docs

@@ -304,7 +304,22 @@ func TestCommands(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d inferwatch commands, %d commands and subcommands", n, len(specs))
+	// The synopses and commands shown in code spans, in prose and in
+	// tables: the command, and every --flag they name.
+	spans := 0
+	for _, p := range manual(t) {
+		for _, sp := range p.spans {
+			words := strings.Fields(strings.ReplaceAll(sp.target, `\|`, "|"))
+			if len(words) < 2 || words[0] != "inferwatch" {
+				continue
+			}
+			spans++
+			if err := checkSynopsis(bin, specs, words[1:]); err != nil {
+				t.Errorf("%s:%d: `%s`: %v", p.path, sp.line, sp.target, err)
+			}
+		}
+	}
+	t.Logf("%d inferwatch commands in code blocks and %d in code spans, %d commands and subcommands", n, spans, len(specs))
 	if n < 40 {
 		t.Errorf("found %d inferwatch commands in the manual's code blocks; the parser is missing some", n)
 	}
@@ -330,6 +345,36 @@ func checkCommand(bin string, specs map[string]*commandSpec, args []string) erro
 		specs[key] = spec
 	}
 	return checkArgs(spec, rest)
+}
+
+var synopsisFlagRE = regexp.MustCompile(`(?:^|[\s\[(|])--?([A-Za-z][A-Za-z0-9._-]*)`)
+
+// checkSynopsis checks a command shown in a code span, such as
+// "detect --input FILE [--detector NAME]": the command exists and every
+// flag it names is one the command defines. Its arguments are not
+// parsed, since a synopsis writes alternatives and optional parts.
+func checkSynopsis(bin string, specs map[string]*commandSpec, words []string) error {
+	cmd := words[:1]
+	if words[0] == "backtest" && len(words) > 1 && !strings.HasPrefix(words[1], "-") {
+		cmd = words[:2]
+	}
+	key := strings.Join(cmd, " ")
+	spec, ok := specs[key]
+	if !ok {
+		var err error
+		if spec, err = specOf(bin, cmd); err != nil {
+			return err
+		}
+		specs[key] = spec
+	}
+	for _, m := range synopsisFlagRE.FindAllStringSubmatch(strings.Join(words[len(cmd):], " "), -1) {
+		if name := m[1]; name != "help" && name != "h" {
+			if _, ok := spec.flags[name]; !ok {
+				return fmt.Errorf("inferwatch %s defines no flag -%s", key, name)
+			}
+		}
+	}
+	return nil
 }
 
 var topKeyRE = regexp.MustCompile(`(?m)^([a-z_]+):`)

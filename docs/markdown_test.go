@@ -14,6 +14,7 @@ type page struct {
 	anchors map[string]bool
 	links   []link
 	blocks  []codeBlock
+	spans   []link // code spans outside code blocks, as written
 }
 
 // link is a link or image target as written, and where.
@@ -62,6 +63,7 @@ func parsePage(path, text string) (*page, error) {
 	flush := func() {
 		if len(para) > 0 {
 			p.links = append(p.links, paragraphLinks(paraLine, strings.Join(para, "\n"))...)
+			p.spans = append(p.spans, codeSpans(paraLine, strings.Join(para, "\n"))...)
 			for _, m := range htmlIDRE.FindAllStringSubmatch(strings.Join(para, "\n"), -1) {
 				p.anchors[m[1]] = true
 			}
@@ -131,6 +133,34 @@ func paragraphLinks(first int, text string) []link {
 	}
 	for _, m := range refDefRE.FindAllStringSubmatchIndex(text, -1) {
 		add(m[0], text[m[2]:m[3]])
+	}
+	return out
+}
+
+// codeSpans returns the code spans of a paragraph that starts at line
+// first, their line breaks read as spaces.
+func codeSpans(first int, text string) []link {
+	blank := blankCodeSpans(text)
+	var out []link
+	for i := 0; i < len(text); {
+		if text[i] == '`' && blank[i] == ' ' {
+			n := 0
+			for i+n < len(text) && text[i+n] == '`' {
+				n++
+			}
+			j := i + n
+			for j < len(text) && !(text[j] == '`' && blank[j] == ' ') {
+				j++
+			}
+			body := strings.TrimSpace(strings.ReplaceAll(text[i+n:j], "\n", " "))
+			out = append(out, link{line: first + strings.Count(text[:i], "\n"), target: body})
+			for j < len(text) && text[j] == '`' {
+				j++
+			}
+			i = j
+			continue
+		}
+		i++
 	}
 	return out
 }

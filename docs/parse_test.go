@@ -53,6 +53,9 @@ func TestParsePage(t *testing.T) {
 			t.Errorf("no anchor %q in %v", a, sortedKeys(p.anchors))
 		}
 	}
+	if len(p.spans) != 1 || p.spans[0].target != "[not](a link)" || p.spans[0].line != 2 {
+		t.Errorf("code spans %+v", p.spans)
+	}
 	if len(p.blocks) != 2 || p.blocks[1].lines[0] != "bin/inferwatch run --config x" {
 		t.Errorf("blocks %+v", p.blocks)
 	}
