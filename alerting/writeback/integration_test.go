@@ -181,7 +181,7 @@ func instant(t *testing.T, c *ingest.Client, query string, ts time.Time) string 
 	return strings.Join(out, " ")
 }
 
-// checkDocumentedQueries runs the queries the README shows for alerting on
+// checkDocumentedQueries runs the queries docs/writeback.md shows for alerting on
 // the score and plotting a forecast beside its metric.
 func checkDocumentedQueries(t *testing.T, c *ingest.Client, f fleet, group string, at writeback.ForecastTime) {
 	t.Helper()

@@ -186,16 +186,18 @@ func firstString(e ast.Expr) string {
 	return s
 }
 
-// TestREADMEListsEveryMetric: the README's table of the daemon's own
-// metrics names every family that has a help text, and no other.
-func TestREADMEListsEveryMetric(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestDocsListEveryMetric: the table of the daemon's own metrics in
+// docs/production.md names every family that has a help text, and no
+// other.
+func TestDocsListEveryMetric(t *testing.T) {
+	const page = "docs/production.md"
+	b, err := os.ReadFile("../../" + page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), "\n## The daemon's own metrics\n")
 	if !ok {
-		t.Fatal(`README.md has no section "The daemon's own metrics"`)
+		t.Fatalf(`%s has no section "The daemon's own metrics"`, page)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	listed := map[string]bool{}
@@ -204,12 +206,12 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 	}
 	for fam := range help {
 		if !listed[fam] {
-			t.Errorf("README's metrics table lacks %s", fam)
+			t.Errorf("the metrics table of %s lacks %s", page, fam)
 		}
 	}
 	for fam := range listed {
 		if help[fam] == "" {
-			t.Errorf("README's metrics table lists %s, which has no help text", fam)
+			t.Errorf("the metrics table of %s lists %s, which has no help text", page, fam)
 		}
 	}
 }

@@ -91,7 +91,7 @@ func meanOfEither(current, old string) string {
 // watch is a preset detector rule: the default detector (auto) and
 // nothing else set but for and minDev.
 //
-// The choices, which the README repeats:
+// The choices, which docs/configuration.md repeats:
 //   - The detector is the default, as for a rule that names none: on the
 //     shared NAB subset, judged as the daemon judges it (inferwatch
 //     backtest nab), it scores 71.1 with 0.09 false positives a series-day
