@@ -71,16 +71,17 @@ func backfillFleet(t *testing.T, end time.Time) (*localvm.VM, *fleet.Fleet) {
 	return vm, f
 }
 
-// fleetEnd is when a test's generated week ends: fleetWeekEnd, so that
-// every run judges the same data; the RFC 3339 time in
-// INFERWATCH_FLEET_END (e.g. 2026-11-29T12:07:30Z) replays another week,
-// and "now" the week ending now, to the minute.
-func fleetEnd(t *testing.T) time.Time {
+// fleetEnd is when a test's generated week ends: now, to the minute (its
+// 30 s samples on the minute and the half), so each run sees the fleet at
+// another hour of the day, or fixed when it is not zero (a test whose
+// verdict must not depend on the hour), or the RFC 3339 time in
+// INFERWATCH_FLEET_END (e.g. 2026-11-29T12:07:30Z) to replay a given one.
+func fleetEnd(t *testing.T, fixed time.Time) time.Time {
 	s := os.Getenv("INFERWATCH_FLEET_END")
-	switch s {
-	case "":
-		return fleetWeekEnd
-	case "now":
+	switch {
+	case s == "" && !fixed.IsZero():
+		return fixed
+	case s == "":
 		return time.Now().Truncate(time.Minute)
 	}
 	end, err := time.Parse(time.RFC3339, s)
@@ -90,13 +91,13 @@ func fleetEnd(t *testing.T) time.Time {
 	return end
 }
 
-// fleetWeekEnd ends the week the fleet tests judge. The injected
+// quietWeekEnd ends the week TestPresetsOnTheFleet judges. The injected
 // incidents are found in any week, but whether the default detector raises
 // a borderline finding (score 1.06 to 1.15) on the quiet model's request
 // rate at a low-traffic hour depends on where the week falls (it does for
 // the weeks ending 2026-11-30 12:00 UTC and at 07:44 to 07:51 UTC on
 // 2026-12-06, not for this one), which a test cannot leave to the clock.
-var fleetWeekEnd = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var quietWeekEnd = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 // fleetBackfill is the --backfill that reaches back to the start of a
 // generated week ending at end: 7d when the week ends now, more when

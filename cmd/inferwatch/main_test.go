@@ -174,7 +174,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	end := fleetEnd(t)
+	end := fleetEnd(t, time.Time{})
 	vm, f := backfillFleet(t, end)
 
 	srv, nc := natsClient(t)

@@ -70,7 +70,7 @@ func TestPresetsOnTheFleet(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	end := fleetEnd(t)
+	end := fleetEnd(t, quietWeekEnd)
 	vm, f := backfillFleet(t, end)
 
 	file := filepath.Join(t.TempDir(), "presets.yml")

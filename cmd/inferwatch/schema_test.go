@@ -25,7 +25,7 @@ func TestPublishedEventsMatchTheSchemas(t *testing.T) {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
 	ctx := context.Background()
-	end := fleetEnd(t)
+	end := fleetEnd(t, time.Time{})
 	vm, _ := backfillFleet(t, end)
 	srv := natstest.Start(t)
 	args := []string{"run", "--config", exampleConfig, "--once", "--backfill", fleetBackfill(end),
