@@ -28,13 +28,22 @@ type EvenSeries struct {
 // Samples are the samples of one series as a file holds them, with where
 // each stands in the file for errors to name.
 type Samples struct {
-	Timestamps []int64 // unix milliseconds
-	Values     []float64
-	// Raw holds each timestamp as the file writes it.
+	Timestamps []int64   // unix milliseconds
+	Values     []float64 // Values[i] is the value at Timestamps[i]
+	// Raw holds each timestamp as the file writes it; nil: errors write
+	// them as unix seconds.
 	Raw []string
 	// Lines holds each sample's line in the file; nil when the format has
 	// no lines, and errors then number the samples from 1.
 	Lines []int
+}
+
+// raw is timestamp i as the file writes it.
+func (s *Samples) raw(i int) string {
+	if s.Raw != nil {
+		return s.Raw[i]
+	}
+	return formatUnixMillis(s.Timestamps[i])
 }
 
 // at is a LineError of file at sample i: its line, or its number.
@@ -69,7 +78,7 @@ func OnGrid(file string, s *Samples) (*EvenSeries, error) {
 		return nil, fmt.Errorf("%s: %d sample; at least 2 are needed to know the step", file, len(ts))
 	}
 	if i := notAscending(ts); i > 0 {
-		return nil, s.at(file, i, fmt.Errorf("timestamp %s is before the sample before it; the samples must be in time order", s.Raw[i]))
+		return nil, s.at(file, i, fmt.Errorf("timestamp %s is before the sample before it; the samples must be in time order", s.raw(i)))
 	}
 	stepMs := CommonSpacing(ts, 1)
 	if stepMs <= 0 {
@@ -134,7 +143,7 @@ func layOnGrid(file string, s *Samples, stepMs int64, tolerance float64) (*EvenS
 		r.Values[i] = math.NaN()
 	}
 	gridError := func(i int, format string, args ...any) error {
-		return s.at(file, i, &GridError{Step: step, Reason: "timestamp " + s.Raw[i] + " " + fmt.Sprintf(format, args...)})
+		return s.at(file, i, &GridError{Step: step, Reason: "timestamp " + s.raw(i) + " " + fmt.Sprintf(format, args...)})
 	}
 	taken := make([]int32, n) // the sample at each step, +1 (0: none)
 	for i, t := range ts {
@@ -155,7 +164,7 @@ func layOnGrid(file string, s *Samples, stepMs int64, tolerance float64) (*EvenS
 			r.MaxSnap = max(r.MaxSnap, abs)
 		}
 		if j := int(taken[k]) - 1; j >= 0 {
-			return nil, gridError(i, "falls on the same step of %s as %s's %s", step, s.at(file, j, nil).location(), s.Raw[j])
+			return nil, gridError(i, "falls on the same step of %s as %s's %s", step, s.at(file, j, nil).location(), s.raw(j))
 		}
 		taken[k] = int32(i + 1)
 		r.Values[k] = s.Values[i]

@@ -77,10 +77,11 @@ func TestOnGridJitter(t *testing.T) {
 		err.Error() != "two.csv:5: timestamp 1700000031.540 falls on the same step of 15s as two.csv:4's 1700000030.040" {
 		t.Errorf("two on a step: %v", err)
 	}
-	// A file without lines numbers its samples.
+	// A file without lines numbers its samples; without their text, the
+	// times are written as unix seconds.
 	noLines := samplesOf(far, vs)
-	noLines.Lines = nil
-	if _, err := OnGrid("far.json", noLines); err == nil || !strings.HasPrefix(err.Error(), "far.json: sample 5: timestamp 1700000065.250 is off the grid") {
+	noLines.Lines, noLines.Raw = nil, nil
+	if _, err := OnGrid("far.json", noLines); err == nil || !strings.HasPrefix(err.Error(), "far.json: sample 5: timestamp 1700000065.25 is off the grid") {
 		t.Errorf("5 s off, without lines: %v", err)
 	}
 	// An exact grid off the epoch's keeps its first sample and moves none.
@@ -232,7 +233,6 @@ func ExampleResample() {
 	s := &Samples{
 		Timestamps: []int64{1_700_000_100_000, 1_700_000_160_000, 1_700_000_700_000},
 		Values:     []float64{4, 6, 9},
-		Raw:        []string{"1700000100", "1700000160", "1700000700"},
 	}
 	r, err := Resample("gauge.csv", s, 5*time.Minute, false)
 	if err != nil {
