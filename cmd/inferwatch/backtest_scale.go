@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 	pmodel "github.com/prometheus/common/model"
@@ -129,7 +130,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	gentd := fs.String("gentd26", "", "GenTD26's qps.csv, read as a per-minute request rate (see above)")
 	arrivals := fs.String("arrivals", "", "a log of requests, one a row, read as the request rate per --step (see above)")
 	timeUnit := fs.String("time-unit", "auto", "with --arrivals: how numeric times read: auto (as --input: unix seconds, or milliseconds from 1e11), s or ms")
-	timeField := fs.String("time-field", "", "with --arrivals: the CSV column or JSON field holding each request's time (default: the first of "+strings.Join(timeFields, ", ")+", any case)")
+	timeField := fs.String("time-field", "", "with --arrivals: the CSV column or JSON field holding each request's time (default: the first of "+strings.Join(ingest.ArrivalTimeFields(), ", ")+", any case)")
 	requestType := fs.String("request-type", "Generative Requests", "with --gentd26: the request_type to count, or all")
 	counts := fs.Bool("counts", false, "the values are requests per step, not per second")
 	capacity := fs.Float64("capacity", 0, "requests per second one replica sustains")
@@ -233,7 +234,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	if !(*margin >= 0 && *margin <= rulefmt.MaxScaleDownMargin) {
 		errs = append(errs, fmt.Errorf("--scale-down-margin %g: want a share of the capacity in [0, %g]", *margin, rulefmt.MaxScaleDownMargin))
 	}
-	if !slices.Contains([]string{"auto", "s", "ms"}, *timeUnit) {
+	if _, ok := timeUnits[*timeUnit]; !ok {
 		errs = append(errs, fmt.Errorf("--time-unit %q: want auto, s or ms", *timeUnit))
 	}
 	if *timeField != "" && *arrivals == "" {
@@ -247,7 +248,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 
 	var (
-		series *regular
+		series *ingest.EvenSeries
 		parts  [][]float64
 		name   = *input
 	)
@@ -258,18 +259,18 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		series, parts, err = readParts(*sumOf, resample, *counts, nonNegativeLoad)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
 	case *gentd != "":
-		series, err = readGenTD26QPS(*gentd, *requestType)
+		series, err = readGenTD26(*gentd, *requestType)
 		name = fmt.Sprintf("%s (%s, per minute)", *gentd, *requestType)
 	case *arrivals != "":
 		step := cmp.Or(stepD, time.Minute)
-		series, err = readArrivals(*arrivals, step, *timeUnit, *timeField)
+		series, err = readArrivals(*arrivals, ingest.ArrivalsOptions{Step: step, Unit: timeUnits[*timeUnit], TimeField: *timeField})
 		name = fmt.Sprintf("%s (requests per %s)", *arrivals, rulefmt.FormatDuration(step))
-		if err == nil && *timeUnit == "auto" && series.t0 < relativeBefore {
+		if err == nil && *timeUnit == "auto" && series.Start < ingest.RelativeBefore {
 			// Times counted from the log's start carry no unit: seconds
 			// and milliseconds both parse. Say which was taken.
-			span := time.Duration(len(series.y)) * series.step
+			span := time.Duration(len(series.Values)) * series.Step
 			fmt.Fprintf(stderr, "inferwatch backtest scale: note: %s: the times count from %s, read as seconds: the log spans %s; if they are milliseconds, give --time-unit ms\n",
-				*arrivals, time.UnixMilli(series.t0).UTC().Format(time.RFC3339), pmodel.Duration(span))
+				*arrivals, time.UnixMilli(series.Start).UTC().Format(time.RFC3339), pmodel.Duration(span))
 		}
 	default:
 		opts := readOptions{repeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals, and --resample STEP averages the samples in each step"}
@@ -286,9 +287,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "inferwatch backtest scale:", note)
 	}
 	if *counts {
-		perSecond := 1 / series.step.Seconds()
-		for i := range series.y {
-			series.y[i] *= perSecond
+		perSecond := 1 / series.Step.Seconds()
+		for i := range series.Values {
+			series.Values[i] *= perSecond
 		}
 		for _, p := range parts {
 			for i := range p {
@@ -296,12 +297,12 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 			}
 		}
 	}
-	if stepD != 0 && stepD != series.step {
-		if stepD < series.step || stepD%series.step != 0 {
-			fmt.Fprintf(stderr, "inferwatch backtest scale: --step %s is not a multiple of the series' step %s\n", *stepS, series.step)
+	if stepD != 0 && stepD != series.Step {
+		if stepD < series.Step || stepD%series.Step != 0 {
+			fmt.Fprintf(stderr, "inferwatch backtest scale: --step %s is not a multiple of the series' step %s\n", *stepS, series.Step)
 			return 2
 		}
-		k := int(stepD / series.step)
+		k := int(stepD / series.Step)
 		series = average(series, k)
 		for i, p := range parts {
 			parts[i] = averageSlice(p, k)
@@ -313,18 +314,18 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 			return 1
 		}
 	}
-	fc := rulefmt.DefaultForecast(series.step)
+	fc := rulefmt.DefaultForecast(series.Step)
 	fc.Model, fc.Period = *model, period
 	sc := rulefmt.DefaultScale()
 	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals, sc.Cooldown, sc.Hold, sc.Startup = *minReplicas, *maxReplicas, *stable, cooldown, hold, startup
 	if horizon == 0 {
 		// The rules' defaults: a decision a step, on the peak until the
 		// replicas the next decision asks for serve.
-		sc.Horizon = rulefmt.DefaultScaleHorizon(series.step, series.step, startup, fc.Horizon)
+		sc.Horizon = rulefmt.DefaultScaleHorizon(series.Step, series.Step, startup, fc.Horizon)
 	} else {
-		fc.Horizon = (horizon + series.step - 1) / series.step * series.step
-		if fc.Horizon/series.step > 10_000 {
-			fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", rulefmt.FormatDuration(horizon), series.step)
+		fc.Horizon = (horizon + series.Step - 1) / series.Step * series.Step
+		if fc.Horizon/series.Step > 10_000 {
+			fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", rulefmt.FormatDuration(horizon), series.Step)
 			return 2
 		}
 		fc.Horizons = []time.Duration{fc.Horizon}
@@ -332,15 +333,15 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	fc.BottomUp = parts != nil
 	sc.ScaleDownMargin = *margin
-	if int(period/series.step) < 2 {
-		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.step)
+	if int(period/series.Step) < 2 {
+		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.Step)
 		return 2
 	}
-	warm := int(warmup / series.step)
+	warm := int(warmup / series.Step)
 	if warmup == 0 {
-		warm = min(int(period/series.step), len(series.y)/4)
+		warm = min(int(period/series.Step), len(series.Values)/4)
 	}
-	b := scaleBacktest{T0: series.t0, Step: series.step, Load: series.y, Parts: parts, Capacity: *capacity,
+	b := scaleBacktest{T0: series.Start, Step: series.Step, Load: series.Values, Parts: parts, Capacity: *capacity,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
 		Levels: levels, Targets: targets, Windows: windows, ErrorScales: errorScales, Trace: *writeDecisions != "",
 		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
@@ -1009,11 +1010,11 @@ func (r *replayForecaster) forecastInto(fc *forecasting.Forecast) {
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // average averages each k steps of s into one (NaN when one of them is).
-func average(s *regular, k int) *regular {
-	out := &regular{t0: s.t0, step: s.step * time.Duration(k), y: averageSlice(s.y, k)}
-	for _, v := range out.y {
+func average(s *ingest.EvenSeries, k int) *ingest.EvenSeries {
+	out := &ingest.EvenSeries{Start: s.Start, Step: s.Step * time.Duration(k), Values: averageSlice(s.Values, k)}
+	for _, v := range out.Values {
 		if !isFinite(v) {
-			out.gaps++
+			out.Gaps++
 		}
 	}
 	return out
@@ -1031,11 +1032,11 @@ func averageSlice(y []float64, k int) []float64 {
 	return out
 }
 
-func writeReplayedSeries(path string, s *regular) error {
+func writeReplayedSeries(path string, s *ingest.EvenSeries) error {
 	var b strings.Builder
 	b.WriteString("timestamp,value\n")
-	for i, v := range s.y {
-		b.WriteString(strconv.FormatInt((s.t0+int64(i)*s.step.Milliseconds())/1000, 10))
+	for i, v := range s.Values {
+		b.WriteString(strconv.FormatInt((s.Start+int64(i)*s.Step.Milliseconds())/1000, 10))
 		b.WriteByte(',')
 		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
 		b.WriteByte('\n')
@@ -1109,139 +1110,6 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 		return fmt.Errorf("--write-decisions: %w", err)
 	}
 	return nil
-}
-
-// readGenTD26QPS reads GenTD26's qps.csv as the per-minute request rate of
-// requestType ("all": every type): the containers' values added at each
-// time of the file's sample grid (its most common spacing from its first
-// time; 0 where no row of the type), each held until the next time, and
-// averaged over each whole minute the grid covers.
-func readGenTD26QPS(path, requestType string) (*regular, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return parseGenTD26QPS(f, path, requestType)
-}
-
-// parseGenTD26QPS is readGenTD26QPS of the text r, named path in errors.
-func parseGenTD26QPS(in io.Reader, path, requestType string) (*regular, error) {
-	r := csv.NewReader(in)
-	r.FieldsPerRecord = -1
-	header, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
-	}
-	col := map[string]int{}
-	for i, h := range header {
-		col[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
-	}
-	for _, need := range []string{"timestamp_anon", "value", "request_type"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("%s: no %s column in the header %q; want GenTD26's qps.csv (timestamp_anon,value,container_ip,request_type)", path, need, strings.Join(header, ","))
-		}
-	}
-	type row struct {
-		t int64 // ms
-		v float64
-	}
-	var rows []row
-	var times []int64
-	types := map[string]int{}
-	line := 1
-	for {
-		rec, err := r.Read()
-		line++
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(rec) <= max(col["timestamp_anon"], col["value"], col["request_type"]) {
-			return nil, fmt.Errorf("%s:%d: %d fields; want at least %d", path, line, len(rec), len(header))
-		}
-		ts, err1 := strconv.ParseFloat(rec[col["timestamp_anon"]], 64)
-		v, err2 := strconv.ParseFloat(rec[col["value"]], 64)
-		if err := errors.Join(err1, err2); err != nil || !isFinite(ts) || !isFinite(v) {
-			return nil, fmt.Errorf("%s:%d: timestamp %q and value %q must be numbers", path, line, rec[col["timestamp_anon"]], rec[col["value"]])
-		}
-		t := int64(math.Round(ts * 1000))
-		times = append(times, t)
-		typ := rec[col["request_type"]]
-		types[typ]++
-		if requestType == "all" || typ == requestType {
-			rows = append(rows, row{t, v})
-		}
-	}
-	if len(rows) == 0 {
-		var have []string
-		for t, c := range types {
-			have = append(have, fmt.Sprintf("%q (%d rows)", t, c))
-		}
-		return nil, fmt.Errorf("%s: no row of request_type %q; the file has %s, or give all", path, requestType, strings.Join(have, ", "))
-	}
-	// The grid: the most common spacing between the file's distinct times.
-	distinct := map[int64]bool{}
-	for _, t := range times {
-		distinct[t] = true
-	}
-	sorted := make([]int64, 0, len(distinct))
-	for t := range distinct {
-		sorted = append(sorted, t)
-	}
-	slices.Sort(sorted)
-	if len(sorted) < 2 {
-		return nil, fmt.Errorf("%s: one sample time; need two to know the sampling step", path)
-	}
-	spacing := map[int64]int{}
-	for i := 1; i < len(sorted); i++ {
-		spacing[sorted[i]-sorted[i-1]]++
-	}
-	var s int64
-	for d, c := range spacing {
-		if c > spacing[s] || (c == spacing[s] && d < s) {
-			s = d
-		}
-	}
-	first, last := sorted[0], sorted[len(sorted)-1]
-	if steps := (last - first) / s; steps > 10_000_000 {
-		return nil, fmt.Errorf("%s: %d sampling steps of %s between the first and the last time; too many", path, steps, time.Duration(s)*time.Millisecond)
-	}
-	rate := make([]float64, (last-first)/s+1)
-	for _, rw := range rows {
-		if (rw.t-first)%s != 0 {
-			return nil, fmt.Errorf("%s: time %s is off the file's sampling grid of %s from %s", path, formatUnixMillis(rw.t), time.Duration(s)*time.Millisecond, formatUnixMillis(first))
-		}
-		rate[(rw.t-first)/s] += rw.v
-	}
-	const minute = int64(60_000)
-	m0 := (first + minute - 1) / minute * minute
-	end := (last + s) / minute * minute // the held value of the last time reaches last+s
-	switch {
-	case end-m0 < 2*minute:
-		return nil, fmt.Errorf("%s: the samples cover less than two whole minutes", path)
-	case (end-m0)/minute > 10_000_000:
-		return nil, fmt.Errorf("%s: the samples span %d minutes; too many", path, (end-m0)/minute)
-	}
-	out := &regular{t0: m0, step: time.Minute, y: make([]float64, (end-m0)/minute)}
-	for i := range out.y {
-		a, b := m0+int64(i)*minute, m0+int64(i+1)*minute
-		sum := 0.0
-		for j := max((a-first)/s, 0); j < int64(len(rate)); j++ {
-			ta := first + j*s
-			if ta >= b {
-				break
-			}
-			lo, hi := max(ta, a), min(ta+s, b)
-			if hi > lo {
-				sum += rate[j] * float64(hi-lo)
-			}
-		}
-		out.y[i] = sum / float64(minute)
-	}
-	return out, nil
 }
 
 func writeScaleText(w io.Writer, rep *scaleReport) {
@@ -1330,10 +1198,10 @@ func ratio(a, b float64) string {
 // nonNegativeLoad refuses a load below 0, naming its time: a request rate
 // cannot be negative, and a replay that took one as no load would judge
 // the policies on a series that is not traffic.
-func nonNegativeLoad(name string, s *regular) error {
-	for i, v := range s.y {
+func nonNegativeLoad(name string, s *ingest.EvenSeries) error {
+	for i, v := range s.Values {
 		if v < 0 {
-			at := time.UnixMilli(s.t0 + int64(i)*s.step.Milliseconds()).UTC()
+			at := time.UnixMilli(s.Start + int64(i)*s.Step.Milliseconds()).UTC()
 			return fmt.Errorf("%s: the load at %s (unix %d) is %g; a request rate cannot be negative (a counter reset taken as a rate?)",
 				name, at.Format(time.RFC3339), at.Unix(), v)
 		}

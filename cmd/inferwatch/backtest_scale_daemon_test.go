@@ -56,7 +56,7 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		decidesAsTheDaemon(t, vm, "aggregate", [][]float64{s.y[:n]}, false, 10*time.Minute)
+		decidesAsTheDaemon(t, vm, "aggregate", [][]float64{s.Values[:n]}, false, 10*time.Minute)
 	})
 	t.Run("bottom-up", func(t *testing.T) {
 		_, parts, err := readParts(dir+"/language/m-small/*.csv", 0, false, nil)
@@ -72,22 +72,22 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 	// several decisions: GenTD26's generative requests, 22.8 hours.
 	t.Run("minutes", func(t *testing.T) {
 		file := sharedFile(t, "gentd26/qps.csv")
-		s, err := readGenTD26QPS(file, "Generative Requests")
+		s, err := ingest.ReadGenTD26(file, "Generative Requests")
 		if err != nil {
 			t.Fatal(err)
 		}
-		decidesAsTheDaemon(t, vm, "generative", [][]float64{s.y}, false, time.Minute)
+		decidesAsTheDaemon(t, vm, "generative", [][]float64{s.Values}, false, time.Minute)
 	})
 	// Ten-second steps from a new series' first quarter of an hour on, a
 	// history too short for the forecast's 60 steps to be scored:
 	// Mooncake's conversation log.
 	t.Run("ten seconds", func(t *testing.T) {
 		file := sharedFile(t, "llm-traces/mooncake/conversation_trace.jsonl")
-		s, err := readArrivals(file, 10*time.Second, "ms", "")
+		s, err := ingest.ReadArrivals(file, ingest.ArrivalsOptions{Step: 10 * time.Second, Unit: ingest.UnitMilliseconds})
 		if err != nil {
 			t.Fatal(err)
 		}
-		decidesAsTheDaemon(t, vm, "conversation", [][]float64{s.y}, false, 10*time.Second)
+		decidesAsTheDaemon(t, vm, "conversation", [][]float64{s.Values}, false, 10*time.Second)
 	})
 }
 

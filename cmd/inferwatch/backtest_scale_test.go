@@ -559,67 +559,6 @@ func readBack(t *testing.T, path string) []float64 {
 	return in.vs
 }
 
-// TestReadGenTD26QPS: the containers' values are added at each sample time
-// of the file's 57-second grid (0 at a time with no row of the type), held
-// until the next, and averaged over each whole minute.
-func TestReadGenTD26QPS(t *testing.T) {
-	const base = 1_662_858_720 // a whole minute
-	row := func(k int, v float64, typ string) string {
-		return fmt.Sprintf("%d.0,%g,c%d,%s\n", base+57*k, v, k%3, typ)
-	}
-	text := "timestamp_anon,value,container_ip,request_type\n" +
-		row(0, 1, "Generative Requests") + row(0, 2, "Generative Requests") + // two containers: 3 at 0 s
-		row(1, 0.5, "API Requests") + // no generative row at 57 s: 0
-		row(2, 6, "Generative Requests") + // 114 s
-		row(3, 0.5, "API Requests") // 171 s, the last time: held until 228 s
-	file := writeText(t, t.TempDir(), "qps.csv", text)
-	s, err := readGenTD26QPS(file, "Generative Requests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Minute 0–60: 3 for 57 s, 0 for 3 s. 60–120: 0 for 54 s, 6 for 6 s.
-	// 120–180: 6 until 171, then 0. The last whole minute ends at 180.
-	want := []float64{3 * 57.0 / 60, 6 * 6.0 / 60, 6 * 51.0 / 60}
-	if s.t0 != base*1000 || s.step.Seconds() != 60 || len(s.y) != len(want) {
-		t.Fatalf("series from %d, step %v, %d minutes: %v", s.t0, s.step, len(s.y), s.y)
-	}
-	for i := range want {
-		if math.Abs(s.y[i]-want[i]) > 1e-12 {
-			t.Errorf("minute %d: %g, want %g", i, s.y[i], want[i])
-		}
-	}
-	if all, err := readGenTD26QPS(file, "all"); err != nil || math.Abs(all.y[0]-(3*57.0+0.5*3)/60) > 1e-12 {
-		t.Errorf("all types: %v, %v", all, err)
-	}
-	if _, err := readGenTD26QPS(file, "Other"); err == nil || !strings.Contains(err.Error(), `"API Requests" (2 rows)`) {
-		t.Errorf("an unknown type: %v", err)
-	}
-}
-
-// FuzzParseGenTD26QPS: any text is read or refused with an error, never a
-// panic, and what is read is whole minutes of finite rates.
-func FuzzParseGenTD26QPS(f *testing.F) {
-	f.Add("timestamp_anon,value,container_ip,request_type\n1662858720.0,0.09,a,Generative Requests\n1662858777.0,0.18,b,Generative Requests\n1662858834.0,0.09,,API Requests\n1662858891.0,0.27,a,Generative Requests\n")
-	f.Add("timestamp_anon,value,container_ip,request_type\n1,1,a,x\n2,1,a,x\n1e12,1,a,x\n")
-	f.Add("value,request_type,timestamp_anon\n0.5,all,60\n0.5,all,120\n0.5,all,180\n")
-	f.Fuzz(func(t *testing.T, text string) {
-		for _, typ := range []string{"Generative Requests", "all"} {
-			s, err := parseGenTD26QPS(strings.NewReader(text), "qps.csv", typ)
-			if err != nil {
-				continue
-			}
-			if s.step.Seconds() != 60 || len(s.y) < 2 || s.t0%60_000 != 0 {
-				t.Fatalf("%q: step %v, %d minutes from %d", text, s.step, len(s.y), s.t0)
-			}
-			for _, v := range s.y {
-				if !isFinite(v) {
-					t.Fatalf("%q: rate %v", text, v)
-				}
-			}
-		}
-	})
-}
-
 // TestBacktestScaleRefusesNegativeLoad: a negative request rate is bad
 // input, refused with its time, whether read as a rate or as counts; a gap
 // is not.

@@ -14,6 +14,7 @@ import (
 	"github.com/VictoriaMetrics/metricsql"
 
 	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -95,7 +96,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	}
 
 	var (
-		series *regular
+		series *ingest.EvenSeries
 		parts  [][]float64 // with --sum-of
 		err    error
 		name   = *input
@@ -113,7 +114,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	if note := snapNote(name, series); note != "" {
 		fmt.Fprintln(stderr, "inferwatch forecast:", note)
 	}
-	step := series.step
+	step := series.Step
 	h := int((horizon + step - 1) / step)
 	p := int(period / step)
 	if p < 2 {
@@ -121,9 +122,9 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := forecasting.Options{Step: step, Model: *model, Horizon: max(h, 1), Level: *level, Period: p, Weekly: *weekly}
-	if series.gaps > 0 {
+	if series.Gaps > 0 {
 		fmt.Fprintf(stderr, "%s: %d of %d steps of %s are missing or not finite; the forecaster fills them with its own forecast and does not score them\n",
-			name, series.gaps, len(series.y), step)
+			name, series.Gaps, len(series.Values), step)
 	}
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	defer w.Flush()
@@ -145,7 +146,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		if parts != nil {
 			s, err := forecasting.NewSum(opts, len(parts))
 			if err == nil {
-				err = s.Fit(series.t0, parts)
+				err = s.Fit(series.Start, parts)
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", name, err)
@@ -158,7 +159,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, "inferwatch forecast:", err)
 				return 2
 			}
-			if err := f.Fit(series.t0, series.y); err != nil {
+			if err := f.Fit(series.Start, series.Values); err != nil {
 				fmt.Fprintf(stderr, "inferwatch forecast: %s: %v\n", name, err)
 				return 1
 			}
@@ -173,11 +174,11 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case fc.Fallback != "" && parts != nil:
 			fmt.Fprintf(stderr, "%s: too little history: %s (up to %d points, %s, are needed; the files have %d): FALLBACK\n",
-				name, fc.Fallback, fc.Need, time.Duration(fc.Need)*step, len(series.y))
+				name, fc.Fallback, fc.Need, time.Duration(fc.Need)*step, len(series.Values))
 			used = fc.Model + " (parts falling back)"
 		case fc.Fallback != "":
 			fmt.Fprintf(stderr, "%s: too little history: %s needs %d points (%s); the file has %d: FALLBACK to %s\n",
-				name, *model, fc.Need, time.Duration(fc.Need)*step, len(series.y), fc.Model)
+				name, *model, fc.Need, time.Duration(fc.Need)*step, len(series.Values), fc.Model)
 			used = fc.Model + " (fallback)"
 		}
 		fmt.Fprintf(stderr, "forecast from %s, step %s, horizon %d steps, model %s, peak %.6g at lead %d (upper %.6g), %d gaps filled\n",
@@ -193,12 +194,12 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	if *minHistS != "" {
 		mh = int(minHist / step)
 	}
-	if need := mh + 2; len(series.y) < need {
+	if need := mh + 2; len(series.Values) < need {
 		fmt.Fprintf(stderr, "inferwatch forecast: %s: too little history for a backtest: %d points of %s; need at least %d (min history %d steps = %s, plus an origin and a target); lower --min-history or use a longer file\n",
-			name, len(series.y), step, need, mh, time.Duration(mh)*step)
+			name, len(series.Values), step, need, mh, time.Duration(mh)*step)
 		return 1
 	}
-	total := len(series.y) - 1 - mh
+	total := len(series.Values) - 1 - mh
 	bar := newProgress(stderr, isTerminal(stderr), (*forceProgress || isTerminal(stderr)) && total >= 1000, total, "origins")
 	last := 0
 	bo := forecasting.BacktestOptions{Options: opts, MinHistory: mh,
@@ -207,7 +208,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	if parts != nil {
 		res, err = forecasting.BacktestSum(parts, bo)
 	} else {
-		res, err = forecasting.BacktestWith(series.y, bo)
+		res, err = forecasting.BacktestWith(series.Values, bo)
 	}
 	bar.finish()
 	if err != nil {
@@ -216,7 +217,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	}
 	var buf []byte
 	for _, r := range res.Rows {
-		buf = row(buf, series.t0+int64(r.Origin)*stepMs, series.t0+int64(r.Target)*stepMs, r.Yhat, r.Lower, r.Upper)
+		buf = row(buf, series.Start+int64(r.Origin)*stepMs, series.Start+int64(r.Target)*stepMs, r.Yhat, r.Lower, r.Upper)
 		w.Write(buf)
 	}
 	if err := w.Flush(); err != nil {
@@ -254,148 +255,15 @@ func cliDuration(name, s string) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// regular is a series on an even grid, NaN where a step is missing.
-type regular struct {
-	t0   int64
-	step time.Duration
-	y    []float64
-	gaps int
-	// snapped samples were up to maxOff off the grid and were taken at
-	// their nearest step (see regularise).
-	snapped int
-	maxOff  time.Duration
-	// resampled samples were averaged (or summed) into the steps of
-	// --resample; crowded steps held more than one of them.
-	resampled, crowded int
-}
-
-// jitterTolerance is the share of a step by which a sample may miss its
-// grid point and still be taken at it. Scrapes land a few milliseconds off
-// their schedule (more under load), and a raw export such as
-// VictoriaMetrics' /api/v1/export keeps those times; half a step off is
-// another grid, not jitter.
-const jitterTolerance = 0.25
-
-// regularise lays the samples on the grid of their most common spacing
-// from the first sample, refusing samples off that grid (with their line
-// in the file). Samples off their schedule by a little each (scrape
-// jitter) have no common spacing to the millisecond: then the step is their
-// most common spacing to the whole second, and each sample is taken at its
-// nearest step if within jitterTolerance of it, one sample a step; the
-// result counts how many moved and by how much.
-func regularise(file string, in *detectInput) (*regular, error) {
-	if len(in.ts) < 2 {
-		return nil, fmt.Errorf("%s: %d sample; a forecast needs at least 2 to know the step", file, len(in.ts))
-	}
-	stepMs := commonSpacing(in.ts, 1)
-	if stepMs <= 0 {
-		return nil, fmt.Errorf("%s: the samples are not spaced in time", file)
-	}
-	r, err := layOnGrid(file, in, stepMs, 0)
-	if err == nil {
-		return r, nil
-	}
-	if s := commonSpacing(in.ts, 1000); s >= 1000 {
-		// Whole seconds are the step a scrape schedule keeps: say how far
-		// off that grid the sample is.
-		if r, err = layOnGrid(file, in, s, jitterTolerance); err == nil {
-			return r, nil
-		}
-	}
-	return nil, err
-}
-
-// commonSpacing is the most common positive spacing of ts rounded to a
-// multiple of unit milliseconds (the smaller on a tie); 0 when there is
-// none.
-func commonSpacing(ts []int64, unit int64) int64 {
-	counts := map[int64]int{}
-	var best int64
-	for i := 1; i < len(ts); i++ {
-		d := (ts[i] - ts[i-1] + unit/2) / unit * unit
-		if d <= 0 {
-			continue
-		}
-		counts[d]++
-		if c := counts[d]; c > counts[best] || c == counts[best] && d < best {
-			best = d
-		}
-	}
-	return best
-}
-
-// layOnGrid places the samples on the grid of stepMs from the first: a
-// sample off its grid point by at most tolerance of a step is taken at it,
-// one a step; with tolerance 0 a sample must fall on its point.
-func layOnGrid(file string, in *detectInput, stepMs int64, tolerance float64) (*regular, error) {
-	where := func(i int) string {
-		if in.lines != nil {
-			return fmt.Sprintf("%s:%d", file, in.lines[i])
-		}
-		return fmt.Sprintf("%s: sample %d", file, i+1)
-	}
-	step := time.Duration(stepMs) * time.Millisecond
-	n := (in.ts[len(in.ts)-1]-in.ts[0]+stepMs/2)/stepMs + 1
-	if err := checkSteps(file, n, step); err != nil {
-		return nil, err
-	}
-	r := &regular{t0: in.ts[0], step: step, y: make([]float64, n)}
-	for i := range r.y {
-		r.y[i] = math.NaN()
-	}
-	taken := make([]int32, n) // the sample at each step, +1 (0: none)
-	for i, t := range in.ts {
-		d := t - in.ts[0]
-		k, off := d/stepMs, d%stepMs
-		if 2*off > stepMs {
-			k, off = k+1, off-stepMs
-		}
-		if off != 0 {
-			abs := time.Duration(max(off, -off)) * time.Millisecond
-			if tolerance == 0 {
-				return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample; %s",
-					where(i), in.raw[i], step, resampleHint(step))
-			}
-			if float64(abs) > tolerance*float64(step) {
-				return nil, fmt.Errorf("%s: timestamp %s is off the grid of the file's step %s from its first sample by %s, more than %g of a step; %s",
-					where(i), in.raw[i], step, abs, tolerance, resampleHint(step))
-			}
-			r.snapped++
-			r.maxOff = max(r.maxOff, abs)
-		}
-		if j := taken[k]; j != 0 {
-			return nil, fmt.Errorf("%s: timestamp %s falls on the same step of %s as %s's %s; %s",
-				where(i), in.raw[i], step, where(int(j)-1), in.raw[j-1], resampleHint(step))
-		}
-		taken[k] = int32(i + 1)
-		r.y[k] = in.vs[i]
-	}
-	for _, v := range r.y {
-		if !isFinite(v) {
-			r.gaps++
-		}
-	}
-	return r, nil
-}
-
-// checkSteps refuses a grid of more than ten million steps between a
-// file's first and last sample.
-func checkSteps(file string, n int64, step time.Duration) error {
-	if n > 10_000_000 {
-		return fmt.Errorf("%s: %d steps of %s between the first and the last sample; too many", file, n, step)
-	}
-	return nil
-}
-
 // snapNote is the note on how the samples were laid on the grid: how many
-// regularise moved to their nearest step, or how many --resample took into
-// how many steps; "" when none moved.
-func snapNote(name string, r *regular) string {
+// ingest.OnGrid moved to their nearest step, or how many --resample took
+// into how many steps; "" when none moved.
+func snapNote(name string, r *ingest.EvenSeries) string {
 	switch {
-	case r.resampled > 0:
-		return fmt.Sprintf("note: %s: %d samples were taken into %d steps of %s, %d of which held more than one", name, r.resampled, len(r.y), r.step, r.crowded)
-	case r.snapped > 0:
-		return fmt.Sprintf("note: %s: %d samples up to %s off the %s grid were taken at their nearest step", name, r.snapped, r.maxOff, r.step)
+	case r.Resampled > 0:
+		return fmt.Sprintf("note: %s: %d samples were taken into %d steps of %s, %d of which held more than one", name, r.Resampled, len(r.Values), r.Step, r.Crowded)
+	case r.Snapped > 0:
+		return fmt.Sprintf("note: %s: %d samples up to %s off the %s grid were taken at their nearest step", name, r.Snapped, r.MaxSnap, r.Step)
 	}
 	return ""
 }
@@ -406,10 +274,20 @@ func resampleHint(step time.Duration) string {
 	return fmt.Sprintf("give --resample %s to average the samples in each step of %s", rulefmt.FormatDuration(step), rulefmt.FormatDuration(step))
 }
 
+// withResampleHint ends an error about samples off their grid
+// (ingest.GridError) with the --resample that reads them.
+func withResampleHint(err error) error {
+	var ge *ingest.GridError
+	if errors.As(err, &ge) {
+		return fmt.Errorf("%w; %s", err, resampleHint(ge.Step))
+	}
+	return err
+}
+
 // readSeries reads one series file on an even step: laid on the grid of
-// its own spacing (regularise), or with resample > 0 averaged into steps
-// of resample (summed with sum set, for counts).
-func readSeries(file string, o readOptions, resample time.Duration, sum bool) (*regular, error) {
+// its own spacing (ingest.OnGrid), or with resample > 0 averaged into
+// steps of resample (summed with sum set, for counts; ingest.Resample).
+func readSeries(file string, o readOptions, resample time.Duration, sum bool) (*ingest.EvenSeries, error) {
 	if resample > 0 {
 		// Averaging does not care about order or repeats.
 		o.sort, o.allowDuplicates = true, true
@@ -418,57 +296,21 @@ func readSeries(file string, o readOptions, resample time.Duration, sum bool) (*
 	if err != nil {
 		return nil, err
 	}
+	samples := &ingest.Samples{Timestamps: in.ts, Values: in.vs, Raw: in.raw, Lines: in.lines}
 	if resample > 0 {
-		return resampleInput(file, in, resample, sum)
+		return ingest.Resample(file, samples, resample, sum)
 	}
-	return regularise(file, in)
-}
-
-// resampleInput takes the samples into steps of step aligned on multiples
-// of it since the epoch, as a range query's are: a step's value is the mean
-// of the finite samples whose times fall in [t, t+step), their sum with
-// sum set (counts: the requests of each row go to the step its time falls
-// in), and a gap when none does. in is in time order.
-func resampleInput(file string, in *detectInput, step time.Duration, sum bool) (*regular, error) {
-	stepMs := step.Milliseconds()
-	if stepMs <= 0 {
-		return nil, fmt.Errorf("--resample %s: want at least 1ms", step)
-	}
-	first := floorDiv(in.ts[0], stepMs)
-	n := floorDiv(in.ts[len(in.ts)-1], stepMs) - first + 1
-	if err := checkSteps(file, n, step); err != nil {
-		return nil, err
-	}
-	r := &regular{t0: first * stepMs, step: step, y: make([]float64, n), resampled: len(in.ts)}
-	count := make([]int32, n)
-	for i, t := range in.ts {
-		if isFinite(in.vs[i]) {
-			k := floorDiv(t, stepMs) - first
-			r.y[k] += in.vs[i]
-			count[k]++
-		}
-	}
-	for k, c := range count {
-		switch {
-		case c == 0:
-			r.y[k] = math.NaN()
-			r.gaps++
-		case !sum:
-			r.y[k] /= float64(c)
-		}
-		if c > 1 {
-			r.crowded++
-		}
-	}
-	return r, nil
+	r, err := ingest.OnGrid(file, samples)
+	return r, withResampleHint(err)
 }
 
 // readParts reads the files matching glob as the parts of a sum, laid on
-// one grid: their common step, from the earliest sample of any to the
-// latest. Outside a file's own time range its part is 0; a step missing
-// inside it is a gap (NaN). The returned series is the sum, NaN where a
-// part has a gap. check, when not nil, judges each file's series as read.
-func readParts(glob string, resample time.Duration, sum bool, check func(file string, r *regular) error) (*regular, [][]float64, error) {
+// one grid (ingest.SumParts): their common step, from the earliest sample
+// of any to the latest. Outside a file's own time range its part is 0; a
+// step missing inside it is a gap (NaN). The returned series is the sum,
+// NaN where a part has a gap. check, when not nil, judges each file's
+// series as read.
+func readParts(glob string, resample time.Duration, sum bool, check func(file string, r *ingest.EvenSeries) error) (*ingest.EvenSeries, [][]float64, error) {
 	files, err := filepath.Glob(glob)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--sum-of %q: %v", glob, err)
@@ -476,7 +318,7 @@ func readParts(glob string, resample time.Duration, sum bool, check func(file st
 	if len(files) == 0 {
 		return nil, nil, fmt.Errorf("--sum-of %q matches no file", glob)
 	}
-	rs := make([]*regular, len(files))
+	rs := make([]*ingest.EvenSeries, len(files))
 	for i, f := range files {
 		if rs[i], err = readSeries(f, readOptions{}, resample, sum); err == nil && check != nil {
 			err = check(f, rs[i])
@@ -485,46 +327,6 @@ func readParts(glob string, resample time.Duration, sum bool, check func(file st
 			return nil, nil, err
 		}
 	}
-	step, start, end := rs[0].step, rs[0].t0, int64(math.MinInt64)
-	for i, r := range rs {
-		if r.step != step {
-			coarser := rulefmt.FormatDuration(max(r.step, step))
-			return nil, nil, fmt.Errorf("%s: step %s differs from the step %s of %s; the parts of a sum must share one: give --resample %s to read each on steps of %s",
-				files[i], r.step, step, files[0], coarser, coarser)
-		}
-		// A file whose times were taken at their nearest step may start a
-		// little off the others' grid, within the same tolerance.
-		d, stepMs := r.t0-rs[0].t0, step.Milliseconds()
-		off := d - floorDiv(d+stepMs/2, stepMs)*stepMs
-		if off != 0 && (r.snapped == 0 && rs[0].snapped == 0 || float64(max(off, -off)) > jitterTolerance*float64(stepMs)) {
-			return nil, nil, fmt.Errorf("%s: its samples are off the grid of %s (first samples %s and %s, step %s); %s",
-				files[i], files[0], formatUnixMillis(r.t0), formatUnixMillis(rs[0].t0), step, resampleHint(step))
-		}
-		r.t0 -= off
-		start = min(start, r.t0)
-		end = max(end, r.t0+int64(len(r.y)-1)*stepMs)
-	}
-	stepMs := step.Milliseconds()
-	n := int((end-start)/stepMs) + 1
-	total := &regular{t0: start, step: step, y: make([]float64, n)}
-	parts := make([][]float64, len(rs))
-	for i, r := range rs {
-		total.snapped += r.snapped
-		total.maxOff = max(total.maxOff, r.maxOff)
-		total.resampled += r.resampled
-		total.crowded += r.crowded
-		p := make([]float64, n) // 0 outside the file's range
-		copy(p[(r.t0-start)/stepMs:], r.y)
-		for j, v := range p {
-			total.y[j] += v
-		}
-		parts[i] = p
-	}
-	for j, v := range total.y {
-		if !isFinite(v) {
-			total.y[j] = math.NaN()
-			total.gaps++
-		}
-	}
-	return total, parts, nil
+	total, parts, err := ingest.SumParts(files, rs)
+	return total, parts, withResampleHint(err)
 }

@@ -159,7 +159,7 @@ func TestForecastBadInput(t *testing.T) {
 	pdir := t.TempDir()
 	os.WriteFile(filepath.Join(pdir, "a.csv"), []byte("timestamp,value\n1700000000,1\n1700000060,2\n1700000120,3\n"), 0o644)
 	os.WriteFile(filepath.Join(pdir, "b.csv"), []byte("timestamp,value\n1700000000,1\n1700000120,2\n1700000240,3\n1700000360,3\n"), 0o644)
-	f("parts on other steps", 1, nil, []string{"b.csv: step 2m0s differs from the step 1m0s of " + filepath.Join(pdir, "a.csv"), "must share one: give --resample 2m to read each on steps of 2m"}, "--sum-of", filepath.Join(pdir, "*.csv"))
+	f("parts on other steps", 1, nil, []string{"b.csv: step 2m0s differs from the step 1m0s of " + filepath.Join(pdir, "a.csv"), "the parts of a sum must share one; give --resample 2m to average the samples in each step of 2m"}, "--sum-of", filepath.Join(pdir, "*.csv"))
 	os.WriteFile(filepath.Join(pdir, "b.csv"), []byte("timestamp,value\n1700000030,1\n1700000090,2\n"), 0o644)
 	f("parts off each other's grid", 1, nil, []string{"b.csv: its samples are off the grid of " + filepath.Join(pdir, "a.csv"), "; give --resample 1m to average the samples in each step of 1m"}, "--sum-of", filepath.Join(pdir, "*.csv"))
 	os.WriteFile(filepath.Join(pdir, "b.csv"), []byte("timestamp,value\n1700000060,x\n"), 0o644)
@@ -375,11 +375,12 @@ func TestForecastSumOf(t *testing.T) {
 	}
 }
 
-// TestRegulariseJitter: samples off their schedule by a little each (a raw
-// export of scrapes) are taken at their nearest step of the whole-second
-// spacing, with a count and the largest move; one too far off, or two on one
-// step, are refused with their lines; an exact grid is laid as it is.
-func TestRegulariseJitter(t *testing.T) {
+// TestForecastJitter: forecast takes samples off their schedule by a
+// little each (a raw export of scrapes) at their nearest step and says so;
+// one too far off is refused with its line and the --resample that reads
+// it; parts whose first samples are off each other by jitter are summed on
+// one grid, the first file's.
+func TestForecastJitter(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, ts []int64, vs []float64) string {
 		var b strings.Builder
@@ -400,53 +401,18 @@ func TestRegulariseJitter(t *testing.T) {
 		ts, vs = append(ts, base+int64(i)*15_000+o), append(vs, float64(i))
 	}
 	file := write("jitter.csv", ts, vs)
-	in, err := readDetectInput(file, readOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := regularise(file, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The grid starts at the first sample (+120 ms): the others are off it
-	// by their offset − 120 ms, at most 520 ms (−400).
-	if r.step != 15*time.Second || r.t0 != base+120 || len(r.y) != 10 || r.gaps != 1 || r.snapped != 8 || r.maxOff != 520*time.Millisecond {
-		t.Fatalf("step %v t0 %d, %d steps, %d gaps, %d snapped up to %v", r.step, r.t0, len(r.y), r.gaps, r.snapped, r.maxOff)
-	}
-	for i, v := range r.y {
-		if i == 6 && !math.IsNaN(v) || i != 6 && v != float64(i) {
-			t.Errorf("step %d: %g", i, v)
-		}
-	}
 	_, _, errOut := runCmd(t, context.Background(), "forecast", "--input", file)
 	if want := "note: " + file + ": 8 samples up to 520ms off the 15s grid were taken at their nearest step"; !strings.Contains(errOut, want) {
 		t.Errorf("forecast's stderr %q lacks %q", errOut, want)
 	}
-
 	// 5 s off a 15 s step is more than a quarter of it.
 	far := slices.Clone(ts)
 	far[4] += 5000
-	if _, err := regularise("far.csv", readInput(t, write("far.csv", far, vs))); err == nil ||
-		!strings.HasSuffix(err.Error(), "far.csv:6: timestamp 1700000065.250 is off the grid of the file's step 15s from its first sample by 5.13s, more than 0.25 of a step; give --resample 15s to average the samples in each step of 15s") {
-		t.Errorf("5 s off: %v", err)
-	}
-	// A sample 1.5 s after the one at 30 s falls on the same step.
-	two := append(slices.Clone(ts[:3]), ts[2]+1500)
-	two = append(two, ts[3:]...)
-	twoV := append(slices.Clone(vs[:3]), 99)
-	twoV = append(twoV, vs[3:]...)
-	if _, err := regularise("two.csv", readInput(t, write("two.csv", two, twoV))); err == nil ||
-		!strings.Contains(err.Error(), "two.csv:5: timestamp 1700000031.540 falls on the same step of 15s as two.csv:4's 1700000030.040") {
-		t.Errorf("two on a step: %v", err)
-	}
-	// An exact grid off the epoch's keeps its first sample and moves none.
-	exact := write("exact.csv", []int64{base + 30_000, base + 90_000, base + 210_000}, []float64{1, 2, 3})
-	if r, err := regularise(exact, readInput(t, exact)); err != nil || r.step != time.Minute || r.t0 != base+30_000 || r.snapped != 0 || r.gaps != 1 {
-		t.Errorf("exact grid: %+v, %v", r, err)
+	code, _, errOut := runCmd(t, context.Background(), "forecast", "--input", write("far.csv", far, vs))
+	if want := "far.csv:6: timestamp 1700000065.250 is off the grid of the file's step 15s from its first sample by 5.13s, more than 0.25 of a step; give --resample 15s to average the samples in each step of 15s\n"; code != 1 || !strings.HasSuffix(errOut, want) {
+		t.Errorf("5 s off: exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}
 
-	// Parts whose first samples are off each other by jitter are summed on
-	// one grid, the first file's.
 	pdir := filepath.Join(dir, "parts")
 	if err := os.Mkdir(pdir, 0o755); err != nil {
 		t.Fatal(err)
@@ -461,16 +427,7 @@ func TestRegulariseJitter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(parts) != 2 || sum.t0 != base+120 || len(sum.y) != 10 || sum.y[3] != 6 || sum.snapped != 16 {
-		t.Errorf("sum of %s and its shift: t0 %d, %v, snapped %d", a, sum.t0, sum.y, sum.snapped)
+	if len(parts) != 2 || sum.Start != base+120 || len(sum.Values) != 10 || sum.Values[3] != 6 || sum.Snapped != 16 {
+		t.Errorf("sum of %s and its shift: start %d, %v, snapped %d", a, sum.Start, sum.Values, sum.Snapped)
 	}
-}
-
-func readInput(t *testing.T, file string) *detectInput {
-	t.Helper()
-	in, err := readDetectInput(file, readOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
 }

@@ -164,7 +164,7 @@ func replay(ctx context.Context, r replayRule, t []int64, v []float64) (replayed
 // the step a store would be queried at for the series. One sample: a
 // minute.
 func commonStep(t []int64) time.Duration {
-	best := commonSpacing(t, 1)
+	best := ingest.CommonSpacing(t, 1)
 	if best == 0 {
 		return time.Minute
 	}
