@@ -240,11 +240,15 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 				labels[lk] = lv
 			}
 			why := &sig.Why
-			res.Scales = append(res.Scales, alerting.ScaleData{Group: r.group, Rule: r.cfg.Name, Target: target, Labels: labels, Time: τ.UTC(),
+			sd := alerting.ScaleData{Group: r.group, Rule: r.cfg.Name, Target: target, Labels: labels, Time: τ.UTC(),
 				DesiredReplicas: sig.Desired, CurrentReplicas: why.Observed, CurrentKnown: why.ObservedKnown,
 				PredictedLoad: alerting.JSONFloat(why.Saw.PredictedLoad), PredictedUpper: alerting.JSONFloat(why.Saw.PredictedUpper),
 				CapacityPerReplica: alerting.JSONFloat(why.Saw.CapacityPerReplica), Tier: why.Cause.Tier(), Reason: sig.Reason(),
-				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model, HorizonSeconds: horizon.Seconds()})
+				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model, HorizonSeconds: horizon.Seconds()}
+			if why.Change != forecasting.ScaleStart {
+				sd.PreviousDesiredReplicas = &why.Previous
+			}
+			res.Scales = append(res.Scales, sd)
 		}
 	}
 	forget := max(look, 10*r.interval)

@@ -78,14 +78,20 @@ func TestScaleRuleIsEvaluatedAfterItsForecastRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Scales) != 1 || res.Scales[0].DesiredReplicas != 4 || res.Scales[0].ForecastModel != "test" || res.Scales[0].Target != `{model="a"}` {
+	if len(res.Scales) != 1 || res.Scales[0].DesiredReplicas != 4 || res.Scales[0].ForecastModel != "test" || res.Scales[0].Target != `{model="a"}` ||
+		res.Scales[0].PreviousDesiredReplicas != nil || res.Scales[0].CurrentReplicas != 2 || !res.Scales[0].CurrentKnown {
 		t.Fatalf("scale signals from a given outlook: %+v", res.Scales)
 	}
-	// Without an outlook this cycle (the forecast rule failed), it says so.
+	// Without an outlook this cycle (the forecast rule failed), it says so;
+	// the previous decision is the last cycle's 4, the observed replicas
+	// are 2.
 	res, err = sr.Eval(context.Background(), now.Add(time.Minute), &Env{Querier: store, Interval: time.Minute, Outlooks: map[string]*Outlook{}})
 	if err != nil || len(res.Scales) != 1 || res.Scales[0].Tier == 3 ||
 		!strings.Contains(res.Scales[0].Reason, `no outlook from forecast rule "rate" this cycle: tiers 1 and 2 only`) {
 		t.Fatalf("without an outlook: %v %+v", err, res.Scales)
+	}
+	if s := res.Scales[0]; s.PreviousDesiredReplicas == nil || *s.PreviousDesiredReplicas != 4 || s.CurrentReplicas != 2 || !s.CurrentKnown {
+		t.Errorf("the second decision: previous %v, observed %d (known %t); want 4 and 2", s.PreviousDesiredReplicas, s.CurrentReplicas, s.CurrentKnown)
 	}
 }
 
