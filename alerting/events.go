@@ -127,6 +127,11 @@ type ScaleData struct {
 	// HorizonSeconds is the forecast horizon the decision served: the
 	// predicted load is the peak over it (0, left out: none was known).
 	HorizonSeconds float64 `json:"horizon_seconds,omitempty"`
+	// PreviousDesiredReplicas is the previous decision of the same rule
+	// and target, against which DesiredReplicas, the new decision, is
+	// made (nil, left out: this is the first). CurrentReplicas are the
+	// observed replicas, when CurrentKnown (0 otherwise).
+	PreviousDesiredReplicas *int `json:"previous_desired_replicas,omitempty"`
 }
 
 // Scores are what an anomaly or window rule judged of one series in one

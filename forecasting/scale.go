@@ -1,10 +1,8 @@
 package forecasting
 
 import (
-	"fmt"
 	"math"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 )
 
@@ -24,15 +22,16 @@ type ScalePolicy struct {
 	GPUMemoryHigh, WaitingPerReplica, P99Near float64
 	// SLOP99 is the latency objective in seconds (0: no tier 2).
 	SLOP99 float64
-	// ScaleDownMargin is the hysteresis band of the forecast tier: the
-	// signal steps down only to a number of replicas that carry the
-	// forecast's upper bound and would run the predicted load (the peak of
-	// the mean) at no more than (1 − ScaleDownMargin) of their capacity,
-	// so a load hovering at one replica's capacity does not make the
-	// signal go up and down. The band is measured on the predicted load:
-	// the upper bound is headroom already, and an interval wider than the
-	// band is hysteresis enough (0: DefaultScaleDownMargin; negative: no
-	// band).
+	// ScaleDownMargin is the hysteresis band of the forecast tier, a share
+	// of the capacity in [0, 1) (0: no band; a value outside the range is
+	// no band too): the signal steps down only to a number of replicas
+	// that carry the forecast's upper bound and would run the predicted
+	// load (the peak of the mean) at no more than (1 − ScaleDownMargin) of
+	// their capacity, so a load hovering at one replica's capacity does
+	// not make the signal go up and down. The band is measured on the
+	// predicted load: the upper bound is headroom already, and an interval
+	// wider than the band is hysteresis enough. A scale rule sets it from
+	// scale.scale_down_margin (DefaultScaleDownMargin unless set).
 	ScaleDownMargin float64
 	// ValidFor is how long a signal holds: its valid_until is now +
 	// ValidFor.
@@ -49,8 +48,8 @@ type ScalePolicy struct {
 // ScaleInputs are what one decision knows about a target. A NaN means
 // "not known": the decision goes on with what is known and says so.
 type ScaleInputs struct {
-	// Current is the number of replicas serving now (NaN: unknown).
-	Current float64
+	// Observed is the number of replicas serving now (NaN: unknown).
+	Observed float64
 	// CapacityPerReplica is the request rate one replica sustains, in
 	// requests per second (NaN or ≤ 0: unknown).
 	CapacityPerReplica float64
@@ -79,7 +78,9 @@ type ScaleInputs struct {
 
 // ScaleState is what a decision remembers for the next one.
 type ScaleState struct {
-	// Desired is the last desired replicas signalled (0: none yet).
+	// Decided tells whether a decision was made; Desired is the last one,
+	// the previous decision of the next.
+	Decided bool
 	Desired int
 	// Changed is when Desired last changed.
 	Changed time.Time
@@ -88,22 +89,15 @@ type ScaleState struct {
 	Below, BelowMax int
 }
 
-// ScaleSignal is one decision.
+// ScaleSignal is one decision: the new decision, how long it holds and
+// why. Reason writes the why as the sentence people read.
 type ScaleSignal struct {
-	Desired, Current int
-	// CurrentKnown is false when the current replicas were not known and
-	// Current is the previous desired value (or the minimum) instead.
-	CurrentKnown                  bool
-	PredictedLoad, PredictedUpper float64
-	CapacityPerReplica            float64
-	// Tier is 1 (saturated now: GPU memory or waiting requests), 2 (P99
-	// near the SLO), 3 (the forecast over the horizon) or 0 (nothing to
-	// act on: hold).
-	Tier int
-	// Want is what the tiers ask for before hysteresis and clamps.
-	Want       int
-	Reason     string
+	// Desired is the new decision: the replicas the target should run.
+	Desired int
+	// ValidUntil is the decision's time plus ScalePolicy.ValidFor.
 	ValidUntil time.Time
+	// Why is what the decision saw and what held it back.
+	Why ScaleReason
 }
 
 // Decide turns what is known about a target into a desired number of
@@ -111,35 +105,28 @@ type ScaleSignal struct {
 // policy and the time.
 //
 //   - Tier 1 (now): GPU memory use above GPUMemoryHigh asks for
-//     ⌈current · use / GPUMemoryHigh⌉ replicas, and more than
+//     ⌈counted · use / GPUMemoryHigh⌉ replicas, and more than
 //     WaitingPerReplica waiting requests per replica for
-//     ⌈waiting / WaitingPerReplica⌉, at least one more than now.
-//   - Tier 2: P99 at or above P99Near · SLO asks for ⌈current · P99 /
-//     (P99Near · SLO)⌉, at least one more than now.
+//     ⌈waiting / WaitingPerReplica⌉, at least one more than counted.
+//   - Tier 2: P99 at or above P99Near · SLO asks for ⌈counted · P99 /
+//     (P99Near · SLO)⌉, at least one more than counted.
 //   - Tier 3: the upper bound of the forecast peak over the horizon asks
 //     for ⌈upper / capacity per replica⌉, up or down; with a Hold, for at
 //     least ⌈HeldPeak / capacity per replica⌉.
 //
-// The highest ask wins (the lower tier on a tie). A rise is signalled at
-// once; a fall only to a number of replicas that would run the forecast
-// peak within the hysteresis band (ScaleDownMargin), after
-// ScaleDownStableIntervals decisions in a row ask for fewer and Cooldown
-// has passed since the last change, and then to the most any of them
-// asked for. The result is clamped to [MinReplicas,
+// The replicas counted are the observed ones, or when they are unknown
+// the previous decision (without one, MinReplicas, at least 1). The
+// highest ask wins (the lower tier on a tie); with none, the replicas
+// counted stand. A rise is signalled at once; a fall only to a number of
+// replicas that would run the forecast peak within the hysteresis band
+// (ScaleDownMargin), after ScaleDownStableIntervals decisions in a row ask
+// for fewer and Cooldown has passed since the last change, and then to
+// the most any of them asked for. The result is clamped to [MinReplicas,
 // MaxReplicas]. Without a forecast or a capacity only tiers 1 and 2 can
-// act, and the reason says so.
-//
-// The reason is one sentence: what the winning ask saw (the predicted load
-// and the capacity per replica, or the saturation), how many replicas that
-// needs, the decision, and what held it back (the hysteresis band, the
-// stable intervals, the cooldown, max_replicas, min_replicas), with what
-// was not known in parentheses at the end.
+// act. The signal's Why holds every figure the decision used.
 func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (ScaleSignal, ScaleState) {
 	margin := p.ScaleDownMargin
-	switch {
-	case margin == 0:
-		margin = DefaultScaleDownMargin
-	case margin < 0 || margin >= 1:
+	if !(margin > 0 && margin < 1) {
 		margin = 0
 	}
 	minR := max(p.MinReplicas, 0)
@@ -150,281 +137,133 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 		}
 		return n
 	}
-	sig := ScaleSignal{PredictedLoad: math.NaN(), PredictedUpper: math.NaN(), CapacityPerReplica: math.NaN(), ValidUntil: now.Add(p.ValidFor)}
-	var notes []string
-	cur := 0
-	if isFinite(in.Current) && in.Current >= 0 {
-		cur = int(math.Round(in.Current))
-		sig.CurrentKnown = true
-	} else {
-		cur = prev.Desired
-		if cur == 0 {
-			cur = max(minR, 1)
-		}
-		notes = append(notes, fmt.Sprintf("current replicas unknown, taken as %d", cur))
+	nan := math.NaN()
+	why := ScaleReason{At: now, MinReplicas: minR, MaxReplicas: p.MaxReplicas, Band: margin,
+		HasForecast: in.HasForecast, NoForecast: in.NoForecast, Notes: slices.Clone(in.Notes),
+		Saw: ScaleSeen{GPUMemory: in.GPUMemory, GPUMemoryHigh: p.GPUMemoryHigh, WaitingPerReplica: nan, WaitingHigh: p.WaitingPerReplica,
+			P99: in.P99, SLOP99: p.SLOP99, P99Near: p.P99Near, CapacityPerReplica: nan,
+			PredictedLoad: nan, PredictedUpper: nan, HeldPeak: nan}}
+	if prev.Decided {
+		why.Previous = prev.Desired
 	}
-	sig.Current = cur
+	if isFinite(in.Observed) && in.Observed >= 0 {
+		why.Observed, why.ObservedKnown = int(math.Round(in.Observed)), true
+		why.Counted = why.Observed
+	} else {
+		why.Counted = why.Previous
+		if why.Counted == 0 {
+			why.Counted = max(minR, 1)
+		}
+	}
+	cur := why.Counted
 	base := max(cur, 1) // per-replica figures of an empty target count one replica
 
 	var asks []scaleAsk
-	// hold is the number of replicas the forecast tier asks to keep when
-	// stepping down: the forecast's need with the hysteresis band.
-	hold := 0
 	// Tier 1: saturated now.
 	if isFinite(in.GPUMemory) && p.GPUMemoryHigh > 0 && in.GPUMemory > p.GPUMemoryHigh {
-		n := max(ceil(float64(base)*in.GPUMemory/p.GPUMemoryHigh), cur+1)
-		asks = append(asks, scaleAsk{tier: 1, n: n,
-			subject: fmt.Sprintf("GPU memory use at %s (above %s)", percent(in.GPUMemory), percent(p.GPUMemoryHigh))})
+		asks = append(asks, scaleAsk{CauseGPUMemory, max(ceil(float64(base)*in.GPUMemory/p.GPUMemoryHigh), cur+1)})
 	}
-	if isFinite(in.Waiting) && p.WaitingPerReplica > 0 && in.Waiting/float64(base) > p.WaitingPerReplica {
-		n := max(ceil(in.Waiting/p.WaitingPerReplica), cur+1)
-		asks = append(asks, scaleAsk{tier: 1, n: n, plural: true,
-			subject: fmt.Sprintf("%s waiting requests per replica (above %s)", num(in.Waiting/float64(base)), num(p.WaitingPerReplica))})
+	if isFinite(in.Waiting) {
+		why.Saw.WaitingPerReplica = in.Waiting / float64(base)
+		if p.WaitingPerReplica > 0 && why.Saw.WaitingPerReplica > p.WaitingPerReplica {
+			asks = append(asks, scaleAsk{CauseWaiting, max(ceil(in.Waiting/p.WaitingPerReplica), cur+1)})
+		}
 	}
 	// Tier 2: the tail nears the objective.
-	if p.SLOP99 > 0 && p.P99Near > 0 {
-		if isFinite(in.P99) && in.P99 >= p.P99Near*p.SLOP99 {
-			n := max(ceil(float64(base)*in.P99/(p.P99Near*p.SLOP99)), cur+1)
-			asks = append(asks, scaleAsk{tier: 2, n: n,
-				subject: fmt.Sprintf("P99 of %s s at %s of the %s s SLO", num(in.P99), percent(in.P99/p.SLOP99), num(p.SLOP99))})
-		} else if !isFinite(in.P99) {
-			notes = append(notes, "P99 unknown")
+	if p.SLOP99 > 0 && p.P99Near > 0 && isFinite(in.P99) && in.P99 >= p.P99Near*p.SLOP99 {
+		asks = append(asks, scaleAsk{CauseP99, max(ceil(float64(base)*in.P99/(p.P99Near*p.SLOP99)), cur+1)})
+	}
+	// Tier 3: the forecast. floor is the fewest replicas it lets a step
+	// down go to: its need with the hysteresis band.
+	floor := 0
+	if isFinite(in.CapacityPerReplica) && in.CapacityPerReplica > 0 {
+		why.Saw.CapacityPerReplica = in.CapacityPerReplica
+		if in.HasForecast {
+			why.Saw.PredictedLoad, why.Saw.PredictedUpper, why.Saw.PeakTime = in.PredictedLoad, in.PredictedUpper, in.PeakTime
 		}
 	}
-	// Tier 3: the forecast.
-	capOK := isFinite(in.CapacityPerReplica) && in.CapacityPerReplica > 0
-	if capOK {
-		sig.CapacityPerReplica = in.CapacityPerReplica
+	if p.Hold > 0 && isFinite(in.HeldPeak) {
+		why.Saw.Hold, why.Saw.HeldPeak, why.Saw.HeldAt = p.Hold, in.HeldPeak, in.HeldAt
 	}
-	switch {
-	case !in.HasForecast:
-		why := in.NoForecast
-		if why == "" {
-			why = "no forecast yet"
+	if upper := why.Saw.upper(); isFinite(upper) {
+		c := in.CapacityPerReplica
+		ask := scaleAsk{CauseForecast, ceil(upper / c)}
+		floor = ask.n
+		if isFinite(in.PredictedLoad) {
+			floor = max(floor, ceil(in.PredictedLoad/(c*(1-margin))))
 		}
-		notes = append(notes, why+": tiers 1 and 2 only")
-	case !capOK:
-		notes = append(notes, "capacity per replica unknown: tiers 1 and 2 only")
-	default:
-		sig.PredictedLoad, sig.PredictedUpper = in.PredictedLoad, in.PredictedUpper
-		upper := in.PredictedUpper
-		if !isFinite(upper) {
-			upper = in.PredictedLoad
+		if why.Saw.Hold > 0 && why.Saw.HeldPeak > upper {
+			// A load seen within the hold asks for more than the
+			// forecast: it speaks first.
+			ask = scaleAsk{CauseHeldPeak, ceil(why.Saw.HeldPeak / c)}
+			floor = max(floor, ask.n)
 		}
-		if isFinite(upper) {
-			n := ceil(upper / in.CapacityPerReplica)
-			hold = n
-			if isFinite(in.PredictedLoad) {
-				hold = max(n, ceil(in.PredictedLoad/(in.CapacityPerReplica*(1-margin))))
-			}
-			subject := "Forecast peak " + num(in.PredictedLoad) + " req/s"
-			if upper != in.PredictedLoad {
-				subject += " (upper " + num(upper) + ")"
-			}
-			if !in.PeakTime.IsZero() {
-				subject += " by " + clock(in.PeakTime, now)
-			}
-			if p.Hold > 0 && isFinite(in.HeldPeak) && in.HeldPeak > upper {
-				// A load seen within the hold asks for more than the
-				// forecast: it speaks first.
-				n = ceil(in.HeldPeak / in.CapacityPerReplica)
-				hold = max(hold, n)
-				subject = fmt.Sprintf("The highest load of the last %s, %s req/s at %s, above the %s%s,", duration(p.Hold), num(in.HeldPeak),
-					clock(in.HeldAt, now), strings.ToLower(subject[:1]), subject[1:])
-			}
-			asks = append(asks, scaleAsk{tier: 3, n: n, subject: subject, each: " at " + num(in.CapacityPerReplica) + " req/s each"})
-			if in.Fallback != "" {
-				notes = append(notes, "fallback forecast: "+in.Fallback)
-			}
-		}
+		asks = append(asks, ask)
+		why.Fallback = in.Fallback
 	}
 
-	win := scaleAsk{n: cur, plural: true}
-	win.subject = fmt.Sprintf("With nothing to act on, the current %s", replicas(cur))
+	win := scaleAsk{CauseNone, cur}
 	for i, a := range asks {
-		if i == 0 || a.n > win.n || (a.n == win.n && a.tier < win.tier) {
+		if i == 0 || a.n > win.n || (a.n == win.n && a.cause.Tier() < win.cause.Tier()) {
 			win = a
 		}
 	}
-	sig.Tier = win.tier
-	want := clamp(win.n)
-	sig.Want = want
-	need := win.need("needs") + win.limit(p.MaxReplicas, minR)
-
-	ref := prev.Desired
-	if ref == 0 {
-		ref = clamp(cur)
-	}
-	next := prev
-	var decision string
+	why.Cause, why.Needed = win.cause, win.n
 	switch {
-	case prev.Desired == 0:
-		next = ScaleState{Desired: want, Changed: now}
-		decision = fmt.Sprintf("starting at %d", want)
-	case want > ref:
-		next = ScaleState{Desired: want, Changed: now}
-		decision = fmt.Sprintf("scaling up from %d%s", ref, to(want, win.n))
-	case want == ref:
+	case p.MaxReplicas > 0 && win.n > p.MaxReplicas:
+		why.Limits |= LimitMaxReplicas
+	case win.n < minR:
+		why.Limits |= LimitMinReplicas
+	}
+	want := clamp(win.n)
+
+	next := prev
+	switch {
+	case !prev.Decided:
+		why.Change = ScaleStart
+		next = ScaleState{Decided: true, Desired: want, Changed: now}
+	case want > prev.Desired:
+		why.Change = ScaleUp
+		next = ScaleState{Decided: true, Desired: want, Changed: now}
+	case want == prev.Desired:
+		why.Change = ScaleHold
 		next.Below, next.BelowMax = 0, 0
-		decision = fmt.Sprintf("holding %d", ref)
-	case clamp(max(want, hold)) >= ref:
-		// Fewer replicas would do, but not with the hysteresis band.
-		next.Below, next.BelowMax = 0, 0
-		band := fmt.Sprintf("%d would run above %s of %s capacity at the forecast peak", ref-1, percent(1-margin), its(ref-1))
-		if win.tier == 3 {
-			need = win.need("would fit") + win.limit(p.MaxReplicas, minR) + ", but " + band
-		} else {
-			need += ", but on the forecast " + band
+	default: // fewer would do: as few as the band allows, when it has held
+		why.Change = ScaleHold
+		why.StepDownTo = clamp(max(want, floor))
+		if why.StepDownTo > want {
+			why.Limits |= LimitBand
 		}
-		decision = fmt.Sprintf("holding %d", ref)
-	default: // want < ref, and the band allows it
-		target := clamp(max(want, hold))
-		switch {
-		case target > want && win.tier == 3:
-			need += fmt.Sprintf(", %d to run below %s of their capacity at the forecast peak", target, percent(1-margin))
-		case target > want:
-			need += fmt.Sprintf(", and the forecast peak %d to run below %s of their capacity", target, percent(1-margin))
+		if why.StepDownTo >= prev.Desired {
+			next.Below, next.BelowMax = 0, 0
+			break
 		}
 		next.Below++
-		next.BelowMax = max(next.BelowMax, target)
+		next.BelowMax = max(next.BelowMax, why.StepDownTo)
 		if prev.Below == 0 {
-			next.BelowMax = target
+			next.BelowMax = why.StepDownTo
 		}
-		stable := max(p.ScaleDownStableIntervals, 1)
-		cooled := now.Sub(prev.Changed) >= p.Cooldown
-		switch {
-		case next.Below >= stable && cooled:
-			down := next.BelowMax
-			if down != target {
-				decision = fmt.Sprintf("scaling down from %d to %d, the most the last %d evaluations asked for", ref, down, next.Below)
-			} else if stable > 1 {
-				decision = fmt.Sprintf("scaling down from %d after %d evaluations in a row asked for fewer", ref, next.Below)
-			} else {
-				decision = fmt.Sprintf("scaling down from %d", ref)
-			}
-			next = ScaleState{Desired: down, Changed: now}
-		case next.Below >= stable:
-			decision = fmt.Sprintf("holding %d until the cooldown ends at %s", ref, clock(prev.Changed.Add(p.Cooldown), now))
-		case cooled:
-			decision = fmt.Sprintf("holding %d until %d evaluations in a row ask for fewer (%d so far)", ref, stable, next.Below)
-		default:
-			decision = fmt.Sprintf("holding %d until the cooldown ends at %s and %d evaluations in a row ask for fewer (%d so far)",
-				ref, clock(prev.Changed.Add(p.Cooldown), now), stable, next.Below)
+		why.InARow, why.Stable = next.Below, max(p.ScaleDownStableIntervals, 1)
+		why.CooldownEnds = prev.Changed.Add(p.Cooldown)
+		stable, cooled := why.InARow >= why.Stable, now.Sub(prev.Changed) >= p.Cooldown
+		if !stable {
+			why.Limits |= LimitStable
+		}
+		if !cooled {
+			why.Limits |= LimitCooldown
+		}
+		if stable && cooled {
+			why.Change = ScaleDown
+			next = ScaleState{Decided: true, Desired: next.BelowMax, Changed: now}
 		}
 	}
-	sig.Desired = next.Desired
-	notes = append(notes, in.Notes...)
-	reason := need + ": " + decision
-	if len(notes) > 0 {
-		reason += " (" + strings.Join(notes, "; ") + ")"
-	}
-	sig.Reason = reason + "."
-	return sig, next
+	return ScaleSignal{Desired: next.Desired, ValidUntil: now.Add(p.ValidFor), Why: why}, next
 }
 
-// scaleAsk is what one tier asks for: n replicas, because of subject
-// (the start of the reason's sentence); each qualifies the count
-// (" at 7 req/s each"); plural says the subject takes "need".
+// scaleAsk is what one tier's cause asks for: n replicas.
 type scaleAsk struct {
-	tier          int
-	n             int
-	subject, each string
-	plural        bool
-}
-
-// need is the ask as the start of a sentence: the subject, the verb and
-// the replicas.
-func (a scaleAsk) need(verb string) string {
-	if a.tier == 0 {
-		if a.n == 1 {
-			return a.subject + " stands"
-		}
-		return a.subject + " stand"
-	}
-	if a.plural && verb == "needs" {
-		verb = "need"
-	}
-	return a.subject + " " + verb + " " + replicas(a.n) + a.each
-}
-
-// limit says how the clamps changed the ask.
-func (a scaleAsk) limit(maxR, minR int) string {
-	switch {
-	case maxR > 0 && a.n > maxR:
-		return fmt.Sprintf(", capped at max_replicas %d", maxR)
-	case a.n < minR:
-		return fmt.Sprintf(", raised to min_replicas %d", minR)
-	}
-	return ""
-}
-
-func to(want, asked int) string {
-	if want == asked {
-		return ""
-	}
-	return fmt.Sprintf(" to %d", want)
-}
-
-func replicas(n int) string {
-	if n == 1 {
-		return "1 replica"
-	}
-	return fmt.Sprintf("%d replicas", n)
-}
-
-func its(n int) string {
-	if n == 1 {
-		return "its"
-	}
-	return "their"
-}
-
-// num writes x with three significant digits at most and no exponent:
-// 6.6, 11.8, 7, 0.0123, 1235.
-func num(x float64) string {
-	if !isFinite(x) {
-		return "unknown"
-	}
-	d := 0
-	if a := math.Abs(x); a > 0 && a < 100 {
-		d = min(2-int(math.Floor(math.Log10(a))), 9)
-	}
-	s := strconv.FormatFloat(x, 'f', d, 64)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
-
-// duration writes d as the configuration does: 30m, 1h, 1h30m or 2d.
-func duration(d time.Duration) string {
-	if day := 24 * time.Hour; d >= day && d%day == 0 {
-		return strconv.FormatInt(int64(d/day), 10) + "d"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
-func percent(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
-
-// clock writes t as hh:mm UTC, or hh:mm:ss when t is not on the minute (a
-// forecast stepped by seconds), with the date when it is not now's.
-func clock(t, now time.Time) string {
-	t, now = t.UTC(), now.UTC()
-	layout := "15:04"
-	if t.Second() != 0 {
-		layout = "15:04:05"
-	}
-	if t.YearDay() != now.YearDay() || t.Year() != now.Year() {
-		layout = "Jan 2 " + layout
-	}
-	return t.Format(layout + " UTC")
+	cause ScaleCause
+	n     int
 }
 
 // PeakWithin returns the peak of the mean over leads 1..leads (the first
@@ -446,7 +285,8 @@ func (fc *Forecast) PeakWithin(leads int) (peak float64, lead int, upper float64
 	return peak, lead, upper
 }
 
-// DefaultScaleDownMargin is the default hysteresis band of ScalePolicy.
+// DefaultScaleDownMargin is the hysteresis band of a scale rule whose
+// configuration does not set scale.scale_down_margin.
 const DefaultScaleDownMargin = 0.15
 
 // ceil is ⌈x⌉ as an int, tolerant of rounding just above a whole number.

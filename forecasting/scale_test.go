@@ -2,154 +2,113 @@ package forecasting
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 )
 
+// TestDecide checks the policy: the winning ask, what it needs, the new
+// decision, the kind of change, what held it back and the state kept.
+// TestScaleSignalReason checks the sentences.
 func TestDecide(t *testing.T) {
 	nan := math.NaN()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	pol := ScalePolicy{MinReplicas: 1, MaxReplicas: 10, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute,
-		GPUMemoryHigh: 0.8, WaitingPerReplica: 5, P99Near: 0.9, SLOP99: 2, ValidFor: 10 * time.Minute}
-	quiet := ScaleInputs{Current: 2, CapacityPerReplica: 10, HasForecast: true, PredictedLoad: 12, PredictedUpper: 15,
+		GPUMemoryHigh: 0.8, WaitingPerReplica: 5, P99Near: 0.9, SLOP99: 2, ValidFor: 10 * time.Minute, ScaleDownMargin: DefaultScaleDownMargin}
+	quiet := ScaleInputs{Observed: 2, CapacityPerReplica: 10, HasForecast: true, PredictedLoad: 12, PredictedUpper: 15,
 		PeakTime: now.Add(7 * time.Minute), GPUMemory: 0.5, Waiting: 2, P99: 1}
 	with := func(f func(*ScaleInputs)) ScaleInputs { in := quiet; f(&in); return in }
 	low := func(in *ScaleInputs) { in.PredictedLoad, in.PredictedUpper = 4, 5 }
-	settled := ScaleState{Desired: 2, Changed: now.Add(-time.Hour)}
+	// decided is the state after a decision of n an hour ago.
+	decided := func(n int) ScaleState { return ScaleState{Decided: true, Desired: n, Changed: now.Add(-time.Hour)} }
+	settled := decided(2)
+	changed := ScaleState{Decided: true, Changed: now}
+	to := func(n int) ScaleState { s := changed; s.Desired = n; return s }
+	below := func(s ScaleState, n, most int) ScaleState { s.Below, s.BelowMax = n, most; return s }
+	const (
+		none     = ScaleLimits(0)
+		band     = LimitBand
+		stable   = LimitStable
+		cooldown = LimitCooldown
+	)
 	cases := []struct {
 		name    string
 		prev    ScaleState
 		in      ScaleInputs
 		pol     func(*ScalePolicy)
 		desired int
-		tier    int
+		cause   ScaleCause
+		needed  int
+		change  ScaleChange
+		limits  ScaleLimits
 		next    ScaleState
-		reason  string
 	}{
-		{"tier 3 holds at the forecast's need", settled, quiet, nil, 2, 3, settled,
-			"Forecast peak 12 req/s (upper 15) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 2."},
-		{"tier 3 scales up at once", settled, with(func(in *ScaleInputs) { in.PredictedUpper = 41 }), nil, 5, 3,
-			ScaleState{Desired: 5, Changed: now},
-			"Forecast peak 12 req/s (upper 41) by 12:07 UTC needs 5 replicas at 10 req/s each: scaling up from 2."},
-		{"the first decision starts", ScaleState{}, quiet, nil, 2, 3, ScaleState{Desired: 2, Changed: now},
-			"Forecast peak 12 req/s (upper 15) by 12:07 UTC needs 2 replicas at 10 req/s each: starting at 2."},
-		{"a forecast without an interval", settled, with(func(in *ScaleInputs) { in.PredictedUpper = nan; in.PeakTime = time.Time{} }), nil, 2, 3, settled,
-			"Forecast peak 12 req/s needs 2 replicas at 10 req/s each: holding 2."},
-		{"a peak on the next day", settled, with(func(in *ScaleInputs) { in.PeakTime = now.Add(13 * time.Hour) }), nil, 2, 3, settled,
-			"Forecast peak 12 req/s (upper 15) by Nov 2 01:00 UTC needs 2 replicas at 10 req/s each: holding 2."},
-		{"a peak between minutes, at ten-second steps", settled, with(func(in *ScaleInputs) { in.PeakTime = now.Add(7*time.Minute + 50*time.Second) }), nil, 2, 3, settled,
-			"Forecast peak 12 req/s (upper 15) by 12:07:50 UTC needs 2 replicas at 10 req/s each: holding 2."},
-		{"tier 1 on GPU memory", settled, with(func(in *ScaleInputs) { in.GPUMemory = 0.95 }), nil, 3, 1,
-			ScaleState{Desired: 3, Changed: now},
-			"GPU memory use at 95 % (above 80 %) needs 3 replicas: scaling up from 2."},
-		{"tier 1 on waiting requests", settled, with(func(in *ScaleInputs) { in.Waiting = 22 }), nil, 5, 1,
-			ScaleState{Desired: 5, Changed: now},
-			"11 waiting requests per replica (above 5) need 5 replicas: scaling up from 2."},
-		{"tier 2 when P99 nears the SLO", settled, with(func(in *ScaleInputs) { in.P99 = 1.9 }), nil, 3, 2,
-			ScaleState{Desired: 3, Changed: now},
-			"P99 of 1.9 s at 95 % of the 2 s SLO needs 3 replicas: scaling up from 2."},
-		{"the highest ask wins", settled, with(func(in *ScaleInputs) { in.P99 = 1.9; in.PredictedUpper = 61 }), nil, 7, 3,
-			ScaleState{Desired: 7, Changed: now},
-			"Forecast peak 12 req/s (upper 61) by 12:07 UTC needs 7 replicas at 10 req/s each: scaling up from 2."},
-		{"a tie goes to the lower tier", settled, with(func(in *ScaleInputs) { in.P99 = 1.9; in.PredictedUpper = 25 }), nil, 3, 2,
-			ScaleState{Desired: 3, Changed: now},
-			"P99 of 1.9 s at 95 % of the 2 s SLO needs 3 replicas: scaling up from 2."},
-		{"the hysteresis band holds", settled, with(func(in *ScaleInputs) { in.PredictedLoad, in.PredictedUpper = 8.8, 9.2 }), nil, 2, 3, settled,
-			"Forecast peak 8.8 req/s (upper 9.2) by 12:07 UTC would fit 1 replica at 10 req/s each, but 1 would run above 85 % of its capacity at the forecast peak: holding 2."},
-		{"the band holds a saturation ask", ScaleState{Desired: 4, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) { in.GPUMemory = 0.95; in.PredictedLoad, in.PredictedUpper = 28, 30 }), nil, 4, 1, ScaleState{Desired: 4, Changed: now.Add(-time.Hour)},
-			"GPU memory use at 95 % (above 80 %) needs 3 replicas, but on the forecast 3 would run above 85 % of their capacity at the forecast peak: holding 4."},
-		{"a fall waits for stable intervals", settled, with(low), nil, 2, 3,
-			ScaleState{Desired: 2, Changed: settled.Changed, Below: 1, BelowMax: 1},
-			"Forecast peak 4 req/s (upper 5) by 12:07 UTC needs 1 replica at 10 req/s each: holding 2 until 3 evaluations in a row ask for fewer (1 so far)."},
-		{"a fall keeps the band's headroom", ScaleState{Desired: 5, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) { in.PredictedLoad, in.PredictedUpper = 17.5, 18 }), nil, 5, 3,
-			ScaleState{Desired: 5, Changed: now.Add(-time.Hour), Below: 1, BelowMax: 3},
-			"Forecast peak 17.5 req/s (upper 18) by 12:07 UTC needs 2 replicas at 10 req/s each, 3 to run below 85 % of their capacity at the forecast peak: holding 5 until 3 evaluations in a row ask for fewer (1 so far)."},
-		{"an interval wider than the band is headroom enough", ScaleState{Desired: 5, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) { in.PredictedUpper = 18 }), nil, 5, 3,
-			ScaleState{Desired: 5, Changed: now.Add(-time.Hour), Below: 1, BelowMax: 2},
-			"Forecast peak 12 req/s (upper 18) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 5 until 3 evaluations in a row ask for fewer (1 so far)."},
-		{"a fall keeps the forecast's headroom under a saturation ask", ScaleState{Desired: 6, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) { in.GPUMemory = 0.95; in.PredictedLoad, in.PredictedUpper = 26, 27 }), nil, 6, 1,
-			ScaleState{Desired: 6, Changed: now.Add(-time.Hour), Below: 1, BelowMax: 4},
-			"GPU memory use at 95 % (above 80 %) needs 3 replicas, and the forecast peak 4 to run below 85 % of their capacity: holding 6 until 3 evaluations in a row ask for fewer (1 so far)."},
-		{"a fall after enough stable intervals", ScaleState{Desired: 4, Changed: now.Add(-time.Hour), Below: 2, BelowMax: 1},
-			with(low), nil, 1, 3, ScaleState{Desired: 1, Changed: now},
-			"Forecast peak 4 req/s (upper 5) by 12:07 UTC needs 1 replica at 10 req/s each: scaling down from 4 after 3 evaluations in a row asked for fewer."},
-		{"a fall to the most the stable intervals asked for", ScaleState{Desired: 4, Changed: now.Add(-time.Hour), Below: 2, BelowMax: 2},
-			with(low), nil, 2, 3, ScaleState{Desired: 2, Changed: now},
-			"Forecast peak 4 req/s (upper 5) by 12:07 UTC needs 1 replica at 10 req/s each: scaling down from 4 to 2, the most the last 3 evaluations asked for."},
-		{"a fall with one stable interval", ScaleState{Desired: 4, Changed: now.Add(-time.Hour)},
-			with(low), func(p *ScalePolicy) { p.ScaleDownStableIntervals = 1 }, 1, 3, ScaleState{Desired: 1, Changed: now},
-			"Forecast peak 4 req/s (upper 5) by 12:07 UTC needs 1 replica at 10 req/s each: scaling down from 4."},
-		{"a fall waits for the cooldown", ScaleState{Desired: 4, Changed: now.Add(-2 * time.Minute), Below: 5, BelowMax: 1},
-			with(low), nil, 4, 3, ScaleState{Desired: 4, Changed: now.Add(-2 * time.Minute), Below: 6, BelowMax: 1},
-			"Forecast peak 4 req/s (upper 5) by 12:07 UTC needs 1 replica at 10 req/s each: holding 4 until the cooldown ends at 12:03 UTC."},
-		{"a fall waits for both", ScaleState{Desired: 4, Changed: now.Add(-2 * time.Minute)},
-			with(low), nil, 4, 3, ScaleState{Desired: 4, Changed: now.Add(-2 * time.Minute), Below: 1, BelowMax: 1},
-			"Forecast peak 4 req/s (upper 5) by 12:07 UTC needs 1 replica at 10 req/s each: holding 4 until the cooldown ends at 12:03 UTC and 3 evaluations in a row ask for fewer (1 so far)."},
-		{"a steady ask resets the count", ScaleState{Desired: 2, Changed: now.Add(-time.Hour), Below: 2, BelowMax: 1}, quiet, nil, 2, 3,
-			settled, "Forecast peak 12 req/s (upper 15) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 2."},
-		{"capped at max", settled, with(func(in *ScaleInputs) { in.PredictedUpper = 500 }), nil, 10, 3,
-			ScaleState{Desired: 10, Changed: now},
-			"Forecast peak 12 req/s (upper 500) by 12:07 UTC needs 50 replicas at 10 req/s each, capped at max_replicas 10: scaling up from 2 to 10."},
-		{"raised to min", ScaleState{}, with(func(in *ScaleInputs) { in.PredictedUpper = 1; in.PredictedLoad = 1 }),
-			func(p *ScalePolicy) { p.MinReplicas = 3 }, 3, 3, ScaleState{Desired: 3, Changed: now},
-			"Forecast peak 1 req/s by 12:07 UTC needs 1 replica at 10 req/s each, raised to min_replicas 3: starting at 3."},
-		{"no forecast: tiers 1 and 2 only", settled, with(func(in *ScaleInputs) { in.HasForecast = false }), nil, 2, 0,
-			settled, "With nothing to act on, the current 2 replicas stand: holding 2 (no forecast yet: tiers 1 and 2 only)."},
-		{"nothing to act on follows the current replicas down", ScaleState{Desired: 3, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) {
-				in.HasForecast = false
-				in.Current = 1
-				in.NoForecast = "forecast rule \"rate\" has no series matching {model=\"a\"}"
-			}), nil, 3, 0,
-			ScaleState{Desired: 3, Changed: now.Add(-time.Hour), Below: 1, BelowMax: 1},
-			"With nothing to act on, the current 1 replica stands: holding 3 until 3 evaluations in a row ask for fewer (1 so far) (forecast rule \"rate\" has no series matching {model=\"a\"}: tiers 1 and 2 only)."},
-		{"no forecast but saturated", settled, with(func(in *ScaleInputs) { in.HasForecast = false; in.Waiting = 30 }), nil, 6, 1,
-			ScaleState{Desired: 6, Changed: now},
-			"15 waiting requests per replica (above 5) need 6 replicas: scaling up from 2 (no forecast yet: tiers 1 and 2 only)."},
-		{"unknown capacity", settled, with(func(in *ScaleInputs) { in.CapacityPerReplica = nan }), nil, 2, 0,
-			settled, "With nothing to act on, the current 2 replicas stand: holding 2 (capacity per replica unknown: tiers 1 and 2 only)."},
-		{"unknown current replicas", ScaleState{Desired: 4, Changed: now.Add(-time.Hour)},
-			with(func(in *ScaleInputs) {
-				in.Current = nan
-				in.Waiting = nan
-				in.GPUMemory = nan
-				in.P99 = nan
-				in.PredictedUpper = 45
-				in.Notes = []string{"gpu_memory unknown: 2 of its series match {model=\"a\"}; aggregate it by the on labels"}
-			}), nil, 5, 3,
-			ScaleState{Desired: 5, Changed: now},
-			"Forecast peak 12 req/s (upper 45) by 12:07 UTC needs 5 replicas at 10 req/s each: scaling up from 4 (current replicas unknown, taken as 4; P99 unknown; gpu_memory unknown: 2 of its series match {model=\"a\"}; aggregate it by the on labels)."},
-		{"fallback forecast said so", settled, with(func(in *ScaleInputs) { in.Fallback = "auto needs 1470 points" }), nil, 2, 3,
-			settled, "Forecast peak 12 req/s (upper 15) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 2 (fallback forecast: auto needs 1470 points)."},
-		{"no SLO: no tier 2", settled, with(func(in *ScaleInputs) { in.P99 = 100 }), func(p *ScalePolicy) { p.SLOP99 = 0 }, 2, 3, settled,
-			"Forecast peak 12 req/s (upper 15) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 2."},
+		{"tier 3 holds at the forecast's need", settled, quiet, nil, 2, CauseForecast, 2, ScaleHold, none, settled},
+		{"tier 3 scales up at once", settled, with(func(in *ScaleInputs) { in.PredictedUpper = 41 }), nil, 5, CauseForecast, 5, ScaleUp, none, to(5)},
+		{"the first decision starts", ScaleState{}, quiet, nil, 2, CauseForecast, 2, ScaleStart, none, to(2)},
+		{"a forecast without an interval", settled, with(func(in *ScaleInputs) { in.PredictedUpper = nan }), nil, 2, CauseForecast, 2, ScaleHold, none, settled},
+		{"tier 1 on GPU memory", settled, with(func(in *ScaleInputs) { in.GPUMemory = 0.95 }), nil, 3, CauseGPUMemory, 3, ScaleUp, none, to(3)},
+		{"tier 1 on waiting requests", settled, with(func(in *ScaleInputs) { in.Waiting = 22 }), nil, 5, CauseWaiting, 5, ScaleUp, none, to(5)},
+		{"tier 2 when P99 nears the SLO", settled, with(func(in *ScaleInputs) { in.P99 = 1.9 }), nil, 3, CauseP99, 3, ScaleUp, none, to(3)},
+		{"the highest ask wins", settled, with(func(in *ScaleInputs) { in.P99 = 1.9; in.PredictedUpper = 61 }), nil, 7, CauseForecast, 7, ScaleUp, none, to(7)},
+		{"a tie goes to the lower tier", settled, with(func(in *ScaleInputs) { in.P99 = 1.9; in.PredictedUpper = 25 }), nil, 3, CauseP99, 3, ScaleUp, none, to(3)},
+		{"saturation counts one more than the observed replicas", settled, with(func(in *ScaleInputs) { in.GPUMemory = 0.81 }), nil, 3, CauseGPUMemory, 3, ScaleUp, none, to(3)},
+		{"the hysteresis band holds", settled, with(func(in *ScaleInputs) { in.PredictedLoad, in.PredictedUpper = 8.8, 9.2 }), nil,
+			2, CauseForecast, 1, ScaleHold, band, settled},
+		{"without a band the same forecast steps down", settled, with(func(in *ScaleInputs) { in.PredictedLoad, in.PredictedUpper = 8.8, 9.2 }),
+			func(p *ScalePolicy) { p.ScaleDownMargin, p.ScaleDownStableIntervals = 0, 1 }, 1, CauseForecast, 1, ScaleDown, none, to(1)},
+		{"the band holds a saturation ask", decided(4), with(func(in *ScaleInputs) { in.GPUMemory = 0.95; in.PredictedLoad, in.PredictedUpper = 28, 30 }), nil,
+			4, CauseGPUMemory, 3, ScaleHold, band, decided(4)},
+		{"a fall waits for stable intervals", settled, with(low), nil, 2, CauseForecast, 1, ScaleHold, stable, below(settled, 1, 1)},
+		{"a fall keeps the band's headroom", decided(5), with(func(in *ScaleInputs) { in.PredictedLoad, in.PredictedUpper = 17.5, 18 }), nil,
+			5, CauseForecast, 2, ScaleHold, band | stable, below(decided(5), 1, 3)},
+		{"an interval wider than the band is headroom enough", decided(5), with(func(in *ScaleInputs) { in.PredictedUpper = 18 }), nil,
+			5, CauseForecast, 2, ScaleHold, stable, below(decided(5), 1, 2)},
+		{"a fall keeps the forecast's headroom under a saturation ask", decided(6),
+			with(func(in *ScaleInputs) { in.GPUMemory = 0.95; in.PredictedLoad, in.PredictedUpper = 26, 27 }), nil,
+			6, CauseGPUMemory, 3, ScaleHold, band | stable, below(decided(6), 1, 4)},
+		{"a fall after enough stable intervals", below(decided(4), 2, 1), with(low), nil, 1, CauseForecast, 1, ScaleDown, none, to(1)},
+		{"a fall to the most the stable intervals asked for", below(decided(4), 2, 2), with(low), nil, 2, CauseForecast, 1, ScaleDown, none, to(2)},
+		{"a fall with one stable interval", decided(4), with(low), func(p *ScalePolicy) { p.ScaleDownStableIntervals = 1 },
+			1, CauseForecast, 1, ScaleDown, none, to(1)},
+		{"a fall waits for the cooldown", ScaleState{Decided: true, Desired: 4, Changed: now.Add(-2 * time.Minute), Below: 5, BelowMax: 1}, with(low), nil,
+			4, CauseForecast, 1, ScaleHold, cooldown, ScaleState{Decided: true, Desired: 4, Changed: now.Add(-2 * time.Minute), Below: 6, BelowMax: 1}},
+		{"a fall waits for both", ScaleState{Decided: true, Desired: 4, Changed: now.Add(-2 * time.Minute)}, with(low), nil,
+			4, CauseForecast, 1, ScaleHold, stable | cooldown, ScaleState{Decided: true, Desired: 4, Changed: now.Add(-2 * time.Minute), Below: 1, BelowMax: 1}},
+		{"a steady ask resets the count", below(settled, 2, 1), quiet, nil, 2, CauseForecast, 2, ScaleHold, none, settled},
+		{"capped at max", settled, with(func(in *ScaleInputs) { in.PredictedUpper = 500 }), nil, 10, CauseForecast, 50, ScaleUp, LimitMaxReplicas, to(10)},
+		{"raised to min", ScaleState{}, with(func(in *ScaleInputs) { in.PredictedUpper, in.PredictedLoad = 1, 1 }),
+			func(p *ScalePolicy) { p.MinReplicas = 3 }, 3, CauseForecast, 1, ScaleStart, LimitMinReplicas, to(3)},
+		{"no forecast: tiers 1 and 2 only", settled, with(func(in *ScaleInputs) { in.HasForecast = false }), nil, 2, CauseNone, 2, ScaleHold, none, settled},
+		{"nothing to act on follows the observed replicas down", decided(3), with(func(in *ScaleInputs) { in.HasForecast = false; in.Observed = 1 }), nil,
+			3, CauseNone, 1, ScaleHold, stable, below(decided(3), 1, 1)},
+		{"no forecast but saturated", settled, with(func(in *ScaleInputs) { in.HasForecast = false; in.Waiting = 30 }), nil, 6, CauseWaiting, 6, ScaleUp, none, to(6)},
+		{"unknown capacity", settled, with(func(in *ScaleInputs) { in.CapacityPerReplica = nan }), nil, 2, CauseNone, 2, ScaleHold, none, settled},
+		{"unknown observed replicas count the previous decision", decided(4),
+			with(func(in *ScaleInputs) { in.Observed, in.HasForecast, in.GPUMemory = nan, false, 0.9 }), nil, 5, CauseGPUMemory, 5, ScaleUp, none, to(5)},
+		{"unknown observed replicas and no previous decision count the least", ScaleState{},
+			with(func(in *ScaleInputs) { in.Observed, in.HasForecast = nan, false }), func(p *ScalePolicy) { p.MinReplicas = 0 }, 1, CauseNone, 1, ScaleStart, none, to(1)},
+		{"a decision of zero is a previous decision", ScaleState{Decided: true, Changed: now.Add(-time.Hour)},
+			with(func(in *ScaleInputs) { in.Observed, in.HasForecast = 0, false }), func(p *ScalePolicy) { p.MinReplicas = 0 },
+			0, CauseNone, 0, ScaleHold, none, ScaleState{Decided: true, Changed: now.Add(-time.Hour)}},
+		{"no SLO: no tier 2", settled, with(func(in *ScaleInputs) { in.P99 = 100 }), func(p *ScalePolicy) { p.SLOP99 = 0 }, 2, CauseForecast, 2, ScaleHold, none, settled},
 		{"a load seen within the hold asks for more than the forecast", settled,
 			with(func(in *ScaleInputs) { in.HeldPeak, in.HeldAt = 41, now.Add(-12*time.Minute) }),
-			func(p *ScalePolicy) { p.Hold = 30 * time.Minute }, 5, 3, ScaleState{Desired: 5, Changed: now},
-			"The highest load of the last 30m, 41 req/s at 11:48 UTC, above the forecast peak 12 req/s (upper 15) by 12:07 UTC, needs 5 replicas at 10 req/s each: scaling up from 2."},
-		{"a load seen within the hold keeps the replicas after the forecast falls", ScaleState{Desired: 5, Changed: now.Add(-time.Hour)},
+			func(p *ScalePolicy) { p.Hold = 30 * time.Minute }, 5, CauseHeldPeak, 5, ScaleUp, none, to(5)},
+		{"a load seen within the hold keeps the replicas after the forecast falls", decided(5),
 			with(func(in *ScaleInputs) { low(in); in.HeldPeak, in.HeldAt = 41, now.Add(-90*time.Minute) }),
-			func(p *ScalePolicy) { p.Hold = 2 * time.Hour }, 5, 3, ScaleState{Desired: 5, Changed: now.Add(-time.Hour)},
-			"The highest load of the last 2h, 41 req/s at 10:30 UTC, above the forecast peak 4 req/s (upper 5) by 12:07 UTC, needs 5 replicas at 10 req/s each: holding 5."},
+			func(p *ScalePolicy) { p.Hold = 2 * time.Hour }, 5, CauseHeldPeak, 5, ScaleHold, none, decided(5)},
 		{"a load held below the forecast's upper bound leaves the forecast to speak", settled,
 			with(func(in *ScaleInputs) { in.HeldPeak, in.HeldAt = 14, now.Add(-time.Minute) }),
-			func(p *ScalePolicy) { p.Hold = 30 * time.Minute }, 2, 3, settled,
-			"Forecast peak 12 req/s (upper 15) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 2."},
+			func(p *ScalePolicy) { p.Hold = 30 * time.Minute }, 2, CauseForecast, 2, ScaleHold, none, settled},
 		{"without a hold a load held is not asked for", settled,
-			with(func(in *ScaleInputs) { in.HeldPeak, in.HeldAt = 41, now.Add(-time.Minute) }), nil, 2, 3, settled,
-			"Forecast peak 12 req/s (upper 15) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 2."},
+			with(func(in *ScaleInputs) { in.HeldPeak, in.HeldAt = 41, now.Add(-time.Minute) }), nil, 2, CauseForecast, 2, ScaleHold, none, settled},
 		{"an unknown load held is not asked for", settled,
-			with(func(in *ScaleInputs) { in.HeldPeak = nan }), func(p *ScalePolicy) { p.Hold = 30 * time.Minute }, 2, 3, settled,
-			"Forecast peak 12 req/s (upper 15) by 12:07 UTC needs 2 replicas at 10 req/s each: holding 2."},
+			with(func(in *ScaleInputs) { in.HeldPeak = nan }), func(p *ScalePolicy) { p.Hold = 30 * time.Minute }, 2, CauseForecast, 2, ScaleHold, none, settled},
 		{"large and small figures", settled, with(func(in *ScaleInputs) {
 			in.PredictedLoad, in.PredictedUpper, in.CapacityPerReplica = 1234.5, 1502.25, 0.0125
-		}), func(p *ScalePolicy) { p.MaxReplicas = 0 }, 120180, 3, ScaleState{Desired: 120180, Changed: now},
-			"Forecast peak 1234 req/s (upper 1502) by 12:07 UTC needs 120180 replicas at 0.0125 req/s each: scaling up from 2."},
+		}), func(p *ScalePolicy) { p.MaxReplicas = 0 }, 120180, CauseForecast, 120180, ScaleUp, none, to(120180)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,11 +117,10 @@ func TestDecide(t *testing.T) {
 				c.pol(&p)
 			}
 			sig, next := Decide(c.prev, c.in, p, now)
-			if sig.Desired != c.desired || sig.Tier != c.tier || next != c.next {
-				t.Errorf("desired %d tier %d next %+v; want %d, %d, %+v\nreason: %s", sig.Desired, sig.Tier, next, c.desired, c.tier, c.next, sig.Reason)
-			}
-			if sig.Reason != c.reason {
-				t.Errorf("reason\n  %s\nwant\n  %s", sig.Reason, c.reason)
+			w := sig.Why
+			if sig.Desired != c.desired || w.Cause != c.cause || w.Needed != c.needed || w.Change != c.change || w.Limits != c.limits || next != c.next {
+				t.Errorf("desired %d, %s needs %d, %s, held back by %s, next %+v\nwant %d, %s needs %d, %s, held back by %s, next %+v\n(%s)",
+					sig.Desired, w.Cause, w.Needed, w.Change, w.Limits, next, c.desired, c.cause, c.needed, c.change, c.limits, c.next, sig.Reason())
 			}
 			if !sig.ValidUntil.Equal(now.Add(10 * time.Minute)) {
 				t.Errorf("valid until %v", sig.ValidUntil)
@@ -171,16 +129,57 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideKeepsTheFigures: what a decision saw and what held it back,
+// with the numbers the reason names.
+func TestDecideKeepsTheFigures(t *testing.T) {
+	nan := math.NaN()
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	pol := ScalePolicy{MinReplicas: 1, MaxReplicas: 10, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute,
+		GPUMemoryHigh: 0.8, WaitingPerReplica: 5, P99Near: 0.9, SLOP99: 2, ScaleDownMargin: 0.2, Hold: 30 * time.Minute}
+	in := ScaleInputs{Observed: 2, CapacityPerReplica: 10, HasForecast: true, PredictedLoad: 17.5, PredictedUpper: 18,
+		PeakTime: now.Add(7 * time.Minute), GPUMemory: 0.5, Waiting: 3, P99: 1.9, HeldPeak: 12, HeldAt: now.Add(-5 * time.Minute),
+		Fallback: "auto needs 1470 points", Notes: []string{"a note"}}
+	changed := now.Add(-2 * time.Minute)
+	// Five replicas asked for before; the forecast needs 2, 3 with the
+	// band of 20 %; P99 asks for ⌈2 · 1.9 / 1.8⌉ = 3.
+	sig, _ := Decide(ScaleState{Decided: true, Desired: 5, Changed: changed}, in, pol, now)
+	want := ScaleReason{At: now, Cause: CauseP99, Needed: 3, Observed: 2, ObservedKnown: true, Counted: 2, Previous: 5, Change: ScaleHold,
+		Saw: ScaleSeen{GPUMemory: 0.5, GPUMemoryHigh: 0.8, WaitingPerReplica: 1.5, WaitingHigh: 5, P99: 1.9, SLOP99: 2, P99Near: 0.9,
+			CapacityPerReplica: 10, PredictedLoad: 17.5, PredictedUpper: 18, PeakTime: now.Add(7 * time.Minute),
+			Hold: 30 * time.Minute, HeldPeak: 12, HeldAt: now.Add(-5 * time.Minute)},
+		Limits: LimitStable | LimitCooldown, MinReplicas: 1, MaxReplicas: 10, Band: 0.2, StepDownTo: 3, InARow: 1, Stable: 3,
+		CooldownEnds: changed.Add(5 * time.Minute), HasForecast: true, Fallback: "auto needs 1470 points", Notes: []string{"a note"}}
+	if !reflect.DeepEqual(sig.Why, want) {
+		t.Errorf("why\n%+v\nwant\n%+v", sig.Why, want)
+	}
+	// The caller's notes are copied: it may reuse its slice.
+	in.Notes[0] = "reused"
+	if sig.Why.Notes[0] != "a note" {
+		t.Errorf("notes %q follow the caller's slice", sig.Why.Notes)
+	}
+
+	// Unknown replicas count the previous decision; without a forecast
+	// nothing of it is kept.
+	sig, _ = Decide(ScaleState{Decided: true, Desired: 4, Changed: changed}, ScaleInputs{Observed: nan, CapacityPerReplica: nan,
+		GPUMemory: nan, Waiting: 8, P99: nan, HeldPeak: nan, NoForecast: "no outlook"}, pol, now)
+	w := sig.Why
+	if w.ObservedKnown || w.Observed != 0 || w.Counted != 4 || w.Saw.WaitingPerReplica != 2 || !math.IsNaN(w.Saw.PredictedLoad) ||
+		!math.IsNaN(w.Saw.PredictedUpper) || !math.IsNaN(w.Saw.CapacityPerReplica) || w.HasForecast || w.NoForecast != "no outlook" || w.Fallback != "" {
+		t.Errorf("without the replicas or a forecast: %+v", w)
+	}
+}
+
 // A load that wobbles around a replica boundary does not make the signal
 // flap: it rises at once, and falls only once the lower ask has held.
 func TestDecideDoesNotFlap(t *testing.T) {
-	pol := ScalePolicy{MinReplicas: 1, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute, ValidFor: time.Minute}
+	pol := ScalePolicy{MinReplicas: 1, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute, ValidFor: time.Minute,
+		ScaleDownMargin: DefaultScaleDownMargin}
 	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var st ScaleState
 	var seq []int
 	uppers := []float64{19, 21, 19, 21, 16, 16, 16, 16, 16, 16, 16}
 	for i, u := range uppers {
-		sig, next := Decide(st, ScaleInputs{Current: float64(max(st.Desired, 2)), CapacityPerReplica: 10, HasForecast: true,
+		sig, next := Decide(st, ScaleInputs{Observed: float64(max(st.Desired, 2)), CapacityPerReplica: 10, HasForecast: true,
 			PredictedLoad: u, PredictedUpper: u, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN()}, pol, now.Add(time.Duration(i)*time.Minute))
 		st = next
 		seq = append(seq, sig.Desired)
@@ -200,14 +199,15 @@ func TestDecideDoesNotFlap(t *testing.T) {
 // A load hovering at a replica's capacity holds the higher count instead of
 // going up and down with every wobble.
 func TestDecideHoldsInsideTheHysteresisBand(t *testing.T) {
-	pol := ScalePolicy{MinReplicas: 1, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute, ValidFor: time.Minute}
+	pol := ScalePolicy{MinReplicas: 1, ScaleDownStableIntervals: 3, Cooldown: 5 * time.Minute, ValidFor: time.Minute,
+		ScaleDownMargin: DefaultScaleDownMargin}
 	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	st := ScaleState{Desired: 2, Changed: now.Add(-time.Hour)}
+	st := ScaleState{Decided: true, Desired: 2, Changed: now.Add(-time.Hour)}
 	changes := 0
 	prev := 2
 	for i := range 120 {
 		u := 6.6 + 0.6*math.Sin(float64(i)) // 6.0 … 7.2 around a capacity of 7
-		sig, next := Decide(st, ScaleInputs{Current: 2, CapacityPerReplica: 7, HasForecast: true,
+		sig, next := Decide(st, ScaleInputs{Observed: 2, CapacityPerReplica: 7, HasForecast: true,
 			PredictedLoad: u, PredictedUpper: u, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN()}, pol, now.Add(time.Duration(i)*time.Minute))
 		st = next
 		if sig.Desired != prev {

@@ -74,9 +74,6 @@ func HoldInputs(in *forecasting.ScaleInputs, h ObservedHistory, hold time.Durati
 func ScalePolicy(s *rulefmt.Scale) forecasting.ScalePolicy {
 	p := forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
 		Cooldown: s.Cooldown, Hold: s.Hold, ScaleDownMargin: s.ScaleDownMargin, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
-	if s.ScaleDownMargin == 0 {
-		p.ScaleDownMargin = -1 // the file's 0 is no band; the policy's is the default
-	}
 	if s.SLO != nil {
 		p.SLOP99 = s.SLO.P99.Seconds()
 	}
@@ -213,7 +210,7 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			notes = notes[:0]
 			in := forecasting.ScaleInputs{
 				HeldPeak:  math.NaN(),
-				Current:   lastIn(b, from, ms),
+				Observed:  lastIn(b, from, ms),
 				GPUMemory: input("gpu_memory", from, ms),
 				Waiting:   input("waiting", from, ms),
 				P99:       input("p99", from, ms),
@@ -242,11 +239,16 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			for lk, lv := range r.cfg.Labels {
 				labels[lk] = lv
 			}
-			res.Scales = append(res.Scales, alerting.ScaleData{Group: r.group, Rule: r.cfg.Name, Target: target, Labels: labels, Time: τ.UTC(),
-				DesiredReplicas: sig.Desired, CurrentReplicas: sig.Current, CurrentKnown: sig.CurrentKnown,
-				PredictedLoad: alerting.JSONFloat(sig.PredictedLoad), PredictedUpper: alerting.JSONFloat(sig.PredictedUpper),
-				CapacityPerReplica: alerting.JSONFloat(sig.CapacityPerReplica), Tier: sig.Tier, Reason: sig.Reason,
-				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model, HorizonSeconds: horizon.Seconds()})
+			why := &sig.Why
+			sd := alerting.ScaleData{Group: r.group, Rule: r.cfg.Name, Target: target, Labels: labels, Time: τ.UTC(),
+				DesiredReplicas: sig.Desired, CurrentReplicas: why.Observed, CurrentKnown: why.ObservedKnown,
+				PredictedLoad: alerting.JSONFloat(why.Saw.PredictedLoad), PredictedUpper: alerting.JSONFloat(why.Saw.PredictedUpper),
+				CapacityPerReplica: alerting.JSONFloat(why.Saw.CapacityPerReplica), Tier: why.Cause.Tier(), Reason: sig.Reason(),
+				ValidUntil: sig.ValidUntil.UTC(), ForecastModel: model, HorizonSeconds: horizon.Seconds()}
+			if why.Change != forecasting.ScaleStart {
+				sd.PreviousDesiredReplicas = &why.Previous
+			}
+			res.Scales = append(res.Scales, sd)
 		}
 	}
 	forget := max(look, 10*r.interval)

@@ -78,14 +78,20 @@ func TestScaleRuleIsEvaluatedAfterItsForecastRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Scales) != 1 || res.Scales[0].DesiredReplicas != 4 || res.Scales[0].ForecastModel != "test" || res.Scales[0].Target != `{model="a"}` {
+	if len(res.Scales) != 1 || res.Scales[0].DesiredReplicas != 4 || res.Scales[0].ForecastModel != "test" || res.Scales[0].Target != `{model="a"}` ||
+		res.Scales[0].PreviousDesiredReplicas != nil || res.Scales[0].CurrentReplicas != 2 || !res.Scales[0].CurrentKnown {
 		t.Fatalf("scale signals from a given outlook: %+v", res.Scales)
 	}
-	// Without an outlook this cycle (the forecast rule failed), it says so.
+	// Without an outlook this cycle (the forecast rule failed), it says so;
+	// the previous decision is the last cycle's 4, the observed replicas
+	// are 2.
 	res, err = sr.Eval(context.Background(), now.Add(time.Minute), &Env{Querier: store, Interval: time.Minute, Outlooks: map[string]*Outlook{}})
 	if err != nil || len(res.Scales) != 1 || res.Scales[0].Tier == 3 ||
 		!strings.Contains(res.Scales[0].Reason, `no outlook from forecast rule "rate" this cycle: tiers 1 and 2 only`) {
 		t.Fatalf("without an outlook: %v %+v", err, res.Scales)
+	}
+	if s := res.Scales[0]; s.PreviousDesiredReplicas == nil || *s.PreviousDesiredReplicas != 4 || s.CurrentReplicas != 2 || !s.CurrentKnown {
+		t.Errorf("the second decision: previous %v, observed %d (known %t); want 4 and 2", s.PreviousDesiredReplicas, s.CurrentReplicas, s.CurrentKnown)
 	}
 }
 
@@ -264,27 +270,28 @@ func TestScaleRuleHoldsTheLoadItSaw(t *testing.T) {
 }
 
 // TestScalePolicyMargin: a scale rule's scale_down_margin reaches the
-// decision, and its 0 means no band (the policy's own 0 is the default).
+// decision as it is, its 0 no band.
 func TestScalePolicyMargin(t *testing.T) {
-	in := forecasting.ScaleInputs{Current: 4, HasForecast: true, PredictedLoad: 2.9, PredictedUpper: 2.95, CapacityPerReplica: 1}
-	prev := forecasting.ScaleState{Desired: 4}
+	in := forecasting.ScaleInputs{Observed: 4, HasForecast: true, PredictedLoad: 2.9, PredictedUpper: 2.95, CapacityPerReplica: 1}
+	prev := forecasting.ScaleState{Decided: true, Desired: 4}
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		margin float64
 		want   int
-		reason string
+		band   bool
 	}{
 		// 2.9 req/s on 3 replicas runs at 97 %: above 85 % and 95 %.
-		{rulefmt.DefaultScaleDownMargin, 4, "but 3 would run above 85 % of their capacity"},
-		{0.05, 4, "but 3 would run above 95 % of their capacity"},
-		{0.03, 3, "scaling down from 4"},
-		{0, 3, "scaling down from 4"},
+		{rulefmt.DefaultScaleDownMargin, 4, true},
+		{0.05, 4, true},
+		{0.03, 3, false},
+		{0, 3, false},
 	} {
 		s := rulefmt.DefaultScale()
 		s.ScaleDownStableIntervals, s.Cooldown, s.ScaleDownMargin = 1, 0, c.margin
 		sig, _ := forecasting.Decide(prev, in, ScalePolicy(&s), now)
-		if sig.Desired != c.want || !strings.Contains(sig.Reason, c.reason) {
-			t.Errorf("margin %g: desired %d, reason %q; want %d and %q", c.margin, sig.Desired, sig.Reason, c.want, c.reason)
+		if w := sig.Why; sig.Desired != c.want || w.Band != c.margin || (w.Limits&forecasting.LimitBand != 0) != c.band {
+			t.Errorf("margin %g: desired %d, band %g, held back by %s; want %d, the band holding: %t (%s)",
+				c.margin, sig.Desired, w.Band, w.Limits, c.want, c.band, sig.Reason())
 		}
 	}
 }

@@ -127,7 +127,7 @@ func TestKEDAClientsOverARamp(t *testing.T) {
 	}
 
 	policy := forecasting.ScalePolicy{MinReplicas: 0, MaxReplicas: 10, ScaleDownStableIntervals: 3,
-		Cooldown: 5 * time.Minute, ValidFor: 10 * time.Minute}
+		Cooldown: 5 * time.Minute, ValidFor: 10 * time.Minute, ScaleDownMargin: forecasting.DefaultScaleDownMargin}
 	var state forecasting.ScaleState
 	load := ramp()
 	const lead = 10 // the forecast sees 10 steps ahead
@@ -142,7 +142,7 @@ func TestKEDAClientsOverARamp(t *testing.T) {
 		}
 		upper := 1.15 * peak
 		current := float64(state.Desired) // the deployment followed the signal
-		sig, next := forecasting.Decide(state, forecasting.ScaleInputs{Current: current, CapacityPerReplica: capacity,
+		sig, next := forecasting.Decide(state, forecasting.ScaleInputs{Observed: current, CapacityPerReplica: capacity,
 			HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN()},
 			policy, now)
 		if sig.Desired > state.Desired {
@@ -154,9 +154,9 @@ func TestKEDAClientsOverARamp(t *testing.T) {
 		batch := alerting.Batch{Group: "capacity",
 			Forecasts: []alerting.ForecastData{forecastOf(labels, now, load[step], peak, upper)},
 			Scales: []alerting.ScaleData{{Group: "capacity", Rule: rule, Target: target, Labels: labels, Time: now,
-				DesiredReplicas: sig.Desired, CurrentReplicas: sig.Current, CurrentKnown: sig.CurrentKnown,
-				PredictedLoad: alerting.JSONFloat(sig.PredictedLoad), PredictedUpper: alerting.JSONFloat(sig.PredictedUpper),
-				CapacityPerReplica: alerting.JSONFloat(sig.CapacityPerReplica), Tier: sig.Tier, Reason: sig.Reason,
+				DesiredReplicas: sig.Desired, CurrentReplicas: sig.Why.Observed, CurrentKnown: sig.Why.ObservedKnown,
+				PredictedLoad: alerting.JSONFloat(sig.Why.Saw.PredictedLoad), PredictedUpper: alerting.JSONFloat(sig.Why.Saw.PredictedUpper),
+				CapacityPerReplica: alerting.JSONFloat(sig.Why.Saw.CapacityPerReplica), Tier: sig.Why.Cause.Tier(), Reason: sig.Reason(),
 				ValidUntil: sig.ValidUntil}},
 		}
 		if err := exp.Send(ctx, batch); err != nil {

@@ -782,7 +782,7 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 			if fc.Fallback != "" {
 				sl.fallbacks++
 			}
-			in := forecasting.ScaleInputs{Current: float64(sl.fleet.Ready(now)), CapacityPerReplica: capacity,
+			in := forecasting.ScaleInputs{Observed: float64(sl.fleet.Ready(now)), CapacityPerReplica: capacity,
 				HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(fc.Origin + int64(lead)*stepMs),
 				Fallback: fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN(),
 				HeldPeak: math.NaN()}
@@ -1075,7 +1075,7 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 		}
 	}
 	signal := func(row []string, f forecasting.ScaleSignal) []string {
-		return append(row, strconv.Itoa(f.Desired), g(f.PredictedLoad), g(f.PredictedUpper), strconv.Itoa(f.Tier), f.Reason)
+		return append(row, strconv.Itoa(f.Desired), g(f.Why.Saw.PredictedLoad), g(f.Why.Saw.PredictedUpper), strconv.Itoa(f.Why.Cause.Tier()), f.Reason())
 	}
 	for _, l := range levels[1:] {
 		signalColumns(l)
@@ -1092,8 +1092,8 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 	row := make([]string, 0, len(header))
 	for _, s := range trace {
 		f := s.Forecast[0]
-		row = append(row[:0], strconv.FormatInt(s.Time.Unix(), 10), g(s.Load), strconv.Itoa(f.Desired), g(f.PredictedLoad),
-			g(f.PredictedUpper), strconv.Itoa(f.Tier), strconv.Itoa(s.Reactive[0]), strconv.Itoa(s.Foresight), f.Reason)
+		row = append(row[:0], strconv.FormatInt(s.Time.Unix(), 10), g(s.Load), strconv.Itoa(f.Desired), g(f.Why.Saw.PredictedLoad),
+			g(f.Why.Saw.PredictedUpper), strconv.Itoa(f.Why.Cause.Tier()), strconv.Itoa(s.Reactive[0]), strconv.Itoa(s.Foresight), f.Reason())
 		for _, f := range s.Forecast[1:] {
 			row = signal(row, f)
 		}

@@ -39,13 +39,14 @@ line each, for people:
             then as an alert
   forecast  now (the last value), +horizon: the mean with its interval,
             the peak and when, the upper peak, the model
-  scale     desired replicas (current), the tier and the reason
+  scale     the new decision of desired replicas (the observed replicas and
+            the previous decision), the tier and the reason
 
 For example:
 
   2026-11-25T14:34:00Z  firing      critical  latency/ttft_spike  ttft{pod="p0"}  50 above 9.712…10.91 (expected 10.31), score 41.23, for 2m
   2026-11-25T14:34:00Z  forecast              forecasting/request_rate  {model="qwen2.5-32b-instruct"}  now 6.891, +10m 7.123 (90% 6.2…8.04), peak 7.4 at +5m (upper 8.3), model auto
-  2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (current 2), tier 3. Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: scaling up from 2.
+  2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (observed 2, previous 2), tier 3. Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: new decision 3, up from the previous decision 2.
 
 TIME is the event's time in UTC; a number the daemon could not define (a
 one-sided band, no estimate) is shown as —. With --json each event is
@@ -624,17 +625,21 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 		var d struct {
 			Group, Rule, Target, Reason string
 			Desired                     int  `json:"desired_replicas"`
-			Current                     int  `json:"current_replicas"`
+			Previous                    *int `json:"previous_desired_replicas"`
+			Observed                    int  `json:"current_replicas"`
 			Known                       bool `json:"current_known"`
 			Tier                        int
 		}
 		if err = json.Unmarshal(ev.Data, &d); err == nil {
-			cur := strconv.Itoa(d.Current)
-			if !d.Known {
-				cur = "unknown"
+			observed, previous := "observed unknown", "first decision"
+			if d.Known {
+				observed = "observed " + strconv.Itoa(d.Observed)
+			}
+			if d.Previous != nil {
+				previous = "previous " + strconv.Itoa(*d.Previous)
 			}
 			return head("scale", ansiCyan, "", d.Group+"/"+d.Rule, d.Target) +
-				fmt.Sprintf("desired %s (current %s), tier %d. %s", p.paint(ansiBold, strconv.Itoa(d.Desired)), cur, d.Tier, d.Reason)
+				fmt.Sprintf("desired %s (%s, %s), tier %d. %s", p.paint(ansiBold, strconv.Itoa(d.Desired)), observed, previous, d.Tier, d.Reason)
 		}
 	default:
 		what := strings.TrimSuffix(strings.TrimPrefix(ev.Type, "io.inferwatch."), ".v1")

@@ -21,8 +21,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // tailBatch is a known set of events of every type: findings with a full
 // band, a one-sided band and none; an alert pending, firing and resolved;
-// a forecast with a fallback; scale signals with and without the current
-// replicas.
+// a forecast with a fallback; scale signals with and without the observed
+// replicas and the previous decision.
 func tailBatch() alerting.Batch {
 	at := time.Date(2026, 11, 25, 14, 34, 0, 0, time.UTC)
 	pod := map[string]string{"pod": "p0", "team": "serving"}
@@ -64,13 +64,16 @@ func tailBatch() alerting.Batch {
 				{Time: at.Add(2 * time.Minute), Mean: 12, Lower: alerting.JSONFloat(math.NaN()), Upper: alerting.JSONFloat(math.NaN())}},
 			Peak: 12, PeakTime: at.Add(time.Minute), UpperPeak: alerting.JSONFloat(math.NaN()),
 			Accuracy: alerting.ForecastAccuracy{MAE: alerting.JSONFloat(math.NaN()), Coverage: alerting.JSONFloat(math.NaN()), NaiveMAE: alerting.JSONFloat(math.NaN())}}}
+	previous := 2
 	b.Scales = []alerting.ScaleData{
 		{Group: "forecasting", Rule: "vllm-qwen-32b", Target: `{model="qwen2.5-32b-instruct"}`, Labels: qwen, Time: at,
-			DesiredReplicas: 3, CurrentReplicas: 2, CurrentKnown: true, PredictedLoad: 17.2, PredictedUpper: 19.9, CapacityPerReplica: 7,
-			Tier: 3, Reason: "Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: scaling up from 2.", ValidUntil: at.Add(10 * time.Minute), ForecastModel: "auto"},
-		{Group: "forecasting", Rule: "vllm-qwen-32b", Target: `{model="qwen2.5-32b-instruct"}`, Labels: qwen, Time: at.Add(time.Minute),
-			DesiredReplicas: 1, PredictedLoad: alerting.JSONFloat(math.NaN()), PredictedUpper: alerting.JSONFloat(math.NaN()),
-			CapacityPerReplica: 7, Tier: 0, Reason: "With nothing to act on, the minimum stands: holding 1 (no replicas series; no forecast yet).", ValidUntil: at.Add(11 * time.Minute)},
+			DesiredReplicas: 3, PreviousDesiredReplicas: &previous, CurrentReplicas: 2, CurrentKnown: true, PredictedLoad: 17.2, PredictedUpper: 19.9,
+			CapacityPerReplica: 7, Tier: 3, Reason: "Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: new decision 3, up from the previous decision 2.",
+			ValidUntil: at.Add(10 * time.Minute), ForecastModel: "auto"},
+		{Group: "forecasting", Rule: "vllm-llama-8b", Target: `{model="llama-3.1-8b"}`, Labels: map[string]string{"model": "llama-3.1-8b"}, Time: at.Add(time.Minute),
+			DesiredReplicas: 1, PredictedLoad: alerting.JSONFloat(math.NaN()), PredictedUpper: alerting.JSONFloat(math.NaN()), CapacityPerReplica: 7, Tier: 0,
+			Reason:     "With nothing to act on, the 1 replica counted stands: new decision 1, the first (observed replicas unknown, counted as 1; no forecast yet: tiers 1 and 2 only).",
+			ValidUntil: at.Add(11 * time.Minute)},
 	}
 	return b
 }
@@ -218,8 +221,8 @@ func TestTailPrintsWhatWasPublished(t *testing.T) {
 2026-11-25T14:34:00Z  firing      critical  latency/ttft_spike  ttft{pod="p0"}  50 above 9.712…10.91 (expected 10.31), score 41.23, for 2m
 2026-11-25T16:04:00Z  resolved    critical  latency/ttft_spike  ttft{pod="p0"}  50 above 9.712…10.91 (expected 10.31), score 41.23, for 1h32m
 `, "--subject", "inferwatch.alerts.>", "--count", "3")
-	f(`2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (current 2), tier 3. Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: scaling up from 2.
-2026-11-25T14:35:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 1 (current unknown), tier 0. With nothing to act on, the minimum stands: holding 1 (no replicas series; no forecast yet).
+	f(`2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (observed 2, previous 2), tier 3. Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: new decision 3, up from the previous decision 2.
+2026-11-25T14:35:00Z  scale                 forecasting/vllm-llama-8b  {model="llama-3.1-8b"}  desired 1 (observed unknown, first decision), tier 0. With nothing to act on, the 1 replica counted stands: new decision 1, the first (observed replicas unknown, counted as 1; no forecast yet: tiers 1 and 2 only).
 `, "--subject", "inferwatch.scale.*", "--count", "2")
 	// Two filters; --json keeps the stream's order.
 	code, out, _ = tailCmd(t, "--nats.url", srv.ClientURL(), "--since", "1h", "--count", "3", "--json",
@@ -246,12 +249,14 @@ func TestTailFollows(t *testing.T) {
 	}
 	defer js.Close()
 	later := tailBatch().Scales[0]
-	later.Time, later.DesiredReplicas, later.Tier, later.Reason = later.Time.Add(time.Hour), 5, 1, "GPU memory use at 93 % (above 80 %) needs 5 replicas: scaling up from 2."
+	three := 3
+	later.Time, later.DesiredReplicas, later.PreviousDesiredReplicas, later.Tier = later.Time.Add(time.Hour), 5, &three, 1
+	later.Reason = "GPU memory use at 93 % (above 80 %) needs 5 replicas: new decision 5, up from the previous decision 3."
 	ev, err := alerting.NewScaleEvent(later, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const laterLine = `2026-11-25T15:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 5 (current 2), tier 1. GPU memory use at 93 % (above 80 %) needs 5 replicas: scaling up from 2.` + "\n"
+	const laterLine = `2026-11-25T15:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 5 (observed 2, previous 3), tier 1. GPU memory use at 93 % (above 80 %) needs 5 replicas: new decision 5, up from the previous decision 3.` + "\n"
 
 	type result struct {
 		code int
@@ -495,7 +500,7 @@ func TestTailAuthenticatesAsTheDaemon(t *testing.T) {
 	embedded := config("embedded.yml", "  embedded: {listen: '"+srv.Addr()+"', user: inferwatch, password: hunter2}")
 	external := config("external.yml", "  url: "+srv.ClientURL()+"\n  user: inferwatch\n  password_file: "+pw)
 	wrong := config("wrong.yml", "  url: "+srv.ClientURL()+"\n  user: inferwatch\n  password: hunter3")
-	const want = `2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (current 2), tier 3. Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: scaling up from 2.` + "\n"
+	const want = `2026-11-25T14:34:00Z  scale                 forecasting/vllm-qwen-32b  {model="qwen2.5-32b-instruct"}  desired 3 (observed 2, previous 2), tier 3. Forecast peak 19.9 req/s (upper 20.6) by 14:44 UTC needs 3 replicas at 7 req/s each: new decision 3, up from the previous decision 2.` + "\n"
 	for _, file := range []string{embedded, external} {
 		if code, out, errOut := tailCmd(t, "--config", file, "--since", "1h", "--count", "1"); code != 0 || out != want {
 			t.Errorf("--config %s: exit %d, stdout %q, stderr:\n%s", filepath.Base(file), code, out, errOut)

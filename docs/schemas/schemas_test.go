@@ -343,12 +343,13 @@ func events(t *testing.T) map[string][]byte {
 	}
 	ev, err = alerting.NewForecastEvent(fc, "")
 	add("forecast", ev, err)
+	previous := 2
 	sc := alerting.ScaleData{Group: "forecasting", Rule: "vllm-qwen-32b", Target: series, Labels: labels, Time: at,
-		DesiredReplicas: 3, CurrentReplicas: 2, CurrentKnown: true, PredictedLoad: 17.2, PredictedUpper: 19.9, CapacityPerReplica: 7,
-		Tier: 3, Reason: "forecast peak 19.9 over 10m needs 3 replicas of 7", ValidUntil: at.Add(10 * time.Minute), ForecastModel: "auto"}
+		DesiredReplicas: 3, PreviousDesiredReplicas: &previous, CurrentReplicas: 2, CurrentKnown: true, PredictedLoad: 17.2, PredictedUpper: 19.9,
+		CapacityPerReplica: 7, Tier: 3, Reason: "forecast peak 19.9 over 10m needs 3 replicas of 7", ValidUntil: at.Add(10 * time.Minute), ForecastModel: "auto"}
 	ev, err = alerting.NewScaleEvent(sc, "")
 	add("scale", ev, err)
-	sc.Tier, sc.CurrentKnown, sc.CurrentReplicas, sc.ForecastModel = 0, false, 0, ""
+	sc.Tier, sc.CurrentKnown, sc.CurrentReplicas, sc.ForecastModel, sc.PreviousDesiredReplicas = 0, false, 0, "", nil
 	sc.PredictedLoad, sc.PredictedUpper, sc.CapacityPerReplica = alerting.JSONFloat(math.NaN()), alerting.JSONFloat(math.NaN()), alerting.JSONFloat(math.NaN())
 	ev, err = alerting.NewScaleEvent(sc, "")
 	add("scale without a forecast", ev, err)

@@ -347,8 +347,15 @@ func showScale(ss []alerting.ScaleData) {
 	step(fmt.Sprintf("Scale signals (inferwatch.scale.*): %d", len(ss)))
 	sort.SliceStable(ss, func(i, j int) bool { return ss[i].Time.Before(ss[j].Time) })
 	for _, s := range ss {
-		fmt.Printf("   %s  %-14s desired %d (current %d)  tier %d. %s\n",
-			s.Time.UTC().Format("Mon 15:04"), s.Target, s.DesiredReplicas, s.CurrentReplicas, s.Tier, s.Reason)
+		observed, previous := "observed unknown", "first decision"
+		if s.CurrentKnown {
+			observed = fmt.Sprintf("observed %d", s.CurrentReplicas)
+		}
+		if s.PreviousDesiredReplicas != nil {
+			previous = fmt.Sprintf("previous %d", *s.PreviousDesiredReplicas)
+		}
+		fmt.Printf("   %s  %-14s desired %d (%s, %s)  tier %d. %s\n",
+			s.Time.UTC().Format("Mon 15:04"), s.Target, s.DesiredReplicas, observed, previous, s.Tier, s.Reason)
 	}
 }
 
