@@ -2,6 +2,7 @@ package alerting
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -485,5 +486,33 @@ func TestLifecycleSettlesAConflictByEvidence(t *testing.T) {
 		if n := set.GetOrCreateCounter(`inferwatch_alert_state_conflicts_total{outcome="` + outcome + `"}`).Get(); n != 1 {
 			t.Errorf("%s: %d conflicts counted as %s, want 1", c.name, n, outcome)
 		}
+	}
+}
+
+// TestPendingEventsHaveNoFiredAt: a pending alert's event leaves fired_at
+// out (it has not fired), and a pending alert that clears before it fires
+// is announced inactive, so a subscriber is never left with a pending one.
+func TestPendingEventsHaveNoFiredAt(t *testing.T) {
+	l := NewLifecycle(LifecycleOptions{})
+	b := batchOf(point{0, true, 3}, point{1, false, 0})
+	l.Process(context.Background(), b)
+	if statuses(b) != "pending@0 inactive@1" {
+		t.Fatalf("events %q", statuses(b))
+	}
+	for _, d := range b.Alerts {
+		ev, err := NewAlertEvent(d, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "fired_at") {
+			t.Errorf("%s event carries fired_at: %s", d.Status, raw)
+		}
+	}
+	if b.Alerts[1].Reason != ReasonNormal {
+		t.Errorf("inactive event: reason %q, want %q", b.Alerts[1].Reason, ReasonNormal)
 	}
 }
