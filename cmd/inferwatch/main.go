@@ -2,6 +2,7 @@
 // Prometheus-compatible store, finds what a person would miss, and publishes
 // findings on NATS JetStream.
 //
+//	inferwatch init --source.url URL [--selector SEL] [--out FILE]
 //	inferwatch check --config FILE
 //	inferwatch run --config FILE [--once] [--backfill DURATION]
 //
@@ -24,6 +25,7 @@ import (
 const usage = `inferwatch watches LLM-serving metrics and publishes findings on NATS.
 
 Usage:
+  inferwatch init --source.url URL    write a configuration for what the store holds
   inferwatch check --config FILE       check a configuration file
   inferwatch run --config FILE [flags] evaluate the rule groups on their schedule
   inferwatch tail [--config FILE]      print the published events as they arrive, one line each
@@ -57,6 +59,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "init":
+		return cmdInit(ctx, args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
 	case "run":
