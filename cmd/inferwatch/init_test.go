@@ -115,7 +115,11 @@ func TestInitOnTheFleet(t *testing.T) {
 			if r.Name == "vllm_itl_mean" || r.Name == "dcgm_sm_active" {
 				continue
 			}
-			for _, q := range ruleQueries(r) {
+			qs := []string{r.Expr}
+			if c, ok := r.Spec.(*rulefmt.Correlate); ok {
+				qs = []string{c.X, c.Y}
+			}
+			for _, q := range qs {
 				ss, err := c.Query(context.Background(), q, time.Now().Add(-time.Minute))
 				if err != nil {
 					t.Fatalf("rule %s: %s: %v", r.Name, q, err)

@@ -1,7 +1,14 @@
-package main
+// Package discover asks a Prometheus-compatible store which serving
+// engines and GPU exporters it holds series of, which labels tell their
+// models, pods and GPUs apart and how often they are scraped, and writes
+// a configuration of the matching presets. Everything but the questions
+// (Find) is a pure function of the answers.
+package discover
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"regexp"
@@ -15,6 +22,225 @@ import (
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
+
+// Store is what Find asks a store: the metric names and the series that
+// match a selector, and raw samples. *ingest.Client answers all three.
+type Store interface {
+	LabelValues(ctx context.Context, name, match string, start, end time.Time) ([]string, error)
+	Series(ctx context.Context, match string, start, end time.Time) ([]ingest.Labels, error)
+	Query(ctx context.Context, query string, ts time.Time) ([]ingest.Series, error)
+}
+
+// Question is what Find asks about.
+type Question struct {
+	// URL names the store in the summary and the configuration's
+	// comments: with its credentials redacted.
+	URL string
+	// Selector limits the question to the series it matches ("" for all);
+	// each group of the configuration gets it as its selector.
+	Selector   string
+	Start, End time.Time
+}
+
+// Find asks the store which presets' metrics it holds between q.Start
+// and q.End among the series of q.Selector, and, for each preset found,
+// the series of its most common metric and how often a few of them are
+// sampled; then it plans the groups of the configuration (none when it
+// found nothing).
+func Find(ctx context.Context, c Store, q Question) (*Report, error) {
+	rep, err := find(ctx, c, strings.TrimSpace(q.Selector), q.Start, q.End)
+	if err != nil {
+		return nil, err
+	}
+	rep.url, rep.selector, rep.lookback = q.URL, strings.TrimSpace(q.Selector), q.End.Sub(q.Start)
+	if len(rep.found) > 0 {
+		if rep.groups, err = planGroups(rep.found, rep.selector); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// Empty reports whether the store holds no series of any preset.
+func (r *Report) Empty() bool { return len(r.found) == 0 }
+
+// Where names the store and the selector asked about, for people.
+func (r *Report) Where() string {
+	if r.selector == "" {
+		return r.url
+	}
+	return r.url + " (the series of " + r.selector + ")"
+}
+
+func find(ctx context.Context, c Store, selector string, start, end time.Time) (*Report, error) {
+	catalog, err := presetCatalog()
+	if err != nil {
+		return nil, err
+	}
+	// The serving engines first, then the GPU exporter.
+	slices.SortStableFunc(catalog, func(a, b presetSpec) int {
+		return boolRank(a.name == gpuPreset) - boolRank(b.name == gpuPreset)
+	})
+	var all []string
+	for _, ps := range catalog {
+		for _, m := range ps.metrics {
+			if !slices.Contains(all, m) {
+				all = append(all, m)
+			}
+		}
+	}
+	extra, err := selectorMatchers(selector)
+	if err != nil {
+		return nil, err
+	}
+	names, err := c.LabelValues(ctx, "__name__", matchNames(all, extra), start, end)
+	if err != nil {
+		return nil, fmt.Errorf("asking which metrics the store holds: %w", err)
+	}
+	held := map[string]bool{}
+	for _, n := range names {
+		held[n] = true
+	}
+	rep := &Report{}
+	for i := range catalog {
+		ps := &catalog[i]
+		f := &presetFound{spec: ps}
+		for _, m := range ps.metrics {
+			if held[m] {
+				f.metrics = append(f.metrics, m)
+			}
+		}
+		if len(f.metrics) == 0 {
+			continue
+		}
+		series, err := c.Series(ctx, matchNames(f.metrics, extra), start, end)
+		if err != nil {
+			return nil, fmt.Errorf("asking for the series of the %s preset's metrics: %w", ps.name, err)
+		}
+		f.anchor, f.series = anchorSeries(f.metrics, series)
+		if len(f.series) == 0 {
+			continue
+		}
+		f.interval, f.intervals, err = scrapeInterval(ctx, c, f.series, end, end.Sub(start))
+		if err != nil {
+			return nil, fmt.Errorf("reading samples of %s to measure the scrape interval: %w", f.anchor, err)
+		}
+		f.by = chooseBy(ps.by, f.series)
+		rep.found = append(rep.found, f)
+	}
+	return rep, nil
+}
+
+// selectorMatchers are the label matchers of selector, each as written in
+// a series selector, e.g. namespace="inference".
+func selectorMatchers(selector string) ([]string, error) {
+	if strings.TrimSpace(selector) == "" {
+		return nil, nil
+	}
+	sel, err := ingest.ParseSelector(selector)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range sel.Groups()[0] {
+		out = append(out, m.String())
+	}
+	return out, nil
+}
+
+// matchNames is a series selector for the metrics names with the label
+// matchers extra.
+func matchNames(names, extra []string) string {
+	alts := make([]string, len(names))
+	for i, n := range names {
+		alts[i] = regexp.QuoteMeta(n)
+	}
+	return "{" + strings.Join(append([]string{"__name__=~" + strconv.Quote(strings.Join(alts, "|"))}, extra...), ", ") + "}"
+}
+
+// anchorSeries picks, of the metrics names, the one with the most series
+// (the first in the preset's order among equals, a gauge before a
+// histogram's _sum and _count), and returns it and its series, sorted.
+func anchorSeries(names []string, series []ingest.Labels) (string, []ingest.Labels) {
+	byName := map[string][]ingest.Labels{}
+	for _, ls := range series {
+		n := ls.Get("__name__")
+		byName[n] = append(byName[n], ls)
+	}
+	summary := func(n string) bool { return strings.HasSuffix(n, "_sum") || strings.HasSuffix(n, "_count") }
+	best := ""
+	for _, n := range names {
+		switch {
+		case len(byName[n]) == 0:
+		case best == "", len(byName[n]) > len(byName[best]),
+			len(byName[n]) == len(byName[best]) && summary(best) && !summary(n):
+			best = n
+		}
+	}
+	out := byName[best]
+	slices.SortFunc(out, func(a, b ingest.Labels) int { return strings.Compare(a.String(), b.String()) })
+	return best, out
+}
+
+// intervalSeries is how many series the scrape interval is measured on.
+const intervalSeries = 3
+
+// scrapeInterval reads the raw samples of up to three of series (the
+// first, the middle and the last) over the span before end, with instant
+// queries of a range (name{labels}[span]), and returns the median time
+// between them and how many intervals it was taken from.
+func scrapeInterval(ctx context.Context, c Store, series []ingest.Labels, end time.Time, span time.Duration) (time.Duration, int, error) {
+	var picked []int
+	for _, i := range []int{0, len(series) / 2, len(series) - 1} {
+		if !slices.Contains(picked, i) && len(picked) < intervalSeries {
+			picked = append(picked, i)
+		}
+	}
+	window := rulefmt.FormatDuration(span.Round(time.Second))
+	var samples []ingest.Series
+	for _, i := range picked {
+		ss, err := c.Query(ctx, series[i].String()+"["+window+"]", end)
+		if err != nil {
+			return 0, 0, err
+		}
+		samples = append(samples, ss...)
+	}
+	d, n := ingest.SampleInterval(samples)
+	return d, n, nil
+}
+
+// WriteSummary tells a person what Find found and chose.
+func (r *Report) WriteSummary(w io.Writer) {
+	fmt.Fprintf(w, "inferwatch init: in %s over the last %s:\n", r.Where(), rulefmt.FormatDuration(r.lookback))
+	for _, f := range r.found {
+		fmt.Fprintf(w, "  found %s\n", foundSentence(f))
+	}
+	for _, g := range r.groups {
+		names := make([]string, len(g.presets))
+		for i, f := range g.presets {
+			names[i] = f.spec.name
+		}
+		by := "each preset's own labels"
+		if g.by != nil {
+			by = "[" + strings.Join(g.by, ", ") + "]"
+		}
+		fmt.Fprintf(w, "  group %s: preset [%s], by %s, interval %s", g.name, strings.Join(names, ", "), by, rulefmt.FormatDuration(g.interval))
+		if len(g.overrides) > 0 {
+			fmt.Fprintf(w, ", %d preset rules written out to step by %s", len(g.overrides), rulefmt.FormatDuration(g.interval))
+		}
+		fmt.Fprintln(w)
+		for _, why := range g.why {
+			for _, line := range wrap(why, 72) {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+		if len(g.noData) > 0 {
+			for _, line := range wrap(fmt.Sprintf("No series yet for %s: the store lacks %s metrics.", joinAnd(g.noData), plural(len(g.noData), "its", "their")), 72) {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+	}
+}
 
 // What inferwatch init decides from what the store holds, as pure
 // functions of it: which presets, grouped how, by which labels, stepping
@@ -494,8 +720,8 @@ func yamlList(ss []string) string {
 	return "[" + strings.Join(out, ", ") + "]"
 }
 
-// initReport is what inferwatch init found and chose.
-type initReport struct {
+// Report is what Find found in a store and the groups it chose.
+type Report struct {
 	url      string // redacted
 	selector string
 	lookback time.Duration
@@ -503,9 +729,10 @@ type initReport struct {
 	groups   []*groupPlan
 }
 
-// renderConfig writes the configuration for r, reading from the store at
-// rawURL.
-func renderConfig(r *initReport, rawURL string) (string, error) {
+// Config is the configuration r chose, commented, reading from the store
+// at rawURL; credentials in rawURL become a basic_auth block whose
+// password the user puts in a file, and are never written.
+func (r *Report) Config(rawURL string) (string, error) {
 	var b strings.Builder
 	b.WriteString("# inferwatch configuration written by inferwatch init from what the store\n")
 	head := fmt.Sprintf("%s held over the %s before it ran", r.url, rulefmt.FormatDuration(r.lookback))
@@ -721,4 +948,11 @@ func wrap(text string, width int) []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
