@@ -72,9 +72,10 @@ type ClientOptions struct {
 	// QueryRangeParts). Default 4; 1 fetches them one after another.
 	MaxConcurrentRequests int
 	// RequestPoints is how many points (samples over all series) one
-	// request is planned to return at most. A range query of a series
-	// selector to VictoriaMetrics expected to return more is split into
-	// series shards, and into time chunks of ChunkPoints points per series.
+	// query_range request is planned to return at most. A query_range of
+	// a series selector to VictoriaMetrics expected to return more is
+	// split into series shards, and into time chunks of ChunkPoints points
+	// per series. An export is not: it is streamed.
 	// Default 2,000,000 (about 40 MB of JSON).
 	RequestPoints int
 	// ChunkPoints is the most points per series of one time chunk of a
@@ -141,6 +142,7 @@ type Client struct {
 	retries     *metrics.Counter
 	lookBehinds *metrics.Counter
 	refused     map[string]*metrics.Counter // by limit
+	splits      map[string]*metrics.Counter // by what: time, series
 
 	mu        sync.Mutex
 	requests  map[string]*metrics.Counter             // by path and code
@@ -238,6 +240,10 @@ func NewClient(o ClientOptions) (*Client, error) {
 	for _, l := range []string{"bytes", "series", "points"} {
 		c.refused[l] = c.ms.GetOrCreateCounter(fmt.Sprintf(`inferwatch_source_responses_refused_total{limit=%q}`, l))
 	}
+	c.splits = make(map[string]*metrics.Counter, 2)
+	for _, by := range []string{"time", "series"} {
+		c.splits[by] = c.ms.GetOrCreateCounter(fmt.Sprintf(`inferwatch_source_request_splits_total{by=%q}`, by))
+	}
 	c.requests = make(map[string]*metrics.Counter)
 	c.durations = make(map[string]*metrics.PrometheusHistogram)
 	c.plans = newPlanCache()
@@ -327,6 +333,19 @@ func (c *Client) do(ctx context.Context, op, path, query string, params url.Valu
 
 // doType is do that also returns the Content-Type of the answer.
 func (c *Client) doType(ctx context.Context, op, path, query string, params url.Values, prior int, decode decodeFunc) ([]Series, string, error) {
+	return c.doWith(ctx, op, path, query, params, prior, decode, false)
+}
+
+// doStream is do for an answer whose decode hands its series over as they
+// come: the per-attempt timeout bounds each wait for the body's next
+// bytes rather than the whole attempt, which lasts as long as the caller
+// takes to use the parts.
+func (c *Client) doStream(ctx context.Context, op, path, query string, params url.Values, decode decodeFunc) ([]Series, error) {
+	ss, _, err := c.doWith(ctx, op, path, query, params, 0, decode, true)
+	return ss, err
+}
+
+func (c *Client) doWith(ctx context.Context, op, path, query string, params url.Values, prior int, decode decodeFunc, idle bool) ([]Series, string, error) {
 	u := *c.base
 	u.Path += path
 	if c.base.RawQuery != "" {
@@ -342,7 +361,7 @@ func (c *Client) doType(ctx context.Context, op, path, query string, params url.
 
 	for attempt := 0; ; attempt++ {
 		rerr.Attempts = attempt + 1
-		res := c.attempt(ctx, &u, path, form, prior, decode)
+		res := c.attempt(ctx, &u, path, form, prior, decode, idle)
 		if res.err == nil && res.code/100 == 2 {
 			return res.series, res.contentType, nil
 		}
@@ -385,8 +404,19 @@ type attemptResult struct {
 
 // attempt sends one request and decodes a 2xx body as it is read, within
 // the per-attempt timeout.
-func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, prior int, decode decodeFunc) attemptResult {
-	actx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, prior int, decode decodeFunc, idle bool) attemptResult {
+	var (
+		actx   context.Context
+		cancel context.CancelFunc
+		timer  *time.Timer
+	)
+	if idle {
+		actx, cancel = context.WithCancel(ctx)
+		timer = time.AfterFunc(c.o.Timeout, cancel)
+		defer timer.Stop()
+	} else {
+		actx, cancel = context.WithTimeout(ctx, c.o.Timeout)
+	}
 	defer cancel()
 	var req *http.Request
 	var err error
@@ -424,7 +454,7 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, pri
 	// rather than reading the rest.
 	defer resp.Body.Close()
 	r := attemptResult{code: resp.StatusCode, status: resp.Status, retryAfter: -1, contentType: resp.Header.Get("Content-Type")}
-	body := &countingReader{r: resp.Body}
+	body := &countingReader{r: resp.Body, timer: timer, idle: c.o.Timeout}
 	if resp.StatusCode/100 == 2 {
 		if c.lim.Bytes > 0 && resp.ContentLength > c.lim.Bytes {
 			r.err = &LimitError{Limit: "bytes", Max: c.lim.Bytes, ContentLength: resp.ContentLength}
@@ -446,6 +476,9 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, pri
 			r.err = fmt.Errorf("reading body: %w", ctx.Err())
 		case actx.Err() != nil:
 			r.err = fmt.Errorf("reading body: not complete within the per-attempt timeout of %v (after %d bytes)", c.o.Timeout, body.n)
+			if idle {
+				r.err = fmt.Errorf("reading body: no bytes for the per-attempt timeout of %v (after %d bytes)", c.o.Timeout, body.n)
+			}
 		default:
 			r.err = fmt.Errorf("reading body after %d bytes: %w", body.n, body.err)
 		}
@@ -470,9 +503,19 @@ func readErrorBody(body io.Reader) (string, error) {
 		if errors.As(err, &ae) {
 			return "", ae
 		}
-		return headOf(b), nil
+		return headAndTail(b), nil
 	}
 	return "", nil
+}
+
+// headAndTail quotes a long error body by its start and its end, where
+// VictoriaMetrics says which of its limits refused the request.
+func headAndTail(b []byte) string {
+	if len(b) <= maxBodyInError {
+		return string(b)
+	}
+	half := maxBodyInError / 2
+	return string(b[:half]) + " … " + string(b[len(b)-half:])
 }
 
 // countingReader counts the bytes of a body and keeps its first error.
@@ -480,11 +523,17 @@ type countingReader struct {
 	r   io.Reader
 	n   int64
 	err error // other than io.EOF
+	// timer, when set, is reset to idle at every read that returns bytes.
+	timer *time.Timer
+	idle  time.Duration
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if n > 0 && c.timer != nil {
+		c.timer.Reset(c.idle)
+	}
 	if err != nil && err != io.EOF && c.err == nil {
 		c.err = err
 	}

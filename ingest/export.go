@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"errors"
 	"hash/maphash"
 	"io"
 	"math"
@@ -55,6 +56,58 @@ func (d *decoder) exportLines(each func(ts []int64, vs []float64) ([]int64, []fl
 	}
 	return d.out, nil
 }
+
+// exportStream decodes export lines as exportLines does and hands the
+// series to flush in parts as they are decoded, each part once it holds
+// partPoints points; it returns the last part. After a flush the points
+// limit counts only the points decoded since. keep, when set, is asked
+// of each series (its samples rewritten and labels sorted) before it is
+// committed; false drops it. flush returning false stops the decoding
+// with errStopped.
+func (d *decoder) exportStream(each func(ts []int64, vs []float64) ([]int64, []float64), keep func(Labels) bool, partPoints int, flush func([]Series) bool) ([]Series, error) {
+	base := d.npoints
+	for {
+		d.ws()
+		if d.i >= len(d.b) {
+			break
+		}
+		if !d.expect('{') || !d.startSeries() || !d.exportLine() {
+			return nil, d.err
+		}
+		if each != nil && !d.rewrite(each) {
+			return nil, d.err
+		}
+		if each != nil && len(d.ts) == d.pcur {
+			d.dropSeries()
+			continue
+		}
+		sortLabels(d.labels[d.lcur:])
+		if keep != nil {
+			ls := d.shared
+			if ls == nil {
+				ls = Labels(d.labels[d.lcur:])
+			}
+			if !keep(ls) {
+				d.dropSeries()
+				continue
+			}
+		}
+		d.commit()
+		if d.npoints-base >= partPoints {
+			if !flush(d.out) {
+				return nil, errStopped
+			}
+			d.out, d.npoints = nil, base
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return d.out, nil
+}
+
+// errStopped ends a streamed request whose caller stopped taking parts.
+var errStopped = errors.New("the caller stopped reading")
 
 // exportLine decodes the members of one line, its '{' consumed, into the
 // series being decoded.

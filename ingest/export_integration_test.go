@@ -228,10 +228,10 @@ func keys(ss []ingest.Series) string {
 	return b.String()
 }
 
-// TestSeriesShards: a range too large for one request is split by the
-// values of the label with the most of them (here instance; some series
-// have none) and into time chunks; together the shards hold every series
-// once, with the points query_range returns.
+// TestSeriesShards: a query_range too large for one request is split by
+// the values of the label with the most of them (here instance; some
+// series have none) and into time chunks; together the shards hold every
+// series once, with the points query_range returns.
 func TestSeriesShards(t *testing.T) {
 	vm, ctx, t0 := startExportVM(t, 2*time.Minute)
 	const step = 15 * time.Second
@@ -261,57 +261,50 @@ func TestSeriesShards(t *testing.T) {
 	if len(want) != 620 {
 		t.Fatalf("query_range: %d series, want 620", len(want))
 	}
-	for _, export := range []bool{true, false} {
-		set := metrics.NewSet()
-		// 620 series × 200 points in requests of 20,000 points: chunks of
-		// 50 points, each in shards of about 400 series.
-		c, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Metrics: set, RequestPoints: 20_000, ChunkPoints: 50,
-			DisableExport: !export})
+	set := metrics.NewSet()
+	// 620 series × 200 points in requests of 20,000 points: chunks of 50
+	// points, each in shards of about 400 series.
+	c, err := ingest.NewClient(ingest.ClientOptions{URL: vm.URL(), Metrics: set, RequestPoints: 20_000, ChunkPoints: 50,
+		DisableExport: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.QueryRange(ctx, sel, start, end, step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSeries(t, "query_range in shards", got, want)
+	// 4 chunks of 50 points; 620 × 50 / 20,000 = 2 shards by instance,
+	// and one for the series without it.
+	if n := requests(t, set, "/api/v1/query_range"); n != 12 {
+		t.Fatalf("%v requests to /api/v1/query_range, want 4 chunks × 3 shards", n)
+	}
+	if n := requests(t, set, "/api/v1/status/tsdb"); n != 1 {
+		t.Fatalf("%v requests for the series count, want 1", n)
+	}
+	// In parts: each series once per chunk, chunk after chunk.
+	seen := map[string]int{}
+	chunks := 0
+	for p, err := range c.QueryRangeParts(ctx, sel, start, end, step) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.QueryRange(ctx, sel, start, end, step)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameSeries(t, fmt.Sprintf("export %v", export), got, want)
-		path := "/api/v1/query_range"
-		probes := 0.0
-		if export {
-			path, probes = "/api/v1/export", 1
-		}
-		// 4 chunks of 50 points; 620 × 50 / 20,000 = 2 shards by instance,
-		// and one for the series without it.
-		if n := requests(t, set, path) - probes; n != 12 {
-			t.Fatalf("export %v: %v requests to %s, want 4 chunks × 3 shards", export, n, path)
-		}
-		if n := requests(t, set, "/api/v1/status/tsdb"); n != 1 {
-			t.Fatalf("export %v: %v requests for the series count, want 1", export, n)
-		}
-		// In parts: each series once per chunk, chunk after chunk.
-		seen := map[string]int{}
-		chunks := 0
-		for p, err := range c.QueryRangeParts(ctx, sel, start, end, step) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range p.Series {
-				seen[s.Labels.String()]++
-				if len(s.Timestamps) != 50 || s.Timestamps[0] != start.Add(time.Duration(chunks*50)*step).UnixMilli() {
-					t.Fatalf("chunk %d: %s has %d points from %d", chunks, s.Labels, len(s.Timestamps), s.Timestamps[0])
-				}
-			}
-			if !p.Done.IsZero() {
-				chunks++
+		for _, s := range p.Series {
+			seen[s.Labels.String()]++
+			if len(s.Timestamps) != 50 || s.Timestamps[0] != start.Add(time.Duration(chunks*50)*step).UnixMilli() {
+				t.Fatalf("chunk %d: %s has %d points from %d", chunks, s.Labels, len(s.Timestamps), s.Timestamps[0])
 			}
 		}
-		if chunks != 4 || len(seen) != 620 {
-			t.Fatalf("%d chunks, %d series", chunks, len(seen))
+		if !p.Done.IsZero() {
+			chunks++
 		}
-		for k, n := range seen {
-			if n != 4 {
-				t.Fatalf("%s in %d parts, want one per chunk", k, n)
-			}
+	}
+	if chunks != 4 || len(seen) != 620 {
+		t.Fatalf("%d chunks, %d series", chunks, len(seen))
+	}
+	for k, n := range seen {
+		if n != 4 {
+			t.Fatalf("%s in %d parts, want one per chunk", k, n)
 		}
 	}
 }

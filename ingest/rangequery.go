@@ -42,7 +42,9 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 		points int
 		parts  int
 	)
-	joined := len(call.chunks) > 1
+	// A range the store refused whole comes in parts of the range, which
+	// the join puts together.
+	joined := len(call.chunks) > 1 || call.export
 	if joined {
 		index = map[string]int{}
 	}
@@ -97,42 +99,51 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 
 // QueryRangeParts evaluates query at each step from start to end inclusive
 // and hands the series over in parts as they arrive: the range in time
-// chunks, oldest first, each complete (Part.Done) after its parts; within
-// a chunk, series shards. A series appears once per time chunk, with the
-// chunk's points in time order. The series of a part are the caller's
-// (nothing of the client refers to them); the parts are not joined, so
-// what a caller that does not keep them holds is bounded by what
-// MaxConcurrentRequests requests return. The response limits apply to each
-// request, and the series limit also to each time chunk's series
-// together. It stops at the first error, after the parts before it.
+// chunks, oldest first, each complete (Part.Done) after its parts. A
+// series appears once per time chunk, with the chunk's points in time
+// order (in consecutive parts of the chunk's range, in order, where the
+// store refused the chunk's samples and the client split it by time). The
+// series of a part are the caller's (nothing of the client refers to
+// them); the parts are not joined. The response limits apply to each
+// request (the points limit to each part of a streamed export), and the
+// series limit also to each time chunk's series together. It stops at the
+// first error, after the parts before it.
 //
 // The requests: a range longer than MaxPointsPerSeries points is split in
 // time chunks (as Prometheus refuses more than 11,000 points per series).
-// When the store is VictoriaMetrics (found out once, by asking
-// /api/v1/export for nothing) and query is a series selector (a metric
-// name and/or label matchers, MetricsQL's `or` groups included; no
-// function, offset, @ or range), a range expected to return more than
-// RequestPoints points is split further: into time chunks of at most
-// ChunkPoints points per series, and into series shards by the values of
-// the label with the most values (asked of /api/v1/status/tsdb and
-// /api/v1/label/…/values), each shard the selector with that label's
+//
+// A series selector (a metric name and/or label matchers, MetricsQL's `or`
+// groups included; no function, offset, @ or range) whose start and end
+// are multiples of step and whose end is more than 30 s ago
+// (VictoriaMetrics' default -search.latencyOffset, within which
+// query_range fills the newest points in) is fetched from
+// VictoriaMetrics' /api/v1/export when the store is VictoriaMetrics (found
+// out once, by asking /api/v1/export for nothing), unless DisableExport:
+// one request a time chunk, its series decoded and handed over in parts
+// as the body arrives, so that the client holds a part, not the response,
+// and the store searches its index and reads its blocks once. The raw
+// samples come from a look-behind before start (two steps and 30 s;
+// VictoriaMetrics' own step and 5 minutes for a range of 20 points or
+// fewer, and, for the series that prove to need it, again), mapped onto
+// the step grid as VictoriaMetrics' query_range maps them (see grid.go),
+// so the points are those query_range returns; a one-point range asks for
+// the samples of its one step. When the store refuses an export for one
+// of its limits (-search.maxSamplesPerQuery, -search.maxUniqueTimeseries,
+// -search.maxExportSeries, named in its answer), the client splits it: by
+// time first, then by the values of the label with the fewest values that
+// gives the shards the limit needs. A query whose raw samples were more
+// than twice as many as its points goes back to query_range, which then
+// moves fewer bytes.
+//
+// Everything else (a rate(), a sum, a selector with offset, a store that
+// is not VictoriaMetrics) is fetched with /api/v1/query_range. On
+// VictoriaMetrics, a query_range of a series selector expected to return
+// more than RequestPoints points is split further: into time chunks of at
+// most ChunkPoints points per series, and into series shards by the
+// values of the label with the most values (asked of /api/v1/status/tsdb
+// and /api/v1/label/…/values), each shard the selector with that label's
 // matcher added (`instance=~"a|b|…"`, and `instance=""` for the series
 // without it). Up to MaxConcurrentRequests of them are in flight at once.
-//
-// The path: a series selector whose start and end are multiples of step
-// and whose end is more than 30 s ago (VictoriaMetrics' default
-// -search.latencyOffset, within which query_range fills the newest points
-// in) is fetched from VictoriaMetrics' /api/v1/export, unless
-// DisableExport: the raw samples from a look-behind before start (two
-// steps and 30 s; VictoriaMetrics' own step and 5 minutes for a range of
-// 20 points or fewer, and again for a range some of whose series prove to
-// need it), mapped onto the step grid as VictoriaMetrics' query_range maps
-// them (see grid.go), so the points are those query_range returns; a
-// one-point range asks for the samples of its one step. A query whose raw
-// samples were more than twice as many as its points goes back to
-// query_range, which then moves fewer bytes. Everything else (a rate(), a
-// sum, a selector with offset, a store that is not VictoriaMetrics) is
-// fetched with /api/v1/query_range.
 func (c *Client) QueryRangeParts(ctx context.Context, query string, start, end time.Time, step time.Duration) iter.Seq2[Part, error] {
 	return func(yield func(Part, error) bool) {
 		call, err := c.plan(ctx, query, start, end, step)
@@ -207,7 +218,14 @@ func (c *Client) plan(ctx context.Context, query string, start, end time.Time, s
 		rc.export = !c.o.DisableExport && rc.startMs%rc.stepMs == 0 && rc.endMs%rc.stepMs == 0 &&
 			rc.endMs <= time.Now().UnixMilli()-vmLatencyOffset && !c.plans.sparse(query)
 		n, known := c.plans.series(query)
-		if points > 1 && (!known || int64(n)*points > int64(c.o.RequestPoints)) {
+		switch {
+		case rc.export:
+			// One export a time chunk of MaxPointsPerSeries points, its
+			// series handed over as they are decoded, so that what the
+			// client holds does not grow with the series, and the store
+			// searches its index and reads its blocks once (see
+			// exportSelector for when it refuses).
+		case points > 1 && (!known || int64(n)*points > int64(c.o.RequestPoints)):
 			sp, err := c.seriesPlan(ctx, query, sel, rc.startMs, rc.endMs)
 			if err != nil {
 				c.log.Debug("not sharding a range query by series", "query", query, "err", err)
@@ -259,6 +277,10 @@ func (rc *rangeCall) requests() []request {
 // points the caller holds when a request is sent. It returns once every
 // request it sent has ended.
 func (c *Client) run(ctx context.Context, rc *rangeCall, held func() int, yield func(Part, error) bool) {
+	if rc.export {
+		c.runExport(ctx, rc, yield)
+		return
+	}
 	reqs := rc.requests()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -298,62 +320,36 @@ func (c *Client) run(ctx context.Context, rc *rangeCall, held func() int, yield 
 	}
 }
 
-// fetch sends one request of a call.
+// fetch sends one query_range request of a call.
 func (c *Client) fetch(ctx context.Context, rc *rangeCall, rq request, prior int) ([]Series, error) {
-	if !rc.export {
-		params := url.Values{
-			"query": {rq.selector},
-			"start": {formatSeconds(rq.from)},
-			"end":   {formatSeconds(rq.to)},
-			"step":  {strconv.FormatFloat(float64(rc.stepMs)/1000, 'f', -1, 64)},
-		}
-		return c.do(ctx, "query_range", pathQueryRange, rc.query, params, prior, c.readQuery)
-	}
 	params := url.Values{
-		"match[]": {rq.selector},
-		"start":   {formatSeconds(exportFrom(rq.from, rq.to, rc.stepMs, true))},
-		"end":     {formatSeconds(rq.to)},
+		"query": {rq.selector},
+		"start": {formatSeconds(rq.from)},
+		"end":   {formatSeconds(rq.to)},
+		"step":  {strconv.FormatFloat(float64(rc.stepMs)/1000, 'f', -1, 64)},
 	}
-	if rq.from == rq.to {
-		// One point, the newest sample of one step. Not with
-		// reduce_mem_usage, though VictoriaMetrics answers it for a third
-		// of the work: in v1.151 and v1.152 its workers then append a
-		// block's samples to pooled buffers that may still hold the
-		// arrays of an earlier plain export, so two blocks exported at
-		// once can write over each other, and a series comes back with
-		// another's value (TestExportOnePointUnderLoad).
-		last := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
-			d := newReadDecoder(body, lim, prior, readBufSize)
-			d.lc = c.labels
-			return d.exportLast(rq.to)
-		}
-		return c.do(ctx, "export", pathExport, rc.query, params, prior, last)
+	return c.do(ctx, "query_range", pathQueryRange, rc.query, params, prior, c.readQuery)
+}
+
+// exportPoint fetches the one point at of the series of selector: the
+// newest sample of its step. Not with reduce_mem_usage, though
+// VictoriaMetrics answers it for a third of the work: in v1.151 and
+// v1.152 its workers then append a block's samples to pooled buffers that
+// may still hold the arrays of an earlier plain export, so two blocks
+// exported at once can write over each other, and a series comes back
+// with another's value (TestExportOnePointUnderLoad).
+func (c *Client) exportPoint(ctx context.Context, rc *rangeCall, selector string, at int64) ([]Series, error) {
+	params := url.Values{
+		"match[]": {selector},
+		"start":   {formatSeconds(exportFrom(at, at, rc.stepMs, true))},
+		"end":     {formatSeconds(at)},
 	}
-	g := &gridder{start: rq.from, end: rq.to, step: rc.stepMs}
-	if from := exportFrom(rq.from, rq.to, rc.stepMs, true); from != exportFrom(rq.from, rq.to, rc.stepMs, false) {
-		g.from = from
-	}
-	decode := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
-		g.samples, g.made, g.unsure = 0, 0, false
+	last := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
 		d := newReadDecoder(body, lim, prior, readBufSize)
 		d.lc = c.labels
-		return d.exportLines(g.points)
+		return d.exportLast(at)
 	}
-	ss, err := c.do(ctx, "export", pathExport, rc.query, params, prior, decode)
-	if err == nil && g.unsure {
-		// Some series need what VictoriaMetrics reads before the short
-		// look-behind: fetch them from where it begins.
-		c.lookBehinds.Inc()
-		g.from = 0
-		params.Set("start", formatSeconds(exportFrom(rq.from, rq.to, rc.stepMs, false)))
-		ss, err = c.do(ctx, "export", pathExport, rc.query, params, prior, decode)
-	}
-	if err == nil && g.made > 0 && g.samples > 2*g.made {
-		// The store keeps more samples than the points asked for: its
-		// query_range moves fewer bytes.
-		c.plans.markSparse(rc.query)
-	}
-	return ss, err
+	return c.do(ctx, "export", pathExport, rc.query, params, 0, last)
 }
 
 // seriesSelector is query parsed when it is a series selector, else nil.

@@ -109,6 +109,10 @@ type seriesShards struct {
 	values  []string
 	missing bool // some series lack the label
 	sel     *metricsql.MetricExpr
+	// carriers counts the series that carry each label, valueCounts the
+	// values of each label, as /api/v1/status/tsdb gives them.
+	carriers    map[string]int
+	valueCounts []nameCount
 
 	mu    sync.Mutex
 	built map[int][]string
@@ -180,6 +184,33 @@ func (c *Client) seriesPlan(ctx context.Context, query string, sel *metricsql.Me
 	if sp := c.plans.shards(query); sp != nil {
 		return sp, nil
 	}
+	sp, err := c.tsdbStatus(ctx, query, sel, endMs)
+	if err != nil {
+		return nil, err
+	}
+	best := 1
+	for _, e := range sp.valueCounts {
+		if e.Value > best && 2*sp.carriers[e.Name] >= sp.series {
+			sp.label, best = e.Name, e.Value
+		}
+	}
+	if sp.label != "" {
+		if err := c.labelValuesOf(ctx, sp, query, startMs, endMs); err != nil {
+			return nil, err
+		}
+		if len(sp.values) < 2 {
+			sp.label = ""
+		}
+	}
+	c.plans.setShards(query, sp)
+	c.log.Debug("series shards planned", "query", query, "series", sp.series, "label", sp.label, "values", len(sp.values))
+	return sp, nil
+}
+
+// tsdbStatus asks VictoriaMetrics how many series the selector has on the
+// day of endMs, how many of them carry each label, and how many values
+// each label has (/api/v1/status/tsdb).
+func (c *Client) tsdbStatus(ctx context.Context, query string, sel *metricsql.MetricExpr, endMs int64) (*seriesShards, error) {
 	var status struct {
 		Data struct {
 			TotalSeries                int         `json:"totalSeries"`
@@ -191,33 +222,25 @@ func (c *Client) seriesPlan(ctx context.Context, query string, sel *metricsql.Me
 	if err := c.getJSON(ctx, "/api/v1/status/tsdb", url.Values{"match[]": {query}, "date": {date}, "topN": {"100"}}, &status); err != nil {
 		return nil, err
 	}
-	sp := &seriesShards{series: status.Data.TotalSeries, sel: sel}
-	have := map[string]int{}
+	sp := &seriesShards{series: status.Data.TotalSeries, sel: sel, carriers: map[string]int{}, valueCounts: status.Data.LabelValueCountByLabelName}
 	for _, e := range status.Data.SeriesCountByLabelName {
-		have[e.Name] = e.Value
+		sp.carriers[e.Name] = e.Value
 	}
-	best := 1
-	for _, e := range status.Data.LabelValueCountByLabelName {
-		if e.Value > best && 2*have[e.Name] >= sp.series {
-			sp.label, best = e.Name, e.Value
-		}
-	}
-	if sp.label != "" {
-		var values struct {
-			Data []string `json:"data"`
-		}
-		params := url.Values{"match[]": {query}, "start": {formatSeconds(startMs)}, "end": {formatSeconds(endMs)}}
-		if err := c.getJSON(ctx, "/api/v1/label/"+url.PathEscape(sp.label)+"/values", params, &values); err != nil {
-			return nil, err
-		}
-		sp.values, sp.missing = values.Data, have[sp.label] < sp.series
-		if len(sp.values) < 2 {
-			sp.label = ""
-		}
-	}
-	c.plans.setShards(query, sp)
-	c.log.Debug("series shards planned", "query", query, "series", sp.series, "label", sp.label, "values", len(sp.values))
 	return sp, nil
+}
+
+// labelValuesOf asks for the values of sp.label among the series of query
+// over the range, and notes whether some series lack it.
+func (c *Client) labelValuesOf(ctx context.Context, sp *seriesShards, query string, startMs, endMs int64) error {
+	var values struct {
+		Data []string `json:"data"`
+	}
+	params := url.Values{"match[]": {query}, "start": {formatSeconds(startMs)}, "end": {formatSeconds(endMs)}}
+	if err := c.getJSON(ctx, "/api/v1/label/"+url.PathEscape(sp.label)+"/values", params, &values); err != nil {
+		return err
+	}
+	sp.values, sp.missing = values.Data, sp.carriers[sp.label] < sp.series
+	return nil
 }
 
 type nameCount struct {

@@ -27,21 +27,25 @@ type measurement struct {
 
 // caseResult is everything measured for one case.
 type caseResult struct {
-	Case     benchCase     `json:"-"`
-	Name     string        `json:"case"`
-	Points   int           `json:"points_per_series"` // of the cold range
-	C        []measurement `json:"c"`
-	CExport  []measurement `json:"c_export"`
-	B        []measurement `json:"b"`
-	Cold     []measurement `json:"a_cold"`
-	First    *measurement  `json:"a_first_cycle,omitempty"` // the running daemon's first (cold) cycle
-	Steady   []measurement `json:"a_steady"`
-	SteadyB  []measurement `json:"b_steady"`
-	PeakRSS  int64         `json:"steady_peak_rss_bytes,omitempty"`
-	Missed   float64       `json:"missed_iterations,omitempty"`
-	Failures float64       `json:"failed_evaluations,omitempty"`
-	Load     [2][3]float64 `json:"loadavg"` // at the start and the end of the case
-	Errors   []string      `json:"errors,omitempty"`
+	Case    benchCase     `json:"-"`
+	Name    string        `json:"case"`
+	Points  int           `json:"points_per_series"` // of the cold range
+	C       []measurement `json:"c"`
+	CExport []measurement `json:"c_export"`
+	B       []measurement `json:"b"`
+	Cold    []measurement `json:"a_cold"`
+	// After a restart of the store (-restart): the first export, then,
+	// after another restart, the first A_cold.
+	CExportRestart *measurement  `json:"c_export_after_restart,omitempty"`
+	ColdRestart    *measurement  `json:"a_cold_after_restart,omitempty"`
+	First          *measurement  `json:"a_first_cycle,omitempty"` // the running daemon's first (cold) cycle
+	Steady         []measurement `json:"a_steady"`
+	SteadyB        []measurement `json:"b_steady"`
+	PeakRSS        int64         `json:"steady_peak_rss_bytes,omitempty"`
+	Missed         float64       `json:"missed_iterations,omitempty"`
+	Failures       float64       `json:"failed_evaluations,omitempty"`
+	Load           [2][3]float64 `json:"loadavg"` // at the start and the end of the case
+	Errors         []string      `json:"errors,omitempty"`
 }
 
 type machine struct {
@@ -118,7 +122,7 @@ func (b *bench) runSize(ctx context.Context, n int) error {
 	// -timeout, so the writer never runs out.
 	last := now.Add(b.o.timeout + time.Hour).Truncate(step)
 	b.log.info("generating", "series", n, "from", first.UTC(), "to", now.UTC())
-	gen, err := newGenerator(n, b.o.seed, step, first, last)
+	gen, err := newGenerator(n, b.o.seed, step, first, last, b.o.shape)
 	if err != nil {
 		return err
 	}
@@ -165,7 +169,8 @@ func (b *bench) runSize(ctx context.Context, n int) error {
 
 func (b *bench) runCase(ctx context.Context, st *store, dir string, res *caseResult) error {
 	c, step := res.Case, b.o.step
-	cfg, err := writeConfig(dir, st.vm.URL(), c, step, b.o.scores)
+	selector := b.o.shape.selector()
+	cfg, err := writeConfig(dir, st.vm.URL(), c, step, b.o.scores, selector)
 	if err != nil {
 		return err
 	}
@@ -211,9 +216,53 @@ func (b *bench) runCase(ctx context.Context, st *store, dir string, res *caseRes
 		res.Cold = append(res.Cold, m)
 		b.log.measured(c, "A_cold", round, m)
 	}
+	if b.o.restart {
+		if err := b.afterRestart(ctx, st, dir, res); err != nil {
+			return err
+		}
+		if cfg, err = writeConfig(dir, st.vm.URL(), c, step, b.o.scores, selector); err != nil {
+			return err
+		}
+	}
 	if b.o.steadyCycles > 0 {
 		return b.steady(ctx, st, cfg, res)
 	}
+	return nil
+}
+
+// afterRestart measures the first export after the store restarts, and
+// the first A_cold after it restarts again.
+func (b *bench) afterRestart(ctx context.Context, st *store, dir string, res *caseResult) error {
+	c, step, selector := res.Case, b.o.step, b.o.shape.selector()
+	if _, err := st.catchUp(ctx); err != nil {
+		return fmt.Errorf("writing the new points: %w", err)
+	}
+	if err := st.restart(ctx); err != nil {
+		return err
+	}
+	start, end := coldRange(time.Now(), c.Lookback, step)
+	m, err := st.fetchExport(ctx, selector, start, end, step)
+	if err != nil {
+		return fmt.Errorf("C export after a restart: %w", err)
+	}
+	res.CExportRestart = &m
+	b.log.measured(c, "C export after a restart", 0, m)
+	if _, err := st.catchUp(ctx); err != nil {
+		return fmt.Errorf("writing the new points: %w", err)
+	}
+	if err := st.restart(ctx); err != nil {
+		return err
+	}
+	cfg, err := writeConfig(dir, st.vm.URL(), c, step, b.o.scores, selector)
+	if err != nil {
+		return err
+	}
+	m, err = runOnce(ctx, b.o.bin, cfg, b.o.daemonFlags, b.o.daemonEnv, st.vm.PID())
+	if err != nil {
+		return fmt.Errorf("A_cold after a restart: %w", err)
+	}
+	res.ColdRestart = &m
+	b.log.measured(c, "A_cold after a restart", 0, m)
 	return nil
 }
 
@@ -231,7 +280,7 @@ const pollEvery = 50 * time.Millisecond
 // and measures -steady-cycles cycles after its first, with one B between
 // cycles where the time to the next tick allows.
 func (b *bench) steady(ctx context.Context, st *store, cfg string, res *caseResult) error {
-	c, step := res.Case, b.o.step
+	c, step, selector := res.Case, b.o.step, b.o.shape.selector()
 	flags := b.o.daemonFlags
 	if b.o.profileDir != "" {
 		flags = append(slices.Clone(flags), "--web.enable-pprof")
@@ -376,7 +425,7 @@ func secs(s float64) string { return fmt.Sprintf("%.3fs", s) }
 // serveStore keeps the store current until ctx ends.
 func (b *bench) serveStore(ctx context.Context, st *store) error {
 	fmt.Fprintf(os.Stdout, "%s\n", st.vm.URL())
-	b.log.info("serving the store until interrupted", "url", st.vm.URL(), "selector", selector)
+	b.log.info("serving the store until interrupted", "url", st.vm.URL(), "selector", b.o.shape.selector())
 	t := time.NewTicker(b.o.step)
 	defer t.Stop()
 	for {

@@ -20,9 +20,6 @@ import (
 	"github.com/inferwatch/inferwatch/internal/localproc"
 )
 
-// selector selects every series of the generated fleet.
-const selector = `{namespace="inference"}`
-
 // groupName is the group of the one rule a case runs.
 const groupName = "fleet"
 
@@ -32,7 +29,7 @@ const evaluationDelay = 30 * time.Second
 
 // writeConfig writes the daemon's configuration for case c to dir; without
 // exportMetrics, with export.metrics off.
-func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetrics bool) (string, error) {
+func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetrics bool, selector string) (string, error) {
 	var rule string
 	switch c.Rule {
 	case "forecast":

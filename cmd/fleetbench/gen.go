@@ -33,7 +33,7 @@ const clusterStride = 6007 // steps, about 25 hours at 15 s: a different hour ea
 // newGenerator prepares n series whose samples cover [first, last] (unix
 // ms): the history to import, then the samples written while the bench
 // runs.
-func newGenerator(n int, seed int64, step time.Duration, first, last time.Time) (*generator, error) {
+func newGenerator(n int, seed int64, step time.Duration, first, last time.Time, sh shape) (*generator, error) {
 	span := last.Sub(first)
 	dur := 7 * 24 * time.Hour
 	if span > dur-24*time.Hour {
@@ -55,8 +55,12 @@ func newGenerator(n int, seed int64, step time.Duration, first, last time.Time) 
 	for r := 0; r*per < n; r++ {
 		g.offset = append(g.offset, (r*clusterStride)%(firstIdx+1))
 		cl := make([]ingest.Labels, 0, per)
-		for _, s := range g.base[:min(per, n-r*per)] {
-			cl = append(cl, clusterLabels(s.Labels, r))
+		for k, s := range g.base[:min(per, n-r*per)] {
+			if sh == shapeInstances {
+				cl = append(cl, instanceLabels(r*per+k))
+			} else {
+				cl = append(cl, clusterLabels(s.Labels, r))
+			}
 		}
 		g.labels = append(g.labels, cl)
 	}
@@ -67,6 +71,34 @@ func newGenerator(n int, seed int64, step time.Duration, first, last time.Time) 
 func (g *generator) index(t int64) int {
 	i := int((t - g.times[0]) / g.stepMs)
 	return max(0, min(i, len(g.times)-1))
+}
+
+// shape is how the bench's series are labelled.
+type shape string
+
+const (
+	// shapeFleet: copies of the generated fleet, vLLM and DCGM metrics of
+	// pods, models and GPUs, one cluster label a copy.
+	shapeFleet shape = "fleet"
+	// shapeInstances: one metric whose series differ only in instance,
+	// one value a series, as a store holding a large fleet scraped by
+	// address is asked for (the values are the generated fleet's).
+	shapeInstances shape = "instances"
+)
+
+// selector selects every series of the shape.
+func (sh shape) selector() string {
+	if sh == shapeInstances {
+		return `vllm:kv_cache_usage_perc{namespace="perf"}`
+	}
+	return `{namespace="inference"}`
+}
+
+// instanceLabels are the labels of series i of shapeInstances.
+func instanceLabels(i int) ingest.Labels {
+	return ingest.Labels{{Name: "__name__", Value: "vllm:kv_cache_usage_perc"},
+		{Name: "instance", Value: fmt.Sprintf("10.%d.%d.%d:8000", 64+i>>16, i>>8&255, i&255)},
+		{Name: "namespace", Value: "perf"}}
 }
 
 // clusterLabels are the labels of a base series in cluster r.

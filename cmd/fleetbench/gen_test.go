@@ -21,7 +21,7 @@ func TestGenerator(t *testing.T) {
 	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	first, last := now.Add(-2*time.Hour), now.Add(time.Hour)
 	const n = 1000 // two full clusters of 399 and part of a third
-	g, err := newGenerator(n, 1, step, first, last)
+	g, err := newGenerator(n, 1, step, first, last, shapeFleet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestGenerator(t *testing.T) {
 	if len(ss) != n || samples != 5*n {
 		t.Fatalf("%d series, %d samples; want %d and %d", len(ss), samples, n, 5*n)
 	}
-	sel, err := ingest.ParseSelector(selector)
+	sel, err := ingest.ParseSelector(shapeFleet.selector())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestGenerator(t *testing.T) {
 		}
 		seen[s.Labels.String()] = true
 		if !sel.Matches(s.Labels) || s.Labels.Get("cluster") == "" {
-			t.Fatalf("%s: not selected by %s, or no cluster", s.Labels, selector)
+			t.Fatalf("%s: not selected by %s, or no cluster", s.Labels, shapeFleet.selector())
 		}
 		if len(s.Timestamps) != 5 || s.Timestamps[0] != from || s.Timestamps[4] != to {
 			t.Fatalf("%s: timestamps %v", s.Labels, s.Timestamps)
@@ -75,12 +75,45 @@ func TestGenerator(t *testing.T) {
 	}
 }
 
+// TestGeneratorInstances: the instances shape is n series of one metric
+// that differ only in instance, all selected by its selector.
+func TestGeneratorInstances(t *testing.T) {
+	const step, n = 15 * time.Second, 70_000
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	g, err := newGenerator(n, 1, step, now.Add(-time.Hour), now.Add(time.Hour), shapeInstances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	if _, err := g.writeRange(&body, now.UnixMilli(), now.UnixMilli(), 0, g.clusters()); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := ingest.ReadExportJSONL(&body, "generated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := ingest.ParseSelector(shapeInstances.selector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	instances := map[string]bool{}
+	for _, s := range ss {
+		if !sel.Matches(s.Labels) || len(s.Labels) != 3 {
+			t.Fatalf("%s: not selected by %s, or other labels", s.Labels, shapeInstances.selector())
+		}
+		instances[s.Labels.Get("instance")] = true
+	}
+	if len(ss) != n || len(instances) != n {
+		t.Fatalf("%d series, %d instances; want %d of each", len(ss), len(instances), n)
+	}
+}
+
 // TestConfigs: the configuration of every rule kind is valid.
 func TestConfigs(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []benchCase{{10000, time.Hour, "sigma"}, {10000, 24 * time.Hour, "auto"}, {100, time.Hour, "forecast"}} {
 		for _, exportMetrics := range []bool{true, false} {
-			p, err := writeConfig(dir, "http://127.0.0.1:8428", c, 15*time.Second, exportMetrics)
+			p, err := writeConfig(dir, "http://127.0.0.1:8428", c, 15*time.Second, exportMetrics, shapeFleet.selector())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,13 @@
 //	A_cold   `inferwatch run --once` as a process: wall time, its CPU time
 //	         (user+sys) and peak RSS, and the store's CPU time meanwhile
 //
-// and then runs the daemon with one new point per series each interval,
+// With -restart it then restarts the store (its caches empty) and measures
+// the first C_export, and restarts it again and measures the first A_cold.
+// -shape instances labels the series as one metric that differs only in
+// instance (100,000 values at 100,000 series), instead of copies of the
+// fleet.
+//
+// It then runs the daemon with one new point per series each interval,
 // reading each cycle's duration from its own /metrics
 // (inferwatch_group_evaluation_duration_seconds), its CPU time and RSS from
 // /proc, with one B between cycles (A_steady). It reports medians and
@@ -78,6 +84,8 @@ const defaultCases = "10000/1h/sigma,10000/1h/auto,10000/1h/forecast,10000/1d/si
 
 type options struct {
 	bin          string
+	shape        shape
+	restart      bool
 	cases        []benchCase
 	rounds       int
 	steadyCycles int
@@ -104,6 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	cases := fs.String("cases", defaultCases, "comma-separated `SERIES/LOOKBACK/RULE` cases; RULE is sigma, auto (the default detector) or forecast")
 	fs.StringVar(&o.bin, "inferwatch", "bin/inferwatch", "the inferwatch binary to measure")
+	shapeName := fs.String("shape", string(shapeFleet), "how the series are labelled: fleet (copies of the generated fleet's vLLM and DCGM series, one cluster label each) or instances (one metric, vllm:kv_cache_usage_perc{namespace=\"perf\"}, whose series differ only in instance)")
+	fs.BoolVar(&o.restart, "restart", false, "also measure, per case, the first export and the first A_cold after the store restarts (its caches empty)")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of C, B and A_cold per case")
 	fs.IntVar(&o.steadyCycles, "steady-cycles", 10, "steady cycles measured per case (0: none)")
 	fs.DurationVar(&o.step, "step", 15*time.Second, "sample interval of the series, the rules' step and the group interval: 15s, 20s, 30s or 60s")
@@ -122,6 +132,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch o.shape = shape(*shapeName); o.shape {
+	case shapeFleet, shapeInstances:
+	default:
+		return o, fmt.Errorf("-shape %q: want fleet or instances", *shapeName)
 	}
 	var err error
 	if o.cases, err = parseCases(*cases); err != nil {

@@ -84,9 +84,9 @@ func ratio(a, b stat) string {
 
 func (b *bench) report(w io.Writer) {
 	m := b.machine
-	fmt.Fprintf(w, "\nfleetbench: %d cores (GOMAXPROCS %d); load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end; step %s; VictoriaMetrics with %s\n",
+	fmt.Fprintf(w, "\nfleetbench: %d cores (GOMAXPROCS %d); load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end; step %s; shape %s (%s); VictoriaMetrics with %s\n",
 		m.Cores, m.GOMAXPROCS, m.LoadBefore[0], m.LoadBefore[1], m.LoadBefore[2], m.LoadAfter[0], m.LoadAfter[1], m.LoadAfter[2],
-		fmtDuration(b.o.step), strings.Join(vmFlags, " "))
+		fmtDuration(b.o.step), b.o.shape, b.o.shape.selector(), strings.Join(vmFlags, " "))
 	fmt.Fprintf(w, "medians of %d rounds (cold) and %d cycles (steady), range in parentheses; CPU is user+sys of the process named; export.metrics %s\n\n",
 		b.o.rounds, b.o.steadyCycles, map[bool]string{true: "on (the default)", false: "off"}[b.o.scores])
 	if len(b.o.daemonFlags) > 0 || len(b.o.daemonEnv) > 0 {
@@ -101,6 +101,19 @@ func (b *bench) report(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Name, r.Points,
 			c.seconds(), ce.seconds(), bb.seconds(), a.seconds(), field(r.Cold, cpu).seconds(), field(r.Cold, storeCPU).seconds(),
 			field(r.Cold, rssMiB).mib(), ratio(a, c), ratio(a, ce), field(r.Cold, rate).perSecond())
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The store's cost of a cold evaluation: VictoriaMetrics' CPU time (user+sys) while it answers")
+	fmt.Fprintln(w, "| case | store CPU: C query_range | C export | A_cold | A_cold/C_export | after a restart: C export wall | A_cold wall | A_cold/C_export |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, r := range b.results {
+		sq, se, sa := field(r.C, storeCPU), field(r.CExport, storeCPU), field(r.Cold, storeCPU)
+		re, ra, rr := "–", "–", "–"
+		if r.CExportRestart != nil && r.ColdRestart != nil {
+			re, ra = fmt.Sprintf("%.3g s", r.CExportRestart.Wall), fmt.Sprintf("%.3g s", r.ColdRestart.Wall)
+			rr = ratio(statOf([]float64{r.ColdRestart.Wall}), statOf([]float64{r.CExportRestart.Wall}))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Name, sq.seconds(), se.seconds(), sa.seconds(), ratio(sa, se), re, ra, rr)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Steady: the daemon running, one new point per series each interval")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 // writer that keeps it current.
 type store struct {
 	vm  *localvm.VM
+	dir string // the data directory, kept across restarts
 	gen *generator
 	hc  *http.Client
 
@@ -34,18 +36,42 @@ var vmFlags = []string{"-search.disableCache"}
 const requestTimeout = 10 * time.Minute
 
 func newStore(ctx context.Context, gen *generator) (*store, error) {
-	vm, err := localvm.Start(ctx, localvm.Options{ExtraFlags: vmFlags})
+	dir, err := os.MkdirTemp("", "fleetbench-vm-")
 	if err != nil {
+		return nil, err
+	}
+	vm, err := localvm.Start(ctx, localvm.Options{ExtraFlags: vmFlags, DataDir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	// A plain client: keep-alive, no compression asked for, as curl.
 	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}
-	return &store{vm: vm, gen: gen, hc: &http.Client{Transport: tr}}, nil
+	return &store{vm: vm, dir: dir, gen: gen, hc: &http.Client{Transport: tr}}, nil
 }
 
 func (s *store) stop() error {
 	s.hc.CloseIdleConnections()
-	return s.vm.Stop()
+	err := s.vm.Stop()
+	if rerr := os.RemoveAll(s.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// restart stops the store and starts it again on its data, its caches
+// empty, as after a store's rollout; its URL may change.
+func (s *store) restart(ctx context.Context) error {
+	s.hc.CloseIdleConnections()
+	if err := s.vm.Stop(); err != nil {
+		return err
+	}
+	vm, err := localvm.Start(ctx, localvm.Options{ExtraFlags: vmFlags, DataDir: s.dir})
+	if err != nil {
+		return fmt.Errorf("starting VictoriaMetrics again: %w", err)
+	}
+	s.vm = vm
+	return nil
 }
 
 // importHistory writes the samples of [from, to] (unix ms), a few

@@ -71,6 +71,7 @@ var help = map[string]string{
 	"inferwatch_source_request_duration_seconds": "How long a request to the store took, reading the answer included, by path.",
 	"inferwatch_source_responses_refused_total":  "Store answers refused past a limit, by limit: bytes, series, points.",
 	"inferwatch_source_export_refetches_total":   "Export ranges fetched again because a series needed a longer look-behind.",
+	"inferwatch_source_request_splits_total":     "Exports the store refused for its limits and that were fetched again split, by time or by series.",
 
 	// alerting/alertmanager.
 	"inferwatch_alertmanager_alerts_sent_total":        "Alerts sent to an Alertmanager.",
