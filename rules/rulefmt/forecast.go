@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/inferwatch/inferwatch/forecasting"
 )
 
 // MaxForecastPoints bounds forecast.history/step. A history longer than
@@ -28,7 +26,7 @@ const (
 	DefaultScaleCooldown            = 5 * time.Minute
 	DefaultScaleHold                = 30 * time.Minute
 	DefaultScaleStartup             = 3 * time.Minute
-	DefaultScaleDownMargin          = forecasting.DefaultScaleDownMargin
+	DefaultScaleDownMargin          = 0.15 // forecasting.DefaultScaleDownMargin
 	MaxScaleDownMargin              = 0.5
 	DefaultScaleGPUMemoryHigh       = 0.8
 	DefaultScaleWaitingPerReplica   = 5

@@ -20,7 +20,6 @@ import (
 	"github.com/VictoriaMetrics/metricsql"
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
-	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
@@ -41,8 +40,9 @@ const (
 	// from its queries.
 	DefaultStaleness = 5 * time.Minute
 	// MaxPointsPerQuery bounds lookback/step: a Prometheus-compatible
-	// store refuses range queries returning more points per series.
-	MaxPointsPerQuery = ingest.MaxPointsPerQuery
+	// store refuses range queries returning more points per series
+	// (Prometheus' limit, which ingest.MaxPointsPerQuery splits queries by).
+	MaxPointsPerQuery = 11_000
 )
 
 // The expansion budget bounds the mapping entries and list items that
