@@ -4,9 +4,17 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+)
 
-	"github.com/inferwatch/inferwatch/alerting/keda"
-	"github.com/inferwatch/inferwatch/alerting/promexport"
+// Defaults of the export section: packages alerting/promexport's and
+// alerting/keda's own (TestFileDefaultsAreTheOutputs in cmd/inferwatch
+// keeps them equal).
+const (
+	DefaultMetricsMaxSeries = 10000
+	DefaultMetricsExpiry    = 15 * time.Minute
+	DefaultKEDAMaxTargets   = 10000
+	DefaultKEDAForget       = time.Hour
+	DefaultKEDAMaxStreams   = 256
 )
 
 // Export says what the daemon serves to other systems besides NATS: its
@@ -47,8 +55,8 @@ type KEDAExport struct {
 
 func (p *parser) export(kv pair) Export {
 	out := Export{
-		Metrics: MetricsExport{Enabled: true, MaxSeries: promexport.DefaultMaxSeries, Expiry: promexport.DefaultExpiry},
-		KEDA:    KEDAExport{MetricsAPI: true, MaxTargets: keda.DefaultMaxTargets, Forget: keda.DefaultForget, MaxStreams: keda.DefaultMaxStreams},
+		Metrics: MetricsExport{Enabled: true, MaxSeries: DefaultMetricsMaxSeries, Expiry: DefaultMetricsExpiry},
+		KEDA:    KEDAExport{MetricsAPI: true, MaxTargets: DefaultKEDAMaxTargets, Forget: DefaultKEDAForget, MaxStreams: DefaultKEDAMaxStreams},
 	}
 	if kv.v == nil || isNull(resolve(kv.v)) {
 		return out
@@ -68,10 +76,10 @@ func (p *parser) export(kv pair) Export {
 				out.Metrics.Enabled, _ = p.boolean(e.v, "export.metrics.enabled")
 			}
 			if e, ok := g["max_series"]; ok {
-				out.Metrics.MaxSeries = int(p.integer(e, "export.metrics.max_series", promexport.DefaultMaxSeries, 1, 1e7))
+				out.Metrics.MaxSeries = int(p.integer(e, "export.metrics.max_series", DefaultMetricsMaxSeries, 1, 1e7))
 			}
 			e, ok := g["expiry"]
-			out.Metrics.Expiry, _ = p.positive(e, ok, "export.metrics.expiry", promexport.DefaultExpiry, false)
+			out.Metrics.Expiry, _ = p.positive(e, ok, "export.metrics.expiry", DefaultMetricsExpiry, false)
 			if e, ok := g["leads"]; ok {
 				out.Metrics.Leads = p.durations(e.v, "export.metrics.leads")
 			}
@@ -95,15 +103,15 @@ func (p *parser) export(kv pair) Export {
 				}
 			}
 			if e, ok := g["max_targets"]; ok {
-				out.KEDA.MaxTargets = int(p.integer(e, "export.keda.max_targets", keda.DefaultMaxTargets, 1, 1e7))
+				out.KEDA.MaxTargets = int(p.integer(e, "export.keda.max_targets", DefaultKEDAMaxTargets, 1, 1e7))
 			}
 			if e, ok := g["max_streams"]; ok {
-				out.KEDA.MaxStreams = int(p.integer(e, "export.keda.max_streams", keda.DefaultMaxStreams, 1, 1e5))
+				out.KEDA.MaxStreams = int(p.integer(e, "export.keda.max_streams", DefaultKEDAMaxStreams, 1, 1e5))
 			}
 			e, ok := g["grace"]
 			out.KEDA.Grace, _ = p.positive(e, ok, "export.keda.grace", 0, true)
 			e, ok = g["forget"]
-			out.KEDA.Forget, _ = p.positive(e, ok, "export.keda.forget", keda.DefaultForget, false)
+			out.KEDA.Forget, _ = p.positive(e, ok, "export.keda.forget", DefaultKEDAForget, false)
 		}
 	}
 	return out

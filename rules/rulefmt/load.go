@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
-	"github.com/inferwatch/inferwatch/alerting"
-	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
@@ -71,9 +69,20 @@ var (
 // included (a log, a dump), may take at about 1 GB.
 const MaxFileSize = 32 << 20
 
-// Load reads and checks the configuration file at path. On failure the
-// error is an Errors value listing every problem with its position.
-func Load(path string) (*Config, error) {
+// Load reads and checks the configuration file at path with the zero
+// Loader: the file format alone, without the outputs' own checks of their
+// sections, which the daemon's loader adds (cmd/inferwatch). On failure
+// the error is an Errors value listing every problem with its position.
+func Load(path string) (*Config, error) { return Loader{}.Load(path) }
+
+// Parse checks the configuration in data, read from file, with the zero
+// Loader: the file format alone (see Loader.Parse).
+func Parse(data []byte, file string) (*Config, error) { return Loader{}.Parse(data, file) }
+
+// Load reads and checks the configuration file at path, the output
+// sections with l.Outputs. On failure the error is an Errors value listing
+// every problem with its position.
+func (l Loader) Load(path string) (*Config, error) {
 	var es Errors
 	f, err := os.Open(path)
 	if err != nil {
@@ -96,7 +105,7 @@ func Load(path string) (*Config, error) {
 		es.Add(Pos{File: path, Line: 1, Column: 1}, "", "", "%s", tooLarge(-1))
 		return nil, es.Err()
 	}
-	return Parse(data, path)
+	return l.Parse(data, path)
 }
 
 // Parse checks the configuration in data, read from file (used in error
@@ -104,8 +113,8 @@ func Load(path string) (*Config, error) {
 // the source's HTTP client configuration). Absent keys get their defaults.
 // On failure the error is an Errors value listing every problem with its
 // position, group and rule.
-func Parse(data []byte, file string) (*Config, error) {
-	p := &parser{file: file}
+func (l Loader) Parse(data []byte, file string) (*Config, error) {
+	p := &parser{file: file, outputs: l.Outputs}
 	cfg := p.parse(data)
 	if err := p.errs.Err(); err != nil {
 		return nil, err
@@ -142,8 +151,9 @@ func fmtSize(n int64) string {
 }
 
 type parser struct {
-	file string
-	errs Errors
+	file    string
+	outputs OutputChecks
+	errs    Errors
 	// group and rule are the names errors are attributed to.
 	group, rule string
 	// budget is what is left of the expansion budget, limit all of it.
@@ -676,11 +686,44 @@ func CheckSourceURL(raw string) error {
 	return nil
 }
 
+// The defaults of the nats section, and how the stream and the state
+// bucket are named when it names none: package alerting/natsjs's own
+// (TestFileDefaultsAreTheOutputs in cmd/inferwatch keeps them equal).
+const (
+	// DefaultSubjectPrefix is the first token of every subject.
+	DefaultSubjectPrefix = "inferwatch"
+	// DefaultDuplicateWindow is how long JetStream remembers message ids.
+	DefaultDuplicateWindow = 24 * time.Hour
+	// DefaultEmbeddedListen is where the embedded server listens: not
+	// NATS' standard 4222, which a NATS server already on the host holds.
+	DefaultEmbeddedListen = "127.0.0.1:14222"
+)
+
+// streamName is the stream of a subject prefix when nats.stream is not
+// set: the prefix upper-cased with '.' and '-' turned into '_'.
+func streamName(prefix string) string {
+	return strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(prefix))
+}
+
+// stateBucket is the state bucket of a stream when nats.state_bucket is
+// not set: <stream>_STATE.
+func stateBucket(stream string) string { return stream + "_STATE" }
+
+// isLoopback reports whether host (a name or an address) is only
+// reachable from this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func (p *parser) nats(kv pair) NATS {
 	out := NATS{
-		SubjectPrefix:   alerting.DefaultSubjectPrefix,
-		DuplicateWindow: natsjs.DefaultDuplicateWindow,
-		Embedded:        Embedded{Listen: natsjs.DefaultEmbeddedListen},
+		SubjectPrefix:   DefaultSubjectPrefix,
+		DuplicateWindow: DefaultDuplicateWindow,
+		Embedded:        Embedded{Listen: DefaultEmbeddedListen},
 	}
 	var prefixNode, streamNode *yaml.Node
 	if kv.v != nil && !isNull(resolve(kv.v)) {
@@ -748,7 +791,7 @@ func (p *parser) nats(kv pair) NATS {
 				out.Stream, _ = p.str(e.v, "nats.stream")
 			}
 			e, ok := f["duplicate_window"]
-			out.DuplicateWindow, _ = p.positive(e, ok, "nats.duplicate_window", natsjs.DefaultDuplicateWindow, false)
+			out.DuplicateWindow, _ = p.positive(e, ok, "nats.duplicate_window", DefaultDuplicateWindow, false)
 			if e, ok := f["embedded"]; ok {
 				out.Embedded = p.embedded(e.v)
 			}
@@ -760,7 +803,7 @@ func (p *parser) nats(kv pair) NATS {
 		prefixOK = false
 	}
 	if out.Stream == "" {
-		out.Stream = natsjs.StreamName(out.SubjectPrefix)
+		out.Stream = streamName(out.SubjectPrefix)
 		if msg := checkStream(out.Stream); msg != "" && prefixOK {
 			p.errorf(prefixNode, "the stream name %q made from nats.subject_prefix %s; set nats.stream", out.Stream, msg)
 		}
@@ -768,7 +811,7 @@ func (p *parser) nats(kv pair) NATS {
 		p.errorf(streamNode, "nats.stream %q %s", out.Stream, msg)
 	}
 	if out.StateBucket == "" {
-		out.StateBucket = natsjs.DefaultStateBucket(out.Stream)
+		out.StateBucket = stateBucket(out.Stream)
 	}
 	return out
 }
@@ -839,7 +882,7 @@ func isSpaceOrControl(r rune) bool {
 }
 
 func (p *parser) embedded(v *yaml.Node) Embedded {
-	out := Embedded{Listen: natsjs.DefaultEmbeddedListen}
+	out := Embedded{Listen: DefaultEmbeddedListen}
 	n := resolve(v)
 	if isNull(n) {
 		return out
@@ -863,7 +906,7 @@ func (p *parser) embedded(v *yaml.Node) Embedded {
 	if e, ok := f["store_dir"]; ok {
 		out.StoreDir, _ = p.str(e.v, "nats.embedded.store_dir")
 	}
-	if host, _, err := net.SplitHostPort(out.Listen); err == nil && !natsjs.IsLoopback(host) && host != "" &&
+	if host, _, err := net.SplitHostPort(out.Listen); err == nil && !isLoopback(host) && host != "" &&
 		out.Token == "" && (out.User == "" || out.Password == "") {
 		p.errorf(n, "nats.embedded.listen %q is beyond loopback: anyone who reaches it could publish forged findings; set nats.embedded.user and password (or token), or listen on 127.0.0.1", out.Listen)
 	}
@@ -1005,7 +1048,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	f := p.fields(n, "group", []string{"name", "interval", "rules", "preset", "selector", "by"}, nil)
 	if e, ok := f["name"]; ok {
 		g.Name, _ = p.str(e.v, "name")
-		if g.Name != "" && !alerting.ValidSubjectToken(g.Name) || strings.IndexFunc(g.Name, isSpaceOrControl) >= 0 {
+		if strings.ContainsAny(g.Name, ".*>") || strings.IndexFunc(g.Name, isSpaceOrControl) >= 0 {
 			p.errorf(resolve(e.v), "group name %q must not contain '.', '*', '>', white space or control characters: it is a token of the NATS subjects of its alerts (<prefix>.alerts.<group>.<rule>)", g.Name)
 		} else if g.Name != "" {
 			if line, dup := names[g.Name]; dup {
