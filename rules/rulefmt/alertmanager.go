@@ -23,14 +23,14 @@ const (
 type Alertmanager struct {
 	// URLs are the Alertmanagers' base URLs, e.g. http://127.0.0.1:9093;
 	// /api/v2/alerts is appended.
-	URLs []string `yaml:"urls"`
+	URLs []string
 	// Timeout bounds one request (default 10s).
-	Timeout time.Duration `yaml:"-"`
+	Timeout time.Duration
 	// ResendDelay is how often firing alerts are sent again (default 1m).
-	ResendDelay time.Duration `yaml:"-"`
+	ResendDelay time.Duration
 	// ExternalURL, when set, is the base of each alert's generatorURL.
-	ExternalURL      string                  `yaml:"external_url"`
-	HTTPClientConfig config.HTTPClientConfig `yaml:",inline"`
+	ExternalURL      string
+	HTTPClientConfig config.HTTPClientConfig
 }
 
 var alertmanagerKeys = []string{"urls", "timeout", "resend_delay", "external_url"}

@@ -20,37 +20,37 @@ const (
 // Export says what the daemon serves to other systems besides NATS: its
 // results as Prometheus gauges, and its scale signals to KEDA.
 type Export struct {
-	Metrics MetricsExport `yaml:"metrics"`
-	KEDA    KEDAExport    `yaml:"keda"`
+	Metrics MetricsExport
+	KEDA    KEDAExport
 }
 
 // MetricsExport configures the gauges on /metrics (package promexport).
 type MetricsExport struct {
 	// Enabled (default true) exposes forecasts, scale signals and anomaly
 	// scores on the /metrics of --web.listen-address.
-	Enabled bool `yaml:"enabled"`
+	Enabled bool
 	// MaxSeries caps the series of each family (default 10000).
-	MaxSeries int `yaml:"-"`
+	MaxSeries int
 	// Expiry removes a series not updated for this long (default 15m).
-	Expiry time.Duration `yaml:"-"`
+	Expiry time.Duration
 	// Leads are the forecast leads exposed (default: each forecast's
 	// horizon).
-	Leads []time.Duration `yaml:"-"`
+	Leads []time.Duration
 }
 
 // KEDAExport configures what KEDA reads (package keda).
 type KEDAExport struct {
 	// MetricsAPI (default true) serves /keda/v1/ on --web.listen-address
 	// for KEDA's metrics-api trigger.
-	MetricsAPI bool `yaml:"metrics_api"`
+	MetricsAPI bool
 	// Listen is the host:port of the external scaler's gRPC server
 	// (default "": not served).
-	Listen string `yaml:"listen"`
+	Listen string
 	// MaxTargets, Grace, Forget and MaxStreams are keda.Options'.
-	MaxTargets int           `yaml:"-"`
-	Grace      time.Duration `yaml:"-"`
-	Forget     time.Duration `yaml:"-"`
-	MaxStreams int           `yaml:"-"`
+	MaxTargets int
+	Grace      time.Duration
+	Forget     time.Duration
+	MaxStreams int
 }
 
 func (p *parser) export(kv pair) Export {

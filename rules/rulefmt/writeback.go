@@ -33,33 +33,33 @@ const (
 type Writeback struct {
 	// URL is the write endpoint; one without a path gets the protocol's
 	// default path, /api/v1/import or /api/v1/write.
-	URL string `yaml:"url"`
+	URL string
 	// Protocol is vm_import (the default) or remote_write.
-	Protocol string `yaml:"protocol"`
+	Protocol string
 	// Rules select whose results are written: a rule's name, group/rule or
 	// group/*, with wildcards; empty: every rule.
-	Rules []string `yaml:"rules"`
+	Rules []string
 	// Scores and Forecasts say what is written (default both).
-	Scores    bool `yaml:"scores"`
-	Forecasts bool `yaml:"forecasts"`
+	Scores    bool
+	Forecasts bool
 	// ForecastTime is where forecast samples lie; "": target for
 	// vm_import, origin for remote_write.
-	ForecastTime string `yaml:"forecast_time"`
+	ForecastTime string
 	// Horizons are the forecast leads written; empty: every lead.
-	Horizons []time.Duration `yaml:"-"`
+	Horizons []time.Duration
 	// Timeout bounds a request; BatchDeadline is how long a sample waits
 	// for a request to fill; MaxBackoff caps the wait between retries;
 	// FlushTimeout is how long a stop keeps writing what is queued.
-	Timeout       time.Duration `yaml:"-"`
-	BatchDeadline time.Duration `yaml:"-"`
-	MaxBackoff    time.Duration `yaml:"-"`
-	FlushTimeout  time.Duration `yaml:"-"`
+	Timeout       time.Duration
+	BatchDeadline time.Duration
+	MaxBackoff    time.Duration
+	FlushTimeout  time.Duration
 	// QueueCapacity is how many samples may wait; MaxSamplesPerSend is the
 	// most in one request.
-	QueueCapacity     int `yaml:"queue_capacity"`
-	MaxSamplesPerSend int `yaml:"max_samples_per_send"`
+	QueueCapacity     int
+	MaxSamplesPerSend int
 	// HTTPClientConfig holds basic auth, bearer token, TLS and headers.
-	HTTPClientConfig config.HTTPClientConfig `yaml:",inline"`
+	HTTPClientConfig config.HTTPClientConfig
 }
 
 var writebackKeys = []string{"url", "protocol", "rules", "scores", "forecasts", "forecast_time", "horizons",
