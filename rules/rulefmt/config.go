@@ -141,7 +141,8 @@ type Rule struct {
 	// spikiness or imbalance-across rule's own, a forecast rule's
 	// forecast.expr, a scale rule's scale.replicas; empty for the kinds
 	// whose queries are all in their block (correlate, knee, imbalance of
-	// a and b).
+	// a and b). The kinds table (kinds.go) says it kind by kind, with
+	// Lookback.
 	Expr string
 	// Lookback is the window a window kind judges (default 1h); a forecast
 	// rule's forecast.history; for an anomaly rule, when set, the window
@@ -202,31 +203,6 @@ func (r Rule) Forget() time.Duration {
 	return max(r.AbsentAfter(), forgetSteps*r.Step)
 }
 
-// Kind is what a rule computes. The kinds of findings (anomaly,
-// correlation, decay, knee, spikiness, imbalance) are also the last token
-// of the subject their findings are published on; forecast and scale rules
-// publish forecasts and scale signals instead.
-type Kind string
-
-// The rule kinds, each with its block in the file (an anomaly rule's is
-// detector, which may be left out for the default detector).
-const (
-	KindAnomaly     Kind = "anomaly"
-	KindCorrelation Kind = "correlation"
-	KindDecay       Kind = "decay"
-	KindKnee        Kind = "knee"
-	KindSpikiness   Kind = "spikiness"
-	KindImbalance   Kind = "imbalance"
-	KindForecast    Kind = "forecast"
-	KindScale       Kind = "scale"
-)
-
-// Spec is the settings of one rule kind: *Detector (anomaly), *Correlate,
-// *Decay, *Knee, *Spikiness, *Imbalance, *Forecast or *Scale.
-type Spec interface {
-	Kind() Kind
-}
-
 // Detector is an anomaly rule's detector: its name (default "auto") and its
 // parameters as written, e.g. {"k": "3", "min_points": "20"}.
 type Detector struct {
@@ -239,15 +215,6 @@ type Pos struct {
 	File         string
 	Line, Column int
 }
-
-func (*Detector) Kind() Kind  { return KindAnomaly }
-func (*Correlate) Kind() Kind { return KindCorrelation }
-func (*Decay) Kind() Kind     { return KindDecay }
-func (*Knee) Kind() Kind      { return KindKnee }
-func (*Spikiness) Kind() Kind { return KindSpikiness }
-func (*Imbalance) Kind() Kind { return KindImbalance }
-func (*Forecast) Kind() Kind  { return KindForecast }
-func (*Scale) Kind() Kind     { return KindScale }
 
 // Correlate configures a correlation rule: the series of X and Y are
 // matched by the On labels, Y optionally turned into its jitter (rolling

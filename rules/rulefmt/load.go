@@ -1097,34 +1097,27 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	if hasPreset {
 		g.Rules = mergePresetRules(presetRules, g.Rules)
 	}
-	p.checkScaleRefs(g.Rules, g.Interval)
+	for _, k := range kinds {
+		if k.group != nil {
+			k.group(p, g.Rules, g.Interval)
+		}
+	}
 	p.rule = ""
 	return g, true
-}
-
-// kindBlocks are the rule keys that say what a rule computes, each the
-// block of one kind's settings; a rule has at most one (none: an anomaly
-// rule with the default detector).
-var kindBlocks = []struct {
-	key  string
-	kind Kind
-}{
-	{"detector", KindAnomaly}, {"correlate", KindCorrelation}, {"decay", KindDecay}, {"forecast", KindForecast},
-	{"scale", KindScale}, {"knee", KindKnee}, {"spikiness", KindSpikiness}, {"imbalance", KindImbalance},
 }
 
 var ruleKeys = func() []string {
 	keys := []string{"name", "expr", "lookback", "step", "for", "keep_firing_for", "repeat_interval", "resolve_after_absent",
 		"forget_after", "min_dev", "labels"}
-	for _, b := range kindBlocks {
-		keys = append(keys, b.key)
+	for _, k := range kinds {
+		keys = append(keys, k.block)
 	}
 	return keys
 }()
 
 func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, names map[string]int) (Rule, bool) {
 	p.rule = ""
-	r := Rule{Kind: KindAnomaly, Step: interval, Pos: p.pos(n)}
+	r := Rule{Kind: noBlockKind, Step: interval, Pos: p.pos(n)}
 	r.SpecPos = r.Pos
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "a rule must be a mapping with name, expr and detector, got %s", kind(n))
@@ -1155,50 +1148,28 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	// The kind: the block present, at most one.
 	var block pair
 	var blocks []pair
-	for _, b := range kindBlocks {
-		if kv, ok := f[b.key]; ok {
+	for _, k := range kinds {
+		if kv, ok := f[k.block]; ok {
 			if len(blocks) == 0 {
-				r.Kind, block = b.kind, kv
+				r.Kind, block = k.kind, kv
 			}
 			blocks = append(blocks, kv)
 		}
 	}
+	kf := formatOf(r.Kind)
 	if len(blocks) > 1 {
 		p.errorf(resolve(blocks[1].k), "a rule computes one thing: it has %s and %s; split it into two rules", blocks[0].k.Value, blocks[1].k.Value)
 	}
 	if block.v != nil {
 		r.SpecPos = p.pos(resolve(block.v))
 	}
-	// The blocks whose settings do not depend on the rule's step.
-	switch r.Kind {
-	case KindAnomaly:
-		d := &Detector{Name: DefaultDetector}
-		if block.v != nil {
-			d = p.detector(resolve(block.v))
-		}
-		r.Spec = d
-	case KindCorrelation:
-		r.Spec = p.correlate(resolve(block.v))
-	case KindDecay:
-		r.Spec = p.decay(resolve(block.v))
-	case KindKnee:
-		r.Spec = p.knee(resolve(block.v))
-	case KindSpikiness:
-		r.Spec = p.spikiness(resolve(block.v))
-	case KindImbalance:
-		r.Spec = p.imbalance(resolve(block.v))
+	if kf.read != nil {
+		r.Spec = kf.read(p, resolve(block.v))
 	}
 	// Rules whose queries are all in their block take no expr.
 	ownQueries := ""
-	switch r.Kind {
-	case KindCorrelation:
-		ownQueries = "a correlate rule takes its queries from correlate.x and correlate.y, not expr"
-	case KindKnee:
-		ownQueries = "a knee rule takes its queries from knee.concurrency and knee.qps, not expr"
-	case KindImbalance:
-		if r.Spec.(*Imbalance).Across == "" {
-			ownQueries = "an imbalance rule with a and b takes no expr (or use across: LABEL with expr)"
-		}
+	if kf.noExpr != nil {
+		ownQueries = kf.noExpr(r.Spec)
 	}
 	if e, ok := f["expr"]; ok {
 		if ownQueries != "" {
@@ -1210,19 +1181,12 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		} else if _, err := metricsql.Parse(r.Expr); err != nil {
 			p.errorf(resolve(e.v), "expr %q is not valid MetricsQL: %v", r.Expr, err)
 		}
-	} else if ownQueries == "" && r.Kind != KindForecast && r.Kind != KindScale {
+	} else if ownQueries == "" {
 		p.errorf(n, "a rule needs an expr (a MetricsQL or PromQL query)")
 	}
 	e, ok := f["lookback"]
 	lookbackOK := false
-	// An anomaly rule without a lookback gives its detector the history
-	// that detector asks for (0 here); the other kinds judge a window of
-	// DefaultLookback.
-	defLookback := DefaultLookback
-	if r.Kind == KindAnomaly {
-		defLookback = 0
-	}
-	r.Lookback, lookbackOK = p.positive(e, ok, "lookback", defLookback, false)
+	r.Lookback, lookbackOK = p.positive(e, ok, "lookback", kf.lookback, false)
 	e, stepGiven := f["step"]
 	stepOK := intervalOK
 	if stepGiven {
@@ -1236,9 +1200,8 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		switch {
 		case r.Step > r.Lookback:
 			p.errorf(at, "%s %s must not exceed lookback %s", what, fmtDuration(r.Step), fmtDuration(r.Lookback))
-		case r.Kind == KindAnomaly:
-			// An anomaly rule fetches its history in parts and keeps only
-			// its detectors' state: no bound on points per series.
+		case kf.unbounded:
+			// Fetched in parts: no bound on points per series.
 		case r.Lookback/r.Step > MaxPointsPerQuery || (r.Lookback/r.Step == MaxPointsPerQuery && r.Lookback%r.Step != 0):
 			p.errorf(at, "lookback %s / %s %s gives more than %d points per series; raise step or shorten lookback",
 				fmtDuration(r.Lookback), what, fmtDuration(r.Step), MaxPointsPerQuery)
@@ -1268,16 +1231,8 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	if e, ok := f["labels"]; ok {
 		r.Labels = p.labels(resolve(e.v))
 	}
-	if c, ok := r.Spec.(*Correlate); ok && c.YJitter >= r.Lookback && lookbackOK {
-		p.errorf(resolve(block.v), "correlate.y_jitter %s must be shorter than lookback %s", fmtDuration(c.YJitter), fmtDuration(r.Lookback))
-	}
-	switch r.Kind {
-	case KindForecast:
-		r.Spec = p.forecast(resolve(block.v), r.Step)
-		p.forecastRule(&r, n, f)
-	case KindScale:
-		r.Spec = p.scale(resolve(block.v))
-		p.forecastRule(&r, n, f)
+	if kf.finish != nil {
+		kf.finish(p, &r, ruleNodes{block: resolve(block.v), keys: f, lookbackOK: lookbackOK})
 	}
 	return r, true
 }
