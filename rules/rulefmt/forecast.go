@@ -487,14 +487,15 @@ func (p *parser) checkScaleRefs(rs []Rule, interval time.Duration) {
 
 // forecastRule finishes a forecast or scale rule, once its block is read:
 // the keys of an alerting rule have no meaning for it and are errors (expr
-// is its kind's noExpr), and its query, step and lookback are its block's.
-func (p *parser) forecastRule(r *Rule, f map[string]pair) {
+// is its kind's noExpr; lookback, when set, says where its lookback comes
+// from), and its query, step and lookback are its block's.
+func (p *parser) forecastRule(r *Rule, f map[string]pair, lookback string) {
 	what := "a " + string(r.Kind) + " rule"
 	for _, key := range []string{"lookback", "for", "keep_firing_for", "repeat_interval", "resolve_after_absent", "forget_after", "min_dev"} {
 		if kv, ok := f[key]; ok {
 			msg := "has no " + key
-			if _, ok := r.Spec.(*Forecast); ok && key == "lookback" {
-				msg = "takes its lookback from forecast.history"
+			if key == "lookback" && lookback != "" {
+				msg = lookback
 			}
 			p.errorf(resolve(kv.k), "%s %s: remove %s", what, msg, key)
 		}

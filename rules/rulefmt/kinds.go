@@ -129,7 +129,7 @@ var kinds = []kindFormat{
 		lookback: DefaultLookback,
 		finish: func(p *parser, r *Rule, at ruleNodes) {
 			r.Spec = p.forecast(at.block, r.Step)
-			p.forecastRule(r, at.keys)
+			p.forecastRule(r, at.keys, "takes its lookback from forecast.history")
 		},
 	},
 	{
@@ -142,7 +142,7 @@ var kinds = []kindFormat{
 		lookback: DefaultLookback,
 		finish: func(p *parser, r *Rule, at ruleNodes) {
 			r.Spec = p.scale(at.block)
-			p.forecastRule(r, at.keys)
+			p.forecastRule(r, at.keys, "")
 		},
 		group: (*parser).checkScaleRefs,
 	},
