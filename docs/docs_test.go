@@ -379,37 +379,60 @@ func checkSynopsis(bin string, specs map[string]*commandSpec, words []string) er
 
 var topKeyRE = regexp.MustCompile(`(?m)^([a-z_]+):`)
 
-// TestConfigurations: every complete configuration of the manual (a YAML
-// block with source and groups) passes inferwatch check.
-func TestConfigurations(t *testing.T) {
-	bin := inferwatchBinary(t)
-	dir := t.TempDir()
-	n := 0
+// configuration is a complete configuration of the manual: a YAML block
+// with source and groups.
+type configuration struct {
+	page string // its page, from the repository's root
+	line int    // of its opening fence
+	text string
+}
+
+// isConfiguration says whether a YAML text is a complete configuration:
+// one with source and groups.
+func isConfiguration(text string) bool {
+	keys := map[string]bool{}
+	for _, m := range topKeyRE.FindAllStringSubmatch(text, -1) {
+		keys[m[1]] = true
+	}
+	return keys["source"] && keys["groups"]
+}
+
+// configurations returns the complete configurations of the manual, in
+// the order of the pages and of the blocks in each.
+func configurations(t *testing.T) []configuration {
+	t.Helper()
+	var out []configuration
 	for _, p := range manual(t) {
 		for _, b := range p.blocks {
 			if b.info != "yaml" && b.info != "yml" {
 				continue
 			}
 			text := strings.Join(b.lines, "\n") + "\n"
-			keys := map[string]bool{}
-			for _, m := range topKeyRE.FindAllStringSubmatch(text, -1) {
-				keys[m[1]] = true
-			}
-			if !keys["source"] || !keys["groups"] {
-				continue
-			}
-			n++
-			file := filepath.Join(dir, fmt.Sprintf("config-%d.yml", n))
-			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if out, err := exec.Command(bin, "check", file).CombinedOutput(); err != nil {
-				t.Errorf("%s:%d: the configuration does not pass inferwatch check: %v\n%s", p.path, b.line, err, out)
+			if isConfiguration(text) {
+				out = append(out, configuration{page: p.path, line: b.line, text: text})
 			}
 		}
 	}
-	t.Logf("%d configurations", n)
-	if n == 0 {
+	return out
+}
+
+// TestConfigurations: every complete configuration of the manual (a YAML
+// block with source and groups) passes inferwatch check.
+func TestConfigurations(t *testing.T) {
+	bin := inferwatchBinary(t)
+	dir := t.TempDir()
+	cs := configurations(t)
+	for i, c := range cs {
+		file := filepath.Join(dir, fmt.Sprintf("config-%d.yml", i+1))
+		if err := os.WriteFile(file, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(bin, "check", file).CombinedOutput(); err != nil {
+			t.Errorf("%s:%d: the configuration does not pass inferwatch check: %v\n%s", c.page, c.line, err, out)
+		}
+	}
+	t.Logf("%d configurations", len(cs))
+	if len(cs) == 0 {
 		t.Error("no complete configuration (source and groups) in the manual")
 	}
 }

@@ -52,11 +52,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 // loadConfig reads and checks a configuration completely and builds its
-// rules: the file itself (rulefmt) and what only evaluation can check
-// (detectors, forecast models: rules.Build), reporting every problem. check
-// and run both call it; the daemon evaluates what it returns.
+// rules: the file itself and the outputs' sections (loader) and what only
+// evaluation can check (detectors, forecast models: rules.Build),
+// reporting every problem. check and run both call it; the daemon
+// evaluates what it returns.
 func loadConfig(file string) (*rulefmt.Config, []*rules.Group, error) {
-	cfg, err := rulefmt.Load(file)
+	cfg, err := loader.Load(file)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -714,13 +714,13 @@ func newWriteback(wc *rulefmt.Writeback, logger *slog.Logger, set *metrics.Set) 
 	hc := wc.HTTPClientConfig
 	return writeback.New(writeback.Options{
 		URL:               wc.URL,
-		Protocol:          wc.Protocol,
+		Protocol:          writeback.Protocol(wc.Protocol),
 		HTTPClientConfig:  &hc,
 		Timeout:           wc.Timeout,
 		Rules:             wc.Rules,
 		SkipScores:        !wc.Scores,
 		SkipForecasts:     !wc.Forecasts,
-		ForecastAt:        wc.ForecastTime,
+		ForecastAt:        writeback.ForecastTime(wc.ForecastTime),
 		Horizons:          wc.Horizons,
 		QueueCapacity:     wc.QueueCapacity,
 		MaxSamplesPerSend: wc.MaxSamplesPerSend,

@@ -204,7 +204,7 @@ type tailTarget struct {
 func (f tailFlags) target() (tailTarget, error) {
 	t := tailTarget{url: defaultTailURL, prefix: alerting.DefaultSubjectPrefix, from: "the default; give --nats.url or --config"}
 	if f.configFile != "" {
-		cfg, err := rulefmt.Load(f.configFile)
+		cfg, err := loader.Load(f.configFile)
 		if err != nil {
 			return t, err
 		}

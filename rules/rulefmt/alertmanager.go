@@ -7,8 +7,14 @@ import (
 	"github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
 
-	"github.com/inferwatch/inferwatch/alerting/alertmanager"
 	"github.com/inferwatch/inferwatch/internal/redact"
+)
+
+// Defaults of the alertmanager section: package alerting/alertmanager's
+// own (TestFileDefaultsAreTheOutputs in cmd/inferwatch keeps them equal).
+const (
+	DefaultAlertmanagerTimeout     = 10 * time.Second
+	DefaultAlertmanagerResendDelay = time.Minute
 )
 
 // Alertmanager says where alerts are forwarded: one or more Alertmanagers'
@@ -17,20 +23,20 @@ import (
 type Alertmanager struct {
 	// URLs are the Alertmanagers' base URLs, e.g. http://127.0.0.1:9093;
 	// /api/v2/alerts is appended.
-	URLs []string `yaml:"urls"`
+	URLs []string
 	// Timeout bounds one request (default 10s).
-	Timeout time.Duration `yaml:"-"`
+	Timeout time.Duration
 	// ResendDelay is how often firing alerts are sent again (default 1m).
-	ResendDelay time.Duration `yaml:"-"`
+	ResendDelay time.Duration
 	// ExternalURL, when set, is the base of each alert's generatorURL.
-	ExternalURL      string                  `yaml:"external_url"`
-	HTTPClientConfig config.HTTPClientConfig `yaml:",inline"`
+	ExternalURL      string
+	HTTPClientConfig config.HTTPClientConfig
 }
 
 var alertmanagerKeys = []string{"urls", "timeout", "resend_delay", "external_url"}
 
 func (p *parser) alertmanager(kv pair) *Alertmanager {
-	am := &Alertmanager{Timeout: alertmanager.DefaultTimeout, ResendDelay: alertmanager.DefaultResendDelay,
+	am := &Alertmanager{Timeout: DefaultAlertmanagerTimeout, ResendDelay: DefaultAlertmanagerResendDelay,
 		HTTPClientConfig: config.DefaultHTTPClientConfig}
 	n := resolve(kv.v)
 	if isNull(n) {
@@ -53,20 +59,20 @@ func (p *parser) alertmanager(kv pair) *Alertmanager {
 			if !ok {
 				continue
 			}
-			if err := alertmanager.ValidateURL(u); err != nil {
+			if err := check(p.outputs.AlertmanagerURL, u); err != nil {
 				p.errorf(resolve(item), "alertmanager.urls: %v", err)
 				continue
 			}
 			am.URLs = append(am.URLs, u)
 		}
-		if err := alertmanager.ValidateURLs(am.URLs); err != nil && len(am.URLs) > 1 {
+		if err := check(p.outputs.AlertmanagerURLs, am.URLs); err != nil && len(am.URLs) > 1 {
 			p.errorf(resolve(e.v), "alertmanager.urls: %v", err)
 		}
 	}
 	e, ok = f["timeout"]
-	am.Timeout, _ = p.positive(e, ok, "alertmanager.timeout", alertmanager.DefaultTimeout, false)
+	am.Timeout, _ = p.positive(e, ok, "alertmanager.timeout", DefaultAlertmanagerTimeout, false)
 	e, ok = f["resend_delay"]
-	am.ResendDelay, _ = p.positive(e, ok, "alertmanager.resend_delay", alertmanager.DefaultResendDelay, false)
+	am.ResendDelay, _ = p.positive(e, ok, "alertmanager.resend_delay", DefaultAlertmanagerResendDelay, false)
 	if e, ok := f["external_url"]; ok {
 		am.ExternalURL, _ = p.str(e.v, "alertmanager.external_url")
 		if am.ExternalURL != "" {

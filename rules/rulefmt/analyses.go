@@ -8,23 +8,23 @@ import (
 
 	"github.com/VictoriaMetrics/metricsql"
 	"gopkg.in/yaml.v3"
-
-	"github.com/inferwatch/inferwatch/analysis"
 )
 
-// Defaults of the analysis rules: the analyses' own.
+// Defaults of the analysis rules: the analyses' own (package analysis;
+// TestFileDefaultsAreTheEngines in package rules keeps them equal), but
+// for DefaultDecayMinSlope.
 const (
-	DefaultCorrelateMinAbsR   = analysis.DefaultCouplingMinAbsR
-	DefaultCorrelateMaxP      = analysis.DefaultCouplingMaxP
-	DefaultCorrelateMinPoints = analysis.DefaultCouplingMinN
-	DefaultDecayPeakQuantile  = analysis.DefaultDecayPeakQuantile
+	DefaultCorrelateMinAbsR   = 0.5
+	DefaultCorrelateMaxP      = 0.01
+	DefaultCorrelateMinPoints = 30
+	DefaultDecayPeakQuantile  = 0.99
 	// DefaultDecayMinSlope is a rule's: a trend that pages someone is ten
 	// points of the peak a day, where the offline report's
 	// (analysis.DefaultDecayMinSlope) calls one point a day significant.
 	DefaultDecayMinSlope   = 0.1
-	DefaultDecayMinEta     = analysis.DefaultDecayMinEta
-	DefaultDecayConfidence = analysis.DefaultDecayConfidence
-	DefaultDecayCurrent    = time.Duration(analysis.DefaultDecayCurrent) * time.Millisecond
+	DefaultDecayMinEta     = 0.15
+	DefaultDecayConfidence = 0.95
+	DefaultDecayCurrent    = time.Hour
 )
 
 // number reads a scalar number in [lo, hi] (bounds inclusive unless
@@ -141,13 +141,14 @@ func (p *parser) decay(n *yaml.Node) *Decay {
 	return d
 }
 
-// Defaults of the knee, spikiness and imbalance rules.
+// Defaults of the knee, spikiness and imbalance rules: but for
+// DefaultSpikinessRecent, the analyses' own.
 const (
-	DefaultKneeMargin        = analysis.DefaultKneeMargin
+	DefaultKneeMargin        = 1.0
 	DefaultSpikinessRecent   = 5 * time.Minute
-	DefaultSpikinessFactor   = analysis.DefaultSpikeFactor
-	DefaultImbalanceWarn     = analysis.DefaultImbalanceWarn
-	DefaultImbalanceCritical = analysis.DefaultImbalanceCritical
+	DefaultSpikinessFactor   = 1.2
+	DefaultImbalanceWarn     = 0.2
+	DefaultImbalanceCritical = 0.5
 )
 
 // Knee configures a knee rule: the knee of the QPS-vs-concurrency curve over

@@ -10,82 +10,85 @@ import (
 	"github.com/prometheus/common/config"
 )
 
-// Config is one configuration file.
+// Config is one configuration file. The parser (load.go and one file per
+// section) reads each key into its field by hand, with the key's position
+// for errors; no field is decoded by its name, so the fields carry no
+// yaml tags. docs/configuration.md lists the keys.
 type Config struct {
-	Source Source `yaml:"source"`
-	NATS   NATS   `yaml:"nats"`
+	Source Source
+	NATS   NATS
 	// Alertmanager, when set, forwards alerts to Alertmanagers.
-	Alertmanager *Alertmanager `yaml:"alertmanager"`
+	Alertmanager *Alertmanager
 	// Export configures the autoscaler feeds and the gauges.
-	Export Export `yaml:"export"`
+	Export Export
 	// Writeback, when set, writes scores and forecasts back to a store.
-	Writeback *Writeback `yaml:"writeback"`
-	Groups    []Group    `yaml:"groups"`
+	Writeback *Writeback
+	Groups    []Group
 	// SLOs and Reports are the slos: and reports: sections (reports.go).
-	SLOs    []ServiceLevel `yaml:"-"`
-	Reports []Report       `yaml:"-"`
+	SLOs    []ServiceLevel
+	Reports []Report
 
 	// File is the path the configuration was read from.
-	File string `yaml:"-"`
+	File string
 }
 
 // Source is the Prometheus-compatible HTTP API series are read from.
 type Source struct {
 	// URL is the base URL, e.g. http://127.0.0.1:8428; /api/v1/query_range
 	// is appended to it.
-	URL string `yaml:"url"`
+	URL string
 	// Timeout bounds one HTTP request (default 30s).
-	Timeout time.Duration `yaml:"-"`
+	Timeout time.Duration
 	// EvaluationDelay is how far behind now the newest evaluated point
 	// lies (default 30s: VictoriaMetrics hides the newest 30 s).
-	EvaluationDelay time.Duration `yaml:"-"`
+	EvaluationDelay time.Duration
 	// UsePOST sends queries as POST forms instead of GET.
-	UsePOST bool `yaml:"use_post"`
+	UsePOST bool
 	// MaxResponseBytes, MaxResponseSeries and MaxResponsePoints bound one
 	// answer of the store (0: the defaults, 1 GiB, 200,000 series and 48
 	// million points; -1: no bound); an answer past one is refused without
 	// being read, with an error naming the bound and the query.
-	MaxResponseBytes  int64 `yaml:"-"`
-	MaxResponseSeries int   `yaml:"-"`
-	MaxResponsePoints int   `yaml:"-"`
+	MaxResponseBytes  int64
+	MaxResponseSeries int
+	MaxResponsePoints int
 	// HTTPClientConfig holds basic auth, bearer token, TLS and headers.
-	HTTPClientConfig config.HTTPClientConfig `yaml:",inline"`
+	HTTPClientConfig config.HTTPClientConfig
 }
 
 // NATS says where findings are published.
 type NATS struct {
 	// URL of an external NATS server with JetStream; empty starts an
 	// embedded server.
-	URL string `yaml:"url"`
+	URL string
 	// Subject prefix (default "inferwatch"); findings go to
 	// <prefix>.findings.<kind>.
-	SubjectPrefix string `yaml:"subject_prefix"`
+	SubjectPrefix string
 	// Stream is the JetStream stream over <prefix>.> (default: the prefix
 	// in upper case, e.g. INFERWATCH).
-	Stream string `yaml:"stream"`
+	Stream string
 	// StateBucket is the JetStream key-value bucket that keeps alert
 	// states and the rules' progress across restarts (default:
 	// <stream>_STATE).
-	StateBucket string `yaml:"state_bucket"`
+	StateBucket string
 	// DuplicateWindow is how long JetStream remembers message ids to drop
 	// re-published findings (default 24h).
-	DuplicateWindow time.Duration `yaml:"-"`
+	DuplicateWindow time.Duration
 	// Embedded configures the embedded server, used when URL is empty.
-	Embedded Embedded `yaml:"embedded"`
+	Embedded Embedded
 	// Auth is how the daemon authenticates to an external NATS: at most
 	// one of a .creds file, an NKey seed file, a token, or a user and
 	// password. Secrets may be given in files (token_file,
 	// password_file), read at start.
-	Auth NATSAuth `yaml:"-"`
+	Auth NATSAuth
 	// TLS configures the connection to an external NATS (CA, client
 	// certificate), as Prometheus' tls_config.
-	TLS *config.TLSConfig `yaml:"tls"`
+	TLS *config.TLSConfig
 	// StreamMaxAge, StreamMaxBytes and StreamReplicas bound the stream
 	// (defaults 14d and 1 GiB when inferwatch creates it, 1 replica; on an
 	// existing stream they are applied only when set).
-	StreamMaxAge   time.Duration `yaml:"-"`
-	StreamMaxBytes int64         `yaml:"-"`
-	StreamReplicas int           `yaml:"-"`
+	StreamMaxAge   time.Duration
+	StreamMaxBytes int64
+	StreamReplicas int
 	// OutboxDir keeps findings and alert events on disk, fsynced, until
 	// NATS acknowledges them, so a crash, a restart or a broker outage
 	// loses none ("none": no outbox). Default: <store_dir>/inferwatch-outbox
@@ -93,8 +96,8 @@ type NATS struct {
 	// temporary store, and $XDG_STATE_HOME/inferwatch/outbox/<stream>-<hash
 	// of nats.url> for an external server. OutboxMaxBytes bounds it
 	// (default 256 MiB).
-	OutboxDir      string `yaml:"outbox_dir"`
-	OutboxMaxBytes int64  `yaml:"-"`
+	OutboxDir      string
+	OutboxMaxBytes int64
 }
 
 // NATSAuth is a way of authenticating to NATS.
@@ -108,54 +111,55 @@ type NATSAuth struct {
 type Embedded struct {
 	// Listen is host:port (default 127.0.0.1:14222; port 0 picks a free
 	// one). Beyond loopback it needs User and Password, or Token.
-	Listen string `yaml:"listen"`
+	Listen string
 	// StoreDir is the JetStream store directory (default: a new temporary
 	// directory, removed at exit).
-	StoreDir string `yaml:"store_dir"`
+	StoreDir string
 	// User and Password, or Token, are what its clients must present.
-	User            string        `yaml:"user"`
-	Password, Token config.Secret `yaml:"-"`
+	User            string
+	Password, Token config.Secret
 }
 
 // Group is a set of rules evaluated together on one interval.
 type Group struct {
-	Name     string        `yaml:"name"`
-	Interval time.Duration `yaml:"-"` // default 1m
-	Rules    []Rule        `yaml:"rules"`
+	Name     string
+	Interval time.Duration // default 1m
+	Rules    []Rule
 
 	// Pos is where the group starts in the file.
-	Pos Pos `yaml:"-"`
+	Pos Pos
 }
 
 // Rule is one rule of a group: what it watches (its queries), how (its
 // kind and that kind's Spec), and the settings every kind shares.
 type Rule struct {
-	Name string `yaml:"name"`
+	Name string
 	// Kind is what the rule computes; Spec holds the settings of that kind.
-	Kind Kind `yaml:"-"`
-	Spec Spec `yaml:"-"`
+	Kind Kind
+	Spec Spec
 	// Expr is the query whose series the rule watches: an anomaly, decay,
 	// spikiness or imbalance-across rule's own, a forecast rule's
 	// forecast.expr, a scale rule's scale.replicas; empty for the kinds
 	// whose queries are all in their block (correlate, knee, imbalance of
-	// a and b).
-	Expr string `yaml:"expr"`
+	// a and b). The kinds table (kinds.go) says it kind by kind, with
+	// Lookback.
+	Expr string
 	// Lookback is the window a window kind judges (default 1h); a forecast
 	// rule's forecast.history; for an anomaly rule, when set, the window
 	// its detector scores each point against and the history its first
 	// evaluation fetches (0, the default: the detector's own, see
 	// analysis.NeedsOf).
-	Lookback time.Duration `yaml:"-"`
+	Lookback time.Duration
 	// Step is the resolution of the query (default: the group interval).
-	Step time.Duration `yaml:"-"`
+	Step time.Duration
 	// Labels are added to every finding of the rule.
-	Labels map[string]string `yaml:"labels"`
+	Labels map[string]string
 	// For is how long a breach must last before it fires (default 0: at
 	// the first anomalous point); KeepFiringFor how long a firing alert
 	// stays firing after its last anomalous point (default 0);
 	// RepeatInterval how often a firing alert is announced again (default
 	// 4h; 0: never).
-	For, KeepFiringFor, RepeatInterval time.Duration `yaml:"-"`
+	For, KeepFiringFor, RepeatInterval time.Duration
 	// ResolveAfterAbsent resolves an active alert whose series has had no
 	// point for this long, counted back from the newest point the rule
 	// judged (default: the longest of for plus three steps,
@@ -163,17 +167,17 @@ type Rule struct {
 	// of a series with no point for this long (default: the longer of
 	// resolve_after_absent and twenty steps); a series that comes back
 	// later starts afresh, as a new one.
-	ResolveAfterAbsent, ForgetAfter time.Duration `yaml:"-"`
+	ResolveAfterAbsent, ForgetAfter time.Duration
 	// MinDev is the smallest absolute deviation |value − expected| that
 	// counts as anomalous (default 0), so tiny changes on flat series do
 	// not page anyone.
-	MinDev float64 `yaml:"min_dev"`
+	MinDev float64
 
 	// Pos is where the rule starts in the file; SpecPos where its kind's
 	// block starts (the rule's own position when it has none, as an
 	// anomaly rule with the default detector).
-	Pos     Pos `yaml:"-"`
-	SpecPos Pos `yaml:"-"`
+	Pos     Pos
+	SpecPos Pos
 }
 
 // forgetSteps is how many steps without a point a series' state is kept
@@ -199,31 +203,6 @@ func (r Rule) Forget() time.Duration {
 	return max(r.AbsentAfter(), forgetSteps*r.Step)
 }
 
-// Kind is what a rule computes. The kinds of findings (anomaly,
-// correlation, decay, knee, spikiness, imbalance) are also the last token
-// of the subject their findings are published on; forecast and scale rules
-// publish forecasts and scale signals instead.
-type Kind string
-
-// The rule kinds, each with its block in the file (an anomaly rule's is
-// detector, which may be left out for the default detector).
-const (
-	KindAnomaly     Kind = "anomaly"
-	KindCorrelation Kind = "correlation"
-	KindDecay       Kind = "decay"
-	KindKnee        Kind = "knee"
-	KindSpikiness   Kind = "spikiness"
-	KindImbalance   Kind = "imbalance"
-	KindForecast    Kind = "forecast"
-	KindScale       Kind = "scale"
-)
-
-// Spec is the settings of one rule kind: *Detector (anomaly), *Correlate,
-// *Decay, *Knee, *Spikiness, *Imbalance, *Forecast or *Scale.
-type Spec interface {
-	Kind() Kind
-}
-
 // Detector is an anomaly rule's detector: its name (default "auto") and its
 // parameters as written, e.g. {"k": "3", "min_points": "20"}.
 type Detector struct {
@@ -236,15 +215,6 @@ type Pos struct {
 	File         string
 	Line, Column int
 }
-
-func (*Detector) Kind() Kind  { return KindAnomaly }
-func (*Correlate) Kind() Kind { return KindCorrelation }
-func (*Decay) Kind() Kind     { return KindDecay }
-func (*Knee) Kind() Kind      { return KindKnee }
-func (*Spikiness) Kind() Kind { return KindSpikiness }
-func (*Imbalance) Kind() Kind { return KindImbalance }
-func (*Forecast) Kind() Kind  { return KindForecast }
-func (*Scale) Kind() Kind     { return KindScale }
 
 // Correlate configures a correlation rule: the series of X and Y are
 // matched by the On labels, Y optionally turned into its jitter (rolling

@@ -4,51 +4,59 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+)
 
-	"github.com/inferwatch/inferwatch/alerting/keda"
-	"github.com/inferwatch/inferwatch/alerting/promexport"
+// Defaults of the export section: packages alerting/promexport's and
+// alerting/keda's own (TestFileDefaultsAreTheOutputs in cmd/inferwatch
+// keeps them equal).
+const (
+	DefaultMetricsMaxSeries = 10000
+	DefaultMetricsExpiry    = 15 * time.Minute
+	DefaultKEDAMaxTargets   = 10000
+	DefaultKEDAForget       = time.Hour
+	DefaultKEDAMaxStreams   = 256
 )
 
 // Export says what the daemon serves to other systems besides NATS: its
 // results as Prometheus gauges, and its scale signals to KEDA.
 type Export struct {
-	Metrics MetricsExport `yaml:"metrics"`
-	KEDA    KEDAExport    `yaml:"keda"`
+	Metrics MetricsExport
+	KEDA    KEDAExport
 }
 
 // MetricsExport configures the gauges on /metrics (package promexport).
 type MetricsExport struct {
 	// Enabled (default true) exposes forecasts, scale signals and anomaly
 	// scores on the /metrics of --web.listen-address.
-	Enabled bool `yaml:"enabled"`
+	Enabled bool
 	// MaxSeries caps the series of each family (default 10000).
-	MaxSeries int `yaml:"-"`
+	MaxSeries int
 	// Expiry removes a series not updated for this long (default 15m).
-	Expiry time.Duration `yaml:"-"`
+	Expiry time.Duration
 	// Leads are the forecast leads exposed (default: each forecast's
 	// horizon).
-	Leads []time.Duration `yaml:"-"`
+	Leads []time.Duration
 }
 
 // KEDAExport configures what KEDA reads (package keda).
 type KEDAExport struct {
 	// MetricsAPI (default true) serves /keda/v1/ on --web.listen-address
 	// for KEDA's metrics-api trigger.
-	MetricsAPI bool `yaml:"metrics_api"`
+	MetricsAPI bool
 	// Listen is the host:port of the external scaler's gRPC server
 	// (default "": not served).
-	Listen string `yaml:"listen"`
+	Listen string
 	// MaxTargets, Grace, Forget and MaxStreams are keda.Options'.
-	MaxTargets int           `yaml:"-"`
-	Grace      time.Duration `yaml:"-"`
-	Forget     time.Duration `yaml:"-"`
-	MaxStreams int           `yaml:"-"`
+	MaxTargets int
+	Grace      time.Duration
+	Forget     time.Duration
+	MaxStreams int
 }
 
 func (p *parser) export(kv pair) Export {
 	out := Export{
-		Metrics: MetricsExport{Enabled: true, MaxSeries: promexport.DefaultMaxSeries, Expiry: promexport.DefaultExpiry},
-		KEDA:    KEDAExport{MetricsAPI: true, MaxTargets: keda.DefaultMaxTargets, Forget: keda.DefaultForget, MaxStreams: keda.DefaultMaxStreams},
+		Metrics: MetricsExport{Enabled: true, MaxSeries: DefaultMetricsMaxSeries, Expiry: DefaultMetricsExpiry},
+		KEDA:    KEDAExport{MetricsAPI: true, MaxTargets: DefaultKEDAMaxTargets, Forget: DefaultKEDAForget, MaxStreams: DefaultKEDAMaxStreams},
 	}
 	if kv.v == nil || isNull(resolve(kv.v)) {
 		return out
@@ -68,10 +76,10 @@ func (p *parser) export(kv pair) Export {
 				out.Metrics.Enabled, _ = p.boolean(e.v, "export.metrics.enabled")
 			}
 			if e, ok := g["max_series"]; ok {
-				out.Metrics.MaxSeries = int(p.integer(e, "export.metrics.max_series", promexport.DefaultMaxSeries, 1, 1e7))
+				out.Metrics.MaxSeries = int(p.integer(e, "export.metrics.max_series", DefaultMetricsMaxSeries, 1, 1e7))
 			}
 			e, ok := g["expiry"]
-			out.Metrics.Expiry, _ = p.positive(e, ok, "export.metrics.expiry", promexport.DefaultExpiry, false)
+			out.Metrics.Expiry, _ = p.positive(e, ok, "export.metrics.expiry", DefaultMetricsExpiry, false)
 			if e, ok := g["leads"]; ok {
 				out.Metrics.Leads = p.durations(e.v, "export.metrics.leads")
 			}
@@ -95,15 +103,15 @@ func (p *parser) export(kv pair) Export {
 				}
 			}
 			if e, ok := g["max_targets"]; ok {
-				out.KEDA.MaxTargets = int(p.integer(e, "export.keda.max_targets", keda.DefaultMaxTargets, 1, 1e7))
+				out.KEDA.MaxTargets = int(p.integer(e, "export.keda.max_targets", DefaultKEDAMaxTargets, 1, 1e7))
 			}
 			if e, ok := g["max_streams"]; ok {
-				out.KEDA.MaxStreams = int(p.integer(e, "export.keda.max_streams", keda.DefaultMaxStreams, 1, 1e5))
+				out.KEDA.MaxStreams = int(p.integer(e, "export.keda.max_streams", DefaultKEDAMaxStreams, 1, 1e5))
 			}
 			e, ok := g["grace"]
 			out.KEDA.Grace, _ = p.positive(e, ok, "export.keda.grace", 0, true)
 			e, ok = g["forget"]
-			out.KEDA.Forget, _ = p.positive(e, ok, "export.keda.forget", keda.DefaultForget, false)
+			out.KEDA.Forget, _ = p.positive(e, ok, "export.keda.forget", DefaultKEDAForget, false)
 		}
 	}
 	return out

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/inferwatch/inferwatch/forecasting"
 )
 
 // MaxForecastPoints bounds forecast.history/step. A history longer than
@@ -28,7 +26,7 @@ const (
 	DefaultScaleCooldown            = 5 * time.Minute
 	DefaultScaleHold                = 30 * time.Minute
 	DefaultScaleStartup             = 3 * time.Minute
-	DefaultScaleDownMargin          = forecasting.DefaultScaleDownMargin
+	DefaultScaleDownMargin          = 0.15 // forecasting.DefaultScaleDownMargin
 	MaxScaleDownMargin              = 0.5
 	DefaultScaleGPUMemoryHigh       = 0.8
 	DefaultScaleWaitingPerReplica   = 5
@@ -461,10 +459,10 @@ func (p *parser) labelList(v *yaml.Node, name string) []string {
 // in the default horizon of one that names none (DefaultScaleHorizon, at
 // the group's interval).
 func (p *parser) checkScaleRefs(rs []Rule, interval time.Duration) {
-	kinds := map[string]Kind{}
+	kindOf := map[string]Kind{}
 	specs := map[string]*Forecast{}
 	for _, r := range rs {
-		kinds[r.Name] = r.Kind
+		kindOf[r.Name] = r.Kind
 		if fc, ok := r.Spec.(*Forecast); ok {
 			specs[r.Name] = fc
 		}
@@ -475,7 +473,7 @@ func (p *parser) checkScaleRefs(rs []Rule, interval time.Duration) {
 			continue
 		}
 		p.rule = r.Name
-		switch k, ok := kinds[sc.Forecast]; {
+		switch k, ok := kindOf[sc.Forecast]; {
 		case !ok:
 			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q names no rule of this group; add a forecast rule of that name", sc.Forecast)
 		case k != KindForecast:
@@ -487,25 +485,17 @@ func (p *parser) checkScaleRefs(rs []Rule, interval time.Duration) {
 	p.rule = ""
 }
 
-// forecastRule finishes a forecast or scale rule: rule-level keys that
-// have no meaning for it are errors, and its name must be a single NATS
-// subject token since it ends the subject it is published on.
-func (p *parser) forecastRule(r *Rule, n *yaml.Node, f map[string]pair) {
+// forecastRule finishes a forecast or scale rule, once its block is read:
+// the keys of an alerting rule have no meaning for it and are errors (expr
+// is its kind's noExpr; lookback, when set, says where its lookback comes
+// from), and its query, step and lookback are its block's.
+func (p *parser) forecastRule(r *Rule, f map[string]pair, lookback string) {
 	what := "a " + string(r.Kind) + " rule"
-	for _, key := range []string{"expr", "lookback", "for", "keep_firing_for", "repeat_interval", "resolve_after_absent", "forget_after", "min_dev"} {
+	for _, key := range []string{"lookback", "for", "keep_firing_for", "repeat_interval", "resolve_after_absent", "forget_after", "min_dev"} {
 		if kv, ok := f[key]; ok {
 			msg := "has no " + key
-			switch key {
-			case "expr":
-				if r.Kind == KindForecast {
-					msg = "takes its query from forecast.expr, not expr"
-				} else {
-					msg = "takes its queries from the scale block, not expr"
-				}
-			case "lookback":
-				if r.Kind == KindForecast {
-					msg = "takes its lookback from forecast.history"
-				}
+			if key == "lookback" && lookback != "" {
+				msg = lookback
 			}
 			p.errorf(resolve(kv.k), "%s %s: remove %s", what, msg, key)
 		}

@@ -26,7 +26,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Add([]byte("source: &s {<<: *s}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse(data, "f.yaml")
+		cfg, err := outputs.Parse(data, "f.yaml")
 		if err != nil {
 			var es Errors
 			if !errors.As(err, &es) || len(es) == 0 {

@@ -18,9 +18,6 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
-	"github.com/inferwatch/inferwatch/alerting"
-	"github.com/inferwatch/inferwatch/alerting/natsjs"
-	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
@@ -41,8 +38,9 @@ const (
 	// from its queries.
 	DefaultStaleness = 5 * time.Minute
 	// MaxPointsPerQuery bounds lookback/step: a Prometheus-compatible
-	// store refuses range queries returning more points per series.
-	MaxPointsPerQuery = ingest.MaxPointsPerQuery
+	// store refuses range queries returning more points per series
+	// (Prometheus' limit, which ingest.MaxPointsPerQuery splits queries by).
+	MaxPointsPerQuery = 11_000
 )
 
 // The expansion budget bounds the mapping entries and list items that
@@ -71,9 +69,20 @@ var (
 // included (a log, a dump), may take at about 1 GB.
 const MaxFileSize = 32 << 20
 
-// Load reads and checks the configuration file at path. On failure the
-// error is an Errors value listing every problem with its position.
-func Load(path string) (*Config, error) {
+// Load reads and checks the configuration file at path with the zero
+// Loader: the file format alone, without the outputs' own checks of their
+// sections, which the daemon's loader adds (cmd/inferwatch). On failure
+// the error is an Errors value listing every problem with its position.
+func Load(path string) (*Config, error) { return Loader{}.Load(path) }
+
+// Parse checks the configuration in data, read from file, with the zero
+// Loader: the file format alone (see Loader.Parse).
+func Parse(data []byte, file string) (*Config, error) { return Loader{}.Parse(data, file) }
+
+// Load reads and checks the configuration file at path, the output
+// sections with l.Outputs. On failure the error is an Errors value listing
+// every problem with its position.
+func (l Loader) Load(path string) (*Config, error) {
 	var es Errors
 	f, err := os.Open(path)
 	if err != nil {
@@ -96,7 +105,7 @@ func Load(path string) (*Config, error) {
 		es.Add(Pos{File: path, Line: 1, Column: 1}, "", "", "%s", tooLarge(-1))
 		return nil, es.Err()
 	}
-	return Parse(data, path)
+	return l.Parse(data, path)
 }
 
 // Parse checks the configuration in data, read from file (used in error
@@ -104,8 +113,8 @@ func Load(path string) (*Config, error) {
 // the source's HTTP client configuration). Absent keys get their defaults.
 // On failure the error is an Errors value listing every problem with its
 // position, group and rule.
-func Parse(data []byte, file string) (*Config, error) {
-	p := &parser{file: file}
+func (l Loader) Parse(data []byte, file string) (*Config, error) {
+	p := &parser{file: file, outputs: l.Outputs}
 	cfg := p.parse(data)
 	if err := p.errs.Err(); err != nil {
 		return nil, err
@@ -142,8 +151,9 @@ func fmtSize(n int64) string {
 }
 
 type parser struct {
-	file string
-	errs Errors
+	file    string
+	outputs OutputChecks
+	errs    Errors
 	// group and rule are the names errors are attributed to.
 	group, rule string
 	// budget is what is left of the expansion budget, limit all of it.
@@ -676,11 +686,44 @@ func CheckSourceURL(raw string) error {
 	return nil
 }
 
+// The defaults of the nats section, and how the stream and the state
+// bucket are named when it names none: package alerting/natsjs's own
+// (TestFileDefaultsAreTheOutputs in cmd/inferwatch keeps them equal).
+const (
+	// DefaultSubjectPrefix is the first token of every subject.
+	DefaultSubjectPrefix = "inferwatch"
+	// DefaultDuplicateWindow is how long JetStream remembers message ids.
+	DefaultDuplicateWindow = 24 * time.Hour
+	// DefaultEmbeddedListen is where the embedded server listens: not
+	// NATS' standard 4222, which a NATS server already on the host holds.
+	DefaultEmbeddedListen = "127.0.0.1:14222"
+)
+
+// streamName is the stream of a subject prefix when nats.stream is not
+// set: the prefix upper-cased with '.' and '-' turned into '_'.
+func streamName(prefix string) string {
+	return strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(prefix))
+}
+
+// stateBucket is the state bucket of a stream when nats.state_bucket is
+// not set: <stream>_STATE.
+func stateBucket(stream string) string { return stream + "_STATE" }
+
+// isLoopback reports whether host (a name or an address) is only
+// reachable from this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func (p *parser) nats(kv pair) NATS {
 	out := NATS{
-		SubjectPrefix:   alerting.DefaultSubjectPrefix,
-		DuplicateWindow: natsjs.DefaultDuplicateWindow,
-		Embedded:        Embedded{Listen: natsjs.DefaultEmbeddedListen},
+		SubjectPrefix:   DefaultSubjectPrefix,
+		DuplicateWindow: DefaultDuplicateWindow,
+		Embedded:        Embedded{Listen: DefaultEmbeddedListen},
 	}
 	var prefixNode, streamNode *yaml.Node
 	if kv.v != nil && !isNull(resolve(kv.v)) {
@@ -748,7 +791,7 @@ func (p *parser) nats(kv pair) NATS {
 				out.Stream, _ = p.str(e.v, "nats.stream")
 			}
 			e, ok := f["duplicate_window"]
-			out.DuplicateWindow, _ = p.positive(e, ok, "nats.duplicate_window", natsjs.DefaultDuplicateWindow, false)
+			out.DuplicateWindow, _ = p.positive(e, ok, "nats.duplicate_window", DefaultDuplicateWindow, false)
 			if e, ok := f["embedded"]; ok {
 				out.Embedded = p.embedded(e.v)
 			}
@@ -760,7 +803,7 @@ func (p *parser) nats(kv pair) NATS {
 		prefixOK = false
 	}
 	if out.Stream == "" {
-		out.Stream = natsjs.StreamName(out.SubjectPrefix)
+		out.Stream = streamName(out.SubjectPrefix)
 		if msg := checkStream(out.Stream); msg != "" && prefixOK {
 			p.errorf(prefixNode, "the stream name %q made from nats.subject_prefix %s; set nats.stream", out.Stream, msg)
 		}
@@ -768,7 +811,7 @@ func (p *parser) nats(kv pair) NATS {
 		p.errorf(streamNode, "nats.stream %q %s", out.Stream, msg)
 	}
 	if out.StateBucket == "" {
-		out.StateBucket = natsjs.DefaultStateBucket(out.Stream)
+		out.StateBucket = stateBucket(out.Stream)
 	}
 	return out
 }
@@ -839,7 +882,7 @@ func isSpaceOrControl(r rune) bool {
 }
 
 func (p *parser) embedded(v *yaml.Node) Embedded {
-	out := Embedded{Listen: natsjs.DefaultEmbeddedListen}
+	out := Embedded{Listen: DefaultEmbeddedListen}
 	n := resolve(v)
 	if isNull(n) {
 		return out
@@ -863,7 +906,7 @@ func (p *parser) embedded(v *yaml.Node) Embedded {
 	if e, ok := f["store_dir"]; ok {
 		out.StoreDir, _ = p.str(e.v, "nats.embedded.store_dir")
 	}
-	if host, _, err := net.SplitHostPort(out.Listen); err == nil && !natsjs.IsLoopback(host) && host != "" &&
+	if host, _, err := net.SplitHostPort(out.Listen); err == nil && !isLoopback(host) && host != "" &&
 		out.Token == "" && (out.User == "" || out.Password == "") {
 		p.errorf(n, "nats.embedded.listen %q is beyond loopback: anyone who reaches it could publish forged findings; set nats.embedded.user and password (or token), or listen on 127.0.0.1", out.Listen)
 	}
@@ -1005,7 +1048,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	f := p.fields(n, "group", []string{"name", "interval", "rules", "preset", "selector", "by"}, nil)
 	if e, ok := f["name"]; ok {
 		g.Name, _ = p.str(e.v, "name")
-		if g.Name != "" && !alerting.ValidSubjectToken(g.Name) || strings.IndexFunc(g.Name, isSpaceOrControl) >= 0 {
+		if strings.ContainsAny(g.Name, ".*>") || strings.IndexFunc(g.Name, isSpaceOrControl) >= 0 {
 			p.errorf(resolve(e.v), "group name %q must not contain '.', '*', '>', white space or control characters: it is a token of the NATS subjects of its alerts (<prefix>.alerts.<group>.<rule>)", g.Name)
 		} else if g.Name != "" {
 			if line, dup := names[g.Name]; dup {
@@ -1054,34 +1097,27 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	if hasPreset {
 		g.Rules = mergePresetRules(presetRules, g.Rules)
 	}
-	p.checkScaleRefs(g.Rules, g.Interval)
+	for _, k := range kinds {
+		if k.group != nil {
+			k.group(p, g.Rules, g.Interval)
+		}
+	}
 	p.rule = ""
 	return g, true
-}
-
-// kindBlocks are the rule keys that say what a rule computes, each the
-// block of one kind's settings; a rule has at most one (none: an anomaly
-// rule with the default detector).
-var kindBlocks = []struct {
-	key  string
-	kind Kind
-}{
-	{"detector", KindAnomaly}, {"correlate", KindCorrelation}, {"decay", KindDecay}, {"forecast", KindForecast},
-	{"scale", KindScale}, {"knee", KindKnee}, {"spikiness", KindSpikiness}, {"imbalance", KindImbalance},
 }
 
 var ruleKeys = func() []string {
 	keys := []string{"name", "expr", "lookback", "step", "for", "keep_firing_for", "repeat_interval", "resolve_after_absent",
 		"forget_after", "min_dev", "labels"}
-	for _, b := range kindBlocks {
-		keys = append(keys, b.key)
+	for _, k := range kinds {
+		keys = append(keys, k.block)
 	}
 	return keys
 }()
 
 func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, names map[string]int) (Rule, bool) {
 	p.rule = ""
-	r := Rule{Kind: KindAnomaly, Step: interval, Pos: p.pos(n)}
+	r := Rule{Kind: noBlockKind, Step: interval, Pos: p.pos(n)}
 	r.SpecPos = r.Pos
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "a rule must be a mapping with name, expr and detector, got %s", kind(n))
@@ -1112,50 +1148,28 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	// The kind: the block present, at most one.
 	var block pair
 	var blocks []pair
-	for _, b := range kindBlocks {
-		if kv, ok := f[b.key]; ok {
+	for _, k := range kinds {
+		if kv, ok := f[k.block]; ok {
 			if len(blocks) == 0 {
-				r.Kind, block = b.kind, kv
+				r.Kind, block = k.kind, kv
 			}
 			blocks = append(blocks, kv)
 		}
 	}
+	kf := formatOf(r.Kind)
 	if len(blocks) > 1 {
 		p.errorf(resolve(blocks[1].k), "a rule computes one thing: it has %s and %s; split it into two rules", blocks[0].k.Value, blocks[1].k.Value)
 	}
 	if block.v != nil {
 		r.SpecPos = p.pos(resolve(block.v))
 	}
-	// The blocks whose settings do not depend on the rule's step.
-	switch r.Kind {
-	case KindAnomaly:
-		d := &Detector{Name: DefaultDetector}
-		if block.v != nil {
-			d = p.detector(resolve(block.v))
-		}
-		r.Spec = d
-	case KindCorrelation:
-		r.Spec = p.correlate(resolve(block.v))
-	case KindDecay:
-		r.Spec = p.decay(resolve(block.v))
-	case KindKnee:
-		r.Spec = p.knee(resolve(block.v))
-	case KindSpikiness:
-		r.Spec = p.spikiness(resolve(block.v))
-	case KindImbalance:
-		r.Spec = p.imbalance(resolve(block.v))
+	if kf.read != nil {
+		r.Spec = kf.read(p, resolve(block.v))
 	}
 	// Rules whose queries are all in their block take no expr.
 	ownQueries := ""
-	switch r.Kind {
-	case KindCorrelation:
-		ownQueries = "a correlate rule takes its queries from correlate.x and correlate.y, not expr"
-	case KindKnee:
-		ownQueries = "a knee rule takes its queries from knee.concurrency and knee.qps, not expr"
-	case KindImbalance:
-		if r.Spec.(*Imbalance).Across == "" {
-			ownQueries = "an imbalance rule with a and b takes no expr (or use across: LABEL with expr)"
-		}
+	if kf.noExpr != nil {
+		ownQueries = kf.noExpr(r.Spec)
 	}
 	if e, ok := f["expr"]; ok {
 		if ownQueries != "" {
@@ -1167,19 +1181,12 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		} else if _, err := metricsql.Parse(r.Expr); err != nil {
 			p.errorf(resolve(e.v), "expr %q is not valid MetricsQL: %v", r.Expr, err)
 		}
-	} else if ownQueries == "" && r.Kind != KindForecast && r.Kind != KindScale {
+	} else if ownQueries == "" {
 		p.errorf(n, "a rule needs an expr (a MetricsQL or PromQL query)")
 	}
 	e, ok := f["lookback"]
 	lookbackOK := false
-	// An anomaly rule without a lookback gives its detector the history
-	// that detector asks for (0 here); the other kinds judge a window of
-	// DefaultLookback.
-	defLookback := DefaultLookback
-	if r.Kind == KindAnomaly {
-		defLookback = 0
-	}
-	r.Lookback, lookbackOK = p.positive(e, ok, "lookback", defLookback, false)
+	r.Lookback, lookbackOK = p.positive(e, ok, "lookback", kf.lookback, false)
 	e, stepGiven := f["step"]
 	stepOK := intervalOK
 	if stepGiven {
@@ -1193,9 +1200,8 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		switch {
 		case r.Step > r.Lookback:
 			p.errorf(at, "%s %s must not exceed lookback %s", what, fmtDuration(r.Step), fmtDuration(r.Lookback))
-		case r.Kind == KindAnomaly:
-			// An anomaly rule fetches its history in parts and keeps only
-			// its detectors' state: no bound on points per series.
+		case kf.unbounded:
+			// Fetched in parts: no bound on points per series.
 		case r.Lookback/r.Step > MaxPointsPerQuery || (r.Lookback/r.Step == MaxPointsPerQuery && r.Lookback%r.Step != 0):
 			p.errorf(at, "lookback %s / %s %s gives more than %d points per series; raise step or shorten lookback",
 				fmtDuration(r.Lookback), what, fmtDuration(r.Step), MaxPointsPerQuery)
@@ -1225,16 +1231,8 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 	if e, ok := f["labels"]; ok {
 		r.Labels = p.labels(resolve(e.v))
 	}
-	if c, ok := r.Spec.(*Correlate); ok && c.YJitter >= r.Lookback && lookbackOK {
-		p.errorf(resolve(block.v), "correlate.y_jitter %s must be shorter than lookback %s", fmtDuration(c.YJitter), fmtDuration(r.Lookback))
-	}
-	switch r.Kind {
-	case KindForecast:
-		r.Spec = p.forecast(resolve(block.v), r.Step)
-		p.forecastRule(&r, n, f)
-	case KindScale:
-		r.Spec = p.scale(resolve(block.v))
-		p.forecastRule(&r, n, f)
+	if kf.finish != nil {
+		kf.finish(p, &r, ruleNodes{block: resolve(block.v), keys: f, lookbackOK: lookbackOK})
 	}
 	return r, true
 }

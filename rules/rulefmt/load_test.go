@@ -10,9 +10,23 @@ import (
 	"time"
 
 	"github.com/prometheus/common/config"
+
+	"github.com/inferwatch/inferwatch/alerting/alertmanager"
+	"github.com/inferwatch/inferwatch/alerting/writeback"
 )
 
 const configDir = "../../testdata/config"
+
+// outputs loads as the daemon does (cmd/inferwatch's loader): with the
+// outputs' own checks of their sections, so that the files under
+// testdata/config are judged completely.
+var outputs = Loader{Outputs: OutputChecks{
+	AlertmanagerURL:  alertmanager.ValidateURL,
+	AlertmanagerURLs: alertmanager.ValidateURLs,
+	WritebackURL:     writeback.ValidateURL,
+	WritebackRules:   writeback.ValidateRules,
+	WritebackSelects: writeback.MatchRule,
+}}
 
 func TestLoadGood(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(configDir, "*.good.yaml"))
@@ -24,7 +38,7 @@ func TestLoadGood(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			cfg, err := Load(file)
+			cfg, err := outputs.Load(file)
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -161,7 +175,7 @@ func TestLoadBad(t *testing.T) {
 	for name, want := range badFiles {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join(configDir, name)
-			cfg, err := Load(file)
+			cfg, err := outputs.Load(file)
 			if err == nil {
 				t.Fatalf("Load succeeded: %+v", cfg)
 			}
@@ -187,7 +201,7 @@ func TestLoadBad(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	cfg, err := Parse([]byte(`
+	cfg, err := outputs.Parse([]byte(`
 source: {url: "http://127.0.0.1:8428"}
 groups:
   - name: g
@@ -223,7 +237,7 @@ groups:
 }
 
 func TestStepDefaultsToGroupInterval(t *testing.T) {
-	cfg, err := Parse([]byte(`
+	cfg, err := outputs.Parse([]byte(`
 source: {url: "https://vmselect:8481/select/0/prometheus"}
 groups:
   - name: g
@@ -243,7 +257,7 @@ groups:
 
 func TestFullValues(t *testing.T) {
 	file := filepath.Join(configDir, "full.good.yaml")
-	cfg, err := Load(file)
+	cfg, err := outputs.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +309,7 @@ func TestDerivedStream(t *testing.T) {
 		"inferwatch":          "INFERWATCH",
 		"acme.llm-serving.eu": "ACME_LLM_SERVING_EU",
 	} {
-		cfg, err := Parse([]byte("source: {url: 'http://h:1'}\nnats: {subject_prefix: "+prefix+"}\ngroups: [{name: g, rules: [{name: r, expr: up}]}]\n"), "")
+		cfg, err := outputs.Parse([]byte("source: {url: 'http://h:1'}\nnats: {subject_prefix: "+prefix+"}\ngroups: [{name: g, rules: [{name: r, expr: up}]}]\n"), "")
 		if err != nil {
 			t.Fatalf("%s: %v", prefix, err)
 		}
@@ -306,7 +320,7 @@ func TestDerivedStream(t *testing.T) {
 }
 
 func TestAnchorsAndMergeKeys(t *testing.T) {
-	cfg, err := Load(filepath.Join(configDir, "anchors.good.yaml"))
+	cfg, err := outputs.Load(filepath.Join(configDir, "anchors.good.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +337,7 @@ func TestParseErrors(t *testing.T) {
 	const tail = "groups: [{name: g, rules: [{name: r, expr: up}]}]\n"
 	f := func(name, yml string, want ...string) {
 		t.Helper()
-		_, err := Parse([]byte(yml), "c.yaml")
+		_, err := outputs.Parse([]byte(yml), "c.yaml")
 		if err == nil {
 			t.Errorf("%s: no error", name)
 			return
@@ -388,7 +402,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseDetectorForms(t *testing.T) {
-	cfg, err := Parse([]byte(`source: {url: 'http://h'}
+	cfg, err := outputs.Parse([]byte(`source: {url: 'http://h'}
 groups:
   - name: g
     rules:
@@ -446,7 +460,7 @@ func TestAliasExpansionIsBounded(t *testing.T) {
 	}
 	b.WriteString("source: {url: 'http://h', http_headers: {X: {values: *a7}}}\n")
 	b.WriteString("groups: [{name: g, rules: [{name: r, expr: up}]}]\n")
-	_, err := Parse([]byte(b.String()), "bomb.yaml")
+	_, err := outputs.Parse([]byte(b.String()), "bomb.yaml")
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -457,7 +471,7 @@ func TestAliasExpansionIsBounded(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "absent.yaml")
-	_, err := Load(path)
+	_, err := outputs.Load(path)
 	var es Errors
 	if !errors.As(err, &es) || len(es) != 1 || !strings.HasPrefix(err.Error(), path+": cannot read the configuration") {
 		t.Errorf("err = %v", err)
@@ -500,7 +514,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestDefaultHTTPClientConfigUntouched(t *testing.T) {
-	if _, err := Parse([]byte("source: {url: 'http://h', follow_redirects: false, bearer_token: t}\ngroups: [{name: g, rules: [{name: r, expr: up}]}]\n"), ""); err != nil {
+	if _, err := outputs.Parse([]byte("source: {url: 'http://h', follow_redirects: false, bearer_token: t}\ngroups: [{name: g, rules: [{name: r, expr: up}]}]\n"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if !config.DefaultHTTPClientConfig.FollowRedirects || config.DefaultHTTPClientConfig.Authorization != nil {
@@ -516,14 +530,14 @@ func BenchmarkParseFull(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(data, "full.good.yaml"); err != nil {
+		if _, err := outputs.Parse(data, "full.good.yaml"); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func TestAnalysisRulesAndTheirDefaults(t *testing.T) {
-	cfg, err := Load("../../testdata/config/analyses.good.yaml")
+	cfg, err := outputs.Load("../../testdata/config/analyses.good.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +573,7 @@ func TestAnalysisRulesAndTheirDefaults(t *testing.T) {
 }
 
 func TestWritebackSection(t *testing.T) {
-	cfg, err := Load(filepath.Join(configDir, "writeback.good.yaml"))
+	cfg, err := outputs.Load(filepath.Join(configDir, "writeback.good.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +591,7 @@ func TestWritebackSection(t *testing.T) {
 	if w.HTTPClientConfig.BasicAuth == nil || w.HTTPClientConfig.BasicAuth.PasswordFile != filepath.Join(configDir, "wb-password") {
 		t.Errorf("basic_auth %+v: the password file is not relative to the configuration", w.HTTPClientConfig.BasicAuth)
 	}
-	cfg, err = Load(filepath.Join(configDir, "minimal.good.yaml"))
+	cfg, err = outputs.Load(filepath.Join(configDir, "minimal.good.yaml"))
 	if err != nil || cfg.Writeback != nil {
 		t.Errorf("without the section: %v, %+v", err, cfg.Writeback)
 	}

@@ -1,14 +1,15 @@
 package rulefmt
 
 import (
+	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/VictoriaMetrics/metricsql"
 	"gopkg.in/yaml.v3"
 )
 
@@ -341,19 +342,37 @@ func parseSelector(s string) (string, error) {
 	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
 		return "", fmt.Errorf("selector %q is not a series selector%s", s, hint)
 	}
-	sel, err := ingest.ParseSelector(s)
-	if err != nil {
-		return "", fmt.Errorf("selector %q is not a valid series selector: %v%s", s, strings.TrimPrefix(err.Error(), strconv.Quote(s)+" is not a series selector: "), hint)
+	bad := func(why string) error {
+		return fmt.Errorf("selector %q is not a valid series selector: %s%s", s, why, hint)
 	}
-	if len(sel.Groups()) != 1 || len(sel.Groups()[0]) == 0 {
+	e, err := metricsql.Parse(s)
+	if err != nil {
+		return "", bad(err.Error())
+	}
+	me, ok := e.(*metricsql.MetricExpr)
+	if !ok {
+		return "", bad(`want a metric name and/or label matchers, e.g. vllm:num_requests_running{pod="p0"}`)
+	}
+	for _, group := range me.LabelFilterss {
+		for _, lf := range group {
+			if !lf.IsRegexp {
+				continue
+			}
+			// Anchored, as the store matches it.
+			if _, err := regexp.Compile("^(?:" + lf.Value + ")$"); err != nil {
+				return "", bad(fmt.Sprintf("%q: label %s: bad regular expression: %v", s, cmp.Or(lf.Label, "__name__"), err))
+			}
+		}
+	}
+	if len(me.LabelFilterss) != 1 || len(me.LabelFilterss[0]) == 0 {
 		return "", fmt.Errorf("selector %q must be one group of label matchers, without \"or\"%s", s, hint)
 	}
-	parts := make([]string, 0, len(sel.Groups()[0]))
-	for _, m := range sel.Groups()[0] {
-		if m.Name == "__name__" {
+	parts := make([]string, 0, len(me.LabelFilterss[0]))
+	for _, lf := range me.LabelFilterss[0] {
+		if lf.Label == "" || lf.Label == "__name__" {
 			return "", fmt.Errorf("selector %q must not name a metric: the preset's queries name their own metrics%s", s, hint)
 		}
-		parts = append(parts, m.String())
+		parts = append(parts, string(lf.AppendString(nil)))
 	}
 	return "{" + strings.Join(parts, ", ") + "}", nil
 }

@@ -5,8 +5,26 @@ import (
 
 	"github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
+)
 
-	"github.com/inferwatch/inferwatch/alerting/writeback"
+// The values of writeback.protocol and writeback.forecast_time, as
+// package alerting/writeback names them.
+const (
+	ProtocolVMImport    = "vm_import"
+	ProtocolRemoteWrite = "remote_write"
+	ForecastAtTarget    = "target"
+	ForecastAtOrigin    = "origin"
+)
+
+// Defaults of the writeback section: package alerting/writeback's own
+// (TestFileDefaultsAreTheOutputs in cmd/inferwatch keeps them equal).
+const (
+	DefaultWritebackTimeout           = 30 * time.Second
+	DefaultWritebackBatchDeadline     = 5 * time.Second
+	DefaultWritebackMaxBackoff        = 10 * time.Second
+	DefaultWritebackFlushTimeout      = 10 * time.Second
+	DefaultWritebackQueueCapacity     = 100_000
+	DefaultWritebackMaxSamplesPerSend = 2000
 )
 
 // Writeback says where the rules' scores and forecasts are written back
@@ -15,33 +33,33 @@ import (
 type Writeback struct {
 	// URL is the write endpoint; one without a path gets the protocol's
 	// default path, /api/v1/import or /api/v1/write.
-	URL string `yaml:"url"`
+	URL string
 	// Protocol is vm_import (the default) or remote_write.
-	Protocol writeback.Protocol `yaml:"protocol"`
+	Protocol string
 	// Rules select whose results are written: a rule's name, group/rule or
 	// group/*, with wildcards; empty: every rule.
-	Rules []string `yaml:"rules"`
+	Rules []string
 	// Scores and Forecasts say what is written (default both).
-	Scores    bool `yaml:"scores"`
-	Forecasts bool `yaml:"forecasts"`
+	Scores    bool
+	Forecasts bool
 	// ForecastTime is where forecast samples lie; "": target for
 	// vm_import, origin for remote_write.
-	ForecastTime writeback.ForecastTime `yaml:"forecast_time"`
+	ForecastTime string
 	// Horizons are the forecast leads written; empty: every lead.
-	Horizons []time.Duration `yaml:"-"`
+	Horizons []time.Duration
 	// Timeout bounds a request; BatchDeadline is how long a sample waits
 	// for a request to fill; MaxBackoff caps the wait between retries;
 	// FlushTimeout is how long a stop keeps writing what is queued.
-	Timeout       time.Duration `yaml:"-"`
-	BatchDeadline time.Duration `yaml:"-"`
-	MaxBackoff    time.Duration `yaml:"-"`
-	FlushTimeout  time.Duration `yaml:"-"`
+	Timeout       time.Duration
+	BatchDeadline time.Duration
+	MaxBackoff    time.Duration
+	FlushTimeout  time.Duration
 	// QueueCapacity is how many samples may wait; MaxSamplesPerSend is the
 	// most in one request.
-	QueueCapacity     int `yaml:"queue_capacity"`
-	MaxSamplesPerSend int `yaml:"max_samples_per_send"`
+	QueueCapacity     int
+	MaxSamplesPerSend int
 	// HTTPClientConfig holds basic auth, bearer token, TLS and headers.
-	HTTPClientConfig config.HTTPClientConfig `yaml:",inline"`
+	HTTPClientConfig config.HTTPClientConfig
 }
 
 var writebackKeys = []string{"url", "protocol", "rules", "scores", "forecasts", "forecast_time", "horizons",
@@ -59,16 +77,16 @@ func (p *parser) writeback(kv pair, groups []Group) *Writeback {
 		return nil
 	}
 	w := &Writeback{
-		Protocol: writeback.VMImport, Scores: true, Forecasts: true,
-		Timeout: writeback.DefaultTimeout, BatchDeadline: writeback.DefaultBatchDeadline,
-		MaxBackoff: writeback.DefaultBackoffMax, FlushTimeout: writeback.DefaultFlushTimeout,
-		QueueCapacity: writeback.DefaultQueueCapacity, MaxSamplesPerSend: writeback.DefaultMaxSamplesPerSend,
+		Protocol: ProtocolVMImport, Scores: true, Forecasts: true,
+		Timeout: DefaultWritebackTimeout, BatchDeadline: DefaultWritebackBatchDeadline,
+		MaxBackoff: DefaultWritebackMaxBackoff, FlushTimeout: DefaultWritebackFlushTimeout,
+		QueueCapacity: DefaultWritebackQueueCapacity, MaxSamplesPerSend: DefaultWritebackMaxSamplesPerSend,
 		HTTPClientConfig: config.DefaultHTTPClientConfig,
 	}
 	f := p.fieldsWithHTTP(n, "writeback", writebackKeys, &w.HTTPClientConfig)
 	if e, ok := f["url"]; ok {
 		w.URL, _ = p.str(e.v, "writeback.url")
-		if err := writeback.ValidateURL(w.URL); err != nil {
+		if err := check(p.outputs.WritebackURL, w.URL); err != nil {
 			p.errorf(resolve(e.v), "writeback.url: %v", err)
 		}
 	} else {
@@ -76,9 +94,9 @@ func (p *parser) writeback(kv pair, groups []Group) *Writeback {
 	}
 	if e, ok := f["protocol"]; ok {
 		s, _ := p.str(e.v, "writeback.protocol")
-		switch pr := writeback.Protocol(s); pr {
-		case writeback.VMImport, writeback.RemoteWrite:
-			w.Protocol = pr
+		switch s {
+		case ProtocolVMImport, ProtocolRemoteWrite:
+			w.Protocol = s
 		default:
 			p.errorf(resolve(e.v), "writeback.protocol %q is not vm_import or remote_write", s)
 		}
@@ -92,11 +110,11 @@ func (p *parser) writeback(kv pair, groups []Group) *Writeback {
 				if !ok {
 					continue
 				}
-				if err := writeback.ValidateRules([]string{s}); err != nil {
+				if err := check(p.outputs.WritebackRules, []string{s}); err != nil {
 					p.errorf(resolve(item), "%v", err)
 					continue
 				}
-				if !selectsAny(s, groups) {
+				if selects := p.outputs.WritebackSelects; selects != nil && !selectsAny(selects, s, groups) {
 					p.errorf(resolve(item), "writeback.rules: %q selects no rule of this file; write a rule's name, group/rule or group/*", s)
 				}
 				w.Rules = append(w.Rules, s)
@@ -114,9 +132,9 @@ func (p *parser) writeback(kv pair, groups []Group) *Writeback {
 	}
 	if e, ok := f["forecast_time"]; ok {
 		s, _ := p.str(e.v, "writeback.forecast_time")
-		switch ft := writeback.ForecastTime(s); ft {
-		case writeback.AtTarget, writeback.AtOrigin:
-			w.ForecastTime = ft
+		switch s {
+		case ForecastAtTarget, ForecastAtOrigin:
+			w.ForecastTime = s
 		default:
 			p.errorf(resolve(e.v), "writeback.forecast_time %q is not target or origin", s)
 		}
@@ -125,18 +143,18 @@ func (p *parser) writeback(kv pair, groups []Group) *Writeback {
 		w.Horizons = p.durations(e.v, "writeback.horizons")
 	}
 	e, ok := f["timeout"]
-	w.Timeout, _ = p.positive(e, ok, "writeback.timeout", writeback.DefaultTimeout, false)
+	w.Timeout, _ = p.positive(e, ok, "writeback.timeout", DefaultWritebackTimeout, false)
 	e, ok = f["batch_deadline"]
-	w.BatchDeadline, _ = p.positive(e, ok, "writeback.batch_deadline", writeback.DefaultBatchDeadline, false)
+	w.BatchDeadline, _ = p.positive(e, ok, "writeback.batch_deadline", DefaultWritebackBatchDeadline, false)
 	e, ok = f["max_backoff"]
-	w.MaxBackoff, _ = p.positive(e, ok, "writeback.max_backoff", writeback.DefaultBackoffMax, false)
+	w.MaxBackoff, _ = p.positive(e, ok, "writeback.max_backoff", DefaultWritebackMaxBackoff, false)
 	e, ok = f["flush_timeout"]
-	w.FlushTimeout, _ = p.positive(e, ok, "writeback.flush_timeout", writeback.DefaultFlushTimeout, false)
+	w.FlushTimeout, _ = p.positive(e, ok, "writeback.flush_timeout", DefaultWritebackFlushTimeout, false)
 	if e, ok := f["queue_capacity"]; ok {
-		w.QueueCapacity = int(p.integer(e, "writeback.queue_capacity", writeback.DefaultQueueCapacity, 1, 1e9))
+		w.QueueCapacity = int(p.integer(e, "writeback.queue_capacity", DefaultWritebackQueueCapacity, 1, 1e9))
 	}
 	if e, ok := f["max_samples_per_send"]; ok {
-		w.MaxSamplesPerSend = int(p.integer(e, "writeback.max_samples_per_send", writeback.DefaultMaxSamplesPerSend, 1, 1e7))
+		w.MaxSamplesPerSend = int(p.integer(e, "writeback.max_samples_per_send", DefaultWritebackMaxSamplesPerSend, 1, 1e7))
 	}
 	if err := w.HTTPClientConfig.Validate(); err != nil {
 		p.errorf(n, "writeback: %v", err)
@@ -147,10 +165,10 @@ func (p *parser) writeback(kv pair, groups []Group) *Writeback {
 // selectsAny reports whether the writeback.rules entry sel selects a rule
 // of groups: one that selects none is most likely a typo, which would
 // write nothing.
-func selectsAny(sel string, groups []Group) bool {
+func selectsAny(selects func(sel, group, rule string) bool, sel string, groups []Group) bool {
 	for _, g := range groups {
 		for _, r := range g.Rules {
-			if writeback.MatchRule(sel, g.Name, r.Name) {
+			if selects(sel, g.Name, r.Name) {
 				return true
 			}
 		}
