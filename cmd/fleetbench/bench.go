@@ -245,7 +245,8 @@ func (b *bench) afterRestart(ctx context.Context, st *store, dir string, res *ca
 	if err != nil {
 		return fmt.Errorf("C export after a restart: %w", err)
 	}
-	res.CExportRestart = &m
+	exp := m
+	res.CExportRestart = &exp
 	b.log.measured(c, "C export after a restart", 0, m)
 	if _, err := st.catchUp(ctx); err != nil {
 		return fmt.Errorf("writing the new points: %w", err)
