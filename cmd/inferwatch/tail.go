@@ -553,67 +553,39 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 	var err error
 	switch ev.Type {
 	case alerting.FindingEventType:
-		var d struct {
-			Kind, Group, Rule, Series, Severity string
-			WindowStart                         time.Time `json:"window_start"`
-			WindowEnd                           time.Time `json:"window_end"`
-			Value, Expected, Lower, Upper       nullNum
-			Score                               nullNum
-		}
+		var d alerting.Finding
 		if err = json.Unmarshal(ev.Data, &d); err == nil {
 			return head(d.Kind, ansiBold, d.Severity, d.Group+"/"+d.Rule, d.Series) +
 				p.measure(d.Value, d.Expected, d.Lower, d.Upper, d.Score, d.WindowEnd.Sub(d.WindowStart))
 		}
 	case alerting.AlertEventType:
-		var d struct {
-			Status, Group, Rule, Series, Severity string
-			ActiveAt                              time.Time  `json:"active_at"`
-			ResolvedAt                            *time.Time `json:"resolved_at"`
-			Time                                  time.Time
-			Value, Expected, Lower, Upper         nullNum
-			Score                                 nullNum
-			Reason                                string
-			LastSeenAt                            *time.Time `json:"last_seen_at"`
-			LastValue                             nullNum    `json:"last_value"`
-		}
+		var d alerting.AlertData
 		if err = json.Unmarshal(ev.Data, &d); err == nil {
 			end := d.Time
 			if d.ResolvedAt != nil {
 				end = *d.ResolvedAt
 			}
-			line := head(d.Status, statusColours[d.Status], d.Severity, d.Group+"/"+d.Rule, d.Series) +
-				p.measure(d.Value, d.Expected, d.Lower, d.Upper, d.Score, end.Sub(d.ActiveAt))
-			if d.Reason == string(alerting.ReasonAbsent) && d.LastSeenAt != nil {
-				line += fmt.Sprintf("; absent since %s (last %s)", d.LastSeenAt.UTC().Format(time.RFC3339), fmtNumber(d.LastValue))
+			line := head(string(d.Status), statusColours[string(d.Status)], d.Severity, d.Group+"/"+d.Rule, d.Series) +
+				p.measure(float64(d.Value), float64(d.Expected), float64(d.Lower), float64(d.Upper), float64(d.Score), end.Sub(d.ActiveAt))
+			if d.Reason == alerting.ReasonAbsent && d.LastSeenAt != nil {
+				line += fmt.Sprintf("; absent since %s (last %s)", d.LastSeenAt.UTC().Format(time.RFC3339), fmtNumber(float64(d.LastValue)))
 			}
 			return line
 		}
 	case alerting.ForecastEventType:
-		var d struct {
-			Group, Rule, Series, Model, Fallback string
-			Origin                               time.Time
-			LastValue                            nullNum `json:"last_value"`
-			HorizonSeconds                       float64 `json:"horizon_seconds"`
-			Level                                float64
-			Points                               []struct {
-				Mean, Lower, Upper nullNum
-			}
-			Peak      nullNum
-			PeakTime  time.Time `json:"peak_time"`
-			UpperPeak nullNum   `json:"upper_peak"`
-		}
+		var d alerting.ForecastData
 		if err = json.Unmarshal(ev.Data, &d); err == nil {
-			s := "now " + fmtNumber(d.LastValue)
+			s := "now " + fmtNumber(float64(d.LastValue))
 			if n := len(d.Points); n > 0 {
 				last := d.Points[n-1]
-				s += fmt.Sprintf(", +%s %s", fmtDur(time.Duration(d.HorizonSeconds*float64(time.Second))), fmtNumber(last.Mean))
-				if defined(last.Lower) || defined(last.Upper) {
-					s += fmt.Sprintf(" (%s%% %s…%s)", strconv.FormatFloat(100*d.Level, 'g', -1, 64), fmtNumber(last.Lower), fmtNumber(last.Upper))
+				s += fmt.Sprintf(", +%s %s", fmtDur(time.Duration(d.HorizonSeconds*float64(time.Second))), fmtNumber(float64(last.Mean)))
+				if defined(float64(last.Lower)) || defined(float64(last.Upper)) {
+					s += fmt.Sprintf(" (%s%% %s…%s)", strconv.FormatFloat(100*d.Level, 'g', -1, 64), fmtNumber(float64(last.Lower)), fmtNumber(float64(last.Upper)))
 				}
 			}
-			s += fmt.Sprintf(", peak %s at +%s", fmtNumber(d.Peak), fmtDur(d.PeakTime.Sub(d.Origin)))
-			if defined(d.UpperPeak) {
-				s += " (upper " + fmtNumber(d.UpperPeak) + ")"
+			s += fmt.Sprintf(", peak %s at +%s", fmtNumber(float64(d.Peak)), fmtDur(d.PeakTime.Sub(d.Origin)))
+			if defined(float64(d.UpperPeak)) {
+				s += " (upper " + fmtNumber(float64(d.UpperPeak)) + ")"
 			}
 			s += ", model " + d.Model
 			if d.Fallback != "" {
@@ -622,24 +594,17 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 			return head("forecast", ansiBlue, "", d.Group+"/"+d.Rule, d.Series) + s
 		}
 	case alerting.ScaleEventType:
-		var d struct {
-			Group, Rule, Target, Reason string
-			Desired                     int  `json:"desired_replicas"`
-			Previous                    *int `json:"previous_desired_replicas"`
-			Observed                    int  `json:"current_replicas"`
-			Known                       bool `json:"current_known"`
-			Tier                        int
-		}
+		var d alerting.ScaleData
 		if err = json.Unmarshal(ev.Data, &d); err == nil {
 			observed, previous := "observed unknown", "first decision"
-			if d.Known {
-				observed = "observed " + strconv.Itoa(d.Observed)
+			if d.CurrentKnown {
+				observed = "observed " + strconv.Itoa(d.CurrentReplicas)
 			}
-			if d.Previous != nil {
-				previous = "previous " + strconv.Itoa(*d.Previous)
+			if d.PreviousDesiredReplicas != nil {
+				previous = "previous " + strconv.Itoa(*d.PreviousDesiredReplicas)
 			}
 			return head("scale", ansiCyan, "", d.Group+"/"+d.Rule, d.Target) +
-				fmt.Sprintf("desired %s (%s, %s), tier %d. %s", p.paint(ansiBold, strconv.Itoa(d.Desired)), observed, previous, d.Tier, d.Reason)
+				fmt.Sprintf("desired %s (%s, %s), tier %d. %s", p.paint(ansiBold, strconv.Itoa(d.DesiredReplicas)), observed, previous, d.Tier, d.Reason)
 		}
 	default:
 		what := strings.TrimSuffix(strings.TrimPrefix(ev.Type, "io.inferwatch."), ".v1")
@@ -650,15 +615,15 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 
 // measure is the value against the band: "12.2 above 5.71…8.07
 // (expected 6.89), score 4.47, for 2m".
-func (p *tailPrinter) measure(v, expected, lower, upper, score nullNum, active time.Duration) string {
+func (p *tailPrinter) measure(v, expected, lower, upper, score float64, active time.Duration) string {
 	s := fmtNumber(v)
 	lo, hi := defined(lower), defined(upper)
 	if lo || hi {
 		rel := "within"
 		switch {
-		case hi && float64(v) > float64(upper):
+		case hi && v > upper:
 			rel = p.paint(ansiBold, "above")
-		case lo && float64(v) < float64(lower):
+		case lo && v < lower:
 			rel = p.paint(ansiBold, "below")
 		}
 		band := fmtNumber(lower) + "…" + fmtNumber(upper)
@@ -680,28 +645,13 @@ func (p *tailPrinter) measure(v, expected, lower, upper, score nullNum, active t
 	return s
 }
 
-// nullNum is a number that decodes null (an undefined figure) as NaN.
-type nullNum float64
-
-func (n *nullNum) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = nullNum(math.NaN())
-		return nil
-	}
-	var f float64
-	err := json.Unmarshal(b, &f)
-	*n = nullNum(f)
-	return err
-}
-
-func defined(n nullNum) bool { return !math.IsNaN(float64(n)) && !math.IsInf(float64(n), 0) }
+func defined(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // fmtNumber writes four significant digits, whole numbers up to 15
 // digits as they are, and — for an undefined figure.
-func fmtNumber(n nullNum) string {
-	x := float64(n)
+func fmtNumber(x float64) string {
 	switch {
-	case !defined(n):
+	case !defined(x):
 		return "—"
 	case x == math.Trunc(x) && math.Abs(x) < 1e15:
 		return strconv.FormatFloat(x, 'f', 0, 64)

@@ -443,7 +443,7 @@ func TestTailFormats(t *testing.T) {
 		x    float64
 		want string
 	}{{50, "50"}, {12.158333, "12.16"}, {0.000123456, "0.0001235"}, {12345.6, "12346"}, {-3, "-3"}, {math.NaN(), "—"}, {math.Inf(-1), "—"}, {1e20, "1e+20"}} {
-		if got := fmtNumber(nullNum(c.x)); got != c.want {
+		if got := fmtNumber(c.x); got != c.want {
 			t.Errorf("fmtNumber(%v) = %q, want %q", c.x, got, c.want)
 		}
 	}
