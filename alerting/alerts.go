@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -505,7 +506,7 @@ func (l *Lifecycle) save(ctx context.Context, states map[string][]byte) {
 	}
 	l.mu.Lock()
 	for k := range states {
-		if !contains(failed, k) {
+		if !slices.Contains(failed, k) {
 			delete(l.dirty, k)
 			delete(l.ended, k)
 		}
@@ -567,15 +568,6 @@ func (a *Alert) evidence() time.Time {
 		}
 	}
 	return t
-}
-
-func contains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Firing returns the alerts that are firing now, as events with status

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // Align puts two series on a common time grid so they can be compared point
@@ -61,7 +63,7 @@ func Resample(ts []int64, vs []float64, step int64) (t []int64, v []float64) {
 	}
 	order := make([]int, 0, len(ts))
 	for i, x := range vs {
-		if isFinite(x) {
+		if num.Finite(x) {
 			order = append(order, i)
 		}
 	}
@@ -100,17 +102,11 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// isFinite reports whether x is neither NaN nor ±Inf. Prometheus staleness
-// markers are NaNs and so are not finite either.
-// x − x is 0 for every finite x and NaN for NaN and ±Inf: one subtraction
-// instead of two classifications.
-func isFinite(x float64) bool { return x-x == 0 }
-
 // finite returns the finite values of xs in a new slice.
 func finite(xs []float64) []float64 {
 	out := make([]float64, 0, len(xs))
 	for _, x := range xs {
-		if isFinite(x) {
+		if num.Finite(x) {
 			out = append(out, x)
 		}
 	}
@@ -122,7 +118,7 @@ func finite(xs []float64) []float64 {
 func meanFinite(xs []float64) (float64, int) {
 	sum, n := 0.0, 0
 	for _, x := range xs {
-		if isFinite(x) {
+		if num.Finite(x) {
 			sum += x
 			n++
 		}

@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // Defaults of AutoConfig. K, P and the phase test's PhaseK and PhaseFit
@@ -600,34 +601,7 @@ func (a *Auto) Mode(t int64) string {
 // fmtMs writes a span of ms as a short duration: 7d2h, 45h, 2h30m, 15m,
 // 30s (rounded to the second; to the minute from an hour, to the hour
 // from two days).
-func fmtMs(ms int64) string { return FormatSpan(time.Duration(ms) * time.Millisecond) }
-
-// FormatSpan writes a duration briefly, as messages about history give it:
-// 7d2h, 45h, 2h30m, 15m, 30s (rounded to the second; to the minute from an
-// hour, to the hour from two days).
-func FormatSpan(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d >= 48*time.Hour:
-		d = d.Round(time.Hour)
-	case d >= time.Hour:
-		d = d.Round(time.Minute)
-	default:
-		d = d.Round(time.Second)
-	}
-	var b strings.Builder
-	for _, u := range []struct {
-		d    time.Duration
-		name string
-	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
-		if d >= u.d && (u.d != 24*time.Hour || d >= 48*time.Hour) {
-			fmt.Fprintf(&b, "%d%s", d/u.d, u.name)
-			d %= u.d
-		}
-	}
-	return b.String()
-}
+func fmtMs(ms int64) string { return dur.Approx(time.Duration(ms) * time.Millisecond) }
 
 // tailZ is the normal quantile the tails U and L are read as, with closed
 // bins in the extremes and the open bin among them when open: Φ⁻¹(1 −

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // Correlation is a correlation coefficient with its significance.
@@ -34,7 +36,7 @@ func Pearson(x, y []float64) Correlation {
 	n := 0
 	for i, a := range x {
 		b := y[i]
-		if isFinite(a) && isFinite(b) {
+		if num.Finite(a) && num.Finite(b) {
 			sx += a
 			sy += b
 			n++
@@ -57,7 +59,7 @@ func Pearson(x, y []float64) Correlation {
 	} else {
 		for i, a := range x {
 			b := y[i]
-			if isFinite(a) && isFinite(b) {
+			if num.Finite(a) && num.Finite(b) {
 				dx, dy := a-mx, b-my
 				sxy += dx * dy
 				sxx += dx * dx
@@ -80,7 +82,7 @@ func Spearman(x, y []float64) Correlation {
 	fx := make([]float64, 0, len(x))
 	fy := make([]float64, 0, len(y))
 	for i, a := range x {
-		if isFinite(a) && isFinite(y[i]) {
+		if num.Finite(a) && num.Finite(y[i]) {
 			fx = append(fx, a)
 			fy = append(fy, y[i])
 		}
@@ -379,7 +381,7 @@ func PairwisePearson(series [][]float64, fn func(i, j int, c Correlation)) {
 func standardize(x []float64) []float64 {
 	sum := 0.0
 	for _, v := range x {
-		if !isFinite(v) {
+		if !num.Finite(v) {
 			return nil
 		}
 		sum += v

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/internal/order"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -59,7 +60,7 @@ func TheilSen(x, y []float64, confidence float64) (TheilSenFit, error) {
 	}
 	var xs, ys []float64
 	for i, a := range x {
-		if isFinite(a) && isFinite(y[i]) {
+		if num.Finite(a) && num.Finite(y[i]) {
 			xs = append(xs, a)
 			ys = append(ys, y[i])
 		}
@@ -258,7 +259,7 @@ func ThroughputDecay(t []int64, throughput []float64, c DecayConfig) (Decay, err
 	if peak == 0 {
 		var ref []float64
 		for i, x := range throughput {
-			if t[i] > last-c.Reference && isFinite(x) {
+			if t[i] > last-c.Reference && num.Finite(x) {
 				ref = append(ref, x)
 			}
 		}
@@ -274,7 +275,7 @@ func ThroughputDecay(t []int64, throughput []float64, c DecayConfig) (Decay, err
 	days := make([]float64, len(t))
 	for i, x := range throughput {
 		d.Eta[i] = 1 - x/peak
-		if !isFinite(x) {
+		if !num.Finite(x) {
 			d.Eta[i] = math.NaN()
 		}
 		days[i] = float64(t[i]-t[0]) / float64(dayMs)
@@ -287,7 +288,7 @@ func ThroughputDecay(t []int64, throughput []float64, c DecayConfig) (Decay, err
 	d.Significant = fit.Lower > 0 && fit.Slope >= c.MinSlope
 	var recent []float64
 	for i := len(t) - 1; i >= 0 && t[i] > last-c.Current; i-- {
-		if isFinite(d.Eta[i]) {
+		if num.Finite(d.Eta[i]) {
 			recent = append(recent, d.Eta[i])
 		}
 	}
@@ -302,7 +303,7 @@ func ThroughputDecay(t []int64, throughput []float64, c DecayConfig) (Decay, err
 func windowMean(t []int64, v []float64, from, to int64) float64 {
 	sum, n := 0.0, 0
 	for i, x := range v {
-		if t[i] > from && t[i] <= to && isFinite(x) {
+		if t[i] > from && t[i] <= to && num.Finite(x) {
 			sum += x
 			n++
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/internal/order"
 )
 
@@ -33,14 +34,14 @@ func RollingStd(t []int64, v []float64, window int64, minPoints int) []float64 {
 		removed int
 	)
 	for i, x := range v {
-		if isFinite(x) {
+		if num.Finite(x) {
 			n++
 			d := x - mean
 			mean += d / float64(n)
 			m2 += d * (x - mean)
 		}
 		for t[start] <= t[i]-window {
-			if y := v[start]; isFinite(y) {
+			if y := v[start]; num.Finite(y) {
 				if n == 1 {
 					n, mean, m2 = 0, 0, 0
 				} else {
@@ -59,7 +60,7 @@ func RollingStd(t []int64, v []float64, window int64, minPoints int) []float64 {
 			removed = 0
 		}
 		out[i] = math.NaN()
-		if isFinite(x) && n >= minPoints {
+		if num.Finite(x) && n >= minPoints {
 			out[i] = math.Sqrt(max(m2, 0) / float64(n-1))
 		}
 	}
@@ -74,7 +75,7 @@ func exactMoments(xs []float64) (mean, m2 float64) {
 		return 0, 0
 	}
 	for _, x := range xs {
-		if isFinite(x) {
+		if num.Finite(x) {
 			d := x - mean
 			m2 += d * d
 		}
@@ -99,12 +100,12 @@ func RollingIQR(t []int64, v []float64, window int64, minPoints int) []float64 {
 			start++
 		}
 		out[i] = math.NaN()
-		if !isFinite(x) {
+		if !num.Finite(x) {
 			continue
 		}
 		buf = buf[:0]
 		for _, y := range v[start : i+1] {
-			if isFinite(y) {
+			if num.Finite(y) {
 				buf = append(buf, y)
 			}
 		}
@@ -130,7 +131,7 @@ func TailSpread(p99, p50 []float64) []float64 {
 	out := make([]float64, len(p99))
 	for i, hi := range p99 {
 		out[i] = math.NaN()
-		if lo := p50[i]; isFinite(hi) && isFinite(lo) {
+		if lo := p50[i]; num.Finite(hi) && num.Finite(lo) {
 			out[i] = hi - lo
 		}
 	}

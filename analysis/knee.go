@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // KneeMethod names how a knee was found.
@@ -163,7 +165,7 @@ func CubicInflection(x, y []float64) (Knee, error) {
 	// many times as they were measured.
 	var u, v []float64
 	for i, a := range x {
-		if isFinite(a) && isFinite(y[i]) {
+		if num.Finite(a) && num.Finite(y[i]) {
 			u = append(u, (a-mid)/half)
 			v = append(v, y[i])
 		}
@@ -199,7 +201,7 @@ func CubicInflection(x, y []float64) (Knee, error) {
 func aggregateCurve(x, y []float64) (xs, ys []float64) {
 	idx := make([]int, 0, len(x))
 	for i, a := range x {
-		if isFinite(a) && isFinite(y[i]) {
+		if num.Finite(a) && num.Finite(y[i]) {
 			idx = append(idx, i)
 		}
 	}

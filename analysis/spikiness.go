@@ -3,6 +3,7 @@ package analysis
 import (
 	"math"
 
+	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/internal/order"
 )
 
@@ -51,7 +52,7 @@ func Spikes(latency []float64, b SpikeBaseline) Spikiness {
 	var s Spikiness
 	hi := b.Factor * b.P999
 	for _, x := range latency {
-		if !isFinite(x) {
+		if !num.Finite(x) {
 			s.Dropped++
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/internal/order"
 )
 
@@ -128,7 +129,7 @@ func Correlate(xt []int64, xv []float64, yt []int64, yv []float64, c CorrelateCo
 func finitePairs(t []int64, v []float64) ([]int64, []float64) {
 	ot, ov := make([]int64, 0, len(t)), make([]float64, 0, len(v))
 	for i, x := range v {
-		if isFinite(x) {
+		if num.Finite(x) {
 			ot, ov = append(ot, t[i]), append(ov, x)
 		}
 	}
@@ -270,7 +271,7 @@ func JudgeSpikiness(base, recent []float64, factor float64) (SpikinessVerdict, b
 	sp := Spikes(recent, bl)
 	peak := math.Inf(-1)
 	for _, x := range recent {
-		if isFinite(x) {
+		if num.Finite(x) {
 			peak = max(peak, x)
 		}
 	}
@@ -326,7 +327,7 @@ func MostAndLeast(means []float64) (most, least int) {
 	most, least = -1, -1
 	n := 0
 	for i, m := range means {
-		if !isFinite(m) {
+		if !num.Finite(m) {
 			continue
 		}
 		n++

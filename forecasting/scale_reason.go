@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // ScaleCause is the ask that won a scale decision; its tier follows from
@@ -231,7 +233,7 @@ func (w *ScaleReason) subject() string {
 	case CauseForecast:
 		return "Forecast peak " + w.forecast()
 	case CauseHeldPeak:
-		return fmt.Sprintf("The highest load of the last %s, %s req/s at %s, above the forecast peak %s,", duration(s.Hold), num(s.HeldPeak),
+		return fmt.Sprintf("The highest load of the last %s, %s req/s at %s, above the forecast peak %s,", dur.Format(s.Hold), num(s.HeldPeak),
 			clock(s.HeldAt, w.At), w.forecast())
 	}
 	if w.ObservedKnown {
@@ -384,21 +386,6 @@ func num(x float64) string {
 	s := strconv.FormatFloat(x, 'f', d, 64)
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
-
-// duration writes d as the configuration does: 30m, 1h, 1h30m or 2d.
-func duration(d time.Duration) string {
-	if day := 24 * time.Hour; d >= day && d%day == 0 {
-		return strconv.FormatInt(int64(d/day), 10) + "d"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
 	}
 	return s
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // TestDecide checks the policy: the winning ask, what it needs, the new
@@ -279,8 +281,8 @@ func TestDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 48 * time.Hour: "2d", 36 * time.Hour: "36h", 45 * time.Second: "45s",
 	} {
-		if got := duration(d); got != want {
-			t.Errorf("duration(%v) = %q, want %q", d, got, want)
+		if got := dur.Format(d); got != want {
+			t.Errorf("dur.Format(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

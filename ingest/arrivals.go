@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // TimeUnit is how a log's numeric times read.
@@ -220,7 +222,7 @@ func arrivalTime(s string, unit TimeUnit) (int64, bool) {
 	switch unit {
 	case UnitSeconds, UnitMilliseconds:
 		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || !isFinite(v) || math.Abs(v) > 1e15 {
+		if err != nil || !num.Finite(v) || math.Abs(v) > 1e15 {
 			return 0, false
 		}
 		if unit == UnitSeconds {

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 func TestParseArrivals(t *testing.T) {
@@ -448,7 +450,7 @@ func FuzzParseArrivals(f *testing.F) {
 			t.Fatalf("%q: start %d step %v, %d steps", text, s.Start, s.Step, len(s.Values))
 		}
 		for _, v := range s.Values {
-			if !isFinite(v) || v < 0 {
+			if !num.Finite(v) || v < 0 {
 				t.Fatalf("%q: rate %v", text, v)
 			}
 		}

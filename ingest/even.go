@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // EvenSeries is a series on an even step: Values[i] is the value of the
@@ -185,7 +187,7 @@ func checkSteps(file string, n int64, step time.Duration) error {
 func countGaps(vs []float64) int {
 	n := 0
 	for _, v := range vs {
-		if !isFinite(v) {
+		if !num.Finite(v) {
 			n++
 		}
 	}
@@ -197,8 +199,6 @@ func countGaps(vs []float64) int {
 func formatUnixMillis(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
 }
-
-func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // floorDiv is a/b rounded toward −∞.
 func floorDiv(a, b int64) int64 {
@@ -232,7 +232,7 @@ func Resample(file string, s *Samples, step time.Duration, sum bool) (*EvenSerie
 	r := &EvenSeries{Start: first * stepMs, Step: step, Values: make([]float64, n), Resampled: len(ts)}
 	count := make([]int32, n)
 	for i, t := range ts {
-		if v := s.Values[i]; isFinite(v) {
+		if v := s.Values[i]; num.Finite(v) {
 			k := floorDiv(t, stepMs) - first
 			r.Values[k] += v
 			count[k]++
@@ -306,7 +306,7 @@ func SumParts(files []string, parts []*EvenSeries) (*EvenSeries, [][]float64, er
 		sums[i] = p
 	}
 	for j, v := range total.Values {
-		if !isFinite(v) {
+		if !num.Finite(v) {
 			total.Values[j] = math.NaN()
 			total.Gaps++
 		}

@@ -119,7 +119,7 @@ func TestExportSplitsWhatTheStoreRefuses(t *testing.T) {
 	want := fetch(t, ctx, free, ingest.StoreOther, sel, start, end, step)
 	for _, tc := range []struct {
 		name, flag, by, log string
-		exports           float64
+		exports             float64
 	}{
 		// 620 series, at most 300 an export: ceil(1.25 × 620 / 300) = 3
 		// shards of pod's 100 values (instance has 600).

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // ReadGenTD26 reads qps.csv of Alibaba's GenTD26 trace
@@ -70,11 +72,11 @@ func ParseGenTD26(in io.Reader, file, requestType string) (*EvenSeries, error) {
 			return nil, &LineError{File: file, Line: line, Err: fmt.Errorf("the row has %d field%s; want %d", len(rec), plural(len(rec)), len(header))}
 		}
 		ts, err := strconv.ParseFloat(rec[tCol], 64)
-		if err != nil || !isFinite(ts) || math.Abs(ts) > 1e15 {
+		if err != nil || !num.Finite(ts) || math.Abs(ts) > 1e15 {
 			return nil, &LineError{File: file, Line: line, Field: "timestamp_anon", Err: fmt.Errorf("%q is not a number of seconds", rec[tCol])}
 		}
 		v, err := strconv.ParseFloat(rec[vCol], 64)
-		if err != nil || !isFinite(v) {
+		if err != nil || !num.Finite(v) {
 			return nil, &LineError{File: file, Line: line, Field: "value", Err: fmt.Errorf("%q is not a finite number", rec[vCol])}
 		}
 		t := int64(math.Round(ts * 1000))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // TestParseGenTD26: the containers' values are added at each sample time
@@ -129,7 +131,7 @@ func FuzzParseGenTD26(f *testing.F) {
 				t.Fatalf("%q: step %v, %d minutes from %d", text, s.Step, len(s.Values), s.Start)
 			}
 			for _, v := range s.Values {
-				if !isFinite(v) {
+				if !num.Finite(v) {
 					t.Fatalf("%q: rate %v", text, v)
 				}
 			}

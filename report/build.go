@@ -696,7 +696,7 @@ func (b *builder) knee(ctx context.Context) {
 func (b *builder) labels(ctx context.Context) {
 	prevStart := back(b.start, day)
 	for _, l := range b.spec.Track {
-		if contains(b.spec.By, l) {
+		if slices.Contains(b.spec.By, l) {
 			continue
 		}
 		q := fmt.Sprintf("count by (%s, %s) (%s)", b.by, l, b.sel(b.eng.running))

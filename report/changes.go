@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // Changes computes the sentences of "what changed and why" from the
@@ -60,7 +62,7 @@ func Changes(d *Document) []Change {
 			}
 			add("forecast", m.Name, "forecasts",
 				"%s ran above the %s %% interval of forecast %s/%s for %s in a row: more traffic came than forecast.",
-				m.Name, fmtNum(100*f.Level, 0), f.Group, f.Rule, fmtDur(time.Duration(float64(f.LongestAboveSeconds))*time.Second))
+				m.Name, fmtNum(100*f.Level, 0), f.Group, f.Rule, dur.Approx(time.Duration(float64(f.LongestAboveSeconds))*time.Second))
 		}
 		for _, c := range m.Coupling.Coupled {
 			add("coupling", m.Name, m.ID+"-coupling",
@@ -94,7 +96,7 @@ func Changes(d *Document) []Change {
 			switch {
 			case ser.Met != nil && !*ser.Met:
 				add("slo", "", ser.ID, "SLO %s is missed: %s of events were good over its %s window against an objective of %s %%; the period used %s of the window's error budget.",
-					name, sliPct(float64(ser.SLIWindow)), fmtDur(time.Duration(s.WindowSeconds)*time.Second), strconv.FormatFloat(s.ObjectivePct, 'f', -1, 64), pct(float64(ser.PeriodBudget)))
+					name, sliPct(float64(ser.SLIWindow)), dur.Approx(time.Duration(s.WindowSeconds)*time.Second), strconv.FormatFloat(s.ObjectivePct, 'f', -1, 64), pct(float64(ser.PeriodBudget)))
 			case float64(ser.Burn1h) >= fastBurn:
 				add("slo", "", ser.ID, "SLO %s burned its error budget %s× faster than sustainable over the last hour of the period.", name, fmtNum(float64(ser.Burn1h), 1))
 			case float64(ser.Burn24h) >= 1:
@@ -240,17 +242,6 @@ func fmtP(p float64) string {
 		return "< 0.0001"
 	}
 	return "= " + strconv.FormatFloat(p, 'g', 2, 64)
-}
-
-func fmtDur(d time.Duration) string {
-	switch {
-	case d >= day && d%day == 0:
-		return strconv.FormatInt(int64(d/day), 10) + " d"
-	case d >= time.Hour:
-		h := d.Hours()
-		return strconv.FormatFloat(h, 'f', 1, 64) + " h"
-	}
-	return strconv.FormatFloat(d.Minutes(), 'f', 0, 64) + " min"
 }
 
 func sortStrings(s []string) { slices.Sort(s) }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -183,7 +184,7 @@ func listReports(dir, name string) ([]reportFile, error) {
 			continue
 		}
 		ext := filepath.Ext(n)
-		if !contains([]string{".html", ".json", ".md"}, ext) {
+		if !slices.Contains([]string{".html", ".json", ".md"}, ext) {
 			continue
 		}
 		t, err := time.Parse(stampLayout, strings.TrimSuffix(strings.TrimPrefix(n, name+"-"), ext))

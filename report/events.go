@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -94,8 +95,8 @@ func (b *builder) inPeriod(t time.Time) bool { return t.After(b.start) && !t.Aft
 // wanted reports whether the report covers the results of rule r of
 // group g: its groups and its rules (a name or group/rule), when set.
 func (b *builder) wanted(g, r string) bool {
-	return (len(b.spec.Groups) == 0 || contains(b.spec.Groups, g)) &&
-		(len(b.spec.Rules) == 0 || contains(b.spec.Rules, r) || contains(b.spec.Rules, g+"/"+r))
+	return (len(b.spec.Groups) == 0 || slices.Contains(b.spec.Groups, g)) &&
+		(len(b.spec.Rules) == 0 || slices.Contains(b.spec.Rules, r) || slices.Contains(b.spec.Rules, g+"/"+r))
 }
 
 func (b *builder) findings(fs []alerting.Finding) {

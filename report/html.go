@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 //go:embed report.html.tmpl
@@ -192,9 +194,9 @@ func funcs(d *Document, loc *time.Location) template.FuncMap {
 		},
 		"full":   func(t time.Time) string { return t.In(loc).Format("Mon 2 Jan 2006 15:04 MST") },
 		"period": func(p Period) string { return periodText(p, loc) },
-		"dur":    func(s F) string { return cell(fmtDur(time.Duration(float64(s)) * time.Second)) },
+		"dur":    func(s F) string { return cell(dur.Approx(time.Duration(float64(s)) * time.Second)) },
 		"spanDur": func(a, b time.Time) string {
-			return fmtDur(b.Sub(a))
+			return dur.Approx(b.Sub(a))
 		},
 		"q":      func(q float64) string { return "P" + strconv.FormatFloat(100*q, 'f', -1, 64) },
 		"labels": labelText,

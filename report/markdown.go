@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // JSON encodes d, indented, in the schema of schema/report.v1.json.
@@ -146,7 +148,7 @@ func Markdown(d *Document) []byte {
 			name string
 			ep   Episodes
 		}{{"Findings", d.Anomalies}, {"Alert episodes", d.Alerts}} {
-			w("%s: %d, %s in all.\n\n", e.name, e.ep.Count, fmtDur(time.Duration(float64(e.ep.TotalSeconds))*time.Second))
+			w("%s: %d, %s in all.\n\n", e.name, e.ep.Count, dur.Approx(time.Duration(float64(e.ep.TotalSeconds))*time.Second))
 			if len(e.ep.Top) > 0 {
 				head("kind", "rule", "series", "from", "to", "score")
 				for _, t := range e.ep.Top {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,7 +97,7 @@ func (b *builder) slos(ctx context.Context) {
 			r.Threshold = F(s.Latency.Threshold.Seconds())
 			for _, m := range b.models {
 				for _, lk := range b.latencyKinds() {
-					if contains(lk.metrics, s.Latency.Metric) {
+					if slices.Contains(lk.metrics, s.Latency.Metric) {
 						m.charts.sloLine[lk.kind] = s.Latency.Threshold.Seconds()
 					}
 				}

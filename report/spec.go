@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ func Specs(cfg *rulefmt.Config) []Spec {
 	for _, r := range cfg.Reports {
 		s := Spec{Report: r}
 		for _, slo := range cfg.SLOs {
-			if len(r.SLOs) == 0 || contains(r.SLOs, slo.Name) {
+			if len(r.SLOs) == 0 || slices.Contains(r.SLOs, slo.Name) {
 				s.SLOs = append(s.SLOs, slo)
 			}
 		}
@@ -167,13 +168,4 @@ func compareLabel(d time.Duration) string {
 		return fmt.Sprintf("%d days before", d/day)
 	}
 	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m") + " before"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

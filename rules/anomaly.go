@@ -9,6 +9,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -202,7 +203,7 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (res Res
 		if short := time.UnixMilli(oldest).Sub(start); short > max(2*step, r.warm/100) && oldest < fromMs {
 			held := from.Sub(time.UnixMilli(oldest))
 			res.Notes = append(res.Notes, fmt.Sprintf("the store returned %s of the %s of history the detector %s asked for, from %s (is its retention shorter?): the detectors judge with what they have, and their findings' details.mode say what they could not test",
-				analysis.FormatSpan(held), analysis.FormatSpan(r.warm), r.detector, time.UnixMilli(oldest).UTC().Format(time.RFC3339)))
+				dur.Approx(held), dur.Approx(r.warm), r.detector, time.UnixMilli(oldest).UTC().Format(time.RFC3339)))
 		}
 	}
 	// Only a series not seen in this evaluation can have gone.

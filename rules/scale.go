@@ -12,6 +12,7 @@ import (
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -136,9 +137,9 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 		if hi < 0 {
 			served := make([]string, len(out.Horizons))
 			for i, d := range out.Horizons {
-				served[i] = rulefmt.FormatDuration(d)
+				served[i] = dur.Format(d)
 			}
-			noForecast = fmt.Sprintf("forecast rule %q serves the horizons %s, not %s", r.c.Forecast, strings.Join(served, ", "), rulefmt.FormatDuration(horizon))
+			noForecast = fmt.Sprintf("forecast rule %q serves the horizons %s, not %s", r.c.Forecast, strings.Join(served, ", "), dur.Format(horizon))
 			out = nil
 		}
 	}

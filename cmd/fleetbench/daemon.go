@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/internal/localproc"
 )
 
@@ -39,14 +40,14 @@ func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetri
           step: %s
           history: %s
           horizon: 10m
-`, selector, fmtDuration(step), fmtDuration(c.Lookback))
+`, selector, dur.Format(step), dur.Format(c.Lookback))
 	default:
 		rule = fmt.Sprintf(`      - name: %s
         expr: '%s'
         step: %s
         lookback: %s
         detector: %s
-`, c.Rule, selector, fmtDuration(step), fmtDuration(c.Lookback), c.Rule)
+`, c.Rule, selector, dur.Format(step), dur.Format(c.Lookback), c.Rule)
 	}
 	export := ""
 	if !exportMetrics {
@@ -62,7 +63,7 @@ nats:
   - name: %s
     interval: %s
     rules:
-%s`, vmURL, fmtDuration(evaluationDelay), export, groupName, fmtDuration(step), rule)
+%s`, vmURL, dur.Format(evaluationDelay), export, groupName, dur.Format(step), rule)
 	p := filepath.Join(dir, "inferwatch-"+strings.ReplaceAll(c.String(), "/", "-")+".yml")
 	return p, os.WriteFile(p, []byte(cfg), 0o644)
 }

@@ -52,6 +52,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 func main() {
@@ -74,7 +76,7 @@ type benchCase struct {
 }
 
 func (c benchCase) String() string {
-	return fmt.Sprintf("%d/%s/%s", c.Series, fmtDuration(c.Lookback), c.Rule)
+	return fmt.Sprintf("%d/%s/%s", c.Series, dur.Format(c.Lookback), c.Rule)
 }
 
 // defaultCases are measured when -cases is not given: both sizes at 1 h;
@@ -207,18 +209,6 @@ func parseDuration(s string) (time.Duration, error) {
 		return time.Duration(n) * 24 * time.Hour, err
 	}
 	return time.ParseDuration(s)
-}
-
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d%(24*time.Hour) == 0:
-		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
-	case d%time.Hour == 0:
-		return strconv.Itoa(int(d/time.Hour)) + "h"
-	case d%time.Minute == 0:
-		return strconv.Itoa(int(d/time.Minute)) + "m"
-	}
-	return d.String()
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // stat is the median and the range of some figures.
@@ -86,7 +88,7 @@ func (b *bench) report(w io.Writer) {
 	m := b.machine
 	fmt.Fprintf(w, "\nfleetbench: %d cores (GOMAXPROCS %d); load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end; step %s; shape %s (%s); VictoriaMetrics with %s\n",
 		m.Cores, m.GOMAXPROCS, m.LoadBefore[0], m.LoadBefore[1], m.LoadBefore[2], m.LoadAfter[0], m.LoadAfter[1], m.LoadAfter[2],
-		fmtDuration(b.o.step), b.o.shape, b.o.shape.selector(), strings.Join(vmFlags, " "))
+		dur.Format(b.o.step), b.o.shape, b.o.shape.selector(), strings.Join(vmFlags, " "))
 	fmt.Fprintf(w, "medians of %d rounds (cold) and %d cycles (steady), range in parentheses; CPU is user+sys of the process named; export.metrics %s\n\n",
 		b.o.rounds, b.o.steadyCycles, map[bool]string{true: "on (the default)", false: "off"}[b.o.scores])
 	if len(b.o.daemonFlags) > 0 || len(b.o.daemonEnv) > 0 {
@@ -163,7 +165,7 @@ func (b *bench) writeJSON(path string) error {
 		Rounds   int            `json:"rounds"`
 		Cycles   int            `json:"steady_cycles"`
 		Inferwat string         `json:"inferwatch"`
-	}{b.machine, fmtDuration(b.o.step), vmFlags, b.results, b.publish, b.o.rounds, b.o.steadyCycles, b.o.bin}
+	}{b.machine, dur.Format(b.o.step), vmFlags, b.results, b.publish, b.o.rounds, b.o.steadyCycles, b.o.bin}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest/localvm"
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // store is the VictoriaMetrics the bench fills and measures, and the
@@ -202,7 +203,7 @@ func (s *store) fetchExport(ctx context.Context, sel string, start, end time.Tim
 // zscore has the store compute zscore_over_time(sel[lookback]) at t for
 // every series (keep_metric_names: the series differ by name only).
 func (s *store) zscore(ctx context.Context, sel string, lookback time.Duration, t time.Time) (measurement, error) {
-	q := fmt.Sprintf("zscore_over_time(%s[%s]) keep_metric_names", sel, fmtDuration(lookback))
+	q := fmt.Sprintf("zscore_over_time(%s[%s]) keep_metric_names", sel, dur.Format(lookback))
 	return s.fetch(ctx, "/api/v1/query", url.Values{"query": {q}, "time": {unixSeconds(t)}})
 }
 

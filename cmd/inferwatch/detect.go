@@ -20,6 +20,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // detectorFlags are the flags that choose and tune the rule, shared by
@@ -108,26 +109,15 @@ func (d *detectorFlags) describe() string {
 		b.WriteString(" step=" + d.step)
 	}
 	if d.forDur.d > 0 {
-		b.WriteString(" for=" + fmtSpanFlag(d.forDur.d))
+		b.WriteString(" for=" + dur.Format(d.forDur.d))
 	}
 	if d.keepFiringFor.d > 0 {
-		b.WriteString(" keep_firing_for=" + fmtSpanFlag(d.keepFiringFor.d))
+		b.WriteString(" keep_firing_for=" + dur.Format(d.keepFiringFor.d))
 	}
 	if d.minDev > 0 {
 		fmt.Fprintf(&b, " min_dev=%g", d.minDev)
 	}
 	return b.String()
-}
-
-// fmtSpanFlag writes a duration as the flags take it (1h30m, 5m, 30s).
-func fmtSpanFlag(d time.Duration) string {
-	s := d.String()
-	for _, suffix := range []string{"m0s", "h0m"} {
-		if strings.HasSuffix(s, suffix) {
-			s = strings.TrimSuffix(s, suffix[1:])
-		}
-	}
-	return s
 }
 
 // paramFlag collects repeated --param key=value flags.

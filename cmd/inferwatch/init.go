@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/discover"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
@@ -114,7 +115,7 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if rep.Empty() {
 		fmt.Fprintf(stderr, "inferwatch init: %s holds no series of a preset's metrics (%s) in the last %s; nothing written\n",
-			rep.Where(), strings.Join(rulefmt.PresetNames(), ", "), rulefmt.FormatDuration(f.lookback.d))
+			rep.Where(), strings.Join(rulefmt.PresetNames(), ", "), dur.Format(f.lookback.d))
 		return 1
 	}
 	text, err := rep.Config(f.sourceURL)

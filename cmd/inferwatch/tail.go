@@ -21,6 +21,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/internal/dur"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -578,12 +579,12 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 			s := "now " + fmtNumber(float64(d.LastValue))
 			if n := len(d.Points); n > 0 {
 				last := d.Points[n-1]
-				s += fmt.Sprintf(", +%s %s", fmtDur(time.Duration(d.HorizonSeconds*float64(time.Second))), fmtNumber(float64(last.Mean)))
+				s += fmt.Sprintf(", +%s %s", dur.Format(time.Duration(d.HorizonSeconds*float64(time.Second)).Round(time.Second)), fmtNumber(float64(last.Mean)))
 				if defined(float64(last.Lower)) || defined(float64(last.Upper)) {
 					s += fmt.Sprintf(" (%s%% %s…%s)", strconv.FormatFloat(100*d.Level, 'g', -1, 64), fmtNumber(float64(last.Lower)), fmtNumber(float64(last.Upper)))
 				}
 			}
-			s += fmt.Sprintf(", peak %s at +%s", fmtNumber(float64(d.Peak)), fmtDur(d.PeakTime.Sub(d.Origin)))
+			s += fmt.Sprintf(", peak %s at +%s", fmtNumber(float64(d.Peak)), dur.Format(d.PeakTime.Sub(d.Origin).Round(time.Second)))
 			if defined(float64(d.UpperPeak)) {
 				s += " (upper " + fmtNumber(float64(d.UpperPeak)) + ")"
 			}
@@ -640,7 +641,7 @@ func (p *tailPrinter) measure(v, expected, lower, upper, score float64, active t
 	}
 	s += ", score " + fmtNumber(score)
 	if active > 0 {
-		s += ", for " + fmtDur(active)
+		s += ", for " + dur.Format(active.Round(time.Second))
 	}
 	return s
 }
@@ -659,20 +660,4 @@ func fmtNumber(x float64) string {
 		return strconv.FormatFloat(x, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
-}
-
-// fmtDur writes d without zero units: 10m, 1h30m, 45s, 2h.
-func fmtDur(d time.Duration) string {
-	d = d.Round(time.Second)
-	if d == 0 {
-		return "0s"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -447,14 +447,6 @@ func TestTailFormats(t *testing.T) {
 			t.Errorf("fmtNumber(%v) = %q, want %q", c.x, got, c.want)
 		}
 	}
-	for _, c := range []struct {
-		d    time.Duration
-		want string
-	}{{0, "0s"}, {45 * time.Second, "45s"}, {10 * time.Minute, "10m"}, {90 * time.Minute, "1h30m"}, {2 * time.Hour, "2h"}, {61 * time.Second, "1m1s"}, {1500 * time.Millisecond, "2s"}} {
-		if got := fmtDur(c.d); got != c.want {
-			t.Errorf("fmtDur(%v) = %q, want %q", c.d, got, c.want)
-		}
-	}
 }
 
 // TestTailAuthenticatesAsTheDaemon: against a server that wants a user

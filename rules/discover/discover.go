@@ -20,6 +20,7 @@ import (
 	"github.com/VictoriaMetrics/metricsql"
 
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -196,7 +197,7 @@ func scrapeInterval(ctx context.Context, c Store, series []ingest.Labels, end ti
 			picked = append(picked, i)
 		}
 	}
-	window := rulefmt.FormatDuration(span.Round(time.Second))
+	window := dur.Format(span.Round(time.Second))
 	var samples []ingest.Series
 	for _, i := range picked {
 		ss, err := c.Query(ctx, series[i].String()+"["+window+"]", end)
@@ -211,7 +212,7 @@ func scrapeInterval(ctx context.Context, c Store, series []ingest.Labels, end ti
 
 // WriteSummary tells a person what Find found and chose.
 func (r *Report) WriteSummary(w io.Writer) {
-	fmt.Fprintf(w, "inferwatch init: in %s over the last %s:\n", r.Where(), rulefmt.FormatDuration(r.lookback))
+	fmt.Fprintf(w, "inferwatch init: in %s over the last %s:\n", r.Where(), dur.Format(r.lookback))
 	for _, f := range r.found {
 		fmt.Fprintf(w, "  found %s\n", foundSentence(f))
 	}
@@ -224,9 +225,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 		if g.by != nil {
 			by = "[" + strings.Join(g.by, ", ") + "]"
 		}
-		fmt.Fprintf(w, "  group %s: preset [%s], by %s, interval %s", g.name, strings.Join(names, ", "), by, rulefmt.FormatDuration(g.interval))
+		fmt.Fprintf(w, "  group %s: preset [%s], by %s, interval %s", g.name, strings.Join(names, ", "), by, dur.Format(g.interval))
 		if len(g.overrides) > 0 {
-			fmt.Fprintf(w, ", %d preset rules written out to step by %s", len(g.overrides), rulefmt.FormatDuration(g.interval))
+			fmt.Fprintf(w, ", %d preset rules written out to step by %s", len(g.overrides), dur.Format(g.interval))
 		}
 		fmt.Fprintln(w)
 		for _, why := range g.why {
@@ -638,7 +639,7 @@ func withStep(r rulefmt.Rule, step time.Duration) rulefmt.Rule {
 			if err != nil || time.Duration(ms)*time.Millisecond >= 2*step {
 				return m
 			}
-			return "[" + rulefmt.FormatDuration(2*step) + "]"
+			return "[" + dur.Format(2*step) + "]"
 		})
 	}
 	r.Step = step
@@ -735,7 +736,7 @@ type Report struct {
 func (r *Report) Config(rawURL string) (string, error) {
 	var b strings.Builder
 	b.WriteString("# inferwatch configuration written by inferwatch init from what the store\n")
-	head := fmt.Sprintf("%s held over the %s before it ran", r.url, rulefmt.FormatDuration(r.lookback))
+	head := fmt.Sprintf("%s held over the %s before it ran", r.url, dur.Format(r.lookback))
 	if r.selector != "" {
 		head += fmt.Sprintf(" (the series of %s)", r.selector)
 	}
@@ -776,7 +777,7 @@ func writeGroup(b *strings.Builder, g *groupPlan, selector string) {
 	}
 	fmt.Fprintf(b, "  - name: %s\n", yamlString(g.name))
 	comment("    ", stepReason(g))
-	fmt.Fprintf(b, "    interval: %s\n", rulefmt.FormatDuration(g.interval))
+	fmt.Fprintf(b, "    interval: %s\n", dur.Format(g.interval))
 	names := make([]string, len(g.presets))
 	for i, f := range g.presets {
 		names[i] = f.spec.name
@@ -802,7 +803,7 @@ func writeGroup(b *strings.Builder, g *groupPlan, selector string) {
 		return
 	}
 	comment("    ", fmt.Sprintf("The preset rules that step by less than the scrape interval, written out to step by %s, with range windows of at least two steps.",
-		rulefmt.FormatDuration(g.interval)))
+		dur.Format(g.interval)))
 	b.WriteString("    rules:\n")
 	for _, r := range g.overrides {
 		writeRule(b, r)
@@ -816,17 +817,17 @@ func stepReason(g *groupPlan) string {
 		return "Evaluated every minute; the scrape interval could not be measured (no series had two samples), so each rule keeps the preset's step (1m; 5m for decay rules)."
 	case len(g.overrides) == 0:
 		return fmt.Sprintf("Evaluated every %s. The series are scraped every %s, so the presets' steps (1m; 5m for decay rules) are no shorter than the scrape interval and stay as they are.",
-			fmtEvery(g.interval), rulefmt.FormatDuration(g.scrape))
+			fmtEvery(g.interval), dur.Format(g.scrape))
 	}
 	return fmt.Sprintf("Evaluated every %s: the scrape interval, %s, rounded up to whole minutes. No rule steps by less (see rules).",
-		rulefmt.FormatDuration(g.interval), rulefmt.FormatDuration(g.scrape))
+		dur.Format(g.interval), dur.Format(g.scrape))
 }
 
 func fmtEvery(d time.Duration) string {
 	if d == time.Minute {
 		return "minute"
 	}
-	return rulefmt.FormatDuration(d)
+	return dur.Format(d)
 }
 
 // writeRule writes preset rule r out in full.
@@ -835,12 +836,12 @@ func writeRule(b *strings.Builder, r rulefmt.Rule) {
 	if r.Expr != "" {
 		fmt.Fprintf(b, "        expr: %s\n", yamlString(r.Expr))
 	}
-	fmt.Fprintf(b, "        step: %s\n", rulefmt.FormatDuration(r.Step))
+	fmt.Fprintf(b, "        step: %s\n", dur.Format(r.Step))
 	if r.Lookback > 0 {
-		fmt.Fprintf(b, "        lookback: %s\n", rulefmt.FormatDuration(r.Lookback))
+		fmt.Fprintf(b, "        lookback: %s\n", dur.Format(r.Lookback))
 	}
 	if r.For > 0 {
-		fmt.Fprintf(b, "        for: %s\n", rulefmt.FormatDuration(r.For))
+		fmt.Fprintf(b, "        for: %s\n", dur.Format(r.For))
 	}
 	if r.MinDev != 0 {
 		fmt.Fprintf(b, "        min_dev: %s\n", strconv.FormatFloat(r.MinDev, 'g', -1, 64))
@@ -851,13 +852,13 @@ func writeRule(b *strings.Builder, r rulefmt.Rule) {
 		fmt.Fprintf(b, "          x: %s\n", yamlString(s.X))
 		fmt.Fprintf(b, "          y: %s\n", yamlString(s.Y))
 		if s.YJitter > 0 {
-			fmt.Fprintf(b, "          y_jitter: %s\n", rulefmt.FormatDuration(s.YJitter))
+			fmt.Fprintf(b, "          y_jitter: %s\n", dur.Format(s.YJitter))
 		}
 		if len(s.On) > 0 {
 			fmt.Fprintf(b, "          on: %s\n", yamlList(s.On))
 		}
 		if s.MaxLag > 0 {
-			fmt.Fprintf(b, "          max_lag: %s\n", rulefmt.FormatDuration(s.MaxLag))
+			fmt.Fprintf(b, "          max_lag: %s\n", dur.Format(s.MaxLag))
 		}
 		fmt.Fprintf(b, "          min_abs_r: %s\n", strconv.FormatFloat(s.MinAbsR, 'g', -1, 64))
 		fmt.Fprintf(b, "          max_p: %s\n", strconv.FormatFloat(s.MaxP, 'g', -1, 64))
@@ -909,7 +910,7 @@ func fmtInterval(d time.Duration) string {
 	if d < time.Second {
 		return d.Round(time.Millisecond).String()
 	}
-	return rulefmt.FormatDuration(d.Round(time.Second))
+	return dur.Format(d.Round(time.Second))
 }
 
 func joinAnd(parts []string) string {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/promutil"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -60,8 +62,8 @@ func TestFmtDuration(t *testing.T) {
 		90 * time.Second:        "1m30s",
 		1500 * time.Millisecond: "1.5s",
 	} {
-		if got := fmtDuration(d); got != want {
-			t.Errorf("fmtDuration(%v) = %q, want %q", d, got, want)
+		if got := dur.Format(d); got != want {
+			t.Errorf("dur.Format(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

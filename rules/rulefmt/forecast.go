@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // MaxForecastPoints bounds forecast.history/step. A history longer than
@@ -233,13 +235,13 @@ func (p *parser) forecast(n *yaml.Node, step time.Duration) *Forecast {
 	}
 	switch {
 	case fc.History < 2*fc.Step:
-		p.errorf(n, "forecast.history %s must hold at least two steps of %s", fmtDuration(fc.History), fmtDuration(fc.Step))
+		p.errorf(n, "forecast.history %s must hold at least two steps of %s", dur.Format(fc.History), dur.Format(fc.Step))
 	case fc.History/fc.Step > MaxForecastPoints || (fc.History/fc.Step == MaxForecastPoints && fc.History%fc.Step != 0):
 		p.errorf(n, "forecast.history %s / step %s gives more than %d points per series; raise the step or shorten the history",
-			fmtDuration(fc.History), fmtDuration(fc.Step), MaxForecastPoints)
+			dur.Format(fc.History), dur.Format(fc.Step), MaxForecastPoints)
 	}
 	if fc.Period < 2*fc.Step {
-		p.errorf(n, "forecast.period %s must hold at least two steps of %s", fmtDuration(fc.Period), fmtDuration(fc.Step))
+		p.errorf(n, "forecast.period %s must hold at least two steps of %s", dur.Format(fc.Period), dur.Format(fc.Step))
 	}
 	return fc
 }
@@ -296,17 +298,17 @@ func (p *parser) checkHorizons(hs []horizon, step time.Duration) []time.Duration
 	for _, h := range hs {
 		switch {
 		case h.d < step:
-			p.errorf(h.node, "%s %s is shorter than the step %s; forecast at least one step ahead", h.key, fmtDuration(h.d), fmtDuration(step))
+			p.errorf(h.node, "%s %s is shorter than the step %s; forecast at least one step ahead", h.key, dur.Format(h.d), dur.Format(step))
 			continue
 		case h.d/step > 10_000:
-			p.errorf(h.node, "%s %s is more than 10000 steps of %s; raise the step", h.key, fmtDuration(h.d), fmtDuration(step))
+			p.errorf(h.node, "%s %s is more than 10000 steps of %s; raise the step", h.key, dur.Format(h.d), dur.Format(step))
 			continue
 		}
 		r := roundUp(h.d, step)
 		if first, dup := seen[r]; dup {
-			msg := fmt.Sprintf("%s lists %s twice", h.key, fmtDuration(r))
+			msg := fmt.Sprintf("%s lists %s twice", h.key, dur.Format(r))
 			if first != h.d || r != h.d {
-				msg = fmt.Sprintf("%s %s and %s are both %s in whole steps of %s", h.key, fmtDuration(first), fmtDuration(h.d), fmtDuration(r), fmtDuration(step))
+				msg = fmt.Sprintf("%s %s and %s are both %s in whole steps of %s", h.key, dur.Format(first), dur.Format(h.d), dur.Format(r), dur.Format(step))
 			}
 			p.errorf(h.node, "%s; list each once", msg)
 			continue
@@ -317,9 +319,6 @@ func (p *parser) checkHorizons(hs []horizon, step time.Duration) []time.Duration
 	slices.Sort(out)
 	return out
 }
-
-// FormatDuration writes d as the configuration does: 10m, 1h30m, 2d.
-func FormatDuration(d time.Duration) string { return fmtDuration(d) }
 
 // roundUp is d rounded up to whole steps.
 func roundUp(d, step time.Duration) time.Duration {
@@ -545,11 +544,11 @@ func (p *parser) checkScaleHorizon(rule string, sc *Scale, fc *Forecast, interva
 	}
 	served := make([]string, len(fc.Horizons))
 	for i, d := range fc.Horizons {
-		served[i] = fmtDuration(d)
+		served[i] = dur.Format(d)
 	}
-	what := fmtDuration(sc.Horizon)
+	what := dur.Format(sc.Horizon)
 	if h != sc.Horizon {
-		what += fmt.Sprintf(" (%s in whole steps of %s)", fmtDuration(h), fmtDuration(fc.Step))
+		what += fmt.Sprintf(" (%s in whole steps of %s)", dur.Format(h), dur.Format(fc.Step))
 	}
 	p.errs.Add(sc.HorizonPos, p.group, rule, "scale.horizon %s is not a horizon of forecast rule %q, which serves %s; add it to its forecast.horizons or choose one of those",
 		what, sc.Forecast, strings.Join(served, ", "))
@@ -559,3 +558,6 @@ func hasKey(f map[string]pair, key string) bool {
 	_, ok := f[key]
 	return ok
 }
+
+// FormatDuration writes d as the file reads it (see dur.Format).
+func FormatDuration(d time.Duration) string { return dur.Format(d) }

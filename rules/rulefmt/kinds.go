@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // Kind is what a rule computes. The kinds of findings (anomaly,
@@ -109,7 +111,7 @@ var kinds = []kindFormat{
 		lookback: DefaultLookback,
 		finish: func(p *parser, r *Rule, at ruleNodes) {
 			if c := r.Spec.(*Correlate); c.YJitter >= r.Lookback && at.lookbackOK {
-				p.errorf(at.block, "correlate.y_jitter %s must be shorter than lookback %s", fmtDuration(c.YJitter), fmtDuration(r.Lookback))
+				p.errorf(at.block, "correlate.y_jitter %s must be shorter than lookback %s", dur.Format(c.YJitter), dur.Format(r.Lookback))
 			}
 		},
 	},

@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
+	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
@@ -405,7 +407,7 @@ func countNodes(n *yaml.Node) int {
 func (p *parser) fields(n *yaml.Node, where string, known []string, other func(pair) bool, more ...string) map[string]pair {
 	out := map[string]pair{}
 	for _, kv := range p.pairs(n, where) {
-		if contains(known, kv.k.Value) {
+		if slices.Contains(known, kv.k.Value) {
 			out[kv.k.Value] = kv
 			continue
 		}
@@ -415,15 +417,6 @@ func (p *parser) fields(n *yaml.Node, where string, known []string, other func(p
 		p.unknown(kv.k, where, append(append([]string(nil), known...), more...))
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (p *parser) unknown(k *yaml.Node, where string, known []string) {
@@ -543,22 +536,6 @@ func parseDuration(s string) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// fmtDuration formats d without zero trailing units: 1h, 1h30m, 5m, 0s.
-func fmtDuration(d time.Duration) string {
-	const day = 24 * time.Hour
-	if d >= day && d%day == 0 {
-		return strconv.FormatInt(int64(d/day), 10) + "d"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
 // positive reads an optional duration that must be > 0 (or ≥ 0 when
 // zeroOK), keeping def when the key is absent or wrong. ok is false when
 // the key is present and wrong.
@@ -572,10 +549,10 @@ func (p *parser) positive(kv pair, present bool, name string, def time.Duration,
 	}
 	switch {
 	case zeroOK && d < 0:
-		p.errorf(resolve(kv.v), "%s must be 0 or greater, got %s", name, fmtDuration(d))
+		p.errorf(resolve(kv.v), "%s must be 0 or greater, got %s", name, dur.Format(d))
 		return def, false
 	case !zeroOK && d <= 0:
-		p.errorf(resolve(kv.v), "%s must be greater than 0, got %s", name, fmtDuration(d))
+		p.errorf(resolve(kv.v), "%s must be greater than 0, got %s", name, dur.Format(d))
 		return def, false
 	}
 	return d, true
@@ -1199,12 +1176,12 @@ func (p *parser) rule1(n *yaml.Node, interval time.Duration, intervalOK bool, na
 		}
 		switch {
 		case r.Step > r.Lookback:
-			p.errorf(at, "%s %s must not exceed lookback %s", what, fmtDuration(r.Step), fmtDuration(r.Lookback))
+			p.errorf(at, "%s %s must not exceed lookback %s", what, dur.Format(r.Step), dur.Format(r.Lookback))
 		case kf.unbounded:
 			// Fetched in parts: no bound on points per series.
 		case r.Lookback/r.Step > MaxPointsPerQuery || (r.Lookback/r.Step == MaxPointsPerQuery && r.Lookback%r.Step != 0):
 			p.errorf(at, "lookback %s / %s %s gives more than %d points per series; raise step or shorten lookback",
-				fmtDuration(r.Lookback), what, fmtDuration(r.Step), MaxPointsPerQuery)
+				dur.Format(r.Lookback), what, dur.Format(r.Step), MaxPointsPerQuery)
 		}
 	}
 	e, ok = f["for"]
@@ -1252,7 +1229,7 @@ func (p *parser) absence(r *Rule, f map[string]pair) {
 			// The newest point of a live series can lag the evaluation by
 			// a step; a shorter bound would resolve live alerts.
 			p.errorf(resolve(e.v), "resolve_after_absent %s must be at least two steps (%s): a live series' newest point can lag the evaluation by a step",
-				fmtDuration(d), fmtDuration(2*r.Step))
+				dur.Format(d), dur.Format(2*r.Step))
 			given = false
 		default:
 			r.ResolveAfterAbsent = d
@@ -1269,7 +1246,7 @@ func (p *parser) absence(r *Rule, f map[string]pair) {
 				what = "resolve_after_absent (by default the longest of for plus three steps, keep_firing_for and 5m)"
 			}
 			p.errorf(resolve(e.v), "forget_after %s must not be shorter than %s %s: a series' alert resolves before its state is forgotten",
-				fmtDuration(d), what, fmtDuration(r.ResolveAfterAbsent))
+				dur.Format(d), what, dur.Format(r.ResolveAfterAbsent))
 		default:
 			r.ForgetAfter = d
 		}

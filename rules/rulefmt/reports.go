@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones do not depend on the machine's zoneinfo
@@ -11,6 +12,8 @@ import (
 	"github.com/VictoriaMetrics/metricsql"
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 // Report is one scheduled trend report (the reports: section): what it
@@ -201,7 +204,7 @@ func (p *parser) report1(n *yaml.Node, names map[string]int, slos map[string]boo
 	}
 	if e, ok := f["engine"]; ok {
 		if s, ok := p.str(e.v, where+": engine"); ok {
-			if !contains(ReportEngines, s) {
+			if !slices.Contains(ReportEngines, s) {
 				p.errorf(resolve(e.v), "%s: engine must be one of %s, got %q", where, strings.Join(ReportEngines, ", "), s)
 			} else {
 				r.Engine = s
@@ -246,7 +249,7 @@ func (p *parser) report1(n *yaml.Node, names map[string]int, slos map[string]boo
 	if e, ok := f["period"]; ok {
 		r.Period, _ = p.positive(e, true, where+": period", DefaultReportPeriod, false)
 		if r.Period < 5*time.Minute || r.Period > 31*24*time.Hour {
-			p.errorf(resolve(e.v), "%s: period must be from 5m to 31d, got %s", where, fmtDuration(r.Period))
+			p.errorf(resolve(e.v), "%s: period must be from 5m to 31d, got %s", where, dur.Format(r.Period))
 			r.Period = DefaultReportPeriod
 		}
 	}
@@ -286,11 +289,11 @@ func (p *parser) report1(n *yaml.Node, names map[string]int, slos map[string]boo
 		fs := p.nameList(v, where+": formats")
 		r.Formats = nil
 		for i, s := range fs {
-			if !contains(ReportFormats, s) {
+			if !slices.Contains(ReportFormats, s) {
 				p.errorf(resolve(v.Content[i]), "%s: format must be one of %s, got %q", where, strings.Join(ReportFormats, ", "), s)
 				continue
 			}
-			if !contains(r.Formats, s) {
+			if !slices.Contains(r.Formats, s) {
 				r.Formats = append(r.Formats, s)
 			}
 		}
@@ -457,7 +460,7 @@ func (p *parser) slo1(n *yaml.Node, names map[string]int) (ServiceLevel, bool) {
 	if e, ok := f["window"]; ok {
 		s.Window, _ = p.positive(e, true, where+": window", DefaultSLOWindow, false)
 		if s.Window < time.Hour {
-			p.errorf(resolve(e.v), "%s: window must be at least 1h, got %s", where, fmtDuration(s.Window))
+			p.errorf(resolve(e.v), "%s: window must be at least 1h, got %s", where, dur.Format(s.Window))
 			s.Window = DefaultSLOWindow
 		}
 	}
