@@ -16,13 +16,6 @@ import (
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
-// Replay runs rule groups over recorded series as the daemon would have
-// run them: a Manager evaluates every group at each time of a stepped
-// clock, the rules keep their warm-up and state from one evaluation to the
-// next, and what they find goes through the alert lifecycle. The offline
-// commands judge, forecast and replay files with it, so what they report
-// is what the daemon's rules do.
-
 // ReplayOptions configure Replay. Groups and Querier are required.
 type ReplayOptions struct {
 	// Groups are the rule groups, as rulefmt reads them.
@@ -53,7 +46,14 @@ type ReplayOptions struct {
 	Logger *slog.Logger
 }
 
-// Replay evaluates the groups at each time of the clock, in order, and
+// Replay runs rule groups over recorded series as the daemon would have
+// run them, as vmalert's replay does: a Manager evaluates every group at
+// each time of a stepped clock, the rules keep their warm-up and state
+// from one evaluation to the next, and what they find goes through the
+// alert lifecycle. The offline commands judge and replay files with it, so
+// what they report is what the daemon's rules do.
+//
+// It evaluates the groups at each time of the clock, in order, and
 // hands each group's batch of every evaluation to each, once the alert
 // lifecycle has processed it (findings and alert events added), in the
 // order of the groups. It stops at the first evaluation that fails, at
