@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -627,12 +626,9 @@ func floatList(flag, s string, ok func(float64) bool, want string) ([]float64, e
 	return out, nil
 }
 
-// runScaleBacktest replays b: the forecast and scale rules run through
-// rules.Replay, one scale rule a level and what-if lane, on a clock
-// stepped from the first decision to the last, over a store that holds
-// the load (each step's sample stamped at its end, when a store has it)
-// and each lane's serving replicas; the reactive policies and foresight
-// decide on the load itself; capacity judges what each asked for.
+// runScaleBacktest replays b: the forecast and scale rules through
+// rules.ReplayScale, the reactive policies and foresight on the load
+// itself, and capacity judges what each asked for.
 func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error) {
 	n := len(b.Load)
 	if len(b.Levels) == 0 || len(b.Targets) == 0 || len(b.Windows) == 0 {
@@ -661,7 +657,10 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	// Every policy starts with what the last warm-up step needed, serving.
 	n0 := capacity.Needed(b.Load[b.Warmup-1], perReplica, b.Scale.MinReplicas, b.Scale.MaxReplicas)
 
-	lanes, err := replayScaleRules(ctx, b, perReplica, n0)
+	sc := b.Scale
+	sc.CapacityPerReplica, sc.Startup = perReplica, b.Startup
+	lanes, err := rules.ReplayScale(ctx, rules.ScaleReplayOptions{Load: load, Parts: b.Parts, Warmup: b.Warmup, Forecast: b.Forecast, Scale: sc,
+		Levels: b.Levels, ErrorScales: b.ErrorScales, Replicas: n0})
 	if err != nil {
 		return nil, err
 	}
@@ -679,10 +678,10 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	}
 	var forecastRows, whatIfRows []policyFigures
 	for _, l := range lanes {
-		f := figures("forecast", capacity.Serve(load, b.Warmup, l.asks, n0, perReplica, b.Startup))
-		f.Level, f.FallbackDecisions = l.level, int(l.fallbacks.Load())
-		if l.whatIf {
-			f.Policy, f.ErrorScale = "what-if", l.errorScale
+		f := figures("forecast", capacity.Serve(load, b.Warmup, l.Asks(), n0, perReplica, b.Startup))
+		f.Level, f.FallbackDecisions = l.Level, l.Fallbacks
+		if l.WhatIf {
+			f.Policy, f.ErrorScale = "what-if", l.ErrorScale
 			whatIfRows = append(whatIfRows, f)
 		} else {
 			forecastRows = append(forecastRows, f)
@@ -697,10 +696,10 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 		for j := range rep.Trace {
 			s := scaleStep{Time: load.At(b.Warmup + j), Load: b.Load[b.Warmup+j], Foresight: foresight[j]}
 			for _, l := range lanes {
-				if l.whatIf {
-					s.WhatIf = append(s.WhatIf, l.signals[j])
+				if l.WhatIf {
+					s.WhatIf = append(s.WhatIf, l.Signals[j])
 				} else {
-					s.Forecast = append(s.Forecast, l.signals[j])
+					s.Forecast = append(s.Forecast, l.Signals[j])
 				}
 			}
 			for _, asks := range reactive {
@@ -716,163 +715,6 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 func figures(policy string, p capacity.Provisioning) policyFigures {
 	return policyFigures{Policy: policy, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
 		Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
-}
-
-// scaleLane is one scale rule of a replay: a forecast level's, or a
-// what-if lane's on that level's forecast with every error scaled by
-// errorScale (capacity.ScaleErrors). It keeps what the rule asked for at
-// each decision and the replicas serving, which the next decision
-// observes.
-type scaleLane struct {
-	rule, replicas string
-	level          float64
-	whatIf         bool
-	errorScale     float64
-	fleet          *capacity.Fleet
-	asks           []int
-	signals        []alerting.ScaleData
-	fallbacks      atomic.Int64 // decisions on a forecast that fell back (counted as the rules evaluate)
-}
-
-// The replay's store names: the load's query and the label that ties a
-// scale rule's replicas to the forecast.
-const (
-	loadQuery   = "load"
-	targetLabel = "target"
-)
-
-// replayScaleRules runs a forecast rule a level and its scale rules (the
-// level's, and one a what-if scale) through rules.Replay, and returns
-// their lanes: the forecast levels', then each level's what-if lanes.
-func replayScaleRules(ctx context.Context, b scaleBacktest, perReplica float64, n0 int) ([]*scaleLane, error) {
-	// The rules evaluate on the step's grid: the replay's clock is the
-	// file's, moved back to the grid when the file does not start on it.
-	// A decision's time is reported in the file's.
-	base := time.UnixMilli(b.T0).Truncate(b.Step)
-	target := ingest.Label{Name: targetLabel, Value: "replayed"}
-	group := rulefmt.Group{Name: "backtest", Interval: b.Step}
-	var lanes []*scaleLane
-	for i, level := range b.Levels {
-		fc := b.Forecast
-		fc.Expr, fc.Level = loadQuery, level
-		if b.Parts != nil {
-			fc.BottomUp, fc.SumBy = true, []string{targetLabel}
-		}
-		if !slices.Contains(fc.Horizons, b.Scale.Horizon) {
-			// The forecast rule hands the scale rules' horizon over, as a
-			// configuration's does.
-			fc.ScaleHorizons = []time.Duration{b.Scale.Horizon}
-		}
-		forecastRule := fmt.Sprintf("forecast_%d", i)
-		group.Rules = append(group.Rules, rulefmt.Rule{Name: forecastRule, Kind: rulefmt.KindForecast, Spec: &fc, Expr: fc.Expr, Step: fc.Step,
-			Lookback: fc.History, RepeatInterval: rulefmt.DefaultRepeatInterval})
-		level := []*scaleLane{{rule: fmt.Sprintf("scale_%d", i), level: level, errorScale: 1}}
-		for j, f := range b.ErrorScales {
-			level = append(level, &scaleLane{rule: fmt.Sprintf("what_if_%d_%d", i, j), level: level[0].level, whatIf: true, errorScale: f})
-		}
-		for _, l := range level {
-			l.replicas = l.rule + "_replicas"
-			sc := b.Scale
-			sc.Forecast, sc.Replicas, sc.CapacityPerReplica = forecastRule, l.replicas, perReplica
-			group.Rules = append(group.Rules, rulefmt.Rule{Name: l.rule, Kind: rulefmt.KindScale, Spec: &sc, Expr: sc.Replicas, Step: b.Step,
-				Lookback: rulefmt.DefaultLookback, RepeatInterval: rulefmt.DefaultRepeatInterval})
-			lanes = append(lanes, l)
-		}
-	}
-	// What-if lanes come after every forecast level's, as the report's rows.
-	slices.SortStableFunc(lanes, func(x, y *scaleLane) int { return cmp.Compare(btoi(x.whatIf), btoi(y.whatIf)) })
-
-	store := rules.NewMemoryStore()
-	add := func(labels ingest.Labels, vs []float64) error {
-		var t []int64
-		var v []float64
-		for k, x := range vs {
-			if !math.IsNaN(x) {
-				t, v = append(t, base.Add(time.Duration(k+1)*b.Step).UnixMilli()), append(v, x)
-			}
-		}
-		return store.Add(loadQuery, labels, t, v)
-	}
-	name := ingest.Label{Name: "__name__", Value: loadQuery}
-	if b.Parts == nil {
-		if err := add(ingest.Labels{name, target}, b.Load); err != nil {
-			return nil, err
-		}
-	}
-	for i, p := range b.Parts {
-		// The rule sums the parts in the order of their labels: numbers of
-		// one width keep it the parts' own, so are the sums' last digits.
-		part := fmt.Sprintf("%0*d", len(strconv.Itoa(len(b.Parts)-1)), i)
-		if err := add(ingest.Labels{name, {Name: "part", Value: part}, target}, p); err != nil {
-			return nil, err
-		}
-	}
-	decision := func(k int) time.Time { return base.Add(time.Duration(k) * b.Step) }
-	// serving stores the replicas of a lane serving at decision k, which
-	// the scale rule reads as the replicas observed.
-	serving := func(l *scaleLane, k int) error {
-		at := decision(k)
-		return store.Add(l.replicas, ingest.Labels{{Name: "__name__", Value: l.replicas}, target}, []int64{at.UnixMilli()}, []float64{float64(l.fleet.Ready(at))})
-	}
-	byRule := map[string]*scaleLane{}
-	for _, l := range lanes {
-		byRule[l.rule] = l
-		l.fleet = &capacity.Fleet{Startup: b.Startup}
-		l.fleet.Start(n0, decision(b.Warmup))
-		if err := serving(l, b.Warmup); err != nil {
-			return nil, err
-		}
-	}
-	frame := capacity.Load{Start: base, Step: b.Step, Values: b.Load}
-	opts := rules.ReplayOptions{Groups: []rulefmt.Group{group}, Querier: store, From: decision(b.Warmup), To: decision(len(b.Load) - 1), Step: b.Step,
-		Rewrite: func(_, rule string, fc *forecasting.Forecast) {
-			l := byRule[rule]
-			if fc.Fallback != "" {
-				l.fallbacks.Add(1)
-			}
-			if l.whatIf {
-				capacity.ScaleErrors(fc, frame, l.errorScale)
-			}
-		}}
-	err := rules.Replay(ctx, opts, func(batch alerting.Batch) error {
-		for _, s := range batch.Scales {
-			l := byRule[s.Rule]
-			if l == nil {
-				return fmt.Errorf("internal error: a scale signal of rule %s, which the replay has no lane for", s.Rule)
-			}
-			k := b.Warmup + len(l.asks)
-			if !s.Time.Equal(decision(k)) {
-				return fmt.Errorf("internal error: scale rule %s decided at %s, not at decision %d", s.Rule, s.Time, k)
-			}
-			l.asks = append(l.asks, s.DesiredReplicas)
-			if b.Trace {
-				l.signals = append(l.signals, s)
-			}
-			l.fleet.Set(s.DesiredReplicas, s.Time)
-			if k+1 < len(b.Load) {
-				if err := serving(l, k+1); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range lanes {
-		if len(l.asks) != len(b.Load)-b.Warmup {
-			return nil, fmt.Errorf("scale rule %s decided %d times in %d steps", l.rule, len(l.asks), len(b.Load)-b.Warmup)
-		}
-	}
-	return lanes, nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
