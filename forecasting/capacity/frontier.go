@@ -6,12 +6,6 @@ type Point struct {
 	ReplicaMinutes, UnderMinutes float64
 }
 
-// Point is the provisioning's replica-minutes and under-provisioned
-// minutes.
-func (p Provisioning) Point() Point {
-	return Point{ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes}
-}
-
 // Frontier sets forecast policies against reactive ones at each other's
 // figures: the forecast policies within the first reactive policy's
 // replica-minutes, and the reactive policies within the first forecast
