@@ -3,7 +3,6 @@ package forecasting
 import (
 	"math"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -219,61 +218,6 @@ func TestDecideHoldsInsideTheHysteresisBand(t *testing.T) {
 	}
 	if changes != 0 || prev != 2 {
 		t.Fatalf("%d changes over two hours, ending at %d; want 2 held throughout", changes, prev)
-	}
-}
-
-func TestDecideReactive(t *testing.T) {
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	pol := ReactivePolicy{MinReplicas: 1, MaxReplicas: 6, ScaleDownWindow: 5 * time.Minute}
-	// One decision a minute; the load each saw over the last minute.
-	f := func(name string, p ReactivePolicy, loads []float64, want []int) {
-		t.Helper()
-		var st ReactiveState
-		got := make([]int, len(loads))
-		for i, l := range loads {
-			st = DecideReactive(st, l, 10, p, now.Add(time.Duration(i)*time.Minute))
-			got[i] = st.Desired
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: desired %v, want %v", name, got, want)
-		}
-	}
-	// ⌈load / capacity⌉ at once on a rise; on a fall the highest
-	// recommendation of the last five minutes (the one five minutes old
-	// is out of the window).
-	f("rise at once, fall after the window", pol, []float64{12, 35, 35, 8, 8, 8, 8, 8, 8}, []int{2, 4, 4, 4, 4, 4, 4, 1, 1})
-	f("a fall to the highest in the window", pol, []float64{45, 25, 15, 15, 15, 15, 15, 15}, []int{5, 5, 5, 5, 5, 3, 2, 2})
-	f("clamped", pol, []float64{0, 100, math.NaN(), 0}, []int{1, 6, 6, 6})
-	f("no window: down at once", ReactivePolicy{MinReplicas: 1}, []float64{35, 8, 20}, []int{4, 1, 2})
-	f("a target below the capacity", ReactivePolicy{MinReplicas: 1, Target: 0.8}, []float64{8, 8.1, 16}, []int{1, 2, 2})
-}
-
-func TestFleet(t *testing.T) {
-	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	m := func(n int) time.Time { return at.Add(time.Duration(n) * time.Minute) }
-	f := &Fleet{Startup: 3 * time.Minute}
-	f.Start(2, m(0))
-	var p Provisioning
-	// 0–10: 25 req/s on 2 ready replicas of 10: 10 minutes short by 5.
-	f.Serve(25, 10, m(0), m(10), &p)
-	// Ask for 4 at 10: two start, ready at 13. 10–20 at 35 req/s: short
-	// until 13 by 15.
-	f.Set(4, m(10))
-	if f.Allocated() != 4 || f.Ready(m(12)) != 2 || f.Ready(m(13)) != 4 {
-		t.Fatalf("allocated %d, ready %d at 12 and %d at 13", f.Allocated(), f.Ready(m(12)), f.Ready(m(13)))
-	}
-	f.Serve(35, 10, m(10), m(20), &p)
-	// Up to 5 at 20, then down to 3 at 21: the starting one goes first,
-	// then the youngest ready one.
-	f.Set(5, m(20))
-	f.Set(3, m(21))
-	if f.Allocated() != 3 || f.Ready(m(21)) != 3 {
-		t.Fatalf("after a rise and a fall: allocated %d, ready %d", f.Allocated(), f.Ready(m(21)))
-	}
-	f.Serve(math.NaN(), 10, m(21), m(25), &p) // an unknown load is paid for, not judged
-	want := Provisioning{ReplicaMinutes: 2*10 + 4*10 + 3*4, Minutes: 24, UnknownMinutes: 4, UnderMinutes: 10 + 3, WorstShortfall: 15}
-	if p != want {
-		t.Errorf("tally %+v, want %+v", p, want)
 	}
 }
 

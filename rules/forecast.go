@@ -41,7 +41,7 @@ type Outlook struct {
 type OutlookSeries struct {
 	Labels  ingest.Labels
 	At      []Snapshot
-	History ObservedHistory
+	History observedHistory
 }
 
 // Snapshot is a series' outlook at one time: from its newest point at or
@@ -56,6 +56,9 @@ type Snapshot struct {
 	PeakTime        time.Time
 	Model, Fallback string
 	ByHorizon       []Peak
+	// forecast is the forecast itself, kept for a replay that rewrites
+	// what the scale rules decide on (Env.rewrite); nil otherwise.
+	forecast *forecasting.Forecast
 }
 
 // Peak is the outlook over one horizon: the peak of the forecast mean,
@@ -88,10 +91,6 @@ func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
 	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: h, Level: fc.Level,
 		Period: int(fc.Period / fc.Step), Weekly: fc.Period > 0 && fc.History >= 2*7*fc.Period}
 }
-
-// ForecastOptions are the forecaster's options of a forecast rule, as the
-// rule uses them: the offline commands replay a rule with them.
-func ForecastOptions(fc *rulefmt.Forecast) forecasting.Options { return forecastOptions(fc) }
 
 // horizons are the horizons a forecast rule serves, ascending: its
 // Horizons, or its one Horizon when a rule built in code set only that.
@@ -211,6 +210,9 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 			for ; k < len(out.Times) && out.Times[k].UnixMilli() < t; k++ {
 				if (s.f != nil || s.sum != nil) && s.lastT <= out.Times[k].UnixMilli() {
 					snaps[k] = s.snap(stepMs, r.handed)
+					if env.rewrite != nil {
+						snaps[k].forecast = cloneForecast(&s.fc)
+					}
 				}
 			}
 		}
@@ -403,6 +405,13 @@ func (s *fcSeries) snap(stepMs int64, leads []int) Snapshot {
 		sn.ByHorizon[i] = Peak{Peak: peak, Upper: upper, PeakTime: time.UnixMilli(s.fc.Origin + int64(lead)*stepMs)}
 	}
 	return sn
+}
+
+// cloneForecast is a copy of fc that shares nothing with it.
+func cloneForecast(fc *forecasting.Forecast) *forecasting.Forecast {
+	c := *fc
+	c.Mean, c.Lower, c.Upper, c.Empirical = slices.Clone(fc.Mean), slices.Clone(fc.Lower), slices.Clone(fc.Upper), slices.Clone(fc.Empirical)
+	return &c
 }
 
 // grid lays samples on the step grid of the first one, NaN where missing.

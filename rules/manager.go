@@ -23,6 +23,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/metricname"
 )
@@ -141,6 +142,9 @@ type Manager struct {
 	// since the last summary
 	sumEvals, sumFailures, sumObservations, sumForecasts, sumScales, sumMissed atomic.Int64
 	sumForgotten, sumLate                                                      atomic.Int64
+
+	// rewrite is Replay's ReplayOptions.Rewrite, handed to the rules.
+	rewrite func(group, rule string, fc *forecasting.Forecast)
 }
 
 // ruleHealth is what the manager knows of whether a rule still judges:
@@ -702,7 +706,7 @@ func (m *Manager) evalRules(ctx context.Context, g *Group, at time.Time) []ruleR
 		// dependency's among them, in a map of its own.
 		mu.Lock()
 		env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
-			CatchUp: m.o.CatchUp, Scores: m.o.Scores, Outlooks: maps.Clone(outlooks)}
+			CatchUp: m.o.CatchUp, Scores: m.o.Scores, Outlooks: maps.Clone(outlooks), rewrite: m.rewrite}
 		mu.Unlock()
 		wg.Go(func() {
 			defer func() { <-sem }()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/analysis"
+	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -53,6 +54,10 @@ type Env struct {
 	// reads its forecast rule's here. A forecast rule whose evaluation
 	// failed has none.
 	Outlooks map[string]*Outlook
+	// rewrite, set by Replay, rewrites the forecast a scale rule decides
+	// on (ReplayOptions.Rewrite): the forecast rules then keep each
+	// snapshot's forecast.
+	rewrite func(group, rule string, fc *forecasting.Forecast)
 }
 
 // Result is what one evaluation of a rule produced.

@@ -42,25 +42,24 @@ func newScaleRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 	if s.SLO != nil {
 		sr.conc = opt(s.SLO.Concurrency)
 	}
-	sr.policy = ScalePolicy(s)
+	sr.policy = scalePolicy(s)
 	return sr, nil
 }
 
-// ObservedHistory is what a scale rule reads of a forecast series'
+// observedHistory is what a scale rule reads of a forecast series'
 // history: the highest load observed over its hold, from one time to
 // another (unix ms).
-type ObservedHistory interface {
+type observedHistory interface {
 	ObservedPeak(from, to int64) (v float64, at int64, ok bool)
 }
 
-// HoldInputs sets in's HeldPeak and HeldAt to the highest load h observed
+// holdInputs sets in's HeldPeak and HeldAt to the highest load h observed
 // over the hold up to the forecast's origin, the newest sample: the
 // samples after origin − hold, as a scale rule does at each decision. A
 // sample stamped t measures the step before t, so at a 10m step a hold of
-// 30m reads the three newest. The offline commands replay a rule with it.
-// Without a hold or a history, or with nothing observed there, in is left
-// as it is.
-func HoldInputs(in *forecasting.ScaleInputs, h ObservedHistory, hold time.Duration, origin time.Time) {
+// 30m reads the three newest. Without a hold or a history, or with
+// nothing observed there, in is left as it is.
+func holdInputs(in *forecasting.ScaleInputs, h observedHistory, hold time.Duration, origin time.Time) {
 	if hold <= 0 || h == nil {
 		return
 	}
@@ -69,10 +68,9 @@ func HoldInputs(in *forecasting.ScaleInputs, h ObservedHistory, hold time.Durati
 	}
 }
 
-// ScalePolicy is the policy of forecasting.Decide a scale rule decides by
-// (its ValidFor is set at each evaluation): the offline commands replay a
-// rule with it.
-func ScalePolicy(s *rulefmt.Scale) forecasting.ScalePolicy {
+// scalePolicy is the policy of forecasting.Decide a scale rule decides by
+// (its ValidFor is set at each evaluation).
+func scalePolicy(s *rulefmt.Scale) forecasting.ScalePolicy {
 	p := forecasting.ScalePolicy{MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, ScaleDownStableIntervals: s.ScaleDownStableIntervals,
 		Cooldown: s.Cooldown, Hold: s.Hold, ScaleDownMargin: s.ScaleDownMargin, GPUMemoryHigh: s.GPUMemoryHigh, WaitingPerReplica: s.WaitingPerReplica, P99Near: s.P99Near}
 	if s.SLO != nil {
@@ -225,9 +223,12 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			if fc != nil && fc.At[k].OK {
 				sn := fc.At[k]
 				pk := sn.At(hi)
+				if env.rewrite != nil && sn.forecast != nil {
+					pk, sn = r.rewritten(env, sn, horizon)
+				}
 				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, pk.Upper
 				in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
-				HoldInputs(&in, fc.History, r.c.Hold, sn.Origin)
+				holdInputs(&in, fc.History, r.c.Hold, sn.Origin)
 			}
 			in.Notes = notes
 			prev := st.Desired
@@ -258,6 +259,16 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 	}
 	res.Series = len(r.states)
 	return res, nil
+}
+
+// rewritten is the outlook sn with its forecast rewritten by a replay
+// (Env.rewrite), and its peak over horizon.
+func (r *scaleRule) rewritten(env *Env, sn Snapshot, horizon time.Duration) (Peak, Snapshot) {
+	fc := cloneForecast(sn.forecast)
+	env.rewrite(r.group, r.cfg.Name, fc)
+	peak, lead, upper := fc.PeakWithin(leads(horizon, fc.Step))
+	sn.Fallback, sn.Model, sn.forecast = fc.Fallback, fc.Model, fc
+	return Peak{Peak: peak, Upper: upper, PeakTime: time.UnixMilli(fc.Origin + int64(lead)*fc.Step.Milliseconds())}, sn
 }
 
 // matcher finds the items whose labels match a target's on the labels on,

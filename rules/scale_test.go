@@ -288,7 +288,7 @@ func TestScalePolicyMargin(t *testing.T) {
 	} {
 		s := rulefmt.DefaultScale()
 		s.ScaleDownStableIntervals, s.Cooldown, s.ScaleDownMargin = 1, 0, c.margin
-		sig, _ := forecasting.Decide(prev, in, ScalePolicy(&s), now)
+		sig, _ := forecasting.Decide(prev, in, scalePolicy(&s), now)
 		if w := sig.Why; sig.Desired != c.want || w.Band != c.margin || (w.Limits&forecasting.LimitBand != 0) != c.band {
 			t.Errorf("margin %g: desired %d, band %g, held back by %s; want %d, the band holding: %t (%s)",
 				c.margin, sig.Desired, w.Band, w.Limits, c.want, c.band, sig.Reason())
@@ -321,17 +321,17 @@ func TestHoldInputsReadsTheHoldBeforeTheOrigin(t *testing.T) {
 	h := samplesAt{t0: t0.UnixMilli(), step: step.Milliseconds(), v: []float64{1, 9, 2, 5, 3}}
 	origin := t0.Add(4 * step)
 	in := forecasting.ScaleInputs{HeldPeak: math.NaN()}
-	HoldInputs(&in, h, 30*time.Minute, origin)
+	holdInputs(&in, h, 30*time.Minute, origin)
 	if in.HeldPeak != 5 || !in.HeldAt.Equal(t0.Add(3*step)) {
 		t.Errorf("held %v at %v; want 5 at %v (the 9 at %v is 40 minutes of load back)", in.HeldPeak, in.HeldAt, t0.Add(3*step), t0.Add(step))
 	}
 	in = forecasting.ScaleInputs{HeldPeak: math.NaN()}
-	HoldInputs(&in, h, 31*time.Minute, origin)
+	holdInputs(&in, h, 31*time.Minute, origin)
 	if in.HeldPeak != 9 {
 		t.Errorf("a hold of 31m held %v; want 9", in.HeldPeak)
 	}
 	in = forecasting.ScaleInputs{HeldPeak: math.NaN()}
-	HoldInputs(&in, h, 0, origin)
+	holdInputs(&in, h, 0, origin)
 	if !math.IsNaN(in.HeldPeak) {
 		t.Errorf("no hold held %v", in.HeldPeak)
 	}

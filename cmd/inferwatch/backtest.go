@@ -384,7 +384,11 @@ func scoreNABProfile(p nab.Profile, runs []nabRun) (nabProfile, error) {
 		return out, err
 	}
 	out.Own = own
-	th, ok, err := bestThreshold(p, runs)
+	files := make([]nab.Scores, len(runs))
+	for i, r := range runs {
+		files[i] = nab.Scores{File: r.file, Scores: r.scores}
+	}
+	th, ok, err := nab.OnsetThreshold(p, files)
 	if err != nil {
 		return out, err
 	}
@@ -393,66 +397,11 @@ func scoreNABProfile(p nab.Profile, runs []nabRun) (nabProfile, error) {
 	} else {
 		th = math.Inf(1)
 	}
-	out.Best, err = scoreNABLines(p, runs, func(r nabRun) []bool { return runsFrom(r.scores, th) })
+	out.Best, err = scoreNABLines(p, runs, func(r nabRun) []bool { return nab.Onsets(r.scores, th) })
 	if err != nil {
 		return out, err
 	}
 	return out, nil
-}
-
-// runsFrom marks the first row of each run of rows scoring th or more: a
-// rule that took th as its threshold would find each such run once, as the
-// lifecycle finds each anomalous stretch once.
-func runsFrom(scores []float64, th float64) []bool {
-	det := make([]bool, len(scores))
-	for i, s := range scores {
-		det[i] = s >= th && (i == 0 || scores[i-1] < th)
-	}
-	return det
-}
-
-// bestThreshold returns the threshold, among 1.05^k (k from −28, 0.25, to
-// the highest score; 1 included), at which the runs of rows at or above it
-// score best overall, and false when detecting nothing scores better.
-func bestThreshold(p nab.Profile, runs []nabRun) (float64, bool, error) {
-	top := 0.0
-	for _, r := range runs {
-		for _, s := range r.scores {
-			if !math.IsInf(s, 0) {
-				top = max(top, s)
-			}
-		}
-	}
-	best, bestTh, found := 0.0, 0.0, false
-	for k := -28; ; k++ {
-		th := math.Pow(1.05, float64(k))
-		if th > top && k > 0 {
-			break
-		}
-		var total float64
-		for _, r := range runs {
-			res, err := r.file.Score(p, runsFrom(r.scores, th))
-			if err != nil {
-				return 0, false, err
-			}
-			total += res.Score
-		}
-		if !found || total > best {
-			best, bestTh, found = total, th, true
-		}
-	}
-	var none float64
-	for _, r := range runs {
-		res, err := r.file.Score(p, make([]bool, len(r.scores)))
-		if err != nil {
-			return 0, false, err
-		}
-		none += res.Score
-	}
-	if !found || none >= best {
-		return 0, false, nil
-	}
-	return bestTh, true, nil
 }
 
 // scoreNABLines scores each run's detections and sums them per category

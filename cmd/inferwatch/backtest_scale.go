@@ -16,7 +16,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/forecasting/capacity"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
@@ -133,7 +135,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	timeField := fs.String("time-field", "", "with --arrivals: the CSV column or JSON field holding each request's time (default: the first of "+strings.Join(ingest.ArrivalTimeFields(), ", ")+", any case)")
 	requestType := fs.String("request-type", "Generative Requests", "with --gentd26: the request_type to count, or all")
 	counts := fs.Bool("counts", false, "the values are requests per step, not per second")
-	capacity := fs.Float64("capacity", 0, "requests per second one replica sustains")
+	perReplica := fs.Float64("capacity", 0, "requests per second one replica sustains")
 	peakReplicas := fs.Int("peak-replicas", 0, "instead of --capacity: the capacity is the peak load after the warm-up divided by this")
 	startupS := fs.String("startup", rulefmt.FormatDuration(rulefmt.DefaultScaleStartup), "scale.startup: how long a replica asked for takes to serve")
 	stepS := fs.String("step", "", "the decision step, a multiple of the series' step (default the series' step); the series is averaged to it; with --arrivals, the step the requests are counted in (default 1m)")
@@ -169,7 +171,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	if given != 1 {
 		return usageError(stderr, fs, "give one of --input FILE, --sum-of GLOB, --arrivals FILE or --gentd26 FILE")
 	}
-	if (*capacity > 0) == (*peakReplicas > 0) {
+	if (*perReplica > 0) == (*peakReplicas > 0) {
 		return usageError(stderr, fs, "give one of --capacity REQS_PER_REPLICA (> 0) or --peak-replicas N (> 0)")
 	}
 	var errs []error
@@ -341,10 +343,10 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	if warmup == 0 {
 		warm = min(int(period/series.Step), len(series.Values)/4)
 	}
-	b := scaleBacktest{T0: series.Start, Step: series.Step, Load: series.Values, Parts: parts, Capacity: *capacity,
+	b := scaleBacktest{T0: series.Start, Step: series.Step, Load: series.Values, Parts: parts, Capacity: *perReplica,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
 		Levels: levels, Targets: targets, Windows: windows, ErrorScales: errorScales, Trace: *writeDecisions != "",
-		Reactive: forecasting.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
+		Reactive: capacity.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
 	rep, err := runScaleBacktest(ctx, b)
 	if err != nil {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: %s: %v\n", name, err)
@@ -384,11 +386,11 @@ type scaleBacktest struct {
 	// one value.
 	Forecast        rulefmt.Forecast
 	Scale           rulefmt.Scale
-	Reactive        forecasting.ReactivePolicy
+	Reactive        capacity.ReactivePolicy
 	Levels, Targets []float64
 	Windows         []time.Duration
 	// ErrorScales are the what-if lanes of each level: the forecast with
-	// every error scaled by each (shrinkErrors), decided on as the
+	// every error scaled by each (capacity.ScaleErrors), decided on as the
 	// forecast is.
 	ErrorScales []float64
 	// Trace keeps each decision in the report's Trace (--write-decisions).
@@ -437,9 +439,9 @@ type scaleStep struct {
 	// policy asked for; WhatIf the scale signal of each what-if lane, in
 	// the order of the report's policies; and Foresight the replicas
 	// foresight asked for.
-	Forecast  []forecasting.ScaleSignal
+	Forecast  []alerting.ScaleData
 	Reactive  []int
-	WhatIf    []forecasting.ScaleSignal
+	WhatIf    []alerting.ScaleData
 	Foresight int
 }
 
@@ -546,75 +548,62 @@ func (rep *scaleReport) severalWindows() bool {
 }
 
 // frontier compares the rows of several levels or targets (nil for one
-// of each).
+// of each), as capacity.Compare sets them against each other.
 func frontier(rows []policyFigures) *scaleFrontier {
-	var fs, rs []policyFigures
-	for _, p := range rows {
+	var fs, rs []*policyFigures
+	var fp, rp []capacity.Point
+	for i := range rows {
+		p := &rows[i]
 		switch p.Policy {
 		case "forecast":
-			fs = append(fs, p)
+			fs, fp = append(fs, p), append(fp, p.point())
 		case "reactive":
-			rs = append(rs, p)
+			rs, rp = append(rs, p), append(rp, p.point())
 		}
 	}
 	if len(fs) == 0 || len(rs) == 0 || (len(fs) == 1 && len(rs) == 1) {
 		return nil
 	}
-	fr := &scaleFrontier{}
-	// keep makes p the best when it qualifies and has less of first than
-	// the best so far, or as much and less of second.
-	keep := func(best **policyFigures, p *policyFigures, qualifies bool, first, second func(*policyFigures) float64) {
-		if b := *best; qualifies && (b == nil || first(p) < first(b) || (first(p) == first(b) && second(p) < second(b))) {
-			*best = p
+	pick := func(ps []*policyFigures, i int) *policyFigures {
+		if i < 0 {
+			return nil
 		}
+		c := *ps[i]
+		return &c
 	}
-	cost := func(p *policyFigures) float64 { return p.ReplicaMinutes }
-	short := func(p *policyFigures) float64 { return p.UnderMinutes }
-	for i := range fs {
-		p := &fs[i]
-		keep(&fr.ForecastWithin, p, p.ReplicaMinutes <= rs[0].ReplicaMinutes, short, cost)
-		keep(&fr.CheapestForecast, p, true, cost, short)
-	}
-	for i := range rs {
-		p := &rs[i]
-		keep(&fr.ReactiveWithin, p, p.UnderMinutes <= fs[0].UnderMinutes, cost, short)
-		keep(&fr.LeastShortReactive, p, true, short, cost)
-		keep(&fr.ReactiveAtCost, p, p.ReplicaMinutes <= fs[0].ReplicaMinutes, short, cost)
-	}
-	if fr.ForecastWithin != nil {
-		fr.CheapestForecast = nil
-	}
-	if fr.ReactiveWithin != nil {
-		fr.LeastShortReactive = nil
-	}
-	return fr
+	fr := capacity.Compare(fp, rp)
+	return &scaleFrontier{ForecastWithin: pick(fs, fr.ForecastWithin), CheapestForecast: pick(fs, fr.CheapestForecast),
+		ReactiveWithin: pick(rs, fr.ReactiveWithin), LeastShortReactive: pick(rs, fr.LeastShortReactive), ReactiveAtCost: pick(rs, fr.ReactiveAtCost)}
+}
+
+func (p policyFigures) point() capacity.Point {
+	return capacity.Point{ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes}
 }
 
 // whatIfAtCost returns, for each scale of the errors among the what-if
-// rows (in their order), the row short the fewest minutes among those
-// paying at most r's replica-minutes (the cheaper of equals), or the
-// cheapest row when none does.
+// rows (in their order), the row capacity.AtCost picks within r's
+// replica-minutes.
 func whatIfAtCost(rows []policyFigures, r *policyFigures) []policyFigures {
-	var out []policyFigures
-	best := map[float64]int{} // error scale → index in out
+	var scales []float64
+	byScale := map[float64][]policyFigures{}
 	for _, p := range rows {
 		if p.Policy != "what-if" {
 			continue
 		}
-		i, ok := best[p.ErrorScale]
-		if !ok {
-			best[p.ErrorScale] = len(out)
-			out = append(out, p)
-			continue
+		if _, ok := byScale[p.ErrorScale]; !ok {
+			scales = append(scales, p.ErrorScale)
 		}
-		b := out[i]
-		pIn, bIn := p.ReplicaMinutes <= r.ReplicaMinutes, b.ReplicaMinutes <= r.ReplicaMinutes
-		switch {
-		case pIn && !bIn,
-			pIn && bIn && (p.UnderMinutes < b.UnderMinutes || (p.UnderMinutes == b.UnderMinutes && p.ReplicaMinutes < b.ReplicaMinutes)),
-			!pIn && !bIn && p.ReplicaMinutes < b.ReplicaMinutes:
-			out[i] = p
+		byScale[p.ErrorScale] = append(byScale[p.ErrorScale], p)
+	}
+	var out []policyFigures
+	for _, f := range scales {
+		ps := byScale[f]
+		points := make([]capacity.Point, len(ps))
+		for i, p := range ps {
+			points[i] = p.point()
 		}
+		i, _ := capacity.AtCost(points, r.ReplicaMinutes)
+		out = append(out, ps[i])
 	}
 	return out
 }
@@ -637,9 +626,9 @@ func floatList(flag, s string, ok func(float64) bool, want string) ([]float64, e
 	return out, nil
 }
 
-// runScaleBacktest replays b: at each step after the warm-up both
-// policies decide from the samples before it, then the step's load is
-// served by their replicas and its sample becomes known.
+// runScaleBacktest replays b: the forecast and scale rules through
+// rules.ReplayScale, the reactive policies and foresight on the load
+// itself, and capacity judges what each asked for.
 func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error) {
 	n := len(b.Load)
 	if len(b.Levels) == 0 || len(b.Targets) == 0 || len(b.Windows) == 0 {
@@ -648,363 +637,84 @@ func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error
 	if b.Warmup < 2 || b.Warmup >= n {
 		return nil, fmt.Errorf("a warm-up of %d steps leaves no decision in %d steps; want at least 2 steps of warm-up and one after", b.Warmup, n)
 	}
+	load := capacity.Load{Start: time.UnixMilli(b.T0), Step: b.Step, Values: b.Load}
 	rep := &scaleReport{Steps: n, StepSeconds: b.Step.Seconds(), WarmupSteps: b.Warmup, Decisions: n - b.Warmup,
-		Start:          time.UnixMilli(b.T0 + int64(b.Warmup)*b.Step.Milliseconds()).UTC().Format(time.RFC3339),
+		Start:          load.At(b.Warmup).UTC().Format(time.RFC3339),
 		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), ForecastHorizonSeconds: b.Forecast.Horizon.Seconds(), HPAWindowSecs: b.Windows[0].Seconds(),
 		Model: b.Forecast.Model, ScalePolicy: scalePolicySettings{HoldSeconds: b.Scale.Hold.Seconds(), ScaleDownMargin: b.Scale.ScaleDownMargin,
 			ScaleDownStableIntervals: b.Scale.ScaleDownStableIntervals, CooldownSeconds: b.Scale.Cooldown.Seconds(),
-			MinReplicas: b.Scale.MinReplicas, MaxReplicas: b.Scale.MaxReplicas}}
-	for _, v := range b.Load[b.Warmup:] {
-		if isFinite(v) {
-			rep.PeakLoad = max(rep.PeakLoad, v)
-		}
-	}
-	capacity := b.Capacity
-	if capacity <= 0 {
+			MinReplicas: b.Scale.MinReplicas, MaxReplicas: b.Scale.MaxReplicas},
+		PeakLoad: load.Peak(b.Warmup)}
+	perReplica := b.Capacity
+	if perReplica <= 0 {
 		if b.PeakReplicas < 1 || rep.PeakLoad <= 0 {
 			return nil, fmt.Errorf("no capacity: give one, or a peak load above 0 and a number of replicas at the peak (the peak is %g)", rep.PeakLoad)
 		}
-		capacity = rep.PeakLoad / float64(b.PeakReplicas)
+		perReplica = rep.PeakLoad / float64(b.PeakReplicas)
 		rep.CapacityFrom = fmt.Sprintf("the peak load %.4g req/s over %d replicas", rep.PeakLoad, b.PeakReplicas)
 	}
-	rep.Capacity = capacity
+	rep.Capacity = perReplica
+	// Every policy starts with what the last warm-up step needed, serving.
+	n0 := capacity.Needed(b.Load[b.Warmup-1], perReplica, b.Scale.MinReplicas, b.Scale.MaxReplicas)
 
-	stepMs := b.Step.Milliseconds()
-	at := func(k int) time.Time { return time.UnixMilli(b.T0 + int64(k)*stepMs) }
-	first := at(b.Warmup)
-	n0 := max(int(math.Ceil(b.Load[b.Warmup-1]/capacity-1e-9)), b.Scale.MinReplicas, 0)
-	if !isFinite(b.Load[b.Warmup-1]) {
-		n0 = max(b.Scale.MinReplicas, 1)
+	sc := b.Scale
+	sc.CapacityPerReplica, sc.Startup = perReplica, b.Startup
+	lanes, err := rules.ReplayScale(ctx, rules.ScaleReplayOptions{Load: load, Parts: b.Parts, Warmup: b.Warmup, Forecast: b.Forecast, Scale: sc,
+		Levels: b.Levels, ErrorScales: b.ErrorScales, Replicas: n0})
+	if err != nil {
+		return nil, err
 	}
-	if b.Scale.MaxReplicas > 0 {
-		n0 = min(n0, b.Scale.MaxReplicas)
-	}
-	// One lane a forecast level: its own forecaster, fitted as a forecast
-	// rule's first evaluation fits, on the history but its last part (up
-	// to a period, at most a quarter), which is then fed point by point so
-	// the first decision has calibrated intervals. The rule fetches
-	// forecast.history before its first evaluation.
-	type forecastLane struct {
-		level  float64
-		fcs    *replayForecaster
-		fc     forecasting.Forecast
-		lane   scaleLane
-		whatIf []*whatIfLane
-	}
-	from := max(b.Warmup-int(b.Forecast.History/b.Step), 0)
-	var fls []*forecastLane
-	for _, level := range b.Levels {
-		fc := b.Forecast
-		fc.Level = level
-		opts := rules.ForecastOptions(&fc)
-		fcs, err := newReplayForecaster(opts, b.Parts)
-		if err != nil {
-			return nil, err
-		}
-		fitN := max(b.Warmup-min((b.Warmup-from)/4, opts.Period), from+1)
-		if err := fcs.fit(b.T0, b.Load, from, fitN); err != nil {
-			return nil, err
-		}
-		for j := fitN; j < b.Warmup; j++ {
-			if err := fcs.update(b.T0, b.Load, j, stepMs); err != nil {
-				return nil, err
-			}
-		}
-		// The scale rule starts afresh, as a daemon started at the first
-		// decision does: that decision asks for what the forecast needs.
-		l := &forecastLane{level: level, fcs: fcs, lane: newScaleLane(b.Startup, n0, first)}
-		for _, f := range b.ErrorScales {
-			l.whatIf = append(l.whatIf, &whatIfLane{scale: f, lane: newScaleLane(b.Startup, n0, first)})
-		}
-		fls = append(fls, l)
-	}
-	type reactiveLane struct {
-		policy forecasting.ReactivePolicy
-		rs     forecasting.ReactiveState
-		fleet  *forecasting.Fleet
-		prov   forecasting.Provisioning
-	}
-	var rls []*reactiveLane
+	var reactive [][]int
 	for _, window := range b.Windows {
 		for _, target := range b.Targets {
-			l := &reactiveLane{policy: b.Reactive, rs: forecasting.ReactiveState{Desired: n0}, fleet: &forecasting.Fleet{Startup: b.Startup}}
-			l.policy.Target, l.policy.ScaleDownWindow = target, window
-			l.fleet.Start(n0, first)
-			rls = append(rls, l)
-		}
-	}
-	leads := max(int((b.Scale.Horizon+b.Step-1)/b.Step), 1)
-	policy := rules.ScalePolicy(&b.Scale)
-	policy.ValidFor = b.Scale.Horizon
-
-	// Foresight knows the load: at each decision it asks for what the
-	// peak until the next decision's replicas serve needs, so no minute
-	// is short, at the least replica-minutes of a decision a step.
-	fo := &forecasting.Fleet{Startup: b.Startup}
-	ahead := int((b.Startup + b.Step - 1) / b.Step)
-	foresight := func(k int) int {
-		peak := math.NaN()
-		for j := k; j <= min(k+ahead, n-1); j++ {
-			if isFinite(b.Load[j]) && !(b.Load[j] <= peak) {
-				peak = b.Load[j]
-			}
-		}
-		r := max(int(math.Ceil(peak/capacity-1e-9)), b.Scale.MinReplicas)
-		if !isFinite(peak) {
-			r = fo.Allocated()
-		}
-		if b.Scale.MaxReplicas > 0 {
-			r = min(r, b.Scale.MaxReplicas)
-		}
-		return r
-	}
-	fo.Start(foresight(b.Warmup), first)
-	var po forecasting.Provisioning
-	if b.Trace {
-		rep.Trace = make([]scaleStep, 0, n-b.Warmup)
-	}
-	for k := b.Warmup; k < n; k++ {
-		if k%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("interrupted: %w", err)
-			}
-		}
-		now, end := at(k), at(k+1)
-		var step scaleStep
-		if b.Trace {
-			step = scaleStep{Time: now, Load: b.Load[k], Forecast: make([]forecasting.ScaleSignal, 0, len(fls)), Reactive: make([]int, 0, len(rls)),
-				WhatIf: make([]forecasting.ScaleSignal, 0, len(fls)*len(b.ErrorScales))}
-		}
-		// decide is the scale rule's decision on fc, and the step served
-		// by the replicas it asks for.
-		decide := func(sl *scaleLane, fc *forecasting.Forecast, h rules.ObservedHistory) forecasting.ScaleSignal {
-			peak, lead, upper := fc.PeakWithin(leads)
-			if fc.Fallback != "" {
-				sl.fallbacks++
-			}
-			in := forecasting.ScaleInputs{Observed: float64(sl.fleet.Ready(now)), CapacityPerReplica: capacity,
-				HasForecast: true, PredictedLoad: peak, PredictedUpper: upper, PeakTime: time.UnixMilli(fc.Origin + int64(lead)*stepMs),
-				Fallback: fc.Fallback, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN(),
-				HeldPeak: math.NaN()}
-			rules.HoldInputs(&in, h, b.Scale.Hold, time.UnixMilli(fc.Origin))
-			sig, next := forecasting.Decide(sl.st, in, policy, now)
-			sl.st = next
-			if sig.Desired != sl.fleet.Allocated() {
-				sl.prov.Changes++
-				sl.fleet.Set(sig.Desired, now)
-			}
-			sl.fleet.Serve(b.Load[k], capacity, now, end, &sl.prov)
-			return sig
-		}
-		for _, l := range fls {
-			l.fcs.forecastInto(&l.fc)
-			sig := decide(&l.lane, &l.fc, l.fcs)
-			if b.Trace {
-				step.Forecast = append(step.Forecast, sig)
-			}
-			for _, w := range l.whatIf {
-				shrinkErrors(&w.fc, &l.fc, b.Load, k, w.scale)
-				sig := decide(&w.lane, &w.fc, l.fcs)
-				if b.Trace {
-					step.WhatIf = append(step.WhatIf, sig)
-				}
-			}
-			if err := l.fcs.update(b.T0, b.Load, k, stepMs); err != nil {
-				return nil, err
-			}
-		}
-		for _, l := range rls {
-			l.rs = forecasting.DecideReactive(l.rs, b.Load[k-1], capacity, l.policy, now)
-			if b.Trace {
-				step.Reactive = append(step.Reactive, l.rs.Desired)
-			}
-			if l.rs.Desired != l.fleet.Allocated() {
-				l.prov.Changes++
-				l.fleet.Set(l.rs.Desired, now)
-			}
-			l.fleet.Serve(b.Load[k], capacity, now, end, &l.prov)
-		}
-		if r := foresight(k); r != fo.Allocated() {
-			po.Changes++
-			fo.Set(r, now)
-		}
-		fo.Serve(b.Load[k], capacity, now, end, &po)
-		if b.Trace {
-			step.Foresight = fo.Allocated()
-			rep.Trace = append(rep.Trace, step)
-		}
-	}
-	figures := func(name string, p forecasting.Provisioning) policyFigures {
-		return policyFigures{Policy: name, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
-			Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
-	}
-	for _, l := range fls {
-		f := figures("forecast", l.lane.prov)
-		f.Level, f.FallbackDecisions = l.level, l.lane.fallbacks
-		rep.Policies = append(rep.Policies, f)
-	}
-	for _, l := range rls {
-		f := figures("reactive", l.prov)
-		f.HPATarget, f.HPAWindowSecs = l.policy.Target, l.policy.ScaleDownWindow.Seconds()
-		rep.Policies = append(rep.Policies, f)
-	}
-	for _, l := range fls {
-		for _, w := range l.whatIf {
-			f := figures("what-if", w.lane.prov)
-			f.Level, f.ErrorScale, f.FallbackDecisions = l.level, w.scale, w.lane.fallbacks
+			p := b.Reactive
+			p.Target, p.ScaleDownWindow = target, window
+			asks := capacity.Reactive(load, b.Warmup, n0, perReplica, p)
+			reactive = append(reactive, asks)
+			f := figures("reactive", capacity.Serve(load, b.Warmup, asks, n0, perReplica, b.Startup))
+			f.HPATarget, f.HPAWindowSecs = target, window.Seconds()
 			rep.Policies = append(rep.Policies, f)
 		}
 	}
-	rep.Policies = append(rep.Policies, figures("foresight", po))
+	var forecastRows, whatIfRows []policyFigures
+	for _, l := range lanes {
+		f := figures("forecast", capacity.Serve(load, b.Warmup, l.Asks(), n0, perReplica, b.Startup))
+		f.Level, f.FallbackDecisions = l.Level, l.Fallbacks
+		if l.WhatIf {
+			f.Policy, f.ErrorScale = "what-if", l.ErrorScale
+			whatIfRows = append(whatIfRows, f)
+		} else {
+			forecastRows = append(forecastRows, f)
+		}
+	}
+	rep.Policies = append(append(forecastRows, rep.Policies...), whatIfRows...)
+	foresight := capacity.Foresight(load, b.Warmup, perReplica, b.Startup, b.Scale.MinReplicas, b.Scale.MaxReplicas)
+	rep.Policies = append(rep.Policies, figures("foresight", capacity.Serve(load, b.Warmup, foresight, foresight[0], perReplica, b.Startup)))
 	rep.Frontier = frontier(rep.Policies)
+	if b.Trace {
+		rep.Trace = make([]scaleStep, n-b.Warmup)
+		for j := range rep.Trace {
+			s := scaleStep{Time: load.At(b.Warmup + j), Load: b.Load[b.Warmup+j], Foresight: foresight[j]}
+			for _, l := range lanes {
+				if l.WhatIf {
+					s.WhatIf = append(s.WhatIf, l.Signals[j])
+				} else {
+					s.Forecast = append(s.Forecast, l.Signals[j])
+				}
+			}
+			for _, asks := range reactive {
+				s.Reactive = append(s.Reactive, asks[j])
+			}
+			rep.Trace[j] = s
+		}
+	}
 	return rep, nil
 }
 
-// scaleLane is a scale rule replayed on one forecast: its state, the
-// replicas it asked for and how they carried the load.
-type scaleLane struct {
-	st        forecasting.ScaleState
-	fleet     *forecasting.Fleet
-	prov      forecasting.Provisioning
-	fallbacks int
-}
-
-// newScaleLane starts a lane with n replicas serving at first.
-func newScaleLane(startup time.Duration, n int, first time.Time) scaleLane {
-	l := scaleLane{fleet: &forecasting.Fleet{Startup: startup}}
-	l.fleet.Start(n, first)
-	return l
-}
-
-// whatIfLane decides on its forecast lane's forecast with every error
-// scaled by scale (shrinkErrors).
-type whatIfLane struct {
-	scale float64
-	fc    forecasting.Forecast
-	lane  scaleLane
-}
-
-// shrinkErrors writes into dst the forecast fc made for the steps from k
-// on, with every error scaled by f: at each lead whose load is known,
-// the mean and both bounds are moved toward it, to f of their distance
-// (f 0: the load itself, a perfect forecast; f 1: fc as it is), so the
-// interval is f times as wide, as the quantiles of errors f times as
-// large would make it. Where the load is not known (a missing sample, or
-// past its end) the mean stays and the bounds move toward it. The peaks
-// are the new path's.
-func shrinkErrors(dst, fc *forecasting.Forecast, load []float64, k int, f float64) {
-	mean, lower, upper := dst.Mean, dst.Lower, dst.Upper
-	*dst = *fc
-	dst.Mean = append(mean[:0], fc.Mean...)
-	dst.Lower = append(lower[:0], fc.Lower...)
-	dst.Upper = append(upper[:0], fc.Upper...)
-	dst.Empirical = nil
-	dst.Peak, dst.PeakLead, dst.UpperPeak = math.Inf(-1), 0, math.Inf(-1)
-	for i, m := range dst.Mean {
-		y := m
-		if j := k + i; j < len(load) && isFinite(load[j]) {
-			y = load[j]
-		}
-		// (1 − f)·y + f·x is x itself at f 1 and y itself at f 0.
-		dst.Mean[i] = (1-f)*y + f*m
-		dst.Lower[i] = (1-f)*y + f*dst.Lower[i]
-		dst.Upper[i] = (1-f)*y + f*dst.Upper[i]
-		if dst.Mean[i] > dst.Peak {
-			dst.Peak, dst.PeakLead = dst.Mean[i], i+1
-		}
-		dst.UpperPeak = max(dst.UpperPeak, dst.Upper[i])
-	}
-}
-
-// replayForecaster is a forecast rule's forecaster of one series, or of a
-// sum of parts, fed as the rule feeds it.
-type replayForecaster struct {
-	opts  forecasting.Options
-	parts [][]float64
-	f     *forecasting.Forecaster
-	sum   *forecasting.Sum
-	ys    []float64
-}
-
-func newReplayForecaster(opts forecasting.Options, parts [][]float64) (*replayForecaster, error) {
-	if _, err := forecasting.New(opts); err != nil {
-		return nil, err
-	}
-	return &replayForecaster{opts: opts, parts: parts, ys: make([]float64, len(parts))}, nil
-}
-
-// fit fits afresh on the samples [from, to).
-func (r *replayForecaster) fit(t0 int64, load []float64, from, to int) error {
-	start := t0 + int64(from)*r.opts.Step.Milliseconds()
-	if r.parts != nil {
-		sum, err := forecasting.NewSum(r.opts, len(r.parts))
-		if err != nil {
-			return err
-		}
-		data := make([][]float64, len(r.parts))
-		for i, p := range r.parts {
-			data[i] = p[from:to]
-		}
-		if err := sum.Fit(start, data); err != nil {
-			return err
-		}
-		r.sum = sum
-		return nil
-	}
-	f, err := forecasting.New(r.opts)
-	if err != nil {
-		return err
-	}
-	if err := f.Fit(start, load[from:to]); err != nil {
-		return err
-	}
-	r.f = f
-	return nil
-}
-
-// update feeds sample j, refitting when due and fitting afresh after a
-// gap too long to fill, as a forecast rule does.
-func (r *replayForecaster) update(t0 int64, load []float64, j int, stepMs int64) error {
-	t := t0 + int64(j)*stepMs
-	var err error
-	if r.sum != nil {
-		for i, p := range r.parts {
-			r.ys[i] = p[j]
-		}
-		err = r.sum.Update(t, r.ys)
-	} else {
-		err = r.f.Update(t, load[j])
-	}
-	switch {
-	case errors.Is(err, forecasting.ErrGap):
-		return r.fit(t0, load, max(0, j+1-r.opts.MaxHistory), j+1)
-	case err != nil:
-		return err
-	}
-	if r.sum != nil && r.sum.RefitDue() {
-		return r.sum.Refit()
-	}
-	if r.f != nil && r.f.RefitDue() {
-		return r.f.Refit()
-	}
-	return nil
-}
-
-// ObservedPeak is the forecaster's (or the sum's): a scale rule's hold
-// reads it.
-func (r *replayForecaster) ObservedPeak(from, to int64) (float64, int64, bool) {
-	if r.sum != nil {
-		return r.sum.ObservedPeak(from, to)
-	}
-	return r.f.ObservedPeak(from, to)
-}
-
-func (r *replayForecaster) forecastInto(fc *forecasting.Forecast) {
-	if r.sum != nil {
-		r.sum.ForecastInto(fc)
-		return
-	}
-	r.f.ForecastInto(fc)
+// figures are a policy's row of the report.
+func figures(policy string, p capacity.Provisioning) policyFigures {
+	return policyFigures{Policy: policy, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
+		Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
@@ -1074,8 +784,8 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 			header = append(header, c+"_"+lane)
 		}
 	}
-	signal := func(row []string, f forecasting.ScaleSignal) []string {
-		return append(row, strconv.Itoa(f.Desired), g(f.Why.Saw.PredictedLoad), g(f.Why.Saw.PredictedUpper), strconv.Itoa(f.Why.Cause.Tier()), f.Reason())
+	signal := func(row []string, f alerting.ScaleData) []string {
+		return append(row, strconv.Itoa(f.DesiredReplicas), g(float64(f.PredictedLoad)), g(float64(f.PredictedUpper)), strconv.Itoa(f.Tier), f.Reason)
 	}
 	for _, l := range levels[1:] {
 		signalColumns(l)
@@ -1092,8 +802,8 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 	row := make([]string, 0, len(header))
 	for _, s := range trace {
 		f := s.Forecast[0]
-		row = append(row[:0], strconv.FormatInt(s.Time.Unix(), 10), g(s.Load), strconv.Itoa(f.Desired), g(f.Why.Saw.PredictedLoad),
-			g(f.Why.Saw.PredictedUpper), strconv.Itoa(f.Why.Cause.Tier()), strconv.Itoa(s.Reactive[0]), strconv.Itoa(s.Foresight), f.Reason())
+		row = append(row[:0], strconv.FormatInt(s.Time.Unix(), 10), g(s.Load), strconv.Itoa(f.DesiredReplicas), g(float64(f.PredictedLoad)),
+			g(float64(f.PredictedUpper)), strconv.Itoa(f.Tier), strconv.Itoa(s.Reactive[0]), strconv.Itoa(s.Foresight), f.Reason)
 		for _, f := range s.Forecast[1:] {
 			row = signal(row, f)
 		}

@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/inferwatch/inferwatch/forecasting"
 )
 
 // runScale runs backtest scale with --json and decodes the report.
@@ -388,38 +386,6 @@ func TestBacktestScaleWritesEveryLane(t *testing.T) {
 	for _, r := range [][]string{{"0.8", "5m"}, {"1", "0s"}, {"0.8", "0s"}} {
 		_, alone := replay("r.csv", "--hpa-target", r[0], "--hpa-window", r[1])
 		same("reactive target "+r[0]+" window "+r[1], all["reactive_replicas_target_"+r[0]+"_window_"+r[1]], alone["reactive_replicas"])
-	}
-}
-
-// TestShrinkErrors checks a forecast's errors scaled by hand: the mean
-// and bounds move toward the load that came, to the share given of their
-// distance; where the load is not known, the bounds move toward the
-// mean; the peaks are the new path's.
-func TestShrinkErrors(t *testing.T) {
-	nan := math.NaN()
-	fc := forecasting.Forecast{Model: "naive", Origin: 1000, Level: 0.9,
-		Mean: []float64{10, 12, 9, 8}, Lower: []float64{6, 8, 5, 4}, Upper: []float64{14, 18, 13, 24},
-		Peak: 12, PeakLead: 2, UpperPeak: 24}
-	// The forecast is made for steps 3 to 6: the load at 3 and 4 is
-	// known, 5 is missing and 6 lies past the end.
-	load := []float64{0, 0, 0, 11, 20, nan}
-	f := func(scale float64, mean, lower, upper []float64, peak float64, lead int, upperPeak float64) {
-		t.Helper()
-		var dst forecasting.Forecast
-		shrinkErrors(&dst, &fc, load, 3, scale)
-		if !slices.Equal(dst.Mean, mean) || !slices.Equal(dst.Lower, lower) || !slices.Equal(dst.Upper, upper) ||
-			dst.Peak != peak || dst.PeakLead != lead || dst.UpperPeak != upperPeak || dst.Model != "naive" || dst.Origin != 1000 {
-			t.Errorf("×%g: %+v\nwant mean %v, lower %v, upper %v, peak %g at lead %d, upper peak %g", scale, dst, mean, lower, upper, peak, lead, upperPeak)
-		}
-	}
-	// ×0.5 at step 3: 11 + 0.5·(10 − 11) = 10.5, 11 + 0.5·(6 − 11) = 8.5,
-	// 11 + 0.5·(14 − 11) = 12.5; at step 4: 16, 14, 19; at 5 and 6 the
-	// bounds halve their distance to the mean: 7 and 11, 6 and 16.
-	f(0.5, []float64{10.5, 16, 9, 8}, []float64{8.5, 14, 7, 6}, []float64{12.5, 19, 11, 16}, 16, 2, 19)
-	f(0, []float64{11, 20, 9, 8}, []float64{11, 20, 9, 8}, []float64{11, 20, 9, 8}, 20, 2, 20)
-	f(1, fc.Mean, fc.Lower, fc.Upper, 12, 2, 24)
-	if fc.Mean[0] != 10 || fc.Upper[1] != 18 {
-		t.Errorf("the forecast scaled from changed: %+v", fc)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/inferwatch/inferwatch/alerting"
@@ -16,12 +15,12 @@ import (
 )
 
 // The offline commands (detect, backtest) judge a file as the daemon judges
-// a series: one anomaly rule, built by rules.Build from the flags as a
-// configuration would give it, evaluated once by a rules.Manager with the
-// file's whole span as its backfill — `inferwatch run --once --backfill` —
-// over a store that holds the file's samples, and its observations run
-// through the alert lifecycle (alerting.Lifecycle: for, keep_firing_for).
-// A row is a detection where a finding fired.
+// a series: one anomaly rule, made from the flags as a configuration would
+// give it, replayed once by rules.Replay with the file's whole span as its
+// backfill — `inferwatch run --once --backfill` — over a store in memory
+// that holds the file's samples, its observations run through the alert
+// lifecycle (for, keep_firing_for). A row is a detection where a finding
+// fired.
 
 // replayRule is the anomaly rule the offline commands evaluate.
 type replayRule struct {
@@ -59,39 +58,6 @@ type replayed struct {
 	notes []string
 }
 
-// seriesStore is a store holding one series. As a Prometheus-compatible
-// store answers each point of a range with the newest sample of the step
-// before it, QueryRange returns the samples in (start − step, end], each at
-// its own time: consecutive ranges on the step's grid, as the rules ask
-// for, return every sample once.
-type seriesStore struct {
-	labels ingest.Labels
-	t      []int64
-	v      []float64
-}
-
-func (s *seriesStore) QueryRange(_ context.Context, _ string, start, end time.Time, step time.Duration) ([]ingest.Series, error) {
-	lo := sort.Search(len(s.t), func(i int) bool { return s.t[i] > start.Add(-step).UnixMilli() })
-	hi := sort.Search(len(s.t), func(i int) bool { return s.t[i] > end.UnixMilli() })
-	if lo >= hi {
-		return nil, nil
-	}
-	// A copy: the rule cleans what it is given in place.
-	return []ingest.Series{{Labels: s.labels, Timestamps: slices.Clone(s.t[lo:hi]), Values: slices.Clone(s.v[lo:hi])}}, nil
-}
-
-// collector is the lifecycle's receiver: it keeps the findings and scores.
-type collector struct {
-	findings []alerting.Finding
-	scores   []alerting.Scores
-}
-
-func (c *collector) Send(_ context.Context, b alerting.Batch) error {
-	c.findings = append(c.findings, b.Findings...)
-	c.scores = append(c.scores, b.Scores...)
-	return nil
-}
-
 // noteLog keeps the messages the manager logs at warning level (the
 // rule's notes).
 type noteLog struct{ notes *[]string }
@@ -115,32 +81,25 @@ func replay(ctx context.Context, r replayRule, t []int64, v []float64) (replayed
 	if len(t) == 0 {
 		return out, nil
 	}
-	groups, err := rules.Build([]rulefmt.Group{r.group(step)})
-	if err != nil {
-		return out, err
-	}
 	// The evaluation's end, on the step, reaches the last sample; its
 	// backfill reaches the first.
 	end := time.UnixMilli(t[len(t)-1]).Add(step)
-	backfill := end.Sub(time.UnixMilli(t[0])) + step
-	col := &collector{}
-	life := alerting.NewLifecycle(alerting.LifecycleOptions{})
-	m, err := rules.NewManager(rules.ManagerOptions{
-		Querier:      &seriesStore{labels: ingest.Labels{{Name: "__name__", Value: "series"}}, t: t, v: v},
-		Sink:         &alerting.Pipeline{Lifecycle: life, Receivers: []alerting.Receiver{col}},
-		Backfill:     backfill,
-		Scores:       rules.ScoresEvery,
-		SummaryEvery: -1,
-		Now:          func() time.Time { return end },
-		Logger:       slog.New(noteLog{&out.notes}),
-	}, groups)
+	store := rules.NewMemoryStore()
+	if err := store.Add("series", ingest.Labels{{Name: "__name__", Value: "series"}}, t, v); err != nil {
+		return out, err
+	}
+	var scores []alerting.Scores
+	err := rules.Replay(ctx, rules.ReplayOptions{Groups: []rulefmt.Group{r.group(step)}, Querier: store, From: end, To: end,
+		Backfill: end.Sub(time.UnixMilli(t[0])) + step, Scores: rules.ScoresEvery, Logger: slog.New(noteLog{&out.notes})},
+		func(b alerting.Batch) error {
+			out.findings = append(out.findings, b.Findings...)
+			scores = append(scores, b.Scores...)
+			return nil
+		})
 	if err != nil {
 		return out, err
 	}
-	if err := m.RunOnce(ctx); err != nil {
-		return out, err
-	}
-	for _, s := range col.scores {
+	for _, s := range scores {
 		for k, at := range s.T {
 			i, ok := slices.BinarySearch(t, at)
 			if !ok {
@@ -151,8 +110,7 @@ func replay(ctx context.Context, r replayRule, t []int64, v []float64) (replayed
 			}
 		}
 	}
-	out.findings = col.findings
-	for _, f := range col.findings {
+	for _, f := range out.findings {
 		out.fired = append(out.fired, f.WindowEnd.UnixMilli())
 	}
 	slices.Sort(out.fired)

@@ -1,0 +1,54 @@
+package rules
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/inferwatch/inferwatch/forecasting/capacity"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
+)
+
+// TestReplayScaleForeseesWithAPerfectForecast: 9 req/s for 200 minutes,
+// then 25, one replica carrying 10 req/s. Deciding on the next four
+// minutes, the what-if lane with no forecast error asks for ⌈25 / 10⌉ =
+// 3 replicas at minute 197, the first whose four minutes reach minute
+// 200, and 1 a minute before; the forecast lane asks for 3 only once it
+// has seen the rise, at 201. The decisions are reported in the load's
+// clock, 7 s past the minute.
+func TestReplayScaleForeseesWithAPerfectForecast(t *testing.T) {
+	values := make([]float64, 240)
+	for k := range values {
+		values[k] = 9
+		if k >= 200 {
+			values[k] = 25
+		}
+	}
+	start := t0.Add(7 * time.Second)
+	sc := rulefmt.DefaultScale()
+	sc.CapacityPerReplica, sc.Horizon = 10, 4*time.Minute
+	fc := rulefmt.DefaultForecast(time.Minute)
+	fc.Period = time.Hour
+	lanes, err := ReplayScale(context.Background(), ScaleReplayOptions{Load: capacity.Load{Start: start, Step: time.Minute, Values: values},
+		Warmup: 180, Forecast: fc, Scale: sc, Levels: []float64{0.9}, ErrorScales: []float64{0}, Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lanes) != 2 || lanes[0].WhatIf || !lanes[1].WhatIf || lanes[1].ErrorScale != 0 || lanes[0].Level != 0.9 {
+		t.Fatalf("lanes %+v", lanes)
+	}
+	forecast, perfect := lanes[0].Asks(), lanes[1].Asks()
+	if len(forecast) != 60 || len(perfect) != 60 {
+		t.Fatalf("%d and %d decisions; want 60 each", len(forecast), len(perfect))
+	}
+	at := func(minute int) int { return minute - 180 }
+	if perfect[at(196)] != 1 || perfect[at(197)] != 3 {
+		t.Errorf("the perfect forecast asks for %d at minute 196 and %d at 197; want 1 and 3 (%s)", perfect[at(196)], perfect[at(197)], lanes[1].Signals[at(197)].Reason)
+	}
+	if forecast[at(200)] != 1 || forecast[at(201)] != 3 {
+		t.Errorf("the forecast asks for %d at minute 200 and %d at 201; want 1 and 3 (%s)", forecast[at(200)], forecast[at(201)], lanes[0].Signals[at(201)].Reason)
+	}
+	if got, want := lanes[0].Signals[0].Time, start.Add(180*time.Minute); !got.Equal(want) {
+		t.Errorf("the first decision at %v; want %v", got, want)
+	}
+}
