@@ -10,6 +10,7 @@ import (
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/dur"
+	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -358,7 +359,7 @@ func (r *anomalyRule) probe(ctx context.Context, env *Env, span time.Duration) (
 			judged = st.lastT
 		}
 		for j, t := range s.Timestamps {
-			if t > judged && isFinite(s.Values[j]) {
+			if t > judged && num.Finite(s.Values[j]) {
 				n++
 				newest = max(newest, t)
 			}

@@ -49,13 +49,13 @@ func (r *correlateRule) judge(τ int64) []verdict {
 			bestLag = float64(m.Lag.Lag) * step.Seconds()
 		}
 		out = append(out, verdict{labels: key, Verdict: v, details: map[string]any{
-			"pearson":              num(m.Pearson.R),
-			"spearman":             num(m.Spearman.R),
-			"p_value":              num(m.Pearson.P),
+			"pearson":              jsonNumber(m.Pearson.R),
+			"spearman":             jsonNumber(m.Spearman.R),
+			"p_value":              jsonNumber(m.Pearson.P),
 			"n":                    m.Pearson.N,
-			"best_lag_seconds":     num(bestLag),
-			"best_lag_correlation": num(m.Lag.R),
-			"x_max":                num(m.XMax),
+			"best_lag_seconds":     jsonNumber(bestLag),
+			"best_lag_correlation": jsonNumber(m.Lag.R),
+			"x_max":                jsonNumber(m.XMax),
 			"x":                    strings.TrimSpace(c.X),
 			"y":                    strings.TrimSpace(c.Y),
 			"y_jitter_seconds":     c.YJitter.Seconds(),

@@ -46,13 +46,13 @@ func (r *decayRule) judge(τ int64) []verdict {
 			continue
 		}
 		out = append(out, verdict{labels: matchKey(b.labels, nil), Verdict: analysis.JudgeDecay(d, cfg, c.MinEta), details: map[string]any{
-			"peak":                  num(d.Peak),
-			"eta_current":           num(d.EtaCurrent),
-			"eta_trend_per_day":     num(d.Trend.Slope),
-			"eta_trend_ci":          []any{num(d.Trend.Lower), num(d.Trend.Upper)},
+			"peak":                  jsonNumber(d.Peak),
+			"eta_current":           jsonNumber(d.EtaCurrent),
+			"eta_trend_per_day":     jsonNumber(d.Trend.Slope),
+			"eta_trend_ci":          []any{jsonNumber(d.Trend.Lower), jsonNumber(d.Trend.Upper)},
 			"significant":           d.Significant,
-			"day_over_day":          num(d.DayOverDay),
-			"week_over_week":        num(d.WeekOverWeek),
+			"day_over_day":          jsonNumber(d.DayOverDay),
+			"week_over_week":        jsonNumber(d.WeekOverWeek),
 			"window_seconds":        lookback.Seconds(),
 			"min_eta_trend_per_day": c.MinSlope,
 		}})

@@ -12,6 +12,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -288,7 +289,7 @@ func (s *fcSeries) fit(opts forecasting.Options, it *fcItem, from, to int, stepM
 		s.lastT = t[len(t)-1]
 		// The newest known sum: a part's missing sample leaves a gap.
 		for i := len(v) - 1; i >= 0; i-- {
-			if isFinite(v[i]) {
+			if num.Finite(v[i]) {
 				s.lastV = v[i]
 				break
 			}
@@ -377,7 +378,7 @@ func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs in
 		}
 	}
 	s.lastT = tn
-	if isFinite(vn) { // a gap in a sum keeps the last known value
+	if num.Finite(vn) { // a gap in a sum keeps the last known value
 		s.lastV = vn
 	}
 	o.ForecastInto(&s.fc)
@@ -461,8 +462,6 @@ func (r *forecastRule) forecastData(s *fcSeries) alerting.ForecastData {
 	}
 	return d
 }
-
-func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // fcItem is one thing a forecast rule forecasts: a series, or with sum_by
 // the sum of a group of series (its parts) laid on one step grid.

@@ -41,8 +41,8 @@ func (r *imbalanceRule) judge(τ int64) []verdict {
 			return verdict{}, false
 		}
 		details["lii"] = iv.Imbalance.LII
-		details["mean_a"] = num(iv.Imbalance.MeanA)
-		details["mean_b"] = num(iv.Imbalance.MeanB)
+		details["mean_a"] = jsonNumber(iv.Imbalance.MeanA)
+		details["mean_b"] = jsonNumber(iv.Imbalance.MeanB)
 		details["level"] = iv.Imbalance.Level
 		details["severity"] = iv.Severity
 		return verdict{labels: key, Verdict: iv.Verdict, details: details}, true

@@ -48,7 +48,7 @@ func (r *kneeRule) judge(τ int64) []verdict {
 			"knee_qps":            kv.Knee.QPS,
 			"method":              string(kv.Knee.Method),
 			"strength":            kv.Knee.Strength,
-			"current_concurrency": num(kv.Current),
+			"current_concurrency": jsonNumber(kv.Current),
 			"margin":              c.Margin,
 			"n":                   kv.N,
 		}})

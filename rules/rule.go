@@ -426,8 +426,8 @@ func reportFrom(last time.Time, first bool, end time.Time, step time.Duration, e
 	return from, Gap{}
 }
 
-// num makes a float safe for JSON: nil for NaN and ±Inf.
-func num(x float64) any {
+// jsonNumber makes a float safe for JSON: nil for NaN and ±Inf.
+func jsonNumber(x float64) any {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return nil
 	}

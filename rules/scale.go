@@ -13,6 +13,7 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/dur"
+	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -332,7 +333,7 @@ func seriesNames(fs []*OutlookSeries) string {
 // concurrency a replica holds within the SLO and the SLO's latency; NaN
 // when either is unknown.
 func sloCapacity(conc float64, slo *rulefmt.SLO) float64 {
-	if slo == nil || !isFinite(conc) || conc <= 0 {
+	if slo == nil || !num.Finite(conc) || conc <= 0 {
 		return math.NaN()
 	}
 	c, err := analysis.SLOCapacity(analysis.CapacityInput{Concurrency: conc, Latency: slo.P99.Seconds()})
@@ -349,7 +350,7 @@ func lastIn(b *buffered, from, to int64) float64 {
 	}
 	_, v := b.span(from, to)
 	for i := len(v) - 1; i >= 0; i-- {
-		if isFinite(v[i]) {
+		if num.Finite(v[i]) {
 			return v[i]
 		}
 	}

@@ -35,12 +35,12 @@ func (r *spikinessRule) judge(τ int64) []verdict {
 			continue
 		}
 		out = append(out, verdict{labels: matchKey(b.labels, nil), Verdict: sv.Verdict, details: map[string]any{
-			"p99":           num(sv.Baseline.P99),
-			"p999":          num(sv.Baseline.P999),
-			"level2_above":  num(sv.Level2Above),
+			"p99":           jsonNumber(sv.Baseline.P99),
+			"p999":          jsonNumber(sv.Baseline.P999),
+			"level2_above":  jsonNumber(sv.Level2Above),
 			"level":         sv.Level,
-			"share_level1":  num(sv.Spikes.Share1),
-			"share_level2":  num(sv.Spikes.Share2),
+			"share_level1":  jsonNumber(sv.Spikes.Share1),
+			"share_level2":  jsonNumber(sv.Spikes.Share2),
 			"recent_points": sv.Spikes.N,
 			"severity":      sv.Severity,
 		}})

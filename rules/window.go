@@ -8,6 +8,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // Window rules (correlation, decay, knee, spikiness, imbalance) judge a
@@ -353,7 +354,7 @@ func (r *windowRule) probe(ctx context.Context, env *Env, span time.Duration) (i
 				held = b.t[len(b.t)-1]
 			}
 			for j, t := range s.Timestamps {
-				if t > held && isFinite(s.Values[j]) {
+				if t > held && num.Finite(s.Values[j]) {
 					n++
 					newest = max(newest, t)
 				}

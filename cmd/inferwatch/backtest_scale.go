@@ -20,6 +20,7 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/forecasting/capacity"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 	pmodel "github.com/prometheus/common/model"
@@ -137,7 +138,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	counts := fs.Bool("counts", false, "the values are requests per step, not per second")
 	perReplica := fs.Float64("capacity", 0, "requests per second one replica sustains")
 	peakReplicas := fs.Int("peak-replicas", 0, "instead of --capacity: the capacity is the peak load after the warm-up divided by this")
-	startupS := fs.String("startup", rulefmt.FormatDuration(rulefmt.DefaultScaleStartup), "scale.startup: how long a replica asked for takes to serve")
+	startupS := fs.String("startup", dur.Format(rulefmt.DefaultScaleStartup), "scale.startup: how long a replica asked for takes to serve")
 	stepS := fs.String("step", "", "the decision step, a multiple of the series' step (default the series' step); the series is averaged to it; with --arrivals, the step the requests are counted in (default 1m)")
 	warmupS := fs.String("warmup", "", "history before the first decision (default one period, at most a quarter of the series)")
 	hpaWindowS := fs.String("hpa-window", "5m", "the reactive policy's scale-down stabilisation window (0s: none); a comma-separated list replays each")
@@ -151,14 +152,14 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the forecast reaches and the decision looks (default the rules': a forecast to 10m, and a decision on the step plus --startup, rounded up to whole steps and at most 10m)")
 	model := fs.String("model", rulefmt.DefaultForecastModel, "forecast.model: "+strings.Join(forecasting.Models(), ", "))
 	levelS := fs.String("level", strconv.FormatFloat(rulefmt.DefaultForecastLevel, 'g', -1, 64), "forecast.level: the prediction interval, whose upper bound the decision takes; a comma-separated list replays each")
-	periodS := fs.String("period", rulefmt.FormatDuration(rulefmt.DefaultForecastPeriod), "forecast.period: the seasonal period")
+	periodS := fs.String("period", dur.Format(rulefmt.DefaultForecastPeriod), "forecast.period: the seasonal period")
 	def := rulefmt.DefaultScale()
 	minReplicas := fs.Int("min-replicas", def.MinReplicas, "scale.min_replicas (both policies)")
 	maxReplicas := fs.Int("max-replicas", def.MaxReplicas, "scale.max_replicas (both policies; 0: none)")
 	stable := fs.Int("scale-down-stable-intervals", def.ScaleDownStableIntervals, "scale.scale_down_stable_intervals")
 	margin := fs.Float64("scale-down-margin", def.ScaleDownMargin, "scale.scale_down_margin: the hysteresis band of a step down, a share of the capacity (0: none)")
-	cooldownS := fs.String("cooldown", rulefmt.FormatDuration(def.Cooldown), "scale.cooldown (0s: none)")
-	holdS := fs.String("hold", rulefmt.FormatDuration(def.Hold), "scale.hold: the forecast tier asks for at least what the highest load of this last while needs (0s: none)")
+	cooldownS := fs.String("cooldown", dur.Format(def.Cooldown), "scale.cooldown (0s: none)")
+	holdS := fs.String("hold", dur.Format(def.Hold), "scale.hold: the forecast tier asks for at least what the highest load of this last while needs (0s: none)")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -175,7 +176,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		return usageError(stderr, fs, "give one of --capacity REQS_PER_REPLICA (> 0) or --peak-replicas N (> 0)")
 	}
 	var errs []error
-	dur := func(name, s string, zeroOK bool) time.Duration {
+	durationOf := func(name, s string, zeroOK bool) time.Duration {
 		if s == "" {
 			return 0
 		}
@@ -188,13 +189,13 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 		return d
 	}
-	startup := dur("--startup", *startupS, true)
-	stepD := dur("--step", *stepS, false)
-	resample := dur("--resample", *resampleS, false)
+	startup := durationOf("--startup", *startupS, true)
+	stepD := durationOf("--step", *stepS, false)
+	resample := durationOf("--resample", *resampleS, false)
 	if resample > 0 && *input == "" && *sumOf == "" {
 		errs = append(errs, errors.New("--resample reads --input or --sum-of files; --arrivals counts requests in each --step, and --gentd26 is per minute"))
 	}
-	warmup := dur("--warmup", *warmupS, false)
+	warmup := durationOf("--warmup", *warmupS, false)
 	var windows []time.Duration
 	for _, w := range strings.Split(*hpaWindowS, ",") {
 		w = strings.TrimSpace(w)
@@ -202,16 +203,16 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 			errs = append(errs, fmt.Errorf("--hpa-window %q: an empty item; want durations such as 5m,30m (0s: none)", *hpaWindowS))
 			continue
 		}
-		d := dur("--hpa-window", w, true)
+		d := durationOf("--hpa-window", w, true)
 		if slices.Contains(windows, d) {
 			errs = append(errs, fmt.Errorf("--hpa-window %s: %s is listed twice", *hpaWindowS, w))
 		}
 		windows = append(windows, d)
 	}
-	horizon := dur("--horizon", *horizonS, false)
-	period := dur("--period", *periodS, false)
-	cooldown := dur("--cooldown", *cooldownS, true)
-	hold := dur("--hold", *holdS, true)
+	horizon := durationOf("--horizon", *horizonS, false)
+	period := durationOf("--period", *periodS, false)
+	cooldown := durationOf("--cooldown", *cooldownS, true)
+	hold := durationOf("--hold", *holdS, true)
 	levels, err := floatList("--level", *levelS, func(v float64) bool { return v > 0 && v < 1 }, "a number in (0, 1)")
 	if err != nil {
 		errs = append(errs, err)
@@ -266,7 +267,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	case *arrivals != "":
 		step := cmp.Or(stepD, time.Minute)
 		series, err = readArrivals(*arrivals, ingest.ArrivalsOptions{Step: step, Unit: timeUnits[*timeUnit], TimeField: *timeField})
-		name = fmt.Sprintf("%s (requests per %s)", *arrivals, rulefmt.FormatDuration(step))
+		name = fmt.Sprintf("%s (requests per %s)", *arrivals, dur.Format(step))
 		if err == nil && *timeUnit == "auto" && series.Start < ingest.RelativeBefore {
 			// Times counted from the log's start carry no unit: seconds
 			// and milliseconds both parse. Say which was taken.
@@ -327,7 +328,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	} else {
 		fc.Horizon = (horizon + series.Step - 1) / series.Step * series.Step
 		if fc.Horizon/series.Step > 10_000 {
-			fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", rulefmt.FormatDuration(horizon), series.Step)
+			fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", dur.Format(horizon), series.Step)
 			return 2
 		}
 		fc.Horizons = []time.Duration{fc.Horizon}
@@ -517,7 +518,7 @@ func (p policyFigures) name(rep *scaleReport) string {
 	case p.HPATarget > 0:
 		s := p.Policy + " (target " + strconv.FormatFloat(p.HPATarget, 'g', -1, 64)
 		if rep.severalWindows() {
-			s += ", window " + rulefmt.FormatDuration(time.Duration(p.HPAWindowSecs*float64(time.Second)))
+			s += ", window " + dur.Format(time.Duration(p.HPAWindowSecs*float64(time.Second)))
 		}
 		return s + ")"
 	}
@@ -774,7 +775,7 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 			whatIfs = append(whatIfs, "what_if_level_"+g(p.Level)+"_errors_"+g(p.ErrorScale))
 		case "reactive":
 			reactives = append(reactives, "target_"+g(p.HPATarget)+"_window_"+
-				rulefmt.FormatDuration(time.Duration(p.HPAWindowSecs*float64(time.Second))))
+				dur.Format(time.Duration(p.HPAWindowSecs*float64(time.Second))))
 		}
 	}
 	header := []string{"timestamp", "load", "desired_replicas", "predicted_load", "predicted_upper", "tier", "reactive_replicas", "foresight_replicas", "reason"}
@@ -824,7 +825,7 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 
 func writeScaleText(w io.Writer, rep *scaleReport) {
 	fmt.Fprintf(w, "backtest scale of %s\n", rep.Input)
-	d := func(secs float64) string { return rulefmt.FormatDuration(time.Duration(secs * float64(time.Second))) }
+	d := func(secs float64) string { return dur.Format(time.Duration(secs * float64(time.Second))) }
 	fmt.Fprintf(w, "  %d steps of %s; %d decisions from %s after a warm-up of %d steps\n",
 		rep.Steps, d(rep.StepSeconds), rep.Decisions, rep.Start, rep.WarmupSteps)
 	capFrom := ""

@@ -17,6 +17,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -171,7 +172,7 @@ groups:
         forecast: {expr: %[3]s, step: %[2]s}
       - name: replicas
         scale: {forecast: rate, replicas: %[4]s_replicas, capacity_per_replica: %[5]v}
-`, "http://127.0.0.1:8428", rulefmt.FormatDuration(step), expr, metric, rep.Capacity)
+`, "http://127.0.0.1:8428", dur.Format(step), expr, metric, rep.Capacity)
 	cfgPath := filepath.Join(dir, "inferwatch.yml")
 	if err := os.WriteFile(cfgPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/rules/rulefmt"
+	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
 const forecastUsage = `Usage: inferwatch forecast (--input FILE | --sum-of GLOB) [--model NAME] [--horizon 10m] [--level 0.9] [--weekly] [--resample STEP] [--backtest]
@@ -271,7 +271,7 @@ func snapNote(name string, r *ingest.EvenSeries) string {
 // resampleHint is what an error about uneven samples ends with: the flag
 // that reads them, with the file's step.
 func resampleHint(step time.Duration) string {
-	return fmt.Sprintf("give --resample %s to average the samples in each step of %s", rulefmt.FormatDuration(step), rulefmt.FormatDuration(step))
+	return fmt.Sprintf("give --resample %s to average the samples in each step of %s", dur.Format(step), dur.Format(step))
 }
 
 // withResampleHint ends an error about samples off their grid

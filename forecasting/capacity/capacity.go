@@ -13,6 +13,8 @@ package capacity
 import (
 	"math"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // Load is a load on an even step: Values[i] is the requests per second
@@ -30,7 +32,7 @@ func (l Load) At(i int) time.Time { return l.Start.Add(time.Duration(i) * l.Step
 func (l Load) Peak(i int) float64 {
 	peak := 0.0
 	for _, v := range l.Values[i:] {
-		if isFinite(v) {
+		if num.Finite(v) {
 			peak = max(peak, v)
 		}
 	}
@@ -42,7 +44,7 @@ func (l Load) Peak(i int) float64 {
 // (0: no maximum); an unknown load needs minReplicas, at least one.
 func Needed(load, capacity float64, minReplicas, maxReplicas int) int {
 	n := max(minReplicas, 1)
-	if isFinite(load) {
+	if num.Finite(load) {
 		n = max(ceil(load/capacity), minReplicas, 0)
 	}
 	if maxReplicas > 0 {
@@ -137,7 +139,7 @@ func (f *Fleet) Serve(load, capacity float64, from, to time.Time, acc *Provision
 	minutes := func(a, b time.Time) float64 { return b.Sub(a).Minutes() }
 	acc.Minutes += minutes(from, to)
 	acc.ReplicaMinutes += float64(f.n) * minutes(from, to)
-	if !isFinite(load) {
+	if !num.Finite(load) {
 		acc.UnknownMinutes += minutes(from, to)
 		return
 	}
@@ -194,12 +196,12 @@ func Foresight(l Load, from int, capacity float64, startup time.Duration, minRep
 	for k := from; k < n; k++ {
 		peak := math.NaN()
 		for _, v := range l.Values[k : min(k+ahead, n-1)+1] {
-			if isFinite(v) && !(v <= peak) {
+			if num.Finite(v) && !(v <= peak) {
 				peak = v
 			}
 		}
 		r := prev
-		if isFinite(peak) {
+		if num.Finite(peak) {
 			r = max(ceil(peak/capacity), minReplicas)
 		}
 		if maxReplicas > 0 {
@@ -211,11 +213,9 @@ func Foresight(l Load, from int, capacity float64, startup time.Duration, minRep
 	return asks
 }
 
-func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
 // ceil is ⌈x⌉ as an int, tolerant of rounding just above a whole number.
 func ceil(x float64) int {
-	if !isFinite(x) || x <= 0 {
+	if !num.Finite(x) || x <= 0 {
 		return 0
 	}
 	return int(math.Ceil(x - 1e-9))

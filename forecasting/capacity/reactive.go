@@ -1,6 +1,10 @@
 package capacity
 
-import "time"
+import (
+	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
+)
 
 // ReactivePolicy is the reactive autoscaler a scale signal is measured
 // against: Kubernetes' HorizontalPodAutoscaler on a request-rate metric
@@ -37,7 +41,7 @@ type reactiveRec struct {
 // measured over the last interval (requests per second; NaN: not known,
 // the replicas stay). It is a pure function of its arguments.
 func DecideReactive(prev ReactiveState, load, capacity float64, p ReactivePolicy, now time.Time) ReactiveState {
-	if !isFinite(load) || !(capacity > 0) {
+	if !num.Finite(load) || !(capacity > 0) {
 		return prev
 	}
 	if p.Target > 0 && p.Target < 1 {

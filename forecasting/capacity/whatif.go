@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // ScaleErrors rewrites fc as a forecast whose every error is f times as
@@ -21,7 +22,7 @@ func ScaleErrors(fc *forecasting.Forecast, l Load, f float64) {
 	fc.Peak, fc.PeakLead, fc.UpperPeak = math.Inf(-1), 0, math.Inf(-1)
 	for i, m := range fc.Mean {
 		y := m
-		if j := k + i; j >= 0 && j < len(l.Values) && isFinite(l.Values[j]) {
+		if j := k + i; j >= 0 && j < len(l.Values) && num.Finite(l.Values[j]) {
 			y = l.Values[j]
 		}
 		// (1 − f)·y + f·x is x itself at f 1 and y itself at f 0.

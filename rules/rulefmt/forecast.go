@@ -558,6 +558,3 @@ func hasKey(f map[string]pair, key string) bool {
 	_, ok := f[key]
 	return ok
 }
-
-// FormatDuration writes d as the file reads it (see dur.Format).
-func FormatDuration(d time.Duration) string { return dur.Format(d) }
