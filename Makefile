@@ -2,7 +2,7 @@
 # NATS come from the Go module proxy at the versions go.mod holds.
 GO ?= go
 
-.PHONY: all build test test-short test-race vet bench bench-fleet bench-churn fuzz demo victoria-metrics generate clean
+.PHONY: all build test test-short test-race test-deploy image vet bench bench-fleet bench-churn fuzz demo victoria-metrics generate clean
 
 all: build
 
@@ -38,6 +38,12 @@ test-short:
 # integration tests included, under the race detector (needs cgo: gcc).
 test-race: victoria-metrics
 	$(GO) test -race -count=1 -timeout 10m ./ingest/... ./rules/... ./alerting/...
+
+# The Helm chart, the container image and the Grafana dashboard, tested
+# without a cluster: the deploy module (its own go.mod) renders the chart
+# with Helm's Go SDK and decodes every object into its Kubernetes type.
+test-deploy: victoria-metrics
+	cd deploy && $(GO) test -count=1 -timeout 20m ./...
 
 vet:
 	$(GO) vet ./...
