@@ -236,7 +236,8 @@ func TestDashboardInChart(t *testing.T) {
 // holding two days of a vLLM deployment's metrics with a queue spike at
 // the end, and checks that every metric the dashboard reads is there:
 // on the daemon's /metrics, or in the store (vLLM's own series and those
-// the daemon wrote back).
+// the daemon wrote back). It also asks the daemon for the metrics-api
+// example's target.
 func TestDashboardMetricsAreExported(t *testing.T) {
 	bin := inferwatchBinary(t)
 	vm := startVictoriaMetrics(t)
@@ -313,6 +314,20 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		}
 	}
 	t.Logf("%d metrics checked: %s", len(names), strings.Join(names, " "))
+
+	// The metrics-api example's path answers with the rule's number.
+	resp, err := http.Get("http://" + web + "/keda/v1/targets/" + exampleRule + "/" + exampleTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var signal struct {
+		DesiredReplicas *float64 `json:"desired_replicas"`
+	}
+	if err := json.Unmarshal(body, &signal); resp.StatusCode != http.StatusOK || err != nil || signal.DesiredReplicas == nil {
+		t.Errorf("GET the metrics-api example's path: %s: %s", resp.Status, body)
+	}
 }
 
 // metricFamilies returns the metric names of an exposition page.
