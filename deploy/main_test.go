@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"os"
 	"os/exec"
@@ -28,6 +29,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Helm's template engine logs every fail it meets (the refusals the
+	// tests provoke) on the default logger: the tests check the errors.
+	slog.SetDefault(slog.New(slog.DiscardHandler))
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
