@@ -2,7 +2,7 @@
 # NATS come from the Go module proxy at the versions go.mod holds.
 GO ?= go
 
-.PHONY: all build test test-short test-race vet bench bench-fleet bench-churn fuzz demo victoria-metrics generate clean
+.PHONY: all build test test-short test-race test-deploy image vet bench bench-fleet bench-churn fuzz demo victoria-metrics generate clean
 
 all: build
 
@@ -15,6 +15,16 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 build:
 	$(GO) build -ldflags '-X main.version=$(VERSION) -X main.commit=$(COMMIT)' -o bin/inferwatch ./cmd/inferwatch
+
+# The container image, without a container runtime (deploy/cmd/image): the
+# static binary for amd64 and arm64 (CGO_ENABLED=0, -trimpath, stamped as
+# build stamps it), a non-root user 65532 and /tmp, as a multi-architecture
+# OCI layout in bin/image/oci and one tarball per architecture for docker
+# load or podman load. Every time in it is the commit's, so the same commit
+# makes the same digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+image:
+	cd deploy && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./cmd/image -repo .. -version $(VERSION) -commit $(COMMIT) -out ../bin/image
 
 # Build VictoriaMetrics single-node once (the `tool` line of go.mod) so the
 # integration tests do not race to compile it.
@@ -38,6 +48,12 @@ test-short:
 # integration tests included, under the race detector (needs cgo: gcc).
 test-race: victoria-metrics
 	$(GO) test -race -count=1 -timeout 10m ./ingest/... ./rules/... ./alerting/...
+
+# The Helm chart, the container image and the Grafana dashboard, tested
+# without a cluster: the deploy module (its own go.mod) renders the chart
+# with Helm's Go SDK and decodes every object into its Kubernetes type.
+test-deploy: victoria-metrics
+	cd deploy && $(GO) test -count=1 -timeout 20m ./...
 
 vet:
 	$(GO) vet ./...
