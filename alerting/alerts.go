@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -181,7 +183,8 @@ type Lifecycle struct {
 	dirty  map[string]string            // key → group, states not yet saved
 	ended  map[string]time.Time         // key → when it ended, for deletes not yet saved
 
-	findings               map[string]*metrics.Counter // by group/rule
+	findings               map[string]*metrics.Counter // by group/rule/severity
+	severities             map[string]bool             // of the alerts seen, for inferwatch_alerts_active
 	transitions            map[Status]*metrics.Counter
 	saveFailures, restored *metrics.Counter
 	restoreSkipped         *metrics.Counter
@@ -199,7 +202,8 @@ func NewLifecycle(o LifecycleOptions) *Lifecycle {
 		o.Metrics = metrics.NewSet()
 	}
 	l := &Lifecycle{o: o, log: o.Logger, alerts: map[string]map[string]*Alert{}, dirty: map[string]string{}, ended: map[string]time.Time{},
-		transitions: map[Status]*metrics.Counter{}, findings: map[string]*metrics.Counter{}}
+		transitions: map[Status]*metrics.Counter{}, findings: map[string]*metrics.Counter{},
+		severities: map[string]bool{"warning": true, "critical": true}}
 	set := o.Metrics
 	for _, s := range []Status{StatusPending, StatusFiring, StatusRepeat, StatusResolved, StatusInactive} {
 		l.transitions[s] = set.GetOrCreateCounter(metricname.Name("inferwatch_alert_events_total", "status", string(s)))
@@ -210,16 +214,37 @@ func NewLifecycle(o LifecycleOptions) *Lifecycle {
 	l.absentEnded = set.GetOrCreateCounter("inferwatch_alerts_ended_absent_total")
 	l.yielded = set.GetOrCreateCounter(metricname.Name("inferwatch_alert_state_conflicts_total", "outcome", "yielded"))
 	l.overwrote = set.GetOrCreateCounter(metricname.Name("inferwatch_alert_state_conflicts_total", "outcome", "overwrote"))
-	set.GetOrCreateGauge("inferwatch_alerts_active", func() float64 {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		n := 0
-		for _, g := range l.alerts {
-			n += len(g)
-		}
-		return float64(n)
-	})
+	set.RegisterMetricsWriter(l.writeActive)
 	return l
+}
+
+// writeActive writes inferwatch_alerts_active{status,severity}: the alerts
+// pending and firing, by severity, each severity an alert has had (and
+// warning and critical) written, at zero when none is active.
+func (l *Lifecycle) writeActive(w io.Writer) {
+	type key struct{ status, severity string }
+	counts := map[key]int{}
+	l.mu.Lock()
+	for _, g := range l.alerts {
+		for _, a := range g {
+			sev := a.Severity()
+			l.severities[sev] = true
+			switch a.State {
+			case StatePending:
+				counts[key{string(StatusPending), sev}]++
+			case StateFiring:
+				counts[key{string(StatusFiring), sev}]++
+			}
+		}
+	}
+	sevs := slices.Sorted(maps.Keys(l.severities))
+	l.mu.Unlock()
+	metrics.WriteMetadataIfNeeded(w, "inferwatch_alerts_active", "gauge")
+	for _, st := range []Status{StatusPending, StatusFiring} {
+		for _, sev := range sevs {
+			fmt.Fprintf(w, "%s %d\n", metricname.Name("inferwatch_alerts_active", "status", string(st), "severity", sev), counts[key{string(st), sev}])
+		}
+	}
 }
 
 func alertKey(group, rule, series string) string { return group + "\x00" + rule + "\x00" + series }
@@ -468,10 +493,10 @@ func (l *Lifecycle) record(b *Batch, trs []Transition) {
 		if tr.Status == StatusFiring {
 			f := tr.Alert.Finding(tr.At)
 			b.Findings = append(b.Findings, f)
-			k := p.Group + "\x00" + p.Rule
+			k := p.Group + "\x00" + p.Rule + "\x00" + f.Severity
 			c := l.findings[k]
 			if c == nil {
-				c = l.o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_findings_total", "group", p.Group, "rule", p.Rule))
+				c = l.o.Metrics.GetOrCreateCounter(metricname.Name("inferwatch_findings_total", "group", p.Group, "rule", p.Rule, "severity", f.Severity))
 				l.findings[k] = c
 			}
 			c.Inc()

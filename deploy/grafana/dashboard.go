@@ -51,12 +51,12 @@ const rateWindow = "$__rate_interval"
 // (docs/writeback.md) and vLLM's own metrics.
 var Rows = []Row{
 	{Title: "Alerts and findings", Panels: []Panel{
-		{Title: "Alerts pending or firing", Kind: "stat", Description: "Alerts of every rule that are pending or firing now.",
-			Queries: []Query{{Expr: `sum(inferwatch_alerts_active)`, Legend: "active"}}},
+		{Title: "Alerts pending or firing by severity", Kind: "stat", Description: "Alerts of every rule that are pending or firing now, by status and severity.",
+			Queries: []Query{{Expr: `sum by (status, severity) (inferwatch_alerts_active)`, Legend: "{{status}} {{severity}}"}}},
 		{Title: "Alert transitions by status", Kind: "timeseries", Description: "Alerts that became pending, fired, repeated, resolved or ended without firing.",
 			Queries: []Query{{Expr: `sum by (status) (increase(inferwatch_alert_events_total[` + rateWindow + `]))`, Legend: "{{status}}"}}},
-		{Title: "Findings by rule", Kind: "timeseries", Description: "Findings each rule produced. Their severity is in the events (inferwatch tail) and in Alertmanager.",
-			Queries: []Query{{Expr: `sum by (group, rule) (increase(inferwatch_findings_total{group=~"$group"}[` + rateWindow + `]))`, Legend: "{{group}}/{{rule}}"}}},
+		{Title: "Findings by rule and severity", Kind: "timeseries", Description: "Findings each rule produced, by severity.",
+			Queries: []Query{{Expr: `sum by (group, rule, severity) (increase(inferwatch_findings_total{group=~"$group"}[` + rateWindow + `]))`, Legend: "{{group}}/{{rule}} {{severity}}"}}},
 	}},
 	{Title: "Anomalies", Panels: []Panel{
 		{Title: "Anomaly score per series", Kind: "timeseries", ScoreThreshold: true,

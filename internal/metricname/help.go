@@ -33,12 +33,12 @@ var help = map[string]string{
 	"inferwatch_progress_save_failures_total":         "Failed saves of a rule's last judged point to the state bucket.",
 
 	// alerting: findings, alerts and the publisher.
-	"inferwatch_findings_total":                  "Findings produced, by group and rule.",
+	"inferwatch_findings_total":                  "Findings produced, by group, rule and severity.",
 	"inferwatch_alert_events_total":              "Alert transitions, by status: pending, firing, repeat, resolved, inactive.",
 	"inferwatch_alerts_ended_absent_total":       "Alerts ended because their series had no point for resolve_after_absent.",
 	"inferwatch_alert_state_conflicts_total":     "Alert state writes another writer beat, by outcome: yielded (its state taken), overwrote.",
 	"inferwatch_progress_write_conflicts_total":  "Writes of a rule's last judged point another writer beat; the newer point is kept.",
-	"inferwatch_alerts_active":                   "Alerts pending or firing.",
+	"inferwatch_alerts_active":                   "Alerts pending or firing, by status and severity.",
 	"inferwatch_alert_state_save_failures_total": "Failed saves of an alert state to the state bucket.",
 	"inferwatch_alert_states_restored_total":     "Alert states restored from the state bucket at start.",
 	"inferwatch_alert_states_skipped_total":      "Stored alert states not restored at start: unreadable, not ours, or past the restore bound.",
