@@ -101,12 +101,12 @@ func maeAt(y []float64, h, from int, row func(o int) []float64) float64 {
 // models, in the state the members' trackers reached at the end of y, its
 // calibration windows filled with the errors the combination would have
 // made on the origins all members validated (from origin from on).
-func combineTrackers(members []*validation, y []float64, from, h, calib, stride int, clip bool) *tracker {
+func combineTrackers(members []*validation, y []float64, from, h int, calib calibration, clip bool) *tracker {
 	models := make([]model, len(members))
 	for i, v := range members {
 		models[i] = v.tr.m
 	}
-	k := newTrackerState(&combo{members: models, clip: clip}, h, calib, stride, clip)
+	k := newTrackerState(&combo{members: models, clip: clip}, h, calib, clip)
 	mean := make([]float64, h)
 	row := func(o int) []float64 {
 		clear(mean)
@@ -149,7 +149,7 @@ func combineTrackers(members []*validation, y []float64, from, h, calib, stride 
 // the standard error of their paired differences in absolute error, or the
 // guard is taken: on a series' first day, a seasonal model fitted on one
 // period can suit a few hours by chance.
-func choose(vals []*validation, y []float64, from, h, lead, calib, stride, thin int, clip bool) *tracker {
+func choose(vals []*validation, y []float64, from, h, lead int, calib calibration, thin int, clip bool) *tracker {
 	maes := make([]float64, len(vals))
 	order := make([]int, len(vals))
 	for i, v := range vals {
@@ -202,7 +202,7 @@ func choose(vals []*validation, y []float64, from, h, lead, calib, stride, thin 
 	slices.SortFunc(bestSet, func(a, b *validation) int {
 		return cmp.Compare(slices.Index(vals, a), slices.Index(vals, b))
 	})
-	return combineTrackers(bestSet, y, from, h, calib, stride, clip)
+	return combineTrackers(bestSet, y, from, h, calib, clip)
 }
 
 // isGuard tells whether a validated candidate is one of auto's guards.

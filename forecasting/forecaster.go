@@ -125,12 +125,12 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-// windowSize is how many errors a calibration window keeps: those of one
-// origin in every errorStride of CalibrationSize, and at least
-// MinCalibration.
-func (o *Options) windowSize() int {
+// calibration returns how a tracker keeps errors for o: windows of the
+// errors of one origin in every errorStride of CalibrationSize (at least
+// MinCalibration), never thinned below MinCalibration.
+func (o *Options) calibration() calibration {
 	s := errorStride(o.Step)
-	return max((o.CalibrationSize+s-1)/s, o.MinCalibration)
+	return calibration{size: max((o.CalibrationSize+s-1)/s, o.MinCalibration), stride: s, keep: o.MinCalibration}
 }
 
 // Forecast is the outlook from one origin. Slices are indexed by lead − 1.

@@ -19,6 +19,7 @@ type tracker struct {
 	clip    bool
 	knots   []int     // the leads with a calibration window, ascending
 	stride  int       // the most origins a window has per error it keeps
+	keep    int       // the fewest errors a window is thinned to
 	cur     []float64 // the H forecasts from the latest origin
 	preds   []float64 // H rows of the knots' forecasts; row o%H holds origin o
 	origin  int
@@ -28,22 +29,26 @@ type tracker struct {
 	rows    [][]float64  // the forecasts from each origin, in order
 }
 
-// newTracker returns a tracker of m over h leads whose windows keep up to
-// calib errors, each from one origin in every stride.
-func newTracker(m model, h, calib, stride int, clip bool) *tracker {
-	k := newTrackerState(m, h, calib, stride, clip)
+// calibration is how a tracker keeps errors: windows of up to size errors
+// from one origin in every stride (at most), thinned to no fewer than keep.
+type calibration struct{ size, stride, keep int }
+
+// newTracker returns a tracker of m over h leads that keeps errors as c
+// says.
+func newTracker(m model, h int, c calibration, clip bool) *tracker {
+	k := newTrackerState(m, h, c, clip)
 	k.predictRow()
 	return k
 }
 
 // newTrackerState returns a tracker with empty windows and no forecast.
-func newTrackerState(m model, h, calib, stride int, clip bool) *tracker {
-	knots := leadKnots(h, stride)
-	k := &tracker{m: m, h: h, clip: clip, knots: knots, stride: stride,
+func newTrackerState(m model, h int, c calibration, clip bool) *tracker {
+	knots := leadKnots(h, c.stride)
+	k := &tracker{m: m, h: h, clip: clip, knots: knots, stride: c.stride, keep: c.keep,
 		cur: make([]float64, h), preds: make([]float64, h*len(knots)),
 		win: make([]*errWindow, len(knots)), strides: make([]int, len(knots))}
 	for i := range k.win {
-		k.win[i] = newErrWindow(calib)
+		k.win[i] = newErrWindow(c.size)
 		k.strides[i] = 1
 	}
 	return k
@@ -62,7 +67,8 @@ func (k *tracker) reserve(m int) {
 // window keeps that origin's: a full window whose stride is below the
 // tracker's moves to the next one (the least multiple of its stride that
 // divides the tracker's) at the first origin that is a multiple of it,
-// keeping one in every so many of the errors it holds.
+// keeping one in every so many of the errors it holds, unless that would
+// leave it fewer than keep.
 func (k *tracker) score(i, o int, e float64) {
 	s, w := k.strides[i], k.win[i]
 	if o%s != 0 {
@@ -73,7 +79,7 @@ func (k *tracker) score(i, o int, e float64) {
 		for k.stride%next != 0 {
 			next += s
 		}
-		if o%next == 0 {
+		if o%next == 0 && w.len()/(next/s) >= k.keep {
 			w.thin(next / s)
 			k.strides[i] = next
 		}
@@ -262,7 +268,7 @@ func (f *Forecaster) refit() error {
 			}
 			continue
 		}
-		tr := newTracker(m, h, f.opts.windowSize(), errorStride(f.opts.Step), !f.opts.AllowNegative)
+		tr := newTracker(m, h, f.opts.calibration(), !f.opts.AllowNegative)
 		tr.reserve(v)
 		tr.record = true
 		tr.rows = [][]float64{append([]float64(nil), tr.current()...)}
@@ -284,7 +290,7 @@ func (f *Forecaster) refit() error {
 	if f.fallback == "" {
 		thin = min(p, f.opts.CalibrationSize)
 	}
-	f.tr = choose(vals, raw, from, h, lead, f.opts.windowSize(), errorStride(f.opts.Step), thin, !f.opts.AllowNegative)
+	f.tr = choose(vals, raw, from, h, lead, f.opts.calibration(), thin, !f.opts.AllowNegative)
 	if f.fallback != "" {
 		f.fallback += f.tr.m.name()
 	}
