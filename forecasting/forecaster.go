@@ -127,10 +127,12 @@ func (o *Options) setDefaults() error {
 
 // calibration returns how a tracker keeps errors for o: windows of the
 // errors of one origin in every errorStride of CalibrationSize (at least
-// MinCalibration), never thinned below MinCalibration.
+// MinCalibration), which take every origin's until they hold four times
+// MinCalibration and are never thinned below MinCalibration.
 func (o *Options) calibration() calibration {
 	s := errorStride(o.Step)
-	return calibration{size: max((o.CalibrationSize+s-1)/s, o.MinCalibration), stride: s, keep: o.MinCalibration}
+	size := max((o.CalibrationSize+s-1)/s, o.MinCalibration)
+	return calibration{size: size, stride: s, dense: min(size, 4*o.MinCalibration), keep: o.MinCalibration}
 }
 
 // Forecast is the outlook from one origin. Slices are indexed by lead − 1.

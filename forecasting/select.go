@@ -9,16 +9,18 @@ import (
 // tracker runs a model over a stream, keeping its forecasts from the last H
 // origins so that each new sample scores them: the error at a knot lead
 // feeds that lead's calibration window (see leadKnots). A window takes the
-// error of every origin until it is full, then of one origin in every
-// two, three, … up to one in stride, thinning what it holds each time, so
-// that a full window spans the same time at every step shorter than a
-// minute while a short history still calibrates on all its errors.
+// error of every origin until it holds dense of them, then of one origin
+// in every two, three, … up to one in stride, thinning what it holds each
+// time, and then grows to its size: a full window spans the same time at
+// every step shorter than a minute, and a short history calibrates on its
+// errors at every origin as soon as a longer step would.
 type tracker struct {
 	m       model
 	h       int
 	clip    bool
 	knots   []int     // the leads with a calibration window, ascending
 	stride  int       // the most origins a window has per error it keeps
+	dense   int       // the errors a window holds before it moves to a longer stride
 	keep    int       // the fewest errors a window is thinned to
 	cur     []float64 // the H forecasts from the latest origin
 	preds   []float64 // H rows of the knots' forecasts; row o%H holds origin o
@@ -29,9 +31,10 @@ type tracker struct {
 	rows    [][]float64  // the forecasts from each origin, in order
 }
 
-// calibration is how a tracker keeps errors: windows of up to size errors
-// from one origin in every stride (at most), thinned to no fewer than keep.
-type calibration struct{ size, stride, keep int }
+// calibration is how a tracker keeps errors: windows of up to size errors,
+// from every origin until they hold dense, then thinned (to no fewer than
+// keep) until they keep one origin's in every stride.
+type calibration struct{ size, stride, dense, keep int }
 
 // newTracker returns a tracker of m over h leads that keeps errors as c
 // says.
@@ -44,7 +47,7 @@ func newTracker(m model, h int, c calibration, clip bool) *tracker {
 // newTrackerState returns a tracker with empty windows and no forecast.
 func newTrackerState(m model, h int, c calibration, clip bool) *tracker {
 	knots := leadKnots(h, c.stride)
-	k := &tracker{m: m, h: h, clip: clip, knots: knots, stride: c.stride, keep: c.keep,
+	k := &tracker{m: m, h: h, clip: clip, knots: knots, stride: c.stride, dense: c.dense, keep: c.keep,
 		cur: make([]float64, h), preds: make([]float64, h*len(knots)),
 		win: make([]*errWindow, len(knots)), strides: make([]int, len(knots))}
 	for i := range k.win {
@@ -56,25 +59,29 @@ func newTrackerState(m model, h int, c calibration, clip bool) *tracker {
 
 // reserve makes room in the calibration windows for the errors the next
 // m targets bring (lead l's gets up to m − l + 1 of them, and a full
-// window's worth as the updates come).
+// window's worth as the updates come); with a stride above 1, for the
+// dense errors only, since thinning keeps fewer.
 func (k *tracker) reserve(m int) {
+	if k.stride > 1 {
+		m = min(m, k.dense)
+	}
 	for _, w := range k.win {
 		w.reserve(m)
 	}
 }
 
 // score gives window i the error e of the forecast from origin o, if the
-// window keeps that origin's: a full window whose stride is below the
-// tracker's moves to the next one (the least multiple of its stride that
-// divides the tracker's) at the first origin that is a multiple of it,
-// keeping one in every so many of the errors it holds, unless that would
-// leave it fewer than keep.
+// window keeps that origin's: a window that holds dense errors (or is
+// full) and whose stride is below the tracker's moves to the next one (the
+// least multiple of its stride that divides the tracker's) at the first
+// origin that is a multiple of it, keeping one in every so many of the
+// errors it holds, unless that would leave it fewer than keep.
 func (k *tracker) score(i, o int, e float64) {
 	s, w := k.strides[i], k.win[i]
 	if o%s != 0 {
 		return
 	}
-	if w.full() && s < k.stride {
+	if (w.len() >= k.dense || w.full()) && s < k.stride {
 		next := s + s
 		for k.stride%next != 0 {
 			next += s
