@@ -30,11 +30,11 @@ type Options struct {
 	// calibrate the interval at each lead; default one period of origins,
 	// at least 200 and at most 2880. At most 65,536. At steps shorter than
 	// a minute a window keeps the errors of one origin a minute (the steps
-	// of a minute, rounded down: see errorStride) once it is full, so
-	// CalibrationSize/stride of them (at least MinCalibration), and only
-	// lead 1, the leads at whole minutes and Horizon keep errors: the
-	// leads between take their interval from the two nearest that do, by
-	// linear interpolation.
+	// of a minute, rounded down: see errorStride) once it holds four times
+	// MinCalibration, so up to CalibrationSize/stride of them (at least
+	// MinCalibration), and only lead 1, the leads at whole minutes and
+	// Horizon keep errors: the leads between take their interval from the
+	// two nearest that do, by linear interpolation.
 	CalibrationSize int
 	// MinCalibration is how many errors a lead needs before its interval
 	// comes from their empirical quantiles instead of a scaled σ√h;
