@@ -101,16 +101,12 @@ func maeAt(y []float64, h, from int, row func(o int) []float64) float64 {
 // models, in the state the members' trackers reached at the end of y, its
 // calibration windows filled with the errors the combination would have
 // made on the origins all members validated (from origin from on).
-func combineTrackers(members []*validation, y []float64, from, h, calib int, clip bool) *tracker {
+func combineTrackers(members []*validation, y []float64, from, h int, calib calibration, clip bool) *tracker {
 	models := make([]model, len(members))
 	for i, v := range members {
 		models[i] = v.tr.m
 	}
-	k := &tracker{m: &combo{members: models, clip: clip}, h: h, clip: clip,
-		preds: make([]float64, h*h), win: make([]*errWindow, h)}
-	for i := range k.win {
-		k.win[i] = newErrWindow(calib)
-	}
+	k := newTrackerState(&combo{members: models, clip: clip}, h, calib, clip)
 	mean := make([]float64, h)
 	row := func(o int) []float64 {
 		clear(mean)
@@ -121,21 +117,25 @@ func combineTrackers(members []*validation, y []float64, from, h, calib int, cli
 		}
 		return mean
 	}
-	// Errors in the order a tracker meets them: by target, then by lead.
+	// Errors in the order a tracker meets them: by target, then by lead
+	// (its origins are indices into y).
 	n := len(y)
 	k.reserve(n - 1 - from)
 	for t := from + 1; t < n; t++ {
 		if !isFinite(y[t]) {
 			continue
 		}
-		for l := 1; l <= h && t-l >= from; l++ {
-			k.win[l-1].push(y[t] - row(t - l)[l-1])
+		for i, l := range k.knots {
+			if o := t - l; o >= from {
+				k.score(i, o, y[t]-row(o)[l-1])
+			}
 		}
 	}
 	k.origin = n - 1
 	for o := max(n-h, from); o < n; o++ {
-		copy(k.row(o), row(o))
+		k.store(o, row(o))
 	}
+	copy(k.cur, row(n-1))
 	return k
 }
 
@@ -149,7 +149,7 @@ func combineTrackers(members []*validation, y []float64, from, h, calib int, cli
 // the standard error of their paired differences in absolute error, or the
 // guard is taken: on a series' first day, a seasonal model fitted on one
 // period can suit a few hours by chance.
-func choose(vals []*validation, y []float64, from, h, lead, calib, thin int, clip bool) *tracker {
+func choose(vals []*validation, y []float64, from, h, lead int, calib calibration, thin int, clip bool) *tracker {
 	maes := make([]float64, len(vals))
 	order := make([]int, len(vals))
 	for i, v := range vals {

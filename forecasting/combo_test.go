@@ -9,62 +9,79 @@ import (
 
 // The combination's tracker, assembled from its members' validation
 // records, holds the same forecasts and calibration errors as a tracker
-// that replays the combination model itself.
+// that replays the combination model itself: at every lead, and with a
+// stride of 3 at the knots (1, 3, 6, 7) from every third origin.
 func TestCombineTrackersMatchesReplay(t *testing.T) {
 	y := seasonalSeries(3, 5)
-	const h, calib, v = 4, 60, 100
-	n := len(y)
-	names := []string{ModelNaive, ModelSES, ModelMean}
-	var vals []*validation
-	var models []model
-	for _, name := range names {
-		m, _ := newModel(name, 144, h)
-		if err := m.fit(y[:n-v]); err != nil {
+	f := func(h, stride int) {
+		t.Helper()
+		const calib = 60
+		n := len(y)
+		// The replay's first origin, n−v−1, is a multiple of the stride,
+		// as the combination's origins (indices into y) are counted.
+		v := 99 + (n-1)%stride
+		names := []string{ModelNaive, ModelSES, ModelMean}
+		var vals []*validation
+		var models []model
+		for _, name := range names {
+			m, _ := newModel(name, 144, h)
+			if err := m.fit(y[:n-v]); err != nil {
+				t.Fatal(err)
+			}
+			tr := newTracker(m, h, calibration{size: calib, stride: stride, dense: 40, keep: 10}, true)
+			tr.record = true
+			tr.rows = [][]float64{append([]float64(nil), tr.current()...)}
+			for _, x := range y[n-v:] {
+				tr.observe(x)
+			}
+			vals = append(vals, &validation{tr: tr, start: n - v - 1, rows: tr.rows})
+			m2, _ := newModel(name, 144, h)
+			models = append(models, m2)
+		}
+		got := combineTrackers(vals, y, n-v-1, h, calibration{size: calib, stride: stride, dense: 40, keep: 10}, true)
+
+		c := &combo{members: models, clip: true}
+		if err := c.fit(y[:n-v]); err != nil {
 			t.Fatal(err)
 		}
-		tr := newTracker(m, h, calib, true)
-		tr.record = true
-		tr.rows = [][]float64{append([]float64(nil), tr.current()...)}
+		want := newTracker(c, h, calibration{size: calib, stride: stride, dense: 40, keep: 10}, true)
 		for _, x := range y[n-v:] {
-			tr.observe(x)
+			want.observe(x)
 		}
-		vals = append(vals, &validation{tr: tr, start: n - v - 1, rows: tr.rows})
-		m2, _ := newModel(name, 144, h)
-		models = append(models, m2)
-	}
-	got := combineTrackers(vals, y, n-v-1, h, calib, true)
-
-	c := &combo{members: models, clip: true}
-	if err := c.fit(y[:n-v]); err != nil {
-		t.Fatal(err)
-	}
-	want := newTracker(c, h, calib, true)
-	for _, x := range y[n-v:] {
-		want.observe(x)
-	}
-	if g, w := got.m.name(), "combo(naive+ses+mean)"; g != w {
-		t.Fatalf("name %q, want %q", g, w)
-	}
-	for l := range h {
-		a, b := got.win[l], want.win[l]
-		if a.len() != b.len() {
-			t.Fatalf("lead %d: %d errors, want %d", l+1, a.len(), b.len())
+		if g, w := got.m.name(), "combo(naive+ses+mean)"; g != w {
+			t.Fatalf("name %q, want %q", g, w)
 		}
-		for i := range a.len() {
-			if math.Abs(a.at(i)-b.at(i)) > 1e-9 {
-				t.Fatalf("lead %d: error %d is %g, want %g", l+1, i, a.at(i), b.at(i))
+		if !slices.Equal(got.knots, want.knots) {
+			t.Fatalf("knots %v, want %v", got.knots, want.knots)
+		}
+		sameErrors := func(when string) {
+			t.Helper()
+			for k, l := range got.knots {
+				a, b := got.win[k], want.win[k]
+				if a.len() != b.len() {
+					t.Fatalf("stride %d, %s: lead %d: %d errors, want %d", stride, when, l, a.len(), b.len())
+				}
+				for i := range a.len() {
+					if math.Abs(a.at(i)-b.at(i)) > 1e-9 {
+						t.Fatalf("stride %d, %s: lead %d: error %d is %g, want %g", stride, when, l, i, a.at(i), b.at(i))
+					}
+				}
 			}
 		}
-	}
-	for _, x := range []float64{210, 190, math.NaN(), 205} {
-		got.observe(x)
-		want.observe(x)
-		for i, v := range got.current() {
-			if math.Abs(v-want.current()[i]) > 1e-9 {
-				t.Fatalf("after %g: forecasts %v, want %v", x, got.current(), want.current())
+		sameErrors("after the replay")
+		for _, x := range []float64{210, 190, math.NaN(), 205, 199, 201, 230, 180} {
+			got.observe(x)
+			want.observe(x)
+			for i, v := range got.current() {
+				if math.Abs(v-want.current()[i]) > 1e-9 {
+					t.Fatalf("stride %d, after %g: forecasts %v, want %v", stride, x, got.current(), want.current())
+				}
 			}
 		}
+		sameErrors("after eight more samples")
 	}
+	f(4, 1)
+	f(7, 3)
 }
 
 // A zero far below the interval is an outage: the forecast from it is

@@ -26,9 +26,15 @@ type Options struct {
 	Level float64
 	// Period is the seasonal period in steps; default one day (24h/Step).
 	Period int
-	// CalibrationSize is how many recent out-of-sample errors are kept per
-	// lead to calibrate the interval; default one period of origins, at
-	// least 200 and at most 2880. At most 65,536.
+	// CalibrationSize is how many recent origins' out-of-sample errors
+	// calibrate the interval at each lead; default one period of origins,
+	// at least 200 and at most 2880. At most 65,536. At steps shorter than
+	// a minute a window keeps the errors of one origin a minute (the steps
+	// of a minute, rounded down: see errorStride) once it holds four times
+	// MinCalibration, so up to CalibrationSize/stride of them (at least
+	// MinCalibration), and only lead 1, the leads at whole minutes and
+	// Horizon keep errors: the leads between take their interval from the
+	// two nearest that do, by linear interpolation.
 	CalibrationSize int
 	// MinCalibration is how many errors a lead needs before its interval
 	// comes from their empirical quantiles instead of a scaled σ√h;
@@ -117,6 +123,16 @@ func (o *Options) setDefaults() error {
 	o.RefitEvery = cmp.Or(o.RefitEvery, o.Period)
 	o.MaxGap = cmp.Or(o.MaxGap, o.Period)
 	return nil
+}
+
+// calibration returns how a tracker keeps errors for o: windows of the
+// errors of one origin in every errorStride of CalibrationSize (at least
+// MinCalibration), which take every origin's until they hold four times
+// MinCalibration and are never thinned below MinCalibration.
+func (o *Options) calibration() calibration {
+	s := errorStride(o.Step)
+	size := max((o.CalibrationSize+s-1)/s, o.MinCalibration)
+	return calibration{size: size, stride: s, dense: min(size, 4*o.MinCalibration), keep: o.MinCalibration}
 }
 
 // Forecast is the outlook from one origin. Slices are indexed by lead − 1.
@@ -370,9 +386,10 @@ func (f *Forecaster) ForecastInto(dst *Forecast) {
 
 // fillForecast writes the mean path of tr from its latest origin into dst,
 // corrected for a bias its recent errors show, with the interval their
-// empirical quantiles give at each lead (a σ√h band while a lead has fewer
-// than MinCalibration errors, σ from the lead-1 errors or sigma0), the
-// peak and the upper peak. During an outage it forecasts zeros.
+// empirical quantiles give at each lead (interpolated between the leads
+// that keep errors; a σ√h band while a lead has fewer than MinCalibration
+// errors, σ from the lead-1 errors or sigma0), the peak and the upper
+// peak. During an outage it forecasts zeros.
 func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, outage bool) {
 	h := o.Horizon
 	copy(dst.Mean, tr.current())
@@ -385,11 +402,11 @@ func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, out
 	for i := range h {
 		m := dst.Mean[i]
 		lo, hi := 0.0, 0.0
-		if w := tr.win[i]; w.len() >= o.MinCalibration {
-			lo, hi = m+w.bound(qlo), m+w.bound(qhi)
+		if c := tr.calibration(i+1, qlo, qhi); c.n >= o.MinCalibration {
+			lo, hi = m+c.lower, m+c.upper
 			dst.Empirical[i] = true
-			if med, se := w.quantile(0.5), 1.2533*w.rms()/math.Sqrt(float64(w.len())); math.Abs(med) > 3*se {
-				m += med
+			if se := 1.2533 * c.rmsErr / math.Sqrt(float64(c.n)); math.Abs(c.median) > 3*se {
+				m += c.median
 				if !o.AllowNegative {
 					m = clip0(m)
 				}

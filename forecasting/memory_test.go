@@ -91,8 +91,8 @@ func retainedPerSeries(tb testing.TB, opts Options, y []float64, fit, updates, n
 	return (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(n)
 }
 
-// memoryCases are the histories a series may hold, at one-minute and
-// 15-second steps, with how many series to measure (fewer for the long
+// memoryCases are the histories a series may hold, at one-minute,
+// 30-second and 15-second steps, with how many series to measure (fewer for the long
 // histories and for a day, where auto falls back and refits every
 // Horizon updates). A series holding a history is fitted on all but the
 // last min(history/2, period) of it, then updated through those, so its
@@ -109,6 +109,8 @@ var memoryCases = []struct {
 	{time.Minute, 24 * time.Hour, false, 16},
 	{time.Minute, 7 * 24 * time.Hour, false, 8},
 	{time.Minute, 7 * 24 * time.Hour, true, 8},
+	{30 * time.Second, time.Hour, false, 500},
+	{30 * time.Second, 24 * time.Hour, false, 6},
 	{15 * time.Second, time.Hour, false, 500},
 	{15 * time.Second, 24 * time.Hour, false, 3},
 	{15 * time.Second, 7 * 24 * time.Hour, false, 4},
@@ -150,18 +152,21 @@ func BenchmarkRetainedPerSeries(b *testing.B) {
 	}
 }
 
-// A forecaster holds memory in proportion to its history: with an hour of
-// it, its calibration windows hold the few errors it has made, not room
-// for a day of them (the whole forecaster took 255 KiB at one-minute steps
-// and 1.9 MiB at 15 seconds when each window reserved its full size).
+// A forecaster holds memory in proportion to its history, and a
+// 10-minute forecast costs about as much at 15 s (40 leads) as at one
+// minute (10): with an hour of history its calibration windows hold the
+// few errors it has made, not room for a day of them, and at steps under
+// a minute only the leads at whole minutes keep errors, from one origin a
+// minute once a window holds 120.
 func TestRetainedPerSeries(t *testing.T) {
 	for _, c := range []struct {
 		step  time.Duration
 		most  float64 // bytes a series may retain
 		count int
 	}{
-		{time.Minute, 64 << 10, 100},
-		{15 * time.Second, 192 << 10, 20},
+		{time.Minute, 16 << 10, 100},
+		{30 * time.Second, 20 << 10, 40},
+		{15 * time.Second, 28 << 10, 20},
 	} {
 		opts := ruleOptions(c.step)
 		fit, updates := memoryCase(opts, time.Hour, false)

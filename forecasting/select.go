@@ -7,44 +7,109 @@ import (
 )
 
 // tracker runs a model over a stream, keeping its forecasts from the last H
-// origins so that each new sample scores them: the errors at lead h feed the
-// calibration window of that lead.
+// origins so that each new sample scores them: the error at a knot lead
+// feeds that lead's calibration window (see leadKnots). A window takes the
+// error of every origin until it holds dense of them, then of one origin
+// in every two, three, … up to one in stride, thinning what it holds each
+// time, and then grows to its size: a full window spans the same time at
+// every step shorter than a minute, and a short history calibrates on its
+// errors at every origin as soon as a longer step would.
 type tracker struct {
-	m      model
-	h      int
-	clip   bool
-	preds  []float64 // H rows of H leads; row o%H holds origin o
-	origin int
-	win    []*errWindow
-	record bool        // keep a copy of every row predicted in rows
-	rows   [][]float64 // the forecasts from each origin, in order
+	m       model
+	h       int
+	clip    bool
+	knots   []int     // the leads with a calibration window, ascending
+	stride  int       // the most origins a window has per error it keeps
+	dense   int       // the errors a window holds before it moves to a longer stride
+	keep    int       // the fewest errors a window is thinned to
+	cur     []float64 // the H forecasts from the latest origin
+	preds   []float64 // H rows of the knots' forecasts; row o%H holds origin o
+	origin  int
+	win     []*errWindow // win[i] calibrates lead knots[i]
+	strides []int        // win[i] keeps the errors of the origins that are multiples of strides[i]
+	record  bool         // keep a copy of every row predicted in rows
+	rows    [][]float64  // the forecasts from each origin, in order
 }
 
-func newTracker(m model, h, calib int, clip bool) *tracker {
-	k := &tracker{m: m, h: h, clip: clip, preds: make([]float64, h*h), win: make([]*errWindow, h)}
-	for i := range k.win {
-		k.win[i] = newErrWindow(calib)
-	}
+// calibration is how a tracker keeps errors: windows of up to size errors,
+// from every origin until they hold dense, then thinned (to no fewer than
+// keep) until they keep one origin's in every stride.
+type calibration struct{ size, stride, dense, keep int }
+
+// newTracker returns a tracker of m over h leads that keeps errors as c
+// says.
+func newTracker(m model, h int, c calibration, clip bool) *tracker {
+	k := newTrackerState(m, h, c, clip)
 	k.predictRow()
+	return k
+}
+
+// newTrackerState returns a tracker with empty windows and no forecast.
+func newTrackerState(m model, h int, c calibration, clip bool) *tracker {
+	knots := leadKnots(h, c.stride)
+	k := &tracker{m: m, h: h, clip: clip, knots: knots, stride: c.stride, dense: c.dense, keep: c.keep,
+		cur: make([]float64, h), preds: make([]float64, h*len(knots)),
+		win: make([]*errWindow, len(knots)), strides: make([]int, len(knots))}
+	for i := range k.win {
+		k.win[i] = newErrWindow(c.size)
+		k.strides[i] = 1
+	}
 	return k
 }
 
 // reserve makes room in the calibration windows for the errors the next
 // m targets bring (lead l's gets up to m − l + 1 of them, and a full
-// window's worth as the updates come).
+// window's worth as the updates come); with a stride above 1, for the
+// dense errors only, since thinning keeps fewer.
 func (k *tracker) reserve(m int) {
+	if k.stride > 1 {
+		m = min(m, k.dense)
+	}
 	for _, w := range k.win {
 		w.reserve(m)
 	}
 }
 
+// score gives window i the error e of the forecast from origin o, if the
+// window keeps that origin's: a window that holds dense errors (or is
+// full) and whose stride is below the tracker's moves to the next one (the
+// least multiple of its stride that divides the tracker's) at the first
+// origin that is a multiple of it, keeping one in every so many of the
+// errors it holds, unless that would leave it fewer than keep.
+func (k *tracker) score(i, o int, e float64) {
+	s, w := k.strides[i], k.win[i]
+	if o%s != 0 {
+		return
+	}
+	if (w.len() >= k.dense || w.full()) && s < k.stride {
+		next := s + s
+		for k.stride%next != 0 {
+			next += s
+		}
+		if o%next == 0 && w.len()/(next/s) >= k.keep {
+			w.thin(next / s)
+			k.strides[i] = next
+		}
+	}
+	w.push(e)
+}
+
+// row returns the knots' forecasts from origin o, one of the last H.
 func (k *tracker) row(o int) []float64 {
-	r := o % k.h
-	return k.preds[r*k.h : (r+1)*k.h]
+	r, n := o%k.h, len(k.knots)
+	return k.preds[r*n : (r+1)*n]
+}
+
+// store keeps the knots' forecasts of the H forecasts p from origin o.
+func (k *tracker) store(o int, p []float64) {
+	r := k.row(o)
+	for i, l := range k.knots {
+		r[i] = p[l-1]
+	}
 }
 
 func (k *tracker) predictRow() {
-	p := k.row(k.origin)
+	p := k.cur
 	k.m.predict(p)
 	for i, v := range p {
 		if k.clip {
@@ -52,33 +117,35 @@ func (k *tracker) predictRow() {
 		}
 		if !isFinite(v) {
 			// A model that diverged forecasts the last value instead.
-			v = k.row(k.origin)[0]
+			v = p[0]
 			if !isFinite(v) {
 				v = 0
 			}
 		}
 		p[i] = v
 	}
+	k.store(k.origin, p)
 	if k.record {
 		k.rows = append(k.rows, append([]float64(nil), p...))
 	}
 }
 
 // current returns the forecasts from the latest origin.
-func (k *tracker) current() []float64 { return k.row(k.origin) }
+func (k *tracker) current() []float64 { return k.cur }
 
 // observe scores the earlier forecasts against y, then feeds y to the model
 // and forecasts from it. A NaN y is a gap: the model gets its own one-step
 // forecast and nothing is scored.
 func (k *tracker) observe(y float64) {
 	if math.IsNaN(y) {
-		y = k.row(k.origin)[0]
+		y = k.cur[0]
 	} else {
-		for l := 1; l <= k.h && l <= k.origin+1; l++ {
-			if k.origin+1-l < 0 {
+		for i, l := range k.knots {
+			o := k.origin + 1 - l
+			if o < 0 {
 				break
 			}
-			k.win[l-1].push(y - k.row(k.origin + 1 - l)[l-1])
+			k.score(i, o, y-k.row(o)[i])
 		}
 	}
 	k.origin++
@@ -208,7 +275,7 @@ func (f *Forecaster) refit() error {
 			}
 			continue
 		}
-		tr := newTracker(m, h, f.opts.CalibrationSize, !f.opts.AllowNegative)
+		tr := newTracker(m, h, f.opts.calibration(), !f.opts.AllowNegative)
 		tr.reserve(v)
 		tr.record = true
 		tr.rows = [][]float64{append([]float64(nil), tr.current()...)}
@@ -230,7 +297,7 @@ func (f *Forecaster) refit() error {
 	if f.fallback == "" {
 		thin = min(p, f.opts.CalibrationSize)
 	}
-	f.tr = choose(vals, raw, from, h, lead, f.opts.CalibrationSize, thin, !f.opts.AllowNegative)
+	f.tr = choose(vals, raw, from, h, lead, f.opts.calibration(), thin, !f.opts.AllowNegative)
 	if f.fallback != "" {
 		f.fallback += f.tr.m.name()
 	}

@@ -91,7 +91,7 @@ func (s *Sum) Fit(t0 int64, data [][]float64) error {
 		}
 	}
 	s.sigma0 = diffRMS(addParts(data))
-	s.tr = newTracker(partsModel{s}, s.opts.Horizon, s.opts.CalibrationSize, !s.opts.AllowNegative)
+	s.tr = newTracker(partsModel{s}, s.opts.Horizon, s.opts.calibration(), !s.opts.AllowNegative)
 	s.fitted = true
 	stepMs := s.opts.Step.Milliseconds()
 	ys := make([]float64, len(data))

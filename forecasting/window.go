@@ -1,7 +1,9 @@
 package forecasting
 
 import (
+	"cmp"
 	"math"
+	"slices"
 )
 
 // maxErrWindow is the most values an errWindow keeps: its order holds
@@ -55,6 +57,34 @@ func (w *errWindow) reserve(c int) {
 }
 
 func (w *errWindow) len() int { return len(w.order) }
+
+// full tells whether the window holds its n values.
+func (w *errWindow) full() bool { return len(w.ring) == w.n }
+
+// thin keeps one value in every k, the newest kept being the k-th newest
+// (so a value that arrives next continues the spacing); the window then
+// fills again before it evicts.
+func (w *errWindow) thin(k int) {
+	m := len(w.ring)
+	var kept []float32
+	for age := k - 1; age < m; age += k {
+		// The value of that age, from the newest back.
+		kept = append(kept, w.ring[(w.pos+m-1-age)%m])
+	}
+	slices.Reverse(kept) // oldest first, as slots fill
+	w.ring = append(w.ring[:0], kept...)
+	w.pos = 0
+	w.order = w.order[:len(kept)]
+	for i := range w.order {
+		w.order[i] = uint16(i)
+	}
+	// Stable: of equal values the oldest (lowest slot) first.
+	slices.SortStableFunc(w.order, func(a, b uint16) int { return cmp.Compare(w.ring[a], w.ring[b]) })
+	w.pushes, w.sumSq = 0, 0
+	for _, v := range w.ring {
+		w.sumSq += float64(v) * float64(v)
+	}
+}
 
 // at returns the value of rank r (the r+1-th smallest).
 func (w *errWindow) at(r int) float64 { return float64(w.ring[w.order[r]]) }

@@ -1,0 +1,81 @@
+package forecasting
+
+import (
+	"math"
+	"time"
+)
+
+// errorStride is how many origins a calibration window has per error it
+// keeps: the steps in a minute (rounded down) for steps shorter than a
+// minute, else 1. Errors from origins a few seconds apart are nearly the
+// same error, so a window keeps one a minute of origins and spans as much
+// time at 15 s as at one minute.
+func errorStride(step time.Duration) int {
+	return max(1, int(time.Minute/step))
+}
+
+// leadKnots returns the leads, of h, that keep a calibration window: lead
+// 1, every multiple of stride (a whole minute of lead when the stride is
+// a minute of steps) and h. With a stride of 1 that is every lead. The
+// leads between two knots take their interval from both (see
+// tracker.calibration).
+func leadKnots(h, stride int) []int {
+	knots := []int{1}
+	for l := stride; l < h; l += stride {
+		if l > 1 {
+			knots = append(knots, l)
+		}
+	}
+	if h > 1 {
+		knots = append(knots, h)
+	}
+	return knots
+}
+
+// leadCalibration is what the errors at one lead say about its interval.
+type leadCalibration struct {
+	n              int     // errors behind it: the fewer of its knots'
+	lower, upper   float64 // split-conformal bounds at the interval's levels
+	median, rmsErr float64
+}
+
+// calibration returns the calibration of lead l (1 ≤ l ≤ H) at the levels
+// qlo and qhi: a knot's own window's, and between two knots a and b the
+// linear interpolation of theirs, weighted (l−a)/(b−a) towards b.
+func (k *tracker) calibration(l int, qlo, qhi float64) leadCalibration {
+	i := k.knotAtOrAbove(l)
+	b := k.win[i]
+	if k.knots[i] == l {
+		return leadCalibration{n: b.len(), lower: b.bound(qlo), upper: b.bound(qhi),
+			median: b.quantile(0.5), rmsErr: b.rms()}
+	}
+	a := k.win[i-1]
+	w := float64(l-k.knots[i-1]) / float64(k.knots[i]-k.knots[i-1])
+	return leadCalibration{n: min(a.len(), b.len()),
+		lower:  lerp(a.bound(qlo), b.bound(qlo), w),
+		upper:  lerp(a.bound(qhi), b.bound(qhi), w),
+		median: lerp(a.quantile(0.5), b.quantile(0.5), w),
+		rmsErr: lerp(a.rms(), b.rms(), w)}
+}
+
+// knotAtOrAbove returns the index of the first knot at or above lead l.
+func (k *tracker) knotAtOrAbove(l int) int {
+	lo, hi := 0, len(k.knots)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if k.knots[m] < l {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// lerp is a + w(b − a); NaN when either is.
+func lerp(a, b, w float64) float64 {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.NaN()
+	}
+	return a + w*(b-a)
+}
