@@ -1,6 +1,10 @@
 package forecasting
 
-import "math"
+import (
+	"math"
+
+	"github.com/inferwatch/inferwatch/internal/num"
+)
 
 // AccuracyWindow is how many recent forecasts an Accuracy is measured over.
 const AccuracyWindow = 1000
@@ -46,7 +50,7 @@ func (a *Accuracy) Forecast(target int64, mean, lower, upper, naive float64) {
 // once), and forgets the forecasts of targets up to t. A non-finite v
 // scores nothing.
 func (a *Accuracy) Observe(t int64, v float64) {
-	if p, ok := a.pending[t]; ok && isFinite(v) && (!a.started || t > a.scored) {
+	if p, ok := a.pending[t]; ok && num.Finite(v) && (!a.started || t > a.scored) {
 		a.push(math.Abs(v-p.mean), math.Abs(v-p.naive), v >= p.lower && v <= p.upper)
 		a.scored, a.started = t, true
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // BacktestRow is one forecast of a backtest: made at Origin (the index of
@@ -160,7 +162,7 @@ func backtest(data []float64, o BacktestOptions, opts Options, advance func(i in
 			res.Rows = append(res.Rows, BacktestRow{Origin: i, Target: i + l, Lead: l,
 				Yhat: fc.Mean[l-1], Lower: fc.Lower[l-1], Upper: fc.Upper[l-1], Actual: data[i+l]})
 		}
-		if t := i + h; t < len(data) && isFinite(data[t]) && i >= lead {
+		if t := i + h; t < len(data) && num.Finite(data[t]) && i >= lead {
 			y := data[t]
 			yhat, lo, hi := fc.Mean[h-1], fc.Lower[h-1], fc.Upper[h-1]
 			res.Origins++
@@ -193,7 +195,7 @@ func backtest(data []float64, o BacktestOptions, opts Options, advance func(i in
 		}
 	}
 	for _, v := range data {
-		if !isFinite(v) {
+		if !num.Finite(v) {
 			res.Gaps++
 		}
 	}
@@ -212,7 +214,7 @@ func backtest(data []float64, o BacktestOptions, opts Options, advance func(i in
 
 func trimLeading(x []float64) []float64 {
 	for i, v := range x {
-		if isFinite(v) {
+		if num.Finite(v) {
 			return x[i:]
 		}
 	}

@@ -1,6 +1,10 @@
 package forecasting
 
-import "math"
+import (
+	"math"
+
+	"github.com/inferwatch/inferwatch/internal/num"
+)
 
 // bounded keeps a model's forecasts within twice the range of the values
 // it has seen (fitted on and updated with) beyond them: with lo and hi the
@@ -34,7 +38,7 @@ func (m *bounded) update(y float64) {
 // see widens the range to v. A value that is not finite is no value seen
 // (and would make min and max NaN, dropping the bound for good).
 func (m *bounded) see(v float64) {
-	if isFinite(v) {
+	if num.Finite(v) {
 		m.lo, m.hi = min(m.lo, v), max(m.hi, v)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // maxCombo is the most candidates auto averages.
@@ -86,7 +88,7 @@ func maeAt(y []float64, h, from int, row func(o int) []float64) float64 {
 	var sum float64
 	var n int
 	for o := from; o+h < len(y); o++ {
-		if v := y[o+h]; isFinite(v) {
+		if v := y[o+h]; num.Finite(v) {
 			sum += math.Abs(v - row(o)[h-1])
 			n++
 		}
@@ -122,7 +124,7 @@ func combineTrackers(members []*validation, y []float64, from, h int, calib cali
 	n := len(y)
 	k.reserve(n - 1 - from)
 	for t := from + 1; t < n; t++ {
-		if !isFinite(y[t]) {
+		if !num.Finite(y[t]) {
 			continue
 		}
 		for i, l := range k.knots {
@@ -227,7 +229,7 @@ func bestGuard(vals []*validation, maes []float64) int {
 func clearlyBetter(y []float64, h, from, thin int, win, guard func(o int) float64) bool {
 	var n int
 	for o := from; o+h < len(y); o++ {
-		if isFinite(y[o+h]) {
+		if num.Finite(y[o+h]) {
 			n++
 		}
 	}
@@ -239,7 +241,7 @@ func clearlyBetter(y []float64, h, from, thin int, win, guard func(o int) float6
 	}
 	var sum, sq float64
 	for o := from; o+h < len(y); o++ {
-		if t := y[o+h]; isFinite(t) {
+		if t := y[o+h]; num.Finite(t) {
 			d := math.Abs(t-guard(o)) - math.Abs(t-win(o))
 			sum += d
 			sq += d * d

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // Options configure a [Forecaster]. Only Step is required; New fills the
@@ -210,7 +212,7 @@ func (f *Forecaster) Options() Options { return f.opts }
 func (f *Forecaster) Fit(t0 int64, data []float64) error {
 	first := -1
 	for i, v := range data {
-		if isFinite(v) {
+		if num.Finite(v) {
 			first = i
 			break
 		}
@@ -228,7 +230,7 @@ func (f *Forecaster) Fit(t0 int64, data []float64) error {
 	f.t0 = t0 + int64(first+cut)*f.opts.Step.Milliseconds()
 	f.last = int64(len(f.hist) - 1)
 	for _, v := range f.hist {
-		if !isFinite(v) {
+		if !num.Finite(v) {
 			f.gaps++
 		}
 	}
@@ -296,7 +298,7 @@ func (f *Forecaster) indexOf(t, stepMs int64) int64 {
 func (f *Forecaster) push(y float64) {
 	f.last++
 	f.sinceFit++
-	if !isFinite(y) {
+	if !num.Finite(y) {
 		y = math.NaN()
 		f.gaps++
 	}
@@ -331,7 +333,7 @@ func (f *Forecaster) ObservedPeak(from, to int64) (v float64, at int64, ok bool)
 		if t < from {
 			break
 		}
-		if y := f.hist[i]; t <= to && isFinite(y) && (!ok || y > v) {
+		if y := f.hist[i]; t <= to && num.Finite(y) && (!ok || y > v) {
 			v, at, ok = y, t, true
 		}
 	}
@@ -450,5 +452,3 @@ func resize(s []float64, n int) []float64 {
 	}
 	return s[:n]
 }
-
-func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

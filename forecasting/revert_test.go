@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // levelPlusNoise is a random walk (steps of sd walk) seen through white
@@ -129,7 +131,7 @@ func TestRevertNeed(t *testing.T) {
 	out := make([]float64, 10)
 	m.predict(out)
 	for i, v := range out {
-		if !isFinite(v) || math.Abs(v-y[len(y)-1]) > 100 {
+		if !num.Finite(v) || math.Abs(v-y[len(y)-1]) > 100 {
 			t.Fatalf("lead %d: %g from a last value of %g", i+1, v, y[len(y)-1])
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // ScalePolicy holds the thresholds and limits of a scale decision.
@@ -146,7 +148,7 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 	if prev.Decided {
 		why.Previous = prev.Desired
 	}
-	if isFinite(in.Observed) && in.Observed >= 0 {
+	if num.Finite(in.Observed) && in.Observed >= 0 {
 		why.Observed, why.ObservedKnown = int(math.Round(in.Observed)), true
 		why.Counted = why.Observed
 	} else {
@@ -160,36 +162,36 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 
 	var asks []scaleAsk
 	// Tier 1: saturated now.
-	if isFinite(in.GPUMemory) && p.GPUMemoryHigh > 0 && in.GPUMemory > p.GPUMemoryHigh {
+	if num.Finite(in.GPUMemory) && p.GPUMemoryHigh > 0 && in.GPUMemory > p.GPUMemoryHigh {
 		asks = append(asks, scaleAsk{CauseGPUMemory, max(ceil(float64(base)*in.GPUMemory/p.GPUMemoryHigh), cur+1)})
 	}
-	if isFinite(in.Waiting) {
+	if num.Finite(in.Waiting) {
 		why.Saw.WaitingPerReplica = in.Waiting / float64(base)
 		if p.WaitingPerReplica > 0 && why.Saw.WaitingPerReplica > p.WaitingPerReplica {
 			asks = append(asks, scaleAsk{CauseWaiting, max(ceil(in.Waiting/p.WaitingPerReplica), cur+1)})
 		}
 	}
 	// Tier 2: the tail nears the objective.
-	if p.SLOP99 > 0 && p.P99Near > 0 && isFinite(in.P99) && in.P99 >= p.P99Near*p.SLOP99 {
+	if p.SLOP99 > 0 && p.P99Near > 0 && num.Finite(in.P99) && in.P99 >= p.P99Near*p.SLOP99 {
 		asks = append(asks, scaleAsk{CauseP99, max(ceil(float64(base)*in.P99/(p.P99Near*p.SLOP99)), cur+1)})
 	}
 	// Tier 3: the forecast. floor is the fewest replicas it lets a step
 	// down go to: its need with the hysteresis band.
 	floor := 0
-	if isFinite(in.CapacityPerReplica) && in.CapacityPerReplica > 0 {
+	if num.Finite(in.CapacityPerReplica) && in.CapacityPerReplica > 0 {
 		why.Saw.CapacityPerReplica = in.CapacityPerReplica
 		if in.HasForecast {
 			why.Saw.PredictedLoad, why.Saw.PredictedUpper, why.Saw.PeakTime = in.PredictedLoad, in.PredictedUpper, in.PeakTime
 		}
 	}
-	if p.Hold > 0 && isFinite(in.HeldPeak) {
+	if p.Hold > 0 && num.Finite(in.HeldPeak) {
 		why.Saw.Hold, why.Saw.HeldPeak, why.Saw.HeldAt = p.Hold, in.HeldPeak, in.HeldAt
 	}
-	if upper := why.Saw.upper(); isFinite(upper) {
+	if upper := why.Saw.upper(); num.Finite(upper) {
 		c := in.CapacityPerReplica
 		ask := scaleAsk{CauseForecast, ceil(upper / c)}
 		floor = ask.n
-		if isFinite(in.PredictedLoad) {
+		if num.Finite(in.PredictedLoad) {
 			floor = max(floor, ceil(in.PredictedLoad/(c*(1-margin))))
 		}
 		if why.Saw.Hold > 0 && why.Saw.HeldPeak > upper {
@@ -291,7 +293,7 @@ const DefaultScaleDownMargin = 0.15
 
 // ceil is ⌈x⌉ as an int, tolerant of rounding just above a whole number.
 func ceil(x float64) int {
-	if !isFinite(x) || x <= 0 {
+	if !num.Finite(x) || x <= 0 {
 		return 0
 	}
 	return int(math.Ceil(x - 1e-9))

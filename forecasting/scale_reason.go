@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/internal/dur"
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // ScaleCause is the ask that won a scale decision; its tier follows from
@@ -144,7 +145,7 @@ type ScaleSeen struct {
 
 // upper is the forecast's upper bound, or its mean where it has none.
 func (s ScaleSeen) upper() float64 {
-	if isFinite(s.PredictedUpper) {
+	if num.Finite(s.PredictedUpper) {
 		return s.PredictedUpper
 	}
 	return s.PredictedLoad
@@ -227,13 +228,13 @@ func (w *ScaleReason) subject() string {
 	case CauseGPUMemory:
 		return fmt.Sprintf("GPU memory use at %s (above %s)", percent(s.GPUMemory), percent(s.GPUMemoryHigh))
 	case CauseWaiting:
-		return fmt.Sprintf("%s waiting requests per replica (above %s)", num(s.WaitingPerReplica), num(s.WaitingHigh))
+		return fmt.Sprintf("%s waiting requests per replica (above %s)", figure(s.WaitingPerReplica), figure(s.WaitingHigh))
 	case CauseP99:
-		return fmt.Sprintf("P99 of %s s at %s of the %s s SLO", num(s.P99), percent(s.P99/s.SLOP99), num(s.SLOP99))
+		return fmt.Sprintf("P99 of %s s at %s of the %s s SLO", figure(s.P99), percent(s.P99/s.SLOP99), figure(s.SLOP99))
 	case CauseForecast:
 		return "Forecast peak " + w.forecast()
 	case CauseHeldPeak:
-		return fmt.Sprintf("The highest load of the last %s, %s req/s at %s, above the forecast peak %s,", dur.Format(s.Hold), num(s.HeldPeak),
+		return fmt.Sprintf("The highest load of the last %s, %s req/s at %s, above the forecast peak %s,", dur.Format(s.Hold), figure(s.HeldPeak),
 			clock(s.HeldAt, w.At), w.forecast())
 	}
 	if w.ObservedKnown {
@@ -245,9 +246,9 @@ func (w *ScaleReason) subject() string {
 // forecast is the forecast peak, its upper bound and its time.
 func (w *ScaleReason) forecast() string {
 	s := &w.Saw
-	out := num(s.PredictedLoad) + " req/s"
+	out := figure(s.PredictedLoad) + " req/s"
 	if u := s.upper(); u != s.PredictedLoad {
-		out += " (upper " + num(u) + ")"
+		out += " (upper " + figure(u) + ")"
 	}
 	if !s.PeakTime.IsZero() {
 		out += " by " + clock(s.PeakTime, w.At)
@@ -268,7 +269,7 @@ func (w *ScaleReason) need() string {
 	}
 	tier3 := w.Cause.Tier() == 3
 	if tier3 {
-		each = " at " + num(w.Saw.CapacityPerReplica) + " req/s each"
+		each = " at " + figure(w.Saw.CapacityPerReplica) + " req/s each"
 	}
 	if w.Limits&LimitBand == 0 {
 		return subject + " " + verb + " " + replicas(w.Needed) + each + w.clamped()
@@ -344,7 +345,7 @@ func (w *ScaleReason) notes() []string {
 		}
 		notes = append(notes, "observed replicas unknown, counted as "+counted)
 	}
-	if w.Saw.SLOP99 > 0 && w.Saw.P99Near > 0 && !isFinite(w.Saw.P99) {
+	if w.Saw.SLOP99 > 0 && w.Saw.P99Near > 0 && !num.Finite(w.Saw.P99) {
 		notes = append(notes, "P99 unknown")
 	}
 	switch {
@@ -354,7 +355,7 @@ func (w *ScaleReason) notes() []string {
 			why = "no forecast yet"
 		}
 		notes = append(notes, why+": tiers 1 and 2 only")
-	case !isFinite(w.Saw.CapacityPerReplica):
+	case !num.Finite(w.Saw.CapacityPerReplica):
 		notes = append(notes, "capacity per replica unknown: tiers 1 and 2 only")
 	}
 	if w.Fallback != "" {
@@ -373,10 +374,10 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// num writes x with three significant digits at most and no exponent:
+// figure writes x with three significant digits at most and no exponent:
 // 6.6, 11.8, 7, 0.0123, 1235.
-func num(x float64) string {
-	if !isFinite(x) {
+func figure(x float64) string {
+	if !num.Finite(x) {
 		return "unknown"
 	}
 	d := 0

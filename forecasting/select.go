@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // tracker runs a model over a stream, keeping its forecasts from the last H
@@ -115,10 +117,10 @@ func (k *tracker) predictRow() {
 		if k.clip {
 			v = clip0(v)
 		}
-		if !isFinite(v) {
+		if !num.Finite(v) {
 			// A model that diverged forecasts the last value instead.
 			v = p[0]
-			if !isFinite(v) {
+			if !num.Finite(v) {
 				v = 0
 			}
 		}
@@ -201,7 +203,7 @@ func (f *Forecaster) refit() error {
 	vmin := max(minValidationPoints, 2*h)
 	positive := true
 	for _, v := range raw {
-		if isFinite(v) && v <= 0 {
+		if num.Finite(v) && v <= 0 {
 			positive = false
 			break
 		}
@@ -329,9 +331,9 @@ func fillGaps(x []float64, period int) []float64 {
 	out := make([]float64, len(x))
 	last := 0.0
 	for i, v := range x {
-		if !isFinite(v) {
+		if !num.Finite(v) {
 			v = last
-			if i >= period && isFinite(out[i-period]) {
+			if i >= period && num.Finite(out[i-period]) {
 				v = out[i-period]
 			}
 		}
@@ -348,7 +350,7 @@ func diffRMS(x []float64) float64 {
 	var s float64
 	var n int
 	for i := 1; i < len(x); i++ {
-		if isFinite(x[i]) && isFinite(x[i-1]) {
+		if num.Finite(x[i]) && num.Finite(x[i-1]) {
 			d := x[i] - x[i-1]
 			s += d * d
 			n++

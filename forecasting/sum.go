@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/inferwatch/inferwatch/internal/num"
 )
 
 // ModelBottomUp names the forecasts of a [Sum].
@@ -80,7 +82,7 @@ func (s *Sum) Fit(t0 int64, data [][]float64) error {
 		}
 	}
 	for i, d := range data {
-		if !slices.ContainsFunc(d, isFinite) {
+		if !slices.ContainsFunc(d, num.Finite) {
 			return fmt.Errorf("fitting a sum: none of the %d samples of part %d is finite; need at least 1", n, i)
 		}
 	}
@@ -162,7 +164,7 @@ func (s *Sum) Update(t int64, ys []float64) error {
 		}
 		total += ys[i]
 	}
-	if !isFinite(total) {
+	if !num.Finite(total) {
 		total = math.NaN()
 	}
 	s.tr.observe(total)
@@ -191,7 +193,7 @@ func (s *Sum) ObservedPeak(from, to int64) (v float64, at int64, ok bool) {
 	for t := start; t >= from; t -= stepMs {
 		sum, any := 0.0, false
 		for _, f := range s.parts {
-			if y := f.observedAt(t); isFinite(y) {
+			if y := f.observedAt(t); num.Finite(y) {
 				sum, any = sum+y, true
 			}
 		}

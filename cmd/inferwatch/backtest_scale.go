@@ -21,6 +21,7 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting/capacity"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/dur"
+	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 	pmodel "github.com/prometheus/common/model"
@@ -718,13 +719,11 @@ func figures(policy string, p capacity.Provisioning) policyFigures {
 		Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
 }
 
-func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
 // average averages each k steps of s into one (NaN when one of them is).
 func average(s *ingest.EvenSeries, k int) *ingest.EvenSeries {
 	out := &ingest.EvenSeries{Start: s.Start, Step: s.Step * time.Duration(k), Values: averageSlice(s.Values, k)}
 	for _, v := range out.Values {
-		if !isFinite(v) {
+		if !num.Finite(v) {
 			out.Gaps++
 		}
 	}
