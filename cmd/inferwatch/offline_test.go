@@ -54,9 +54,9 @@ func runJSON(t *testing.T, args ...string) map[string]any {
 	return m
 }
 
-// num returns a numeric field; it fails the test when the field is absent
+// numField returns a numeric field; it fails the test when the field is absent
 // or null.
-func num(t *testing.T, m map[string]any, key string) float64 {
+func numField(t *testing.T, m map[string]any, key string) float64 {
 	t.Helper()
 	v, ok := m[key].(float64)
 	if !ok {
@@ -100,31 +100,31 @@ func TestCorrelateFindsAKnownLag(t *testing.T) {
 	yf := writeSeriesCSV(t, dir, "y.csv", ts, y)
 
 	m := runJSON(t, "correlate", "--x", xf, "--y", yf)
-	near(t, "best_lag_seconds", num(t, m, "best_lag_seconds"), 180, 0)
-	near(t, "best_lag_steps", num(t, m, "best_lag_steps"), 3, 0)
-	if r := num(t, m, "best_lag_correlation"); r < 0.999 {
+	near(t, "best_lag_seconds", numField(t, m, "best_lag_seconds"), 180, 0)
+	near(t, "best_lag_steps", numField(t, m, "best_lag_steps"), 3, 0)
+	if r := numField(t, m, "best_lag_correlation"); r < 0.999 {
 		t.Errorf("best_lag_correlation = %v, want ≈ 1", r)
 	}
-	near(t, "align_step_seconds", num(t, m, "align_step_seconds"), 60, 0)
-	near(t, "max_lag_seconds", num(t, m, "max_lag_seconds"), 600, 0)
+	near(t, "align_step_seconds", numField(t, m, "align_step_seconds"), 60, 0)
+	near(t, "max_lag_seconds", numField(t, m, "max_lag_seconds"), 600, 0)
 
 	// Lag 0 against the analysis functions on the same grid.
 	_, ax, ay := analysis.Align(ts, x, ts, y, step)
 	p, s := analysis.Pearson(ax, ay), analysis.Spearman(ax, ay)
-	near(t, "n", num(t, m, "n"), float64(p.N), 0)
-	near(t, "pearson", num(t, m, "pearson"), p.R, 1e-12)
-	near(t, "p_value", num(t, m, "p_value"), p.P, 1e-12)
-	near(t, "spearman", num(t, m, "spearman"), s.R, 1e-12)
-	near(t, "spearman_p_value", num(t, m, "spearman_p_value"), s.P, 1e-12)
+	near(t, "n", numField(t, m, "n"), float64(p.N), 0)
+	near(t, "pearson", numField(t, m, "pearson"), p.R, 1e-12)
+	near(t, "p_value", numField(t, m, "p_value"), p.P, 1e-12)
+	near(t, "spearman", numField(t, m, "spearman"), s.R, 1e-12)
+	near(t, "spearman_p_value", numField(t, m, "spearman_p_value"), s.P, 1e-12)
 
 	// Swapping the series flips the sign: x follows y.
 	m = runJSON(t, "correlate", "--x", yf, "--y", xf)
-	near(t, "swapped best_lag_seconds", num(t, m, "best_lag_seconds"), -180, 0)
+	near(t, "swapped best_lag_seconds", numField(t, m, "best_lag_seconds"), -180, 0)
 
 	// A lag beyond --max-lag is not found.
 	m = runJSON(t, "correlate", "--x", xf, "--y", yf, "--max-lag", "2m")
-	near(t, "max_lag_seconds", num(t, m, "max_lag_seconds"), 120, 0)
-	if lag := num(t, m, "best_lag_seconds"); math.Abs(lag) > 120 {
+	near(t, "max_lag_seconds", numField(t, m, "max_lag_seconds"), 120, 0)
+	if lag := numField(t, m, "best_lag_seconds"); math.Abs(lag) > 120 {
 		t.Errorf("best_lag_seconds = %v beyond --max-lag 2m", lag)
 	}
 }
@@ -144,10 +144,10 @@ func TestCorrelateHandComputed(t *testing.T) {
 	r := 6 / math.Sqrt(60)
 	u := r * math.Sqrt(3/(1-r*r)) / math.Sqrt(3)
 	p := 2 * (0.5 - (u/(1+u*u)+math.Atan(u))/math.Pi)
-	near(t, "n", num(t, m, "n"), 5, 0)
-	near(t, "pearson", num(t, m, "pearson"), r, 1e-12)
-	near(t, "p_value", num(t, m, "p_value"), p, 1e-9)
-	near(t, "spearman", num(t, m, "spearman"), 7/math.Sqrt(90), 1e-12)
+	near(t, "n", numField(t, m, "n"), 5, 0)
+	near(t, "pearson", numField(t, m, "pearson"), r, 1e-12)
+	near(t, "p_value", numField(t, m, "p_value"), p, 1e-9)
+	near(t, "spearman", numField(t, m, "spearman"), 7/math.Sqrt(90), 1e-12)
 	// 5 pairs are fewer than the 30 a lag needs by default.
 	if m["best_lag_seconds"] != nil || m["best_lag_correlation"] != nil {
 		t.Errorf("best lag reported from 5 pairs: %v", m)
@@ -175,12 +175,12 @@ func TestCorrelateAlignsDifferentSteps(t *testing.T) {
 	m := runJSON(t, "correlate",
 		"--x", writeSeriesCSV(t, dir, "x.csv", xt, xv),
 		"--y", writeSeriesCSV(t, dir, "y.csv", yt, yv))
-	near(t, "align_step_seconds", num(t, m, "align_step_seconds"), 60, 0)
-	near(t, "n", num(t, m, "n"), 60, 0)
-	near(t, "pearson", num(t, m, "pearson"), 1, 1e-9)
+	near(t, "align_step_seconds", numField(t, m, "align_step_seconds"), 60, 0)
+	near(t, "n", numField(t, m, "n"), 60, 0)
+	near(t, "pearson", numField(t, m, "pearson"), 1, 1e-9)
 	x := m["x"].(map[string]any)
-	near(t, "x.median_step_seconds", num(t, x, "median_step_seconds"), 15, 0)
-	near(t, "x.samples", num(t, x, "samples"), 240, 0)
+	near(t, "x.median_step_seconds", numField(t, x, "median_step_seconds"), 15, 0)
+	near(t, "x.samples", numField(t, x, "samples"), 240, 0)
 }
 
 func TestCorrelateYJitter(t *testing.T) {
@@ -203,17 +203,17 @@ func TestCorrelateYJitter(t *testing.T) {
 	xf := writeSeriesCSV(t, dir, "load.csv", ts, x)
 	yf := writeSeriesCSV(t, dir, "latency.csv", ts, y)
 	plain := runJSON(t, "correlate", "--x", xf, "--y", yf)
-	if r := num(t, plain, "pearson"); math.Abs(r) > 0.15 {
+	if r := numField(t, plain, "pearson"); math.Abs(r) > 0.15 {
 		t.Errorf("load vs latency: pearson %v, want ≈ 0", r)
 	}
 	jit := runJSON(t, "correlate", "--x", xf, "--y", yf, "--y-jitter", "10m")
-	if r := num(t, jit, "pearson"); r < 0.6 {
+	if r := numField(t, jit, "pearson"); r < 0.6 {
 		t.Errorf("load vs latency jitter: pearson %v, want > 0.6", r)
 	}
-	near(t, "y_jitter_seconds", num(t, jit, "y_jitter_seconds"), 600, 0)
+	near(t, "y_jitter_seconds", numField(t, jit, "y_jitter_seconds"), 600, 0)
 	// The trailing window makes the jitter follow the load: it peaks
 	// after the switch, at a positive lag.
-	if lag := num(t, jit, "best_lag_seconds"); lag < 0 {
+	if lag := numField(t, jit, "best_lag_seconds"); lag < 0 {
 		t.Errorf("jitter best_lag_seconds = %v, want ≥ 0 (the jitter follows the load)", lag)
 	}
 }
@@ -228,7 +228,7 @@ func TestCorrelateSeriesSelector(t *testing.T) {
 		"--y", f, "--y-series", `{pod=~"llama-1|other"}`)
 	// x = 1..6, y = 2 4 5 4 5 7.
 	x, y := []float64{1, 2, 3, 4, 5, 6}, []float64{2, 4, 5, 4, 5, 7}
-	near(t, "pearson", num(t, m, "pearson"), analysis.Pearson(x, y).R, 1e-12)
+	near(t, "pearson", numField(t, m, "pearson"), analysis.Pearson(x, y).R, 1e-12)
 	if got := m["y"].(map[string]any)["series"]; got != `vllm:num_requests_running{model="llama",pod="llama-1"}` {
 		t.Errorf("y.series = %v", got)
 	}
@@ -254,9 +254,9 @@ func TestDecayKnownLinearDecline(t *testing.T) {
 	f := writeSeriesCSV(t, dir, "tput.csv", ts, vs)
 
 	m := runJSON(t, "decay", "--input", f, "--peak", "100")
-	near(t, "peak", num(t, m, "peak"), 100, 0)
-	near(t, "eta_trend_per_day", num(t, m, "eta_trend_per_day"), 0.03, 0.001)
-	lo, hi := num(t, m, "eta_trend_ci_lower"), num(t, m, "eta_trend_ci_upper")
+	near(t, "peak", numField(t, m, "peak"), 100, 0)
+	near(t, "eta_trend_per_day", numField(t, m, "eta_trend_per_day"), 0.03, 0.001)
+	lo, hi := numField(t, m, "eta_trend_ci_lower"), numField(t, m, "eta_trend_ci_upper")
 	if !(lo <= 0.03 && 0.03 <= hi && lo > 0) {
 		t.Errorf("CI [%v, %v] should hold 0.03 and exclude 0", lo, hi)
 	}
@@ -264,18 +264,18 @@ func TestDecayKnownLinearDecline(t *testing.T) {
 		t.Errorf("significant %v, peak_estimated %v", m["significant"], m["peak_estimated"])
 	}
 	// The last hour is 7 days minus 30 minutes on average in: η ≈ 0.03·6.98.
-	near(t, "eta_current", num(t, m, "eta_current"), 0.03*(7-0.5/24-1.0/96), 0.003)
-	near(t, "day_over_day", num(t, m, "day_over_day"), 0.03, 0.002)
-	near(t, "n", num(t, m, "n"), float64(len(ts)), 0)
+	near(t, "eta_current", numField(t, m, "eta_current"), 0.03*(7-0.5/24-1.0/96), 0.003)
+	near(t, "day_over_day", numField(t, m, "day_over_day"), 0.03, 0.002)
+	near(t, "n", numField(t, m, "n"), float64(len(ts)), 0)
 	if m["week_over_week"] != nil {
 		t.Errorf("week_over_week from 7 days of data: %v, want null", m["week_over_week"])
 	}
 
 	// An estimated peak scales the trend by 100/peak.
 	m = runJSON(t, "decay", "--input", f)
-	peak := num(t, m, "peak")
+	peak := numField(t, m, "peak")
 	near(t, "estimated peak", peak, 100, 2)
-	near(t, "eta_trend_per_day with estimated peak", num(t, m, "eta_trend_per_day"), 0.03*100/peak, 0.001)
+	near(t, "eta_trend_per_day with estimated peak", numField(t, m, "eta_trend_per_day"), 0.03*100/peak, 0.001)
 	if m["peak_estimated"] != true {
 		t.Errorf("peak_estimated = %v", m["peak_estimated"])
 	}
@@ -288,8 +288,8 @@ func TestDecayFlatIsNotSignificant(t *testing.T) {
 	if m["significant"] != false {
 		t.Errorf("flat series: significant = %v", m["significant"])
 	}
-	near(t, "eta_trend_per_day", num(t, m, "eta_trend_per_day"), 0, 0.002)
-	near(t, "eta_current", num(t, m, "eta_current"), 0, 0.02)
+	near(t, "eta_trend_per_day", numField(t, m, "eta_trend_per_day"), 0, 0.002)
+	near(t, "eta_current", numField(t, m, "eta_current"), 0, 0.02)
 }
 
 func TestDecayWindow(t *testing.T) {
@@ -302,8 +302,8 @@ func TestDecayWindow(t *testing.T) {
 	}
 	f := writeSeriesCSV(t, dir, "tput.csv", ts, vs)
 	m := runJSON(t, "decay", "--input", f, "--peak", "100", "--window", "2d")
-	near(t, "n", num(t, m, "n"), 2*24*4, 0)
-	near(t, "eta_trend_per_day", num(t, m, "eta_trend_per_day"), 0.05, 0.002)
+	near(t, "n", numField(t, m, "n"), 2*24*4, 0)
+	near(t, "eta_trend_per_day", numField(t, m, "eta_trend_per_day"), 0.05, 0.002)
 	if m["significant"] != true {
 		t.Errorf("decline over the window: significant = %v", m["significant"])
 	}
@@ -330,7 +330,7 @@ func TestKneeSaturationWithNoise(t *testing.T) {
 	}
 	f := writeText(t, t.TempDir(), "curve.csv", kneeCSV(c, q))
 	m := runJSON(t, "knee", "--input", f)
-	if kc := num(t, m, "knee_concurrency"); kc < 9 || kc > 12 {
+	if kc := numField(t, m, "knee_concurrency"); kc < 9 || kc > 12 {
 		t.Errorf("knee_concurrency = %v, want 9…12", kc)
 	}
 	if m["method"] != "kneedle" {
@@ -340,19 +340,19 @@ func TestKneeSaturationWithNoise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "knee_concurrency", num(t, m, "knee_concurrency"), want.Concurrency, 0)
-	near(t, "knee_qps", num(t, m, "knee_qps"), want.QPS, 1e-9)
-	near(t, "strength", num(t, m, "strength"), want.Strength, 1e-12)
-	near(t, "n", num(t, m, "n"), 120, 0)
+	near(t, "knee_concurrency", numField(t, m, "knee_concurrency"), want.Concurrency, 0)
+	near(t, "knee_qps", numField(t, m, "knee_qps"), want.QPS, 1e-9)
+	near(t, "strength", numField(t, m, "strength"), want.Strength, 1e-12)
+	near(t, "n", numField(t, m, "n"), 120, 0)
 }
 
 func TestKneeExactCurves(t *testing.T) {
 	// qps = min(c, 10) for c = 1…30 (the fixture, with a header): without
 	// smoothing Kneedle's difference curve (q−1)/9 − (c−1)/29 peaks at 10.
 	m := runJSON(t, "knee", "--input", "../../testdata/offline/knee-min10.csv", "--smooth", "1")
-	near(t, "kneedle knee_concurrency", num(t, m, "knee_concurrency"), 10, 0)
-	near(t, "kneedle knee_qps", num(t, m, "knee_qps"), 10, 0)
-	near(t, "kneedle strength", num(t, m, "strength"), 1-9.0/29, 1e-12)
+	near(t, "kneedle knee_concurrency", numField(t, m, "knee_concurrency"), 10, 0)
+	near(t, "kneedle knee_qps", numField(t, m, "knee_qps"), 10, 0)
+	near(t, "kneedle strength", numField(t, m, "strength"), 1-9.0/29, 1e-12)
 
 	// qps = 3000 + 300(c−10) − (c−10)³ turns from convex to concave at 10.
 	var c, q []float64
@@ -362,8 +362,8 @@ func TestKneeExactCurves(t *testing.T) {
 	}
 	f := writeText(t, t.TempDir(), "cubic.csv", kneeCSV(c, q))
 	m = runJSON(t, "knee", "--input", f, "--method", "cubic")
-	near(t, "cubic knee_concurrency", num(t, m, "knee_concurrency"), 10, 1e-9)
-	near(t, "cubic knee_qps", num(t, m, "knee_qps"), 3000, 1e-6)
+	near(t, "cubic knee_concurrency", numField(t, m, "knee_concurrency"), 10, 1e-9)
+	near(t, "cubic knee_qps", numField(t, m, "knee_qps"), 3000, 1e-6)
 	if m["method"] != "cubic" || m["inside"] != true || m["strength"] != nil {
 		t.Errorf("method %v inside %v strength %v", m["method"], m["inside"], m["strength"])
 	}
