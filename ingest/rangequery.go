@@ -160,7 +160,7 @@ func (c *Client) QueryRangeParts(ctx context.Context, query string, start, end t
 					// together are not.
 					c.refused["series"].Inc()
 					yield(Part{}, &RequestError{Op: call.op(), URL: c.redacted(call.path()), Query: query,
-						Err: fmt.Errorf("the series shards from %s to %s: %w",
+						Err: fmt.Errorf("the series of the time chunk from %s to %s: %w",
 							time.UnixMilli(call.startMs).UTC().Format(time.RFC3339), time.UnixMilli(call.endMs).UTC().Format(time.RFC3339),
 							&LimitError{Limit: "series", Max: int64(c.lim.Series)})})
 					return false

@@ -53,17 +53,24 @@ func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetri
 	if !exportMetrics {
 		export = "export:\n  metrics:\n    enabled: false\n"
 	}
+	// The default limit of series one query may return (200,000) is
+	// twice what the daemon is sized for by default; a larger case asks
+	// for twice its series.
+	limits := ""
+	if c.Series > 100_000 {
+		limits = fmt.Sprintf("  max_response_series: %d\n", 2*c.Series)
+	}
 	cfg := fmt.Sprintf(`source:
   url: %s
   evaluation_delay: %s
-nats:
+%snats:
   embedded:
     listen: 127.0.0.1:0
 %sgroups:
   - name: %s
     interval: %s
     rules:
-%s`, vmURL, dur.Format(evaluationDelay), export, groupName, dur.Format(step), rule)
+%s`, vmURL, dur.Format(evaluationDelay), limits, export, groupName, dur.Format(step), rule)
 	p := filepath.Join(dir, "inferwatch-"+strings.ReplaceAll(c.String(), "/", "-")+".yml")
 	return p, os.WriteFile(p, []byte(cfg), 0o644)
 }
