@@ -142,6 +142,11 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (res Res
 		askedMs = asked.UnixMilli()
 	}
 	r.late.begin()
+	if env.Scores != ScoresNone {
+		// One entry per series: room for the series tracked, so that a
+		// million of them are not copied again and again as they come.
+		res.Scores = slices.Grow(res.Scores, len(r.series.series))
+	}
 	judge := func(got []ingest.Series) {
 		for i := range got {
 			if ts := got[i].Timestamps; len(ts) > 0 {
