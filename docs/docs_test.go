@@ -12,8 +12,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/inferwatch/inferwatch/internal/testbin"
 )
 
 // root is the repository's root, seen from this package's directory.
@@ -132,43 +133,18 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
+// bin is the inferwatch binary the tests run.
+var bin testbin.Binary
 
 // TestMain removes the inferwatch binary the tests build.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	bin.Remove()
 	os.Exit(code)
 }
 
-// inferwatchBinary builds the inferwatch binary once per test run.
-func inferwatchBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the inferwatch binary and runs it")
-	}
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "inferwatch-docs-bin-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "inferwatch")
-		if out, err := exec.Command("go", "build", "-o", binPath, "github.com/inferwatch/inferwatch/cmd/inferwatch").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+// inferwatchBinary is the inferwatch binary, built once per test run.
+func inferwatchBinary(t *testing.T) string { return bin.Path(t) }
 
 // commandSpec is what a command's --help says of it: the flags it
 // defines (and whether each takes a value), and whether it takes

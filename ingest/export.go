@@ -32,34 +32,15 @@ func ReadExport(r io.Reader, lim ResponseLimits) ([]Series, error) {
 // set, rewrites the samples of a series before it is committed (see
 // gridder); it may shorten or lengthen them.
 func (d *decoder) exportLines(each func(ts []int64, vs []float64) ([]int64, []float64)) ([]Series, error) {
-	for {
-		d.ws()
-		if d.i >= len(d.b) {
-			break
-		}
-		if !d.expect('{') || !d.startSeries() || !d.exportLine() {
-			return nil, d.err
-		}
-		if each != nil && !d.rewrite(each) {
-			return nil, d.err
-		}
-		if each != nil && len(d.ts) == d.pcur {
-			// No point: query_range would not return the series.
-			d.dropSeries()
-			continue
-		}
-		sortLabels(d.labels[d.lcur:])
-		d.commit()
-	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return d.out, nil
+	return d.exportStream(each, nil, 0, nil)
 }
 
-// exportStream decodes export lines as exportLines does and hands the
-// series to flush in parts as they are decoded, each part once it holds
-// partPoints points; it returns the last part. After a flush the points
+// exportStream decodes export lines and hands the series to flush in parts
+// as they are decoded, each part once it holds partPoints points (0: no
+// parts); it returns the last part, or all of them. each, when set,
+// rewrites the samples of a series before it is committed (see gridder);
+// a series left with no point is dropped, as query_range would not return
+// it. After a flush the points
 // limit counts only the points decoded since. keep, when set, is asked
 // of each series (its samples rewritten and labels sorted) before it is
 // committed; false drops it. flush returning false stops the decoding
@@ -93,7 +74,7 @@ func (d *decoder) exportStream(each func(ts []int64, vs []float64) ([]int64, []f
 			}
 		}
 		d.commit()
-		if d.npoints-base >= partPoints {
+		if partPoints > 0 && d.npoints-base >= partPoints {
 			if !flush(d.out) {
 				return nil, errStopped
 			}

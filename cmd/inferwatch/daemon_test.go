@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/inferwatch/inferwatch/alerting/natstest"
+	"github.com/inferwatch/inferwatch/internal/testbin"
 )
 
 // servingAddr waits (bounded) for the daemon started with
@@ -178,12 +178,8 @@ func counterAtLeast(metrics, name string, n int) bool {
 	return false
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
+// bin is the inferwatch binary the tests run.
+var bin testbin.Binary
 
 // TestMain gives the package's tests a state directory of their own
 // (XDG_STATE_HOME, where a daemon on an external NATS keeps its outbox),
@@ -198,33 +194,12 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
 	os.RemoveAll(state)
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	bin.Remove()
 	os.Exit(code)
 }
 
-// daemonBinary builds the inferwatch binary once per test run.
-func daemonBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary and runs it")
-	}
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "inferwatch-bin-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "inferwatch")
-		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+// daemonBinary is the inferwatch binary, built once per test run.
+func daemonBinary(t *testing.T) string { return bin.Path(t) }
 
 // waitFor polls cond every 100ms until it holds or 30s have passed.
 func waitFor(t *testing.T, what string, cond func() bool, show func() string) {
