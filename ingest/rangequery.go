@@ -364,9 +364,18 @@ func (c *Client) exportPoint(ctx context.Context, rc *rangeCall, selector string
 		"start":   {formatSeconds(exportFrom(at, at, rc.stepMs, true))},
 		"end":     {formatSeconds(at)},
 	}
+	// The series the query returned last time are about as many as come
+	// now: room for them up front saves growing the answer as it comes.
+	expect, _ := c.plans.series(rc.query)
+	if selector != rc.query {
+		expect = 0
+	}
 	last := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
 		d := newReadDecoder(body, lim, prior, readBufSize)
 		d.lc = c.labels
+		if expect > 0 {
+			d.out = make([]Series, 0, expect+expect/16)
+		}
 		return d.exportLast(at)
 	}
 	return c.do(ctx, "export", pathExport, rc.query, params, 0, last)
