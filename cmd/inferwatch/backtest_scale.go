@@ -276,7 +276,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 				*arrivals, time.UnixMilli(series.Start).UTC().Format(time.RFC3339), pmodel.Duration(span))
 		}
 	default:
-		opts := readOptions{repeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals, and --resample STEP averages the samples in each step"}
+		opts := ingest.RowsOptions{RepeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals, and --resample STEP averages the samples in each step"}
 		series, err = readSeries(*input, opts, resample, *counts)
 	}
 	if err == nil {

@@ -47,7 +47,7 @@ func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 	dir := sharedFile(t, "servegen")
 	const n = 4 * 144
 	t.Run("aggregate", func(t *testing.T) {
-		s, err := readSeries(dir+"/aggregate_rate_language_m-small.csv", readOptions{}, 0, false)
+		s, err := readSeries(dir+"/aggregate_rate_language_m-small.csv", ingest.RowsOptions{}, 0, false)
 		if err != nil {
 			t.Fatal(err)
 		}

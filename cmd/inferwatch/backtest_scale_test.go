@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/inferwatch/inferwatch/ingest"
 )
 
 // runScale runs backtest scale with --json and decodes the report.
@@ -518,11 +520,11 @@ func TestBacktestScaleListErrors(t *testing.T) {
 
 func readBack(t *testing.T, path string) []float64 {
 	t.Helper()
-	in, err := readDetectInput(path, readOptions{})
+	in, err := ingest.ReadRows(path, ingest.RowsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in.vs
+	return in.Values
 }
 
 // TestBacktestScaleRefusesNegativeLoad: a negative request rate is bad

@@ -146,7 +146,7 @@ groups:
 		var b strings.Builder
 		b.WriteString("timestamp,value\n")
 		for i, x := range s.Timestamps {
-			fmt.Fprintf(&b, "%s,%s\n", formatUnixMillis(x), strconv.FormatFloat(s.Values[i], 'g', -1, 64))
+			fmt.Fprintf(&b, "%s,%s\n", ingest.FormatUnixMillis(x), strconv.FormatFloat(s.Values[i], 'g', -1, 64))
 		}
 		if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
