@@ -120,7 +120,7 @@ func decidesAsTheDaemon(t *testing.T, metric string, parts [][]float64, sumOf bo
 	if code := cmdBacktestScale(context.Background(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("backtest scale: exit %d: %s", code, stderr.String())
 	}
-	var rep scaleReport
+	var rep rules.ScaleReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

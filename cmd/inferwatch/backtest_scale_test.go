@@ -13,16 +13,17 @@ import (
 	"testing"
 
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
 )
 
 // runScale runs backtest scale with --json and decodes the report.
-func runScale(t *testing.T, args ...string) scaleReport {
+func runScale(t *testing.T, args ...string) rules.ScaleReport {
 	t.Helper()
 	code, out, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d, stderr:\n%s", args, code, errOut)
 	}
-	var rep scaleReport
+	var rep rules.ScaleReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: output is not the report: %v\n%s", args, err, out)
 	}
@@ -76,7 +77,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	if rep.Decisions != 120 || rep.HorizonSeconds != 240 || rep.Capacity != 10 || rep.PeakLoad != 35 {
 		t.Errorf("report %+v", rep)
 	}
-	want := []policyFigures{
+	want := []rules.PolicyFigures{
 		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120, Level: 0.9},
 		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120, HPATarget: 1, HPAWindowSecs: 300},
 		{Policy: "foresight", ReplicaMinutes: 198, Changes: 4, Minutes: 120},
@@ -111,7 +112,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	half.ReplicaMinutes, half.HPATarget = 288, 0.5
 	atHalf := want[0]
 	atHalf.Level = 0.5
-	want = []policyFigures{want[0], atHalf, want[1], half, want[2]}
+	want = []rules.PolicyFigures{want[0], atHalf, want[1], half, want[2]}
 	if len(rep.Policies) != len(want) {
 		t.Fatalf("policies %+v", rep.Policies)
 	}
@@ -148,7 +149,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// 120 + 2·30 = 180 replica-minutes, as short as with the window.
 	code, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--json", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
 		"--hpa-window", "5m, 0s")
-	rep = scaleReport{}
+	rep = rules.ScaleReport{}
 	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Policies) != 4 {
 		t.Fatalf("two windows: exit %d, %v:\n%s", code, err, out)
 	}
@@ -391,105 +392,6 @@ func TestBacktestScaleWritesEveryLane(t *testing.T) {
 	}
 }
 
-// TestWhatIfAtCost checks the what-if row picked for each scale of the
-// errors: short least within the reactive row's replica-minutes, the
-// cheaper of equals, else the cheapest.
-func TestWhatIfAtCost(t *testing.T) {
-	w := func(scale, level, rm, under float64) policyFigures {
-		return policyFigures{Policy: "what-if", ErrorScale: scale, Level: level, ReplicaMinutes: rm, UnderMinutes: under}
-	}
-	r := policyFigures{Policy: "reactive", HPATarget: 1, ReplicaMinutes: 100, UnderMinutes: 50}
-	rows := []policyFigures{
-		{Policy: "forecast", Level: 0.9, ReplicaMinutes: 90, UnderMinutes: 1},
-		r,
-		// ×1: none within 100; the cheapest is level 0.5.
-		w(1, 0.9, 130, 5), w(1, 0.5, 110, 30),
-		// ×0.5: levels 0.5 and 0.2 within, short alike; 0.2 is cheaper.
-		w(0.5, 0.9, 120, 4), w(0.5, 0.5, 100, 20), w(0.5, 0.2, 95, 20),
-		// ×0: within beats a row short less that is not.
-		w(0, 0.9, 101, 0), w(0, 0.5, 99, 10),
-		{Policy: "foresight", ReplicaMinutes: 90},
-	}
-	got := whatIfAtCost(rows, &r)
-	want := []policyFigures{w(1, 0.5, 110, 30), w(0.5, 0.2, 95, 20), w(0, 0.5, 99, 10)}
-	if !slices.Equal(got, want) {
-		t.Errorf("got  %+v\nwant %+v", got, want)
-	}
-	if got := whatIfAtCost(rows[:2], &r); got != nil {
-		t.Errorf("no what-if rows: %+v", got)
-	}
-}
-
-// TestScaleFrontier checks the rows the frontier picks.
-func TestScaleFrontier(t *testing.T) {
-	f := func(level, rm, under float64) policyFigures {
-		return policyFigures{Policy: "forecast", Level: level, ReplicaMinutes: rm, UnderMinutes: under}
-	}
-	r := func(target, rm, under float64) policyFigures {
-		return policyFigures{Policy: "reactive", HPATarget: target, ReplicaMinutes: rm, UnderMinutes: under}
-	}
-	fo := policyFigures{Policy: "foresight", ReplicaMinutes: 90}
-	for _, tc := range []struct {
-		name                 string
-		rows                 []policyFigures
-		within, cheapest     *policyFigures
-		rWithin, rLeastShort *policyFigures
-		rAtCost              *policyFigures
-	}{
-		{name: "one of each", rows: []policyFigures{f(0.9, 120, 5), r(1, 100, 50), fo}},
-		{
-			// Within 100 replica-minutes: levels 0.5 (short 30) and 0.2
-			// (short 40); 0.5 is short least. Short at most level 0.9's 5
-			// minutes: targets 0.7 and 0.6 (both 5): 0.7 is cheaper.
-			name:    "both within",
-			rows:    []policyFigures{f(0.9, 120, 5), f(0.5, 100, 30), f(0.2, 95, 40), r(1, 100, 50), r(0.8, 115, 20), r(0.7, 130, 5), r(0.6, 140, 5), fo},
-			within:  &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 100, UnderMinutes: 30},
-			rWithin: &policyFigures{Policy: "reactive", HPATarget: 0.7, ReplicaMinutes: 130, UnderMinutes: 5},
-			// Within level 0.9's 120 replica-minutes: targets 1 and 0.8;
-			// 0.8 is short least.
-			rAtCost: &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
-		},
-		{
-			// Equal under-provisioned minutes within: the cheaper wins.
-			// Short at most 30 minutes: targets 0.9 and 0.8; 0.9 is cheaper.
-			name:    "tie on minutes short",
-			rows:    []policyFigures{f(0.9, 99, 30), f(0.5, 97, 30), r(1, 100, 50), r(0.9, 105, 30), r(0.8, 115, 20), fo},
-			within:  &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 97, UnderMinutes: 30},
-			rWithin: &policyFigures{Policy: "reactive", HPATarget: 0.9, ReplicaMinutes: 105, UnderMinutes: 30},
-		},
-		{
-			name:        "none within",
-			rows:        []policyFigures{f(0.9, 120, 5), f(0.5, 110, 30), r(1, 100, 50), r(0.8, 115, 20), fo},
-			cheapest:    &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 110, UnderMinutes: 30},
-			rLeastShort: &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
-			rAtCost:     &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fr := frontier(tc.rows)
-			if tc.within == nil && tc.cheapest == nil && tc.rWithin == nil && tc.rLeastShort == nil && tc.rAtCost == nil {
-				if fr != nil {
-					t.Errorf("frontier %+v; want none", fr)
-				}
-				return
-			}
-			if fr == nil {
-				t.Fatal("no frontier")
-			}
-			same := func(what string, got, want *policyFigures) {
-				if (got == nil) != (want == nil) || (got != nil && *got != *want) {
-					t.Errorf("%s: %+v; want %+v", what, got, want)
-				}
-			}
-			same("forecast within", fr.ForecastWithin, tc.within)
-			same("cheapest forecast", fr.CheapestForecast, tc.cheapest)
-			same("reactive within", fr.ReactiveWithin, tc.rWithin)
-			same("least short reactive", fr.LeastShortReactive, tc.rLeastShort)
-			same("reactive at the forecast's cost", fr.ReactiveAtCost, tc.rAtCost)
-		})
-	}
-}
-
 // TestBacktestScaleListErrors: a bad list item, or a policy flag out of
 // range, is refused with the flag and the value named.
 func TestBacktestScaleListErrors(t *testing.T) {
@@ -582,11 +484,11 @@ func TestBacktestScaleReportsItsPolicy(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep scaleReport
+	var rep rules.ScaleReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	want := scalePolicySettings{HoldSeconds: 2700, ScaleDownMargin: 0.05, ScaleDownStableIntervals: 2, CooldownSeconds: 0, MinReplicas: 1, MaxReplicas: 6}
+	want := rules.ScalePolicySettings{HoldSeconds: 2700, ScaleDownMargin: 0.05, ScaleDownStableIntervals: 2, CooldownSeconds: 0, MinReplicas: 1, MaxReplicas: 6}
 	if rep.Model != "naive" || rep.ScalePolicy != want {
 		t.Errorf("model %q, scale policy %+v; want naive, %+v", rep.Model, rep.ScalePolicy, want)
 	}
