@@ -266,7 +266,11 @@ func TestBacktestNABRowsSteppingBack(t *testing.T) {
 func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 	dataDir := sharedFile(t, "nab/data")
 	windowsFile := filepath.Join(nabData, "labels/combined_windows.json")
-	windows, err := readNABWindows(windowsFile)
+	data, err := os.ReadFile(windowsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows, err := nab.ParseWindows(data, windowsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,14 +299,14 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 			}
 		}
 	}
-	score := func(runs []nabRun, keep func(category string) bool) nabLine {
-		var sub []nabRun
+	score := func(runs []nabRun, keep func(category string) bool) nab.Line {
+		var sub []nab.Run
 		for _, r := range runs {
-			if keep(r.category) {
-				sub = append(sub, r)
+			if keep(r.Category) {
+				sub = append(sub, r.Run)
 			}
 		}
-		s, err := scoreNABLines(nab.Standard, sub, func(r nabRun) []bool { return r.anomalous })
+		s, err := nab.ScoreTable(nab.Standard, sub, func(r nab.Run) []bool { return r.Anomalous })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,8 +314,8 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 	}
 	var cats []string
 	for _, r := range cands[0].runs {
-		if len(r.file.Windows()) > 0 && !slices.Contains(cats, r.category) {
-			cats = append(cats, r.category)
+		if len(r.File.Windows()) > 0 && !slices.Contains(cats, r.Category) {
+			cats = append(cats, r.Category)
 		}
 	}
 	var held nab.Result
