@@ -17,6 +17,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/analysis/nab"
 	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
 )
 
 const backtestUsage = `Usage: inferwatch backtest nab --data DIR --windows FILE [flags]
@@ -204,7 +205,7 @@ func listNABFiles(dir string, windows map[string][][2]int64, windowsFile string)
 
 // runNAB runs the detector over every file, on as many workers as there
 // are CPUs, and returns the runs in the order of keys.
-func runNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, rule replayRule, bar *progress) ([]nabRun, error) {
+func runNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, rule rules.SeriesRule, bar *progress) ([]nabRun, error) {
 	runs := make([]nabRun, len(keys))
 	errs := make([]error, len(keys))
 	next := make(chan int)
@@ -251,7 +252,7 @@ feed:
 // see nab.WindowRows). The scoring here is the same. The feeding cannot
 // be: the daemon judges a series forward in time, so the rows behind the
 // newest time are not judged (see rowsJudged).
-func runNABFile(ctx context.Context, dir, key string, limits [][2]int64, rule replayRule) (nabRun, error) {
+func runNABFile(ctx context.Context, dir, key string, limits [][2]int64, rule rules.SeriesRule) (nabRun, error) {
 	path := filepath.Join(dir, filepath.FromSlash(key))
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -270,18 +271,18 @@ func runNABFile(ctx context.Context, dir, key string, limits [][2]int64, rule re
 	if err != nil {
 		return nabRun{}, err
 	}
-	rows, t, v := advancing(ts, c.Series.Values)
-	rep, err := replay(ctx, rule, t, v)
+	rows, t, v := rules.Advancing(ts, c.Series.Values)
+	rep, err := rules.ReplaySeries(ctx, rule, t, v)
 	if err != nil {
 		return nabRun{}, fmt.Errorf("%s: %w", path, err)
 	}
-	scores, anomalous := rowsJudged(ts, rows, rep)
+	scores, anomalous := rules.JudgeRows(ts, rows, rep)
 	category, _, _ := strings.Cut(key, "/")
-	run := nabRun{Run: nab.Run{File: f, Category: category, Scores: scores, Anomalous: anomalous}, key: key, step: rep.step, fired: rep.fired}
+	run := nabRun{Run: nab.Run{File: f, Category: category, Scores: scores, Anomalous: anomalous}, key: key, step: rep.Step, fired: rep.Fired}
 	if len(t) > 1 {
 		run.Days = float64(t[len(t)-1]-t[0]) / 86_400_000
 	}
-	if n, first := rowsBehind(ts); n > 0 {
+	if n, first := rules.RowsBehind(ts); n > 0 {
 		run.behind, run.behindLine = n, c.Lines[first]
 	}
 	return run, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/analysis/nab"
+	"github.com/inferwatch/inferwatch/rules"
 )
 
 // nabLayout writes a two-file corpus in NAB's layout: withAnomaly/a.csv has
@@ -288,7 +289,7 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 		for _, p := range []string{"0.005", "0.009", "0.015"} {
 			for _, phase := range []string{"on", "off"} {
 				params := map[string]string{"k": k, "p": p, "phase": phase}
-				runs, err := runNAB(context.Background(), dataDir, keys, windows, replayRule{detector: "auto", params: params}, nil)
+				runs, err := runNAB(context.Background(), dataDir, keys, windows, rules.SeriesRule{Detector: "auto", Params: params}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

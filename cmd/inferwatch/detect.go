@@ -17,6 +17,7 @@ import (
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/dur"
+	"github.com/inferwatch/inferwatch/rules"
 )
 
 // detectorFlags are the flags that choose and tune the rule, shared by
@@ -62,26 +63,26 @@ func durationMS(flag, s string) (int64, error) {
 }
 
 // rule checks the flags and returns the rule they describe.
-func (d *detectorFlags) rule() (replayRule, error) {
+func (d *detectorFlags) rule() (rules.SeriesRule, error) {
 	window, err := d.windowMS()
 	if err != nil {
-		return replayRule{}, err
+		return rules.SeriesRule{}, err
 	}
 	step, err := durationMS("--step", d.step)
 	if err != nil {
-		return replayRule{}, err
+		return rules.SeriesRule{}, err
 	}
 	if _, err := analysis.Build(analysis.Spec{Name: d.name, Window: window, Step: step, Params: d.params}); err != nil {
-		return replayRule{}, fmt.Errorf("--detector %s: %w", d.name, err)
+		return rules.SeriesRule{}, fmt.Errorf("--detector %s: %w", d.name, err)
 	}
 	if math.IsNaN(d.minDev) || math.IsInf(d.minDev, 0) || d.minDev < 0 {
-		return replayRule{}, fmt.Errorf("--min-dev %v: want a finite number ≥ 0", d.minDev)
+		return rules.SeriesRule{}, fmt.Errorf("--min-dev %v: want a finite number ≥ 0", d.minDev)
 	}
 	if window > 0 && step > window {
-		return replayRule{}, fmt.Errorf("--step %s must not exceed --window %s", d.step, d.window)
+		return rules.SeriesRule{}, fmt.Errorf("--step %s must not exceed --window %s", d.step, d.window)
 	}
-	return replayRule{detector: d.name, params: d.params, lookback: time.Duration(window) * time.Millisecond,
-		step: time.Duration(step) * time.Millisecond, forDur: d.forDur.d, keepFiringFor: d.keepFiringFor.d, minDev: d.minDev}, nil
+	return rules.SeriesRule{Detector: d.name, Params: d.params, Lookback: time.Duration(window) * time.Millisecond,
+		Step: time.Duration(step) * time.Millisecond, For: d.forDur.d, KeepFiringFor: d.keepFiringFor.d, MinDev: d.minDev}, nil
 }
 
 // describe is the rule and its settings, for reports.
@@ -132,25 +133,6 @@ func (p paramFlag) Set(s string) error {
 	}
 	p[k] = strings.TrimSpace(v)
 	return nil
-}
-
-// rowsBehind counts the rows that the rule never judges because they step
-// back in time (not the duplicates of the row before
-// them), and returns the index of the first, or -1.
-func rowsBehind(ts []int64) (n, first int) {
-	first = -1
-	var newest int64
-	for i, t := range ts {
-		switch {
-		case i == 0 || t > newest:
-			newest = t
-		case t != ts[i-1]:
-			if n++; first < 0 {
-				first = i
-			}
-		}
-	}
-	return n, first
 }
 
 const detectHelp = `Usage: inferwatch detect --input FILE [--detector NAME] [--window DURATION] [--step DURATION] [--param key=value ...] [--for DURATION] [--keep-firing-for DURATION] [--min-dev X] [--sort] [--allow-duplicates]
@@ -205,16 +187,16 @@ func cmdDetect(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "inferwatch detect:", err)
 		return 1
 	}
-	rows, t, v := advancing(in.Timestamps, in.Values)
-	rep, err := replay(ctx, rule, t, v)
+	rows, t, v := rules.Advancing(in.Timestamps, in.Values)
+	rep, err := rules.ReplaySeries(ctx, rule, t, v)
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch detect:", err)
 		return 1
 	}
-	for _, n := range rep.notes {
+	for _, n := range rep.Notes {
 		fmt.Fprintln(stderr, "inferwatch detect:", n)
 	}
-	scores, anomalous := rowsJudged(in.Timestamps, rows, rep)
+	scores, anomalous := rules.JudgeRows(in.Timestamps, rows, rep)
 
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	w.WriteString("timestamp,value,anomaly_score,is_anomaly\n")
