@@ -33,34 +33,7 @@ func runScale(t *testing.T, args ...string) rules.ScaleReport {
 	return rep
 }
 
-// TestBacktestScaleSpike replays four hours at one-minute steps of 5 req/s
-// with a spike to 35 req/s in minutes 30–39 of each hour, at 10 req/s a
-// replica and a start-up of 3 minutes. The seasonal naive forecast of a
-// series that repeats every hour is exact, so every figure can be worked
-// out by hand over the two hours after the two-hour warm-up (minutes
-// 120–239, spikes at 150 and 210):
-//
-//   - forecast, without a hold (--hold 0s): the horizon is a step plus the
-//     start-up, 4 minutes. At 147
-//     the window 147–150 holds the spike: 4 replicas, ready at 150, so no
-//     minute is short. From 160 the window asks for 1; the third such
-//     decision in a row, at 162, steps down. 3 more replicas for 15
-//     minutes a spike: 120 + 2·45 = 210 replica-minutes, 4 changes.
-//   - reactive: at 151 it sees the 35 of minute 150 and asks for 4, ready
-//     at 154: minutes 150–153 run 35 req/s on one replica, short by 25.
-//     From 161 it is asked for 1, but 4 stays the highest recommendation
-//     of the last five minutes until 165: 3 more replicas for 14 minutes a
-//     spike, 120 + 2·42 = 204 replica-minutes, 8 minutes short, 4 changes.
-//   - foresight: as the forecast, but down at once at 160: 120 + 2·39 =
-//     198 replica-minutes.
-//   - forecast with the default hold of 30 minutes: a decision at k also
-//     asks for what the highest load of minutes k−30 to k−1 needs. At 120
-//     that is the warm-up's spike at 90–99: up to 4 (ready at 123, no
-//     minute short), held until the spike leaves the hold at 130, down at
-//     the third decision asking for fewer, 132. Up at 147 as before, then
-//     held until 190 and down at 192; up at 207 and held to the end, 240.
-//     3 more replicas for 12 + 45 + 33 minutes: 120 + 3·90 = 390
-//     replica-minutes, 5 changes.
+// An hourly spike (5 → 35 req/s, minutes 30–39) on an exact seasonal naive forecast: every figure worked out by hand.
 func TestBacktestScaleSpike(t *testing.T) {
 	var ts []int64
 	var vs []float64
@@ -72,14 +45,24 @@ func TestBacktestScaleSpike(t *testing.T) {
 		ts = append(ts, t0+int64(i)*60_000)
 		vs = append(vs, v)
 	}
+	// 10 req/s a replica, a start-up of 3 minutes; judged over minutes
+	// 120–239 after a two-hour warm-up, spikes at 150 and 210.
 	file := writeSeriesCSV(t, t.TempDir(), "spike.csv", ts, vs)
 	rep := runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.Decisions != 120 || rep.HorizonSeconds != 240 || rep.Capacity != 10 || rep.PeakLoad != 35 {
 		t.Errorf("report %+v", rep)
 	}
 	want := []rules.PolicyFigures{
+		// The horizon is a step and the start-up, 4 minutes: at 147 the
+		// window 147–150 holds the spike, 4 replicas ready at 150; from
+		// 160 it asks for 1, and the third such decision, at 162, steps
+		// down. 3 more replicas for 15 minutes a spike: 120 + 2·45.
 		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120, Level: 0.9},
+		// At 151 it sees minute 150 and asks for 4, ready at 154: minutes
+		// 150–153 short by 25. 4 stays the highest recommendation of the
+		// last five minutes until 165: 120 + 2·42, 8 minutes short.
 		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120, HPATarget: 1, HPAWindowSecs: 300},
+		// As the forecast, but down at once at 160: 120 + 2·39.
 		{Policy: "foresight", ReplicaMinutes: 198, Changes: 4, Minutes: 120},
 	}
 	for i, w := range want {
@@ -169,7 +152,10 @@ func TestBacktestScaleSpike(t *testing.T) {
 		t.Errorf("two windows: the rows are not named by their window:\n%s", out)
 	}
 
-	// With the default hold.
+	// With the default hold of 30 minutes a decision also asks for what the
+	// last half hour needed: up at 120 for the warm-up's spike at 90–99,
+	// down at 132; up at 147, down at 192; up at 207 to the end. 3 more
+	// replicas for 12 + 45 + 33 minutes: 120 + 3·90, 5 changes.
 	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
 	held := want[0] // want is now the rows of the lists: forecast at 0.9 first, reactive at 1 third
 	held.ReplicaMinutes, held.Changes = 390, 5
@@ -213,12 +199,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	}
 }
 
-// TestBacktestScaleSharedTraces replays the shared ServeGen and GenTD26
-// traffic, when present, and checks what must hold of any replay: the
-// policies are judged over the same minutes, the figures are within their
-// bounds, the replicas paid for carry the load but for the shortfalls
-// counted (replica-minutes × capacity ≥ the requests served less the
-// worst shortfall over the minutes short), and foresight is never short.
+// On the shared traces every policy is judged over the same minutes, its replicas carry the load but for the shortfalls counted, and foresight is never short.
 func TestBacktestScaleSharedTraces(t *testing.T) {
 	data := sharedFile(t, "")
 	runs := map[string][]string{

@@ -252,18 +252,7 @@ func TestBacktestNABRowsSteppingBack(t *testing.T) {
 	}
 }
 
-// TestBacktestNABLeaveOneCategoryOut chooses auto's K and P (the band's
-// width and the tail probability of the bins' extremes) and whether the
-// phase test runs, on every category of the shared subset but one, through
-// the daemon's evaluation (as backtest does), and scores the category left
-// out with them, for each category with windows. The choice made without a
-// category must score it at least 55, and the categories left out, scored
-// together, at least 65. (Now 77.94, 70.85 and 78.82, together 73.93,
-// with K 3, P 0.015 and the phase test chosen every time. When written,
-// with the tail quantiles read at (k−1)/(n−1): 76.11, 60.87 and 77.37,
-// together 67.32, P chosen from 0.005 to 0.015. The subset's score is
-// flat from 0.009 to 0.015 and the choice among them is noise. The
-// defaults, K 3 and P 0.009, were set by reasoning: see analysis.Auto.)
+// auto's K, P and phase test chosen without a category score it at least 55 (at least 65 for all of them left out in turn).
 func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 	dataDir := sharedFile(t, "nab/data")
 	windowsFile := filepath.Join(nabData, "labels/combined_windows.json")
