@@ -1,22 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/inferwatch/inferwatch/analysis/nab"
-	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules"
 )
 
@@ -62,18 +57,6 @@ func cmdBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	return cmdBacktestNAB(ctx, args[1:], stdout, stderr)
-}
-
-// nabRun is one file of the corpus after the detector ran over it.
-type nabRun struct {
-	nab.Run
-	key string // CATEGORY/FILE.csv, as in the windows file
-	// step is the rule's step, fired the times findings fired at.
-	step  time.Duration
-	fired []int64
-	// behind counts the rows that step back in time (see scoreRows), the
-	// first on line behindLine.
-	behind, behindLine int
 }
 
 func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -125,7 +108,7 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 1
 	}
 	bar := newProgress(stderr, isTerminal(stderr), *forceProgress || isTerminal(stderr), len(keys), "files")
-	runs, err := runNAB(ctx, *dataDir, keys, windows, rule, bar)
+	runs, err := rules.ReplayNAB(ctx, *dataDir, keys, windows, rule, func() { bar.add(1) })
 	bar.finish()
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
@@ -139,10 +122,10 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 	for _, r := range runs {
 		rep.Rows += r.File.Rows()
 		rep.Windows += r.File.ScoredWindows()
-		rep.Behind += r.behind
-		if r.behind > 0 {
+		rep.Behind += r.Behind
+		if r.Behind > 0 {
 			fmt.Fprintf(stderr, "inferwatch backtest nab: %s: %d row%s behind the newest time before them, the first on line %d where the timestamps step back: scored in file order as NAB does, not fed to the detector (score 0, no detection)\n",
-				r.key, r.behind, pluralS(r.behind), r.behindLine)
+				r.Key, r.Behind, pluralS(r.Behind), r.BehindLine)
 		}
 	}
 	scored := make([]nab.Run, len(runs))
@@ -201,91 +184,6 @@ func listNABFiles(dir string, windows map[string][][2]int64, windowsFile string)
 	}
 	slices.Sort(keys)
 	return keys, nil
-}
-
-// runNAB runs the detector over every file, on as many workers as there
-// are CPUs, and returns the runs in the order of keys.
-func runNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, rule rules.SeriesRule, bar *progress) ([]nabRun, error) {
-	runs := make([]nabRun, len(keys))
-	errs := make([]error, len(keys))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(keys)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				runs[i], errs[i] = runNABFile(ctx, dir, keys[i], windows[keys[i]], rule)
-				bar.add(1)
-			}
-		}()
-	}
-feed:
-	for i := range keys {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("interrupted: %w", err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return runs, nil
-}
-
-// runNABFile reads one file, keeping every row in file order as NAB does
-// (rows that repeat a timestamp or step back in time included), and
-// evaluates the rule over it as the daemon would (see replay).
-//
-// NAB reads a data file as it is written, without sorting it (nab/corpus.py
-// DataFile: pandas.read_csv), hands its detectors every row in that order
-// (nab/detectors/base.py AnomalyDetector.run iterates the rows), and scores
-// the detector's per-row scores against the rows' places in the file, the
-// timestamps serving only to find where each window starts and ends
-// (nab/scorer.py scoreDataSet calls nab/sweeper.py Sweeper.scoreDataSet;
-// see nab.WindowRows). The scoring here is the same. The feeding cannot
-// be: the daemon judges a series forward in time, so the rows behind the
-// newest time are not judged (see rowsJudged).
-func runNABFile(ctx context.Context, dir, key string, limits [][2]int64, rule rules.SeriesRule) (nabRun, error) {
-	path := filepath.Join(dir, filepath.FromSlash(key))
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nabRun{}, err
-	}
-	c, err := ingest.ReadCSV(bytes.NewReader(data), path, ingest.CSVOptions{AllowDuplicates: true, AllowUnsorted: true})
-	if err != nil {
-		return nabRun{}, err
-	}
-	ts := c.Series.Timestamps
-	ws, err := nab.WindowRows(ts, limits)
-	if err != nil {
-		return nabRun{}, fmt.Errorf("%s: %w", path, err)
-	}
-	f, err := nab.NewFile(key, len(ts), ws)
-	if err != nil {
-		return nabRun{}, err
-	}
-	rows, t, v := rules.Advancing(ts, c.Series.Values)
-	rep, err := rules.ReplaySeries(ctx, rule, t, v)
-	if err != nil {
-		return nabRun{}, fmt.Errorf("%s: %w", path, err)
-	}
-	scores, anomalous := rules.JudgeRows(ts, rows, rep)
-	category, _, _ := strings.Cut(key, "/")
-	run := nabRun{Run: nab.Run{File: f, Category: category, Scores: scores, Anomalous: anomalous}, key: key, step: rep.Step, fired: rep.Fired}
-	if len(t) > 1 {
-		run.Days = float64(t[len(t)-1]-t[0]) / 86_400_000
-	}
-	if n, first := rules.RowsBehind(ts); n > 0 {
-		run.behind, run.behindLine = n, c.Lines[first]
-	}
-	return run, nil
 }
 
 // nabReport is the result of a backtest, as --json writes it.

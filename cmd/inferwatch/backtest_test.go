@@ -270,7 +270,7 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 	}
 	type candidate struct {
 		name string
-		runs []nabRun
+		runs []rules.NABRun
 	}
 	var cands []candidate
 	def := -1
@@ -278,7 +278,7 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 		for _, p := range []string{"0.005", "0.009", "0.015"} {
 			for _, phase := range []string{"on", "off"} {
 				params := map[string]string{"k": k, "p": p, "phase": phase}
-				runs, err := runNAB(context.Background(), dataDir, keys, windows, rules.SeriesRule{Detector: "auto", Params: params}, nil)
+				runs, err := rules.ReplayNAB(context.Background(), dataDir, keys, windows, rules.SeriesRule{Detector: "auto", Params: params}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -289,7 +289,7 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 			}
 		}
 	}
-	score := func(runs []nabRun, keep func(category string) bool) nab.Line {
+	score := func(runs []rules.NABRun, keep func(category string) bool) nab.Line {
 		var sub []nab.Run
 		for _, r := range runs {
 			if keep(r.Category) {
