@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/inferwatch/inferwatch/internal/httpclient"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
 	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/prometheus/common/config"
@@ -213,7 +214,7 @@ func New(o Options) (*Notifier, error) {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
 	}
-	hc, err := httpretry.NewClient(o.HTTPClient, o.HTTPClientConfig, "inferwatch_alertmanager", "alertmanager")
+	hc, err := httpclient.New(o.HTTPClient, o.HTTPClientConfig, "inferwatch_alertmanager", "alertmanager")
 	if err != nil {
 		return nil, err
 	}

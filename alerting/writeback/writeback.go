@@ -70,6 +70,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/internal/httpclient"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
 	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/inferwatch/inferwatch/internal/redact"
@@ -283,7 +284,7 @@ func New(o Options) (*Writer, error) {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
 	}
-	hc, err := httpretry.NewClient(o.HTTPClient, o.HTTPClientConfig, "inferwatch_writeback", "writeback")
+	hc, err := httpclient.New(o.HTTPClient, o.HTTPClientConfig, "inferwatch_writeback", "writeback")
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 // Package httpretry holds what the outputs that post to an HTTP peer
-// (Alertmanager, the store's write-back) share: their HTTP client, one
-// request and what it came to (Do), and about retrying: the backoff
+// (Alertmanager, the store's write-back) share: one request and what it
+// came to (Do), and about retrying: the backoff
 // with the peer's Retry-After, which transport errors no retry mends, a
 // wait that ends with its context, the flush at shutdown, and a rate limit
 // for log lines about counts. The store client reads Retry-After with it too, and the
@@ -21,8 +21,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/common/config"
 )
 
 // Base is the first wait of Backoff.
@@ -147,27 +145,6 @@ func (c *Notice) Add(k int, now time.Time) int {
 	c.last = now
 	k, c.pending = c.pending, 0
 	return k
-}
-
-// NewClient returns hc when it is set, else a client made from cfg (nil:
-// Prometheus' defaults) named name in its User-Agent; what names the
-// output in errors ("alertmanager", "writeback").
-func NewClient(hc *http.Client, cfg *config.HTTPClientConfig, name, what string) (*http.Client, error) {
-	if hc != nil {
-		return hc, nil
-	}
-	c := config.DefaultHTTPClientConfig
-	if cfg != nil {
-		c = *cfg
-	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s HTTP client settings: %w", what, err)
-	}
-	hc, err := config.NewClientFromConfig(c, name)
-	if err != nil {
-		return nil, fmt.Errorf("%s HTTP client settings: %w", what, err)
-	}
-	return hc, nil
 }
 
 // Result is what one request to a peer came to.
