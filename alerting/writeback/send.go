@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/inferwatch/inferwatch/internal/httpclient"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
 )
 
@@ -202,7 +203,7 @@ func (w *Writer) post(ss []*series) result {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return result{err: fmt.Errorf("building the request to %s: %s", w.url, parseReason(err))}
+		return result{err: fmt.Errorf("building the request to %s: %s", w.url, httpclient.ParseReason(err))}
 	}
 	req.Header.Set("User-Agent", userAgent)
 	if w.o.Protocol == RemoteWrite {
