@@ -335,3 +335,26 @@ func (ev Event) Encode() ([]byte, error) {
 	b = append(b, data...)
 	return append(b, '}'), nil
 }
+
+// DecodeData decodes the data of an event of a type inferwatch publishes
+// for rules: a *Finding, *AlertData, *ForecastData or *ScaleData; nil and
+// no error for any other type.
+func DecodeData(ev Event) (any, error) {
+	var d any
+	switch ev.Type {
+	case FindingEventType:
+		d = new(Finding)
+	case AlertEventType:
+		d = new(AlertData)
+	case ForecastEventType:
+		d = new(ForecastData)
+	case ScaleEventType:
+		d = new(ScaleData)
+	default:
+		return nil, nil
+	}
+	if err := json.Unmarshal(ev.Data, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

@@ -282,3 +282,22 @@ func TestFindingReadsBack(t *testing.T) {
 		t.Error(`"x" read as a number`)
 	}
 }
+
+func TestDecodeData(t *testing.T) {
+	for _, tc := range []struct {
+		typ, data string
+		want      any
+	}{
+		{FindingEventType, `{"kind":"anomaly"}`, &Finding{Kind: "anomaly"}},
+		{ScaleEventType, `{"desired_replicas":3}`, &ScaleData{DesiredReplicas: 3}},
+		{ReportEventType, `{}`, nil},
+	} {
+		got, err := DecodeData(Event{Type: tc.typ, Data: json.RawMessage(tc.data)})
+		if err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", tc.want) {
+			t.Errorf("%s: %+v, %v; want %+v", tc.typ, got, err, tc.want)
+		}
+	}
+	if _, err := DecodeData(Event{Type: AlertEventType, Data: json.RawMessage(`{"value":"x"}`)}); err == nil {
+		t.Error("an alert whose value is a string decodes")
+	}
+}

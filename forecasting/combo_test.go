@@ -7,10 +7,7 @@ import (
 	"time"
 )
 
-// The combination's tracker, assembled from its members' validation
-// records, holds the same forecasts and calibration errors as a tracker
-// that replays the combination model itself: at every lead, and with a
-// stride of 3 at the knots (1, 3, 6, 7) from every third origin.
+// A combination's tracker assembled from its members' records equals one that replays the combination itself.
 func TestCombineTrackersMatchesReplay(t *testing.T) {
 	y := seasonalSeries(3, 5)
 	f := func(h, stride int) {

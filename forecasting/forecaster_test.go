@@ -173,10 +173,7 @@ func TestShortHistoryFallback(t *testing.T) {
 	}
 }
 
-// A horizon longer than the history can score (60 ten-second steps, 66
-// points) is judged at the longest lead it can: the mean wins on noise
-// around a level, and the leads with enough errors get empirical bounds
-// instead of the last value's σ√h band.
+// A horizon longer than the history can score is judged at the longest lead it can, with empirical bounds where it has errors.
 func TestShortHistoryLongHorizon(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	y := make([]float64, 66)

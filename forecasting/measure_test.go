@@ -46,12 +46,6 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%s: ratio %.3f (bar %.2f), coverage %.3f, above upper %.3f", name, r.Ratio, maxRatio, r.Coverage, r.AboveUpper)
 		}
 	}
-	large := readValues(t, "servegen/aggregate_rate_language_m-large.csv")
-	r, err := Backtest(large, 10*time.Minute, ModelAuto, 1, 0.9, 144)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("m-large", r, 0.985)
 	// The bars for the 10-minute traces: coverage 0.87–0.93.
 	covered := func(name string, r *BacktestResult) {
 		t.Helper()
@@ -59,31 +53,31 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%s: coverage %.3f (want 0.87–0.93), above upper %.3f (want ≤ 0.07)", name, r.Coverage, r.AboveUpper)
 		}
 	}
-	covered("m-large", r)
-	r, err = Backtest(large, 10*time.Minute, ModelRevert, 1, 0.9, 144)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("m-large revert", r, 0.99)
-	// Two steps ahead, the horizon a scale backtest decides on at these
-	// steps. Its first day with a seasonal candidate once scored 2.6 times
-	// the last value's MAE (ratio 1.163 over all origins).
-	r, err = Backtest(large, 10*time.Minute, ModelAuto, 2, 0.9, 144)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("m-large two steps ahead", r, 1.0)
-
-	small := readValues(t, "servegen/aggregate_rate_language_m-small.csv")
-	r, err = Backtest(small, 10*time.Minute, ModelAuto, 1, 0.9, 144)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("m-small", r, 1.0)
-	covered("m-small", r)
-	for _, row := range r.Rows {
-		if row.Yhat < 0 || row.Lower < 0 || math.IsNaN(row.Yhat) {
-			t.Fatalf("m-small: row %+v", row)
+	for _, c := range []struct {
+		name, file, model string
+		horizon           int
+		bar               float64
+		covered           bool
+	}{
+		{"m-large", "m-large", ModelAuto, 1, 0.985, true},
+		{"m-large revert", "m-large", ModelRevert, 1, 0.99, false},
+		// Two steps ahead: the horizon a scale backtest decides on at these steps.
+		{"m-large two steps ahead", "m-large", ModelAuto, 2, 1.0, false},
+		{"m-small", "m-small", ModelAuto, 1, 1.0, true},
+	} {
+		y := readValues(t, "servegen/aggregate_rate_language_"+c.file+".csv")
+		r, err := Backtest(y, 10*time.Minute, c.model, c.horizon, 0.9, 144)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(c.name, r, c.bar)
+		if c.covered {
+			covered(c.name, r)
+		}
+		for _, row := range r.Rows {
+			if row.Yhat < 0 || row.Lower < 0 || math.IsNaN(row.Yhat) {
+				t.Fatalf("%s: row %+v", c.name, row)
+			}
 		}
 	}
 

@@ -152,12 +152,7 @@ func BenchmarkRetainedPerSeries(b *testing.B) {
 	}
 }
 
-// A forecaster holds memory in proportion to its history, and a
-// 10-minute forecast costs about as much at 15 s (40 leads) as at one
-// minute (10): with an hour of history its calibration windows hold the
-// few errors it has made, not room for a day of them, and at steps under
-// a minute only the leads at whole minutes keep errors, from one origin a
-// minute once a window holds 120.
+// A forecaster's memory grows with its history, and a 10-minute forecast costs about as much at 15 s steps as at a minute.
 func TestRetainedPerSeries(t *testing.T) {
 	for _, c := range []struct {
 		step  time.Duration

@@ -23,11 +23,7 @@ func weeklyBacktest(t *testing.T, y []float64, model string, weekly bool) *Backt
 	return r
 }
 
-// Four weeks of per-minute Poisson counts (mean 300 a minute) with the
-// m-large daily shape and weekends 40 % quieter: at lead 10 on the weekend
-// days the weekly models beat the daily Holt–Winters models given the same
-// history, most of the way to the floor the Poisson noise sets, and auto
-// with Weekly picks them (alone or in a combination) at every origin.
+// On weekends 40 % quieter the weekly models beat the daily ones at lead 10, and auto with Weekly picks them.
 func TestWeeklyBeatsDailyOnWeekends(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four weeks of per-minute backtests")

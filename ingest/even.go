@@ -45,7 +45,7 @@ func (s *Samples) raw(i int) string {
 	if s.Raw != nil {
 		return s.Raw[i]
 	}
-	return formatUnixMillis(s.Timestamps[i])
+	return FormatUnixMillis(s.Timestamps[i])
 }
 
 // at is a LineError of file at sample i: its line, or its number.
@@ -194,9 +194,9 @@ func countGaps(vs []float64) int {
 	return n
 }
 
-// formatUnixMillis writes unix milliseconds as unix seconds, with a
+// FormatUnixMillis writes unix milliseconds as unix seconds, with a
 // fraction only when needed (1700000000, 1700000000.25).
-func formatUnixMillis(ms int64) string {
+func FormatUnixMillis(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
 }
 
@@ -281,7 +281,7 @@ func SumParts(files []string, parts []*EvenSeries) (*EvenSeries, [][]float64, er
 		if off != 0 && (r.Snapped == 0 && first.Snapped == 0 || float64(max(off, -off)) > SnapTolerance*float64(stepMs)) {
 			return nil, nil, fmt.Errorf("%s: %w", files[i], &GridError{Step: step,
 				Reason: fmt.Sprintf("its samples are off the grid of %s (first samples %s and %s, step %s)",
-					files[0], formatUnixMillis(r.Start), formatUnixMillis(first.Start), step)})
+					files[0], FormatUnixMillis(r.Start), FormatUnixMillis(first.Start), step)})
 		}
 		starts[i] = r.Start - off
 		start = min(start, starts[i])

@@ -112,7 +112,7 @@ func ParseGenTD26(in io.Reader, file, requestType string) (*EvenSeries, error) {
 	for _, rw := range rows {
 		if (rw.t-first)%s != 0 {
 			return nil, &LineError{File: file, Line: rw.line, Field: "timestamp_anon",
-				Err: fmt.Errorf("%s is off the file's sampling grid of %s from %s", formatUnixMillis(rw.t), time.Duration(s)*time.Millisecond, formatUnixMillis(first))}
+				Err: fmt.Errorf("%s is off the file's sampling grid of %s from %s", FormatUnixMillis(rw.t), time.Duration(s)*time.Millisecond, FormatUnixMillis(first))}
 		}
 		rate[(rw.t-first)/s] += rw.v
 	}

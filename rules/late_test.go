@@ -71,14 +71,7 @@ func tenSecondSeries(pod string, start time.Time, n int, spikes map[int]float64)
 	return s
 }
 
-// TestLateSamplesAreJudged: samples that show in the store 3 s after
-// their time, a rule evaluated 2.17 s after each 10-second step with an
-// evaluation delay of 2 s. Each one-point fetch comes back empty (the
-// window of one step holds only the sample not yet shown), so a rule that
-// asks once for each point judges nothing after its first evaluation. The
-// rule asks again for what did not come, then judges a step further
-// behind: from the fourth evaluation on it judges each point once its
-// sample shows, and reports the spike with its own value.
+// Samples that show 3 s late are asked for again and judged a step behind; the spike is reported with its own value.
 func TestLateSamplesAreJudged(t *testing.T) {
 	start := t0.Add(-2 * time.Hour)
 	const history = 2*360 + 30 // two hours, then the evaluations' thirty steps
@@ -122,11 +115,7 @@ func TestLateSamplesAreJudged(t *testing.T) {
 	}
 }
 
-// TestStalledRuleIsReported: samples that show in the store two minutes
-// after their time, longer than a rule asks again for (a minute at a
-// 10-second step): the rule judges nothing new; after three evaluations
-// the manager asks the store, finds what the rule has not judged, and
-// reports the rule stalled (metric, readiness) until it judges again.
+// A rule whose samples show two minutes late judges nothing new and is reported stalled until it judges again.
 func TestStalledRuleIsReported(t *testing.T) {
 	start := t0.Add(-2 * time.Hour)
 	now := t0.Add(2170 * time.Millisecond)
@@ -195,10 +184,7 @@ func TestWakeUp(t *testing.T) {
 	}
 }
 
-// TestAbsentSeriesResolves: a series that ends on a spike fires, and its
-// alert resolves resolve_after_absent (default 5m at a one-minute step)
-// after its last point, with the reason and the last value; the series
-// coming back with another spike later is a new episode.
+// A series that ends on a spike resolves as absent after resolve_after_absent; its return with a spike is a new episode.
 func TestAbsentSeriesResolves(t *testing.T) {
 	a := minuteSeries("ttft", 100, map[int]float64{99: 50}) // ends on a spike at minute 99
 	back := minuteSeries("ttft", 160, map[int]float64{150: 70})
@@ -232,10 +218,7 @@ func TestAbsentSeriesResolves(t *testing.T) {
 	}
 }
 
-// TestChurnIsForgotten: 20 steady series, then a burst of 500 series that
-// live five minutes each: the series tracked rise by the burst and return
-// to the steady 20 within forget_after (twenty one-minute steps) of the
-// burst's last point, each forgotten series counted.
+// A burst of 500 short-lived series is forgotten within forget_after of its last point, each one counted.
 func TestChurnIsForgotten(t *testing.T) {
 	var series []ingest.Series
 	for i := range 20 {

@@ -317,10 +317,7 @@ func TestEngineMinDevIgnoresTinyDeviationsOnFlatSeries(t *testing.T) {
 	}
 }
 
-// TestUpdateKeepsTheStateOfUnchangedRules: after a reload, a rule whose
-// configuration did not change goes on from its state (it fetches only the
-// new point), a changed rule starts afresh (a whole lookback), and the
-// metrics of a group that is gone are unregistered.
+// A reload keeps the state of unchanged rules, starts changed ones afresh and unregisters the metrics of groups gone.
 func TestUpdateKeepsTheStateOfUnchangedRules(t *testing.T) {
 	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 300, nil)}}
 	now := t0.Add(200 * time.Minute)

@@ -9,13 +9,7 @@ import (
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
-// TestReplayScaleForeseesWithAPerfectForecast: 9 req/s for 200 minutes,
-// then 25, one replica carrying 10 req/s. Deciding on the next four
-// minutes, the what-if lane with no forecast error asks for ⌈25 / 10⌉ =
-// 3 replicas at minute 197, the first whose four minutes reach minute
-// 200, and 1 a minute before; the forecast lane asks for 3 only once it
-// has seen the rise, at 201. The decisions are reported in the load's
-// clock, 7 s past the minute.
+// A perfect what-if forecast scales up before a rise from 9 to 25 req/s; the forecast lane only once it has seen it.
 func TestReplayScaleForeseesWithAPerfectForecast(t *testing.T) {
 	values := make([]float64, 240)
 	for k := range values {

@@ -33,10 +33,7 @@ func scaleSignals(t *testing.T, events *eventRecorder) []alerting.ScaleData {
 	return out
 }
 
-// TestScaleRuleIsEvaluatedAfterItsForecastRule: a scale rule written before
-// its forecast rule still reads this cycle's outlook — the group evaluates
-// the forecast rule first — and a scale rule is a function of the Outlook
-// it is handed, not of the forecast rule's internals.
+// A scale rule written before its forecast rule reads this cycle's outlook, and depends on nothing but the Outlook.
 func TestScaleRuleIsEvaluatedAfterItsForecastRule(t *testing.T) {
 	g := forecastGroups()
 	g[0].Rules[0], g[0].Rules[1] = g[0].Rules[1], g[0].Rules[0] // deploy, then rate
@@ -95,11 +92,7 @@ func TestScaleRuleIsEvaluatedAfterItsForecastRule(t *testing.T) {
 	}
 }
 
-// TestScaleRuleRefusesAnAmbiguousForecast: when several forecast series
-// share a target's on labels (a forecast per pod, a scale rule per model),
-// no one of them is the target's load: the signal says so and acts on tiers
-// 1 and 2 only, the same way every cycle, instead of taking whichever
-// series a map gave first.
+// Several forecast series on one target's labels: the signal says so and acts on tiers 1 and 2 only, every cycle alike.
 func TestScaleRuleRefusesAnAmbiguousForecast(t *testing.T) {
 	n := 8 * 60
 	pod := func(p string, scale float64) ingest.Series {
@@ -135,10 +128,7 @@ func TestScaleRuleRefusesAnAmbiguousForecast(t *testing.T) {
 	}
 }
 
-// TestScaleRulesChooseTheirHorizon: one forecast rule serves 2m and 10m;
-// its forecast carries the peaks over each, and two scale rules over it
-// decide on the one each names (the longest by default), naming it in
-// their signals and holding them for that long.
+// Two scale rules over one forecast of 2m and 10m each decide on the horizon they name (the longest by default).
 func TestScaleRulesChooseTheirHorizon(t *testing.T) {
 	g := forecastGroups()
 	fc := g[0].Rules[0].Spec.(*rulefmt.Forecast)
@@ -224,10 +214,7 @@ func TestScaleRulesChooseTheirHorizon(t *testing.T) {
 	}
 }
 
-// TestScaleRuleHoldsTheLoadItSaw: with scale.hold, a scale rule asks for
-// at least what the highest load its forecast rule saw over the hold
-// needs, read from that rule's history, and says so; a burst older than
-// the hold asks for nothing.
+// With scale.hold a scale rule asks for at least what the highest load of the hold needs; an older burst asks for nothing.
 func TestScaleRuleHoldsTheLoadItSaw(t *testing.T) {
 	n := 8 * 60
 	desired := func(t *testing.T, hold time.Duration, burst int) alerting.ScaleData {
@@ -337,11 +324,7 @@ func TestHoldInputsReadsTheHoldBeforeTheOrigin(t *testing.T) {
 	}
 }
 
-// TestScaleRuleDefaultHorizon: loaded from a file with the defaults, a
-// scale rule over a forecast rule stepped by the minute decides on the
-// forecast's next 4m (the interval, 1m, and a replica's start-up, 3m), not
-// on the forecast rule's 10m, and the forecast rule still publishes 10m
-// alone.
+// By default a scale rule at 1m steps decides on the forecast's next 4m (a step and the start-up), not its 10m.
 func TestScaleRuleDefaultHorizon(t *testing.T) {
 	cfg, err := rulefmt.Parse([]byte(`source: {url: http://127.0.0.1:8428}
 groups:

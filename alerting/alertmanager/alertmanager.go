@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/inferwatch/inferwatch/internal/httpclient"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
 	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/prometheus/common/config"
@@ -213,19 +214,9 @@ func New(o Options) (*Notifier, error) {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		cfg := config.DefaultHTTPClientConfig
-		if o.HTTPClientConfig != nil {
-			cfg = *o.HTTPClientConfig
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, fmt.Errorf("alertmanager HTTP client settings: %w", err)
-		}
-		var err error
-		if hc, err = config.NewClientFromConfig(cfg, "inferwatch_alertmanager"); err != nil {
-			return nil, fmt.Errorf("alertmanager HTTP client settings: %w", err)
-		}
+	hc, err := httpclient.New(o.HTTPClient, o.HTTPClientConfig, "inferwatch_alertmanager", "alertmanager")
+	if err != nil {
+		return nil, err
 	}
 	n := &Notifier{o: o, log: o.Logger, hc: hc, draining: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())

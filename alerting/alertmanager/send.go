@@ -5,16 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/inferwatch/inferwatch/internal/httpretry"
 )
-
-// maxBodyInLog is how much of a refusing Alertmanager's answer is logged.
-const maxBodyInLog = 512
 
 // userAgent identifies inferwatch to Alertmanager.
 const userAgent = "inferwatch"
@@ -114,37 +109,11 @@ func (n *Notifier) post(t *target, batch [][]byte) result {
 	req.Header.Set("User-Agent", userAgent)
 
 	began := time.Now()
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		t.latency.UpdateDuration(began)
-		switch {
-		case n.ctx.Err() != nil:
-			return result{err: err, cancelled: true}
-		case ctx.Err() != nil:
-			return result{err: fmt.Errorf("no answer within the timeout of %v", n.o.Timeout), retry: true, retryAfter: -1}
-		case httpretry.CannotSucceed(err):
-			return result{err: httpretry.TransportError(err)}
-		}
-		return result{err: httpretry.TransportError(err), retry: true, retryAfter: -1}
+	r := httpretry.Do(n.ctx, n.hc, req, n.o.Timeout, func(int) { t.latency.UpdateDuration(began) })
+	if r.Status != "" {
+		r.Err = fmt.Errorf("POST %s: %w", redactString(t.endpoint), r.Err)
 	}
-	defer resp.Body.Close()
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInLog))
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection is reused
-	t.latency.UpdateDuration(began)
-	if resp.StatusCode/100 == 2 {
-		return result{}
-	}
-	r := result{
-		status:     resp.Status,
-		body:       strings.TrimSpace(strings.ToValidUTF8(string(head), "\uFFFD")),
-		retryAfter: -1,
-		err:        fmt.Errorf("POST %s: HTTP %s", redactString(t.endpoint), resp.Status),
-	}
-	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-		r.retry = true
-		r.retryAfter = httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	}
-	return r
+	return result{err: r.Err, retry: r.Retry, cancelled: r.Cancelled, status: r.Status, body: r.Body, retryAfter: r.RetryAfter}
 }
 
 // firstAlertName is the alertname of an encoded alert, for logs.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/inferwatch/inferwatch/internal/httpclient"
 )
 
 // alertsPath is appended to each Alertmanager's base URL.
@@ -19,23 +21,13 @@ func ValidateURL(raw string) error {
 	if strings.TrimSpace(raw) == "" {
 		return errors.New("alertmanager URL is empty; want a base URL such as http://127.0.0.1:9093")
 	}
-	u, err := url.Parse(raw)
+	u, err := httpclient.CheckURL(raw, "alertmanager URL", "http://127.0.0.1:9093", redactURL)
 	if err != nil {
-		// url.Parse quotes the input, which may hold a password.
-		return fmt.Errorf("alertmanager URL is not a URL (%s); want a base URL such as http://127.0.0.1:9093", parseReason(err))
+		return err
 	}
 	shown := redactURL(u)
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("alertmanager URL %s: scheme %q is not http or https", shown, u.Scheme)
-	case u.Opaque != "" || u.Host == "":
-		return fmt.Errorf("alertmanager URL %s has no host; want e.g. http://127.0.0.1:9093", shown)
-	case u.User != nil:
-		return fmt.Errorf("alertmanager URL %s holds credentials; remove them from the URL and set basic_auth or authorization in the HTTP client settings instead, so they are not logged", shown)
-	case u.RawQuery != "" || u.ForceQuery:
+	if u.RawQuery != "" || u.ForceQuery {
 		return fmt.Errorf("alertmanager URL %s has a query string; remove it: alerts are posted to <url>%s, which takes no parameters", shown, alertsPath)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return fmt.Errorf("alertmanager URL %s has a fragment (#...); remove it", shown)
 	}
 	p := strings.TrimRight(u.Path, "/")
 	for _, api := range []string{"/api/v2/alerts", "/api/v1/alerts", "/api/v2", "/api/v1"} {
@@ -101,13 +93,4 @@ func redactString(raw string) string {
 		return "(unparsable URL)"
 	}
 	return redactURL(u)
-}
-
-// parseReason is the cause of a url.Parse error without the input it quotes.
-func parseReason(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return "unparsable"
 }

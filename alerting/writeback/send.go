@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/inferwatch/inferwatch/internal/httpclient"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
 )
-
-// maxBodyInLog is how much of a refusing store's answer is logged.
-const maxBodyInLog = 512
 
 // userAgent identifies inferwatch to the store.
 const userAgent = "inferwatch"
@@ -207,7 +203,7 @@ func (w *Writer) post(ss []*series) result {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return result{err: fmt.Errorf("building the request to %s: %s", w.url, parseReason(err))}
+		return result{err: fmt.Errorf("building the request to %s: %s", w.url, httpclient.ParseReason(err))}
 	}
 	req.Header.Set("User-Agent", userAgent)
 	if w.o.Protocol == RemoteWrite {
@@ -219,40 +215,19 @@ func (w *Writer) post(ss []*series) result {
 	}
 
 	began := time.Now()
-	resp, err := w.hc.Do(req)
-	if err != nil {
-		w.observe("error", began)
-		switch {
-		case w.ctx.Err() != nil:
-			return result{err: err, cancelled: true}
-		case ctx.Err() != nil:
-			return result{err: fmt.Errorf("POST %s: no answer within the timeout of %v", w.url, w.o.Timeout), retry: true, retryAfter: -1}
-		case httpretry.CannotSucceed(err):
-			return result{err: fmt.Errorf("POST %s: %w", w.url, httpretry.TransportError(err))}
+	r := httpretry.Do(w.ctx, w.hc, req, w.o.Timeout, func(code int) {
+		if code == 0 {
+			w.observe("error", began)
+		} else {
+			w.observe(strconv.Itoa(code), began)
 		}
-		return result{err: fmt.Errorf("POST %s: %w", w.url, httpretry.TransportError(err)), retry: true, retryAfter: -1}
+	})
+	if !r.Cancelled && r.Err != nil {
+		r.Err = fmt.Errorf("POST %s: %w", w.url, r.Err)
 	}
-	defer resp.Body.Close()
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInLog))
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection is reused
-	w.observe(strconv.Itoa(resp.StatusCode), began)
-	if resp.StatusCode/100 == 2 {
-		return result{}
-	}
-	r := result{
-		status:     resp.Status,
-		body:       strings.TrimSpace(strings.ToValidUTF8(string(head), "\uFFFD")),
-		retryAfter: -1,
-		err:        fmt.Errorf("POST %s: HTTP %s", w.url, resp.Status),
-	}
-	switch c := resp.StatusCode; {
-	case c >= 500 || c == http.StatusTooManyRequests:
-		r.retry = true
-		r.retryAfter = httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	case c == http.StatusBadRequest || c == http.StatusRequestEntityTooLarge || c == http.StatusUnprocessableEntity:
-		r.split = true
-	}
-	return r
+	c := r.Code
+	return result{err: r.Err, retry: r.Retry, cancelled: r.Cancelled, status: r.Status, body: r.Body, retryAfter: r.RetryAfter,
+		split: c == http.StatusBadRequest || c == http.StatusRequestEntityTooLarge || c == http.StatusUnprocessableEntity}
 }
 
 // observe counts a request by its outcome and times it.

@@ -70,6 +70,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/internal/httpclient"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
 	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/inferwatch/inferwatch/internal/redact"
@@ -283,18 +284,9 @@ func New(o Options) (*Writer, error) {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		cfg := config.DefaultHTTPClientConfig
-		if o.HTTPClientConfig != nil {
-			cfg = *o.HTTPClientConfig
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, fmt.Errorf("writeback HTTP client settings: %w", err)
-		}
-		if hc, err = config.NewClientFromConfig(cfg, "inferwatch_writeback"); err != nil {
-			return nil, fmt.Errorf("writeback HTTP client settings: %w", err)
-		}
+	hc, err := httpclient.New(o.HTTPClient, o.HTTPClientConfig, "inferwatch_writeback", "writeback")
+	if err != nil {
+		return nil, err
 	}
 	ep := endpoint(o.URL, o.Protocol)
 	w := &Writer{

@@ -29,7 +29,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -38,6 +37,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/ingest/localvm"
+	"github.com/inferwatch/inferwatch/internal/benchcmd"
 	"github.com/inferwatch/inferwatch/internal/localproc"
 )
 
@@ -52,17 +52,7 @@ type options struct {
 	absentAfter          time.Duration
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "churnbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchcmd.Main("churnbench", run) }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -91,16 +81,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case o.step < time.Second || o.burstLife < o.step || o.burstFor < o.step:
 		return o, errors.New("-step must be at least 1s, -burst-life and -burst-for at least a step")
 	}
-	return o, nil
+	return o, benchcmd.CheckBinary(o.bin)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(o.bin); err != nil {
-		return fmt.Errorf("the inferwatch binary %s is missing (run `make build` first): %w", o.bin, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()

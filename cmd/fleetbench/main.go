@@ -46,27 +46,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/inferwatch/inferwatch/internal/benchcmd"
 	"github.com/inferwatch/inferwatch/internal/dur"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "fleetbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchcmd.Main("fleetbench", run) }
 
 // benchCase is one measured configuration.
 type benchCase struct {
@@ -167,7 +156,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("-profile: %w", err)
 		}
 	}
-	return o, nil
+	return o, benchcmd.CheckBinary(o.bin)
 }
 
 func parseCases(s string) ([]benchCase, error) {
@@ -215,9 +204,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(o.bin); err != nil {
-		return fmt.Errorf("the inferwatch binary %s is missing (run `make build` first): %w", o.bin, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()

@@ -59,13 +59,7 @@ func amAlerts(t *testing.T, base, alertname string) []struct {
 	return out
 }
 
-// TestAlertLifecycleAcrossRestarts runs the daemon (`run --once`, one
-// process per evaluation, as after a restart each time) over a live series
-// in a real VictoriaMetrics, with a real NATS server keeping the state and
-// a real Alertmanager receiving the alerts. An anomaly starts: pending,
-// then firing, on NATS and in Alertmanager. The daemon is restarted while
-// the anomaly goes on: it does not fire again. The data clears: the alert
-// resolves, on NATS and in Alertmanager.
+// An alert goes pending, firing and resolved on NATS and in Alertmanager, and a restart does not fire it again.
 func TestAlertLifecycleAcrossRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics, NATS and Alertmanager")

@@ -1,24 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/inferwatch/inferwatch/analysis/nab"
-	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
 )
 
 const backtestUsage = `Usage: inferwatch backtest nab --data DIR --windows FILE [flags]
@@ -65,23 +59,6 @@ func cmdBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	return cmdBacktestNAB(ctx, args[1:], stdout, stderr)
 }
 
-// nabRun is one file of the corpus after the detector ran over it.
-type nabRun struct {
-	key       string // CATEGORY/FILE.csv, as in the windows file
-	category  string
-	file      *nab.File
-	scores    []float64
-	anomalous []bool
-	// step is the rule's step, fired the times findings fired at, days
-	// the span of the file.
-	step  time.Duration
-	fired []int64
-	days  float64
-	// behind counts the rows that step back in time (see scoreRows), the
-	// first on line behindLine.
-	behind, behindLine int
-}
-
 func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newOfflineFlagSet("inferwatch backtest nab", backtestUsage)
 	dataDir := fs.String("data", "", "the corpus: DIR/CATEGORY/FILE.csv")
@@ -115,7 +92,12 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 
 	start := time.Now()
-	windows, err := readNABWindows(*windowsFile)
+	data, err := os.ReadFile(*windowsFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch backtest nab: reading the windows:", err)
+		return 1
+	}
+	windows, err := nab.ParseWindows(data, *windowsFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
 		return 1
@@ -126,7 +108,7 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 1
 	}
 	bar := newProgress(stderr, isTerminal(stderr), *forceProgress || isTerminal(stderr), len(keys), "files")
-	runs, err := runNAB(ctx, *dataDir, keys, windows, rule, bar)
+	runs, err := rules.ReplayNAB(ctx, *dataDir, keys, windows, rule, func() { bar.add(1) })
 	bar.finish()
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
@@ -138,16 +120,20 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 		rep.Window = "default"
 	}
 	for _, r := range runs {
-		rep.Rows += r.file.Rows()
-		rep.Windows += r.file.ScoredWindows()
-		rep.Behind += r.behind
-		if r.behind > 0 {
+		rep.Rows += r.File.Rows()
+		rep.Windows += r.File.ScoredWindows()
+		rep.Behind += r.Behind
+		if r.Behind > 0 {
 			fmt.Fprintf(stderr, "inferwatch backtest nab: %s: %d row%s behind the newest time before them, the first on line %d where the timestamps step back: scored in file order as NAB does, not fed to the detector (score 0, no detection)\n",
-				r.key, r.behind, pluralS(r.behind), r.behindLine)
+				r.Key, r.Behind, pluralS(r.Behind), r.BehindLine)
 		}
 	}
+	scored := make([]nab.Run, len(runs))
+	for i, r := range runs {
+		scored[i] = r.Run
+	}
 	for _, p := range profiles {
-		pr, err := scoreNABProfile(p, runs)
+		pr, err := nab.ScoreProfile(p, scored)
 		if err != nil {
 			fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
 			return 1
@@ -167,43 +153,6 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	writeNABText(stdout, &det, rep)
 	return 0
-}
-
-// readNABWindows reads NAB's combined_windows.json: for each
-// CATEGORY/FILE.csv, its windows as [start, end] times
-// ("2014-04-10 07:15:00.000000", UTC), in unix ms.
-func readNABWindows(path string) (map[string][][2]int64, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the windows: %w", err)
-	}
-	var raw map[string][][]string
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: not NAB's windows file (want {\"category/file.csv\": [[\"start\", \"end\"], ...]}): %w", path, err)
-	}
-	out := make(map[string][][2]int64, len(raw))
-	for key, ws := range raw {
-		out[key] = make([][2]int64, 0, len(ws))
-		for k, w := range ws {
-			if len(w) != 2 {
-				return nil, fmt.Errorf("%s: %s: window %d has %d times, want [start, end]", path, key, k+1, len(w))
-			}
-			var l [2]int64
-			for i, s := range w {
-				tm, err := time.Parse("2006-01-02 15:04:05.999999", s)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %s: window %d: time %q is not YYYY-MM-DD hh:mm:ss[.ffffff]", path, key, k+1, s)
-				}
-				l[i] = tm.UnixMilli()
-			}
-			if l[1] < l[0] {
-				return nil, fmt.Errorf("%s: %s: window %d ends (%s) before it starts (%s)", path, key, k+1, w[1], w[0])
-			}
-			out[key] = append(out[key], l)
-		}
-		slices.SortFunc(out[key], func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	}
-	return out, nil
 }
 
 // listNABFiles lists DIR/CATEGORY/*.csv as CATEGORY/FILE.csv keys, sorted;
@@ -237,91 +186,6 @@ func listNABFiles(dir string, windows map[string][][2]int64, windowsFile string)
 	return keys, nil
 }
 
-// runNAB runs the detector over every file, on as many workers as there
-// are CPUs, and returns the runs in the order of keys.
-func runNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, rule replayRule, bar *progress) ([]nabRun, error) {
-	runs := make([]nabRun, len(keys))
-	errs := make([]error, len(keys))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(keys)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				runs[i], errs[i] = runNABFile(ctx, dir, keys[i], windows[keys[i]], rule)
-				bar.add(1)
-			}
-		}()
-	}
-feed:
-	for i := range keys {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("interrupted: %w", err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return runs, nil
-}
-
-// runNABFile reads one file, keeping every row in file order as NAB does
-// (rows that repeat a timestamp or step back in time included), and
-// evaluates the rule over it as the daemon would (see replay).
-//
-// NAB reads a data file as it is written, without sorting it (nab/corpus.py
-// DataFile: pandas.read_csv), hands its detectors every row in that order
-// (nab/detectors/base.py AnomalyDetector.run iterates the rows), and scores
-// the detector's per-row scores against the rows' places in the file, the
-// timestamps serving only to find where each window starts and ends
-// (nab/scorer.py scoreDataSet calls nab/sweeper.py Sweeper.scoreDataSet;
-// see nab.WindowRows). The scoring here is the same. The feeding cannot
-// be: the daemon judges a series forward in time, so the rows behind the
-// newest time are not judged (see rowsJudged).
-func runNABFile(ctx context.Context, dir, key string, limits [][2]int64, rule replayRule) (nabRun, error) {
-	path := filepath.Join(dir, filepath.FromSlash(key))
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nabRun{}, err
-	}
-	c, err := ingest.ReadCSV(bytes.NewReader(data), path, ingest.CSVOptions{AllowDuplicates: true, AllowUnsorted: true})
-	if err != nil {
-		return nabRun{}, err
-	}
-	ts := c.Series.Timestamps
-	ws, err := nab.WindowRows(ts, limits)
-	if err != nil {
-		return nabRun{}, fmt.Errorf("%s: %w", path, err)
-	}
-	f, err := nab.NewFile(key, len(ts), ws)
-	if err != nil {
-		return nabRun{}, err
-	}
-	rows, t, v := advancing(ts, c.Series.Values)
-	rep, err := replay(ctx, rule, t, v)
-	if err != nil {
-		return nabRun{}, fmt.Errorf("%s: %w", path, err)
-	}
-	scores, anomalous := rowsJudged(ts, rows, rep)
-	category, _, _ := strings.Cut(key, "/")
-	run := nabRun{key: key, category: category, file: f, scores: scores, anomalous: anomalous, step: rep.step, fired: rep.fired}
-	if len(t) > 1 {
-		run.days = float64(t[len(t)-1]-t[0]) / 86_400_000
-	}
-	if n, first := rowsBehind(ts); n > 0 {
-		run.behind, run.behindLine = n, c.Lines[first]
-	}
-	return run, nil
-}
-
 // nabReport is the result of a backtest, as --json writes it.
 type nabReport struct {
 	Detector string            `json:"detector"`
@@ -332,117 +196,9 @@ type nabReport struct {
 	Windows  int               `json:"windows"`
 	// Behind counts the rows that step back in time, scored in file order
 	// but not fed to the detector.
-	Behind   int          `json:"rows_stepping_back"`
-	Seconds  float64      `json:"seconds"`
-	Profiles []nabProfile `json:"profiles"`
-}
-
-type nabProfile struct {
-	Name    string     `json:"name"`
-	Weights nabWeights `json:"weights"`
-	// Own is the score at the rule's findings.
-	Own nabScores `json:"own"`
-	// Best is the score at the threshold on the detector's scores (among
-	// 1.05^k) that maximises the overall raw score, each run of rows at
-	// or above it counting once (null: detecting nothing is best).
-	BestThreshold any       `json:"best_threshold"`
-	Best          nabScores `json:"best"`
-}
-
-type nabWeights struct {
-	TP float64 `json:"tp"`
-	FP float64 `json:"fp"`
-	FN float64 `json:"fn"`
-}
-
-type nabScores struct {
-	Categories []nabLine `json:"categories"`
-	Overall    nabLine   `json:"overall"`
-}
-
-// nabLine is the score of a set of files. Score is NAB's normalised score
-// (null when the files have no window); Raw the sum of the files' scores.
-type nabLine struct {
-	Category string   `json:"category,omitempty"`
-	Files    int      `json:"files"`
-	Windows  int      `json:"windows"`
-	Score    *float64 `json:"score"`
-	Raw      float64  `json:"raw"`
-	TP       int      `json:"tp"`
-	FP       int      `json:"fp"`
-	FN       int      `json:"fn"`
-	// SeriesDays is the files' span in days, summed; FPPerSeriesDay the
-	// false positives per day of one series.
-	SeriesDays     float64 `json:"series_days"`
-	FPPerSeriesDay float64 `json:"false_positives_per_series_day"`
-}
-
-func scoreNABProfile(p nab.Profile, runs []nabRun) (nabProfile, error) {
-	out := nabProfile{Name: p.Name, Weights: nabWeights{p.TP, p.FP, p.FN}}
-	own, err := scoreNABLines(p, runs, func(r nabRun) []bool { return r.anomalous })
-	if err != nil {
-		return out, err
-	}
-	out.Own = own
-	files := make([]nab.Scores, len(runs))
-	for i, r := range runs {
-		files[i] = nab.Scores{File: r.file, Scores: r.scores}
-	}
-	th, ok, err := nab.OnsetThreshold(p, files)
-	if err != nil {
-		return out, err
-	}
-	if ok {
-		out.BestThreshold = th
-	} else {
-		th = math.Inf(1)
-	}
-	out.Best, err = scoreNABLines(p, runs, func(r nabRun) []bool { return nab.Onsets(r.scores, th) })
-	if err != nil {
-		return out, err
-	}
-	return out, nil
-}
-
-// scoreNABLines scores each run's detections and sums them per category
-// and overall.
-func scoreNABLines(p nab.Profile, runs []nabRun, detections func(nabRun) []bool) (nabScores, error) {
-	var out nabScores
-	var all nab.Result
-	var cur nab.Result
-	files := 0
-	var days, allDays float64
-	flush := func(category string) {
-		out.Categories = append(out.Categories, makeNABLine(p, category, files, days, cur))
-		all.Add(cur)
-		allDays += days
-		cur, files, days = nab.Result{}, 0, 0
-	}
-	for i, r := range runs {
-		res, err := r.file.Score(p, detections(r))
-		if err != nil {
-			return out, err
-		}
-		cur.Add(res)
-		files++
-		days += r.days
-		if i == len(runs)-1 || runs[i+1].category != r.category {
-			flush(r.category)
-		}
-	}
-	out.Overall = makeNABLine(p, "", len(runs), allDays, all)
-	return out, nil
-}
-
-func makeNABLine(p nab.Profile, category string, files int, days float64, r nab.Result) nabLine {
-	l := nabLine{Category: category, Files: files, Windows: r.Windows, Raw: r.Score, TP: r.TP, FP: r.FP, FN: r.FN, SeriesDays: days}
-	if s := r.Normalized(p); !math.IsNaN(s) {
-		l.Score = &s
-	}
-	if days > 0 {
-		l.FPPerSeriesDay = float64(r.FP) / days
-	}
-	return l
+	Behind   int                 `json:"rows_stepping_back"`
+	Seconds  float64             `json:"seconds"`
+	Profiles []nab.ProfileScores `json:"profiles"`
 }
 
 func writeNABText(w io.Writer, det *detectorFlags, rep nabReport) {
@@ -468,7 +224,7 @@ func writeNABText(w io.Writer, det *detectorFlags, rep nabReport) {
 	}
 }
 
-func writeNABLine(w io.Writer, name string, own, best nabLine) {
+func writeNABLine(w io.Writer, name string, own, best nab.Line) {
 	score := func(s *float64) string {
 		if s == nil {
 			return "n/a"

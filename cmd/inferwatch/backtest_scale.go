@@ -20,7 +20,6 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting/capacity"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/dur"
-	"github.com/inferwatch/inferwatch/internal/num"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 	pmodel "github.com/prometheus/common/model"
@@ -259,7 +258,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	case *sumOf != "":
 		// Each part is a client's load: one below 0 is as wrong as a sum
 		// below 0, even where the others make up for it.
-		series, parts, err = readParts(*sumOf, resample, *counts, nonNegativeLoad)
+		series, parts, err = readParts(*sumOf, resample, *counts, rules.CheckLoad)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
 	case *gentd != "":
 		series, err = readGenTD26(*gentd, *requestType)
@@ -276,11 +275,11 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 				*arrivals, time.UnixMilli(series.Start).UTC().Format(time.RFC3339), pmodel.Duration(span))
 		}
 	default:
-		opts := readOptions{repeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals, and --resample STEP averages the samples in each step"}
+		opts := ingest.RowsOptions{RepeatHint: "rows must not repeat a timestamp; a log of requests, one a row, is read with --arrivals, and --resample STEP averages the samples in each step"}
 		series, err = readSeries(*input, opts, resample, *counts)
 	}
 	if err == nil {
-		err = nonNegativeLoad(name, series)
+		err = rules.CheckLoad(name, series)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch backtest scale:", err)
@@ -306,9 +305,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 			return 2
 		}
 		k := int(stepD / series.Step)
-		series = average(series, k)
+		series = series.Average(k)
 		for i, p := range parts {
-			parts[i] = averageSlice(p, k)
+			parts[i] = ingest.AverageValues(p, k)
 		}
 	}
 	if *writeSeries != "" {
@@ -344,11 +343,11 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	if warmup == 0 {
 		warm = min(int(period/series.Step), len(series.Values)/4)
 	}
-	b := scaleBacktest{T0: series.Start, Step: series.Step, Load: series.Values, Parts: parts, Capacity: *perReplica,
+	b := rules.ScaleBacktest{T0: series.Start, Step: series.Step, Load: series.Values, Parts: parts, Capacity: *perReplica,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
 		Levels: levels, Targets: targets, Windows: windows, ErrorScales: errorScales, Trace: *writeDecisions != "",
 		Reactive: capacity.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
-	rep, err := runScaleBacktest(ctx, b)
+	rep, err := rules.BacktestScale(ctx, b)
 	if err != nil {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: %s: %v\n", name, err)
 		return 1
@@ -367,248 +366,6 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	return 0
 }
 
-// scaleBacktest is one replay: the load per step (requests per second,
-// NaN where unknown) from T0 (unix ms), and with a sum its parts.
-type scaleBacktest struct {
-	T0    int64
-	Step  time.Duration
-	Load  []float64
-	Parts [][]float64
-	// Capacity is the requests per second of one replica; when 0, the
-	// peak load after the warm-up over PeakReplicas.
-	Capacity     float64
-	PeakReplicas int
-	Startup      time.Duration
-	// Warmup is the number of steps before the first decision.
-	Warmup int
-	// Forecast and Scale are the rules replayed, at each of Levels (its
-	// Level is not used); Reactive the reactive policy, at each pair of
-	// Targets and Windows (its own are not used). Each list holds at least
-	// one value.
-	Forecast        rulefmt.Forecast
-	Scale           rulefmt.Scale
-	Reactive        capacity.ReactivePolicy
-	Levels, Targets []float64
-	Windows         []time.Duration
-	// ErrorScales are the what-if lanes of each level: the forecast with
-	// every error scaled by each (capacity.ScaleErrors), decided on as the
-	// forecast is.
-	ErrorScales []float64
-	// Trace keeps each decision in the report's Trace (--write-decisions).
-	Trace bool
-}
-
-// scaleReport is what a replay measured.
-type scaleReport struct {
-	Input          string  `json:"input"`
-	Steps          int     `json:"steps"`
-	StepSeconds    float64 `json:"step_seconds"`
-	Start          string  `json:"start"`
-	WarmupSteps    int     `json:"warmup_steps"`
-	Decisions      int     `json:"decisions"`
-	Capacity       float64 `json:"capacity_per_replica"`
-	CapacityFrom   string  `json:"capacity_from,omitempty"`
-	PeakLoad       float64 `json:"peak_load"`
-	StartupSeconds float64 `json:"startup_seconds"`
-	// HorizonSeconds is the scale rule's horizon, ForecastHorizonSeconds
-	// how far the forecast reaches.
-	HorizonSeconds         float64 `json:"horizon_seconds"`
-	ForecastHorizonSeconds float64 `json:"forecast_horizon_seconds"`
-	HPAWindowSecs          float64 `json:"hpa_window_seconds"`
-	// Model is the forecast rule's forecast.model; ScalePolicy the scale
-	// rule's settings the forecast policy ran with.
-	Model       string              `json:"model"`
-	ScalePolicy scalePolicySettings `json:"scale_policy"`
-	// Policies are the forecast policy's figures (one a level), the
-	// reactive's (one a target), and those of perfect foresight (a bound,
-	// not a policy).
-	Policies []policyFigures `json:"policies"`
-	// Frontier is there when several levels or targets were replayed.
-	Frontier *scaleFrontier `json:"frontier,omitempty"`
-	// Trace is each decision of every forecast level, every reactive
-	// policy and foresight (--write-decisions).
-	Trace []scaleStep `json:"-"`
-}
-
-// scaleStep is one decision of a replay: at Time, the load of the step
-// that starts then, and what each policy asked for.
-type scaleStep struct {
-	Time time.Time
-	Load float64
-	// Forecast is the scale signal of each forecast level, in the order
-	// of the report's policies; Reactive the replicas each reactive
-	// policy asked for; WhatIf the scale signal of each what-if lane, in
-	// the order of the report's policies; and Foresight the replicas
-	// foresight asked for.
-	Forecast  []alerting.ScaleData
-	Reactive  []int
-	WhatIf    []alerting.ScaleData
-	Foresight int
-}
-
-// scaleFrontier sets each policy against the other at the other's
-// figures: the forecast policy within the first reactive row's
-// replica-minutes, and the reactive policy within the first forecast
-// row's under-provisioned minutes.
-type scaleFrontier struct {
-	// ForecastWithin is the forecast row short the fewest minutes among
-	// those paying at most the first reactive row's replica-minutes;
-	// CheapestForecast the forecast row paying the least, when none does.
-	ForecastWithin   *policyFigures `json:"forecast_within_reactive_replica_minutes,omitempty"`
-	CheapestForecast *policyFigures `json:"cheapest_forecast,omitempty"`
-	// ReactiveWithin is the reactive row paying the fewest replica-minutes
-	// among those short at most as many minutes as the first forecast
-	// row; LeastShortReactive the reactive row short the fewest minutes,
-	// when none is.
-	ReactiveWithin     *policyFigures `json:"reactive_within_forecast_under_minutes,omitempty"`
-	LeastShortReactive *policyFigures `json:"least_short_reactive,omitempty"`
-	// ReactiveAtCost is the reactive row short the fewest minutes among
-	// those paying at most the first forecast row's replica-minutes: the
-	// reactive policy at the forecast's cost (nil: every one pays more).
-	ReactiveAtCost *policyFigures `json:"reactive_within_forecast_replica_minutes,omitempty"`
-}
-
-// scalePolicySettings are the scale rule's keys a replay ran with, so a
-// report says what it replayed.
-type scalePolicySettings struct {
-	HoldSeconds              float64 `json:"hold_seconds"`
-	ScaleDownMargin          float64 `json:"scale_down_margin"`
-	ScaleDownStableIntervals int     `json:"scale_down_stable_intervals"`
-	CooldownSeconds          float64 `json:"cooldown_seconds"`
-	MinReplicas              int     `json:"min_replicas"`
-	MaxReplicas              int     `json:"max_replicas"` // 0: none
-}
-
-type policyFigures struct {
-	Policy         string  `json:"policy"`
-	ReplicaMinutes float64 `json:"replica_minutes"`
-	UnderMinutes   float64 `json:"under_provisioned_minutes"`
-	WorstShortfall float64 `json:"worst_shortfall"`
-	Changes        int     `json:"scale_changes"`
-	Minutes        float64 `json:"minutes"`
-	UnknownMinutes float64 `json:"unknown_minutes,omitempty"`
-	// FallbackDecisions counts the forecast policy's decisions on a
-	// forecast that fell back for lack of history.
-	FallbackDecisions int `json:"fallback_decisions,omitempty"`
-	// Level is a forecast or what-if row's forecast.level, ErrorScale a
-	// what-if row's scale of the forecast's errors; HPATarget and
-	// HPAWindowSecs a reactive row's target and scale-down window.
-	Level         float64 `json:"level,omitempty"`
-	ErrorScale    float64 `json:"error_scale,omitempty"` // on a what-if row, absent: 0, a perfect forecast
-	HPATarget     float64 `json:"hpa_target,omitempty"`
-	HPAWindowSecs float64 `json:"hpa_window_seconds,omitempty"` // absent: 0, none
-}
-
-// name is the row's name: its policy, and its level or target (and
-// window, when several were replayed) when the report replayed several.
-func (p policyFigures) name(rep *scaleReport) string {
-	if p.Policy == "what-if" {
-		s := "what-if (errors ×" + strconv.FormatFloat(p.ErrorScale, 'g', -1, 64)
-		if rep.severalLevels() {
-			s += ", level " + strconv.FormatFloat(p.Level, 'g', -1, 64)
-		}
-		return s + ")"
-	}
-	if rep.Frontier == nil {
-		return p.Policy
-	}
-	switch {
-	case p.Level > 0:
-		return p.Policy + " (level " + strconv.FormatFloat(p.Level, 'g', -1, 64) + ")"
-	case p.HPATarget > 0:
-		s := p.Policy + " (target " + strconv.FormatFloat(p.HPATarget, 'g', -1, 64)
-		if rep.severalWindows() {
-			s += ", window " + dur.Format(time.Duration(p.HPAWindowSecs*float64(time.Second)))
-		}
-		return s + ")"
-	}
-	return p.Policy
-}
-
-// severalLevels reports whether the report replayed more than one
-// forecast level.
-func (rep *scaleReport) severalLevels() bool {
-	n := 0
-	for _, p := range rep.Policies {
-		if p.Policy == "forecast" {
-			n++
-		}
-	}
-	return n > 1
-}
-
-// severalWindows reports whether the reactive rows replayed more than one
-// scale-down window.
-func (rep *scaleReport) severalWindows() bool {
-	for _, p := range rep.Policies {
-		if p.Policy == "reactive" && p.HPAWindowSecs != rep.HPAWindowSecs {
-			return true
-		}
-	}
-	return false
-}
-
-// frontier compares the rows of several levels or targets (nil for one
-// of each), as capacity.Compare sets them against each other.
-func frontier(rows []policyFigures) *scaleFrontier {
-	var fs, rs []*policyFigures
-	var fp, rp []capacity.Point
-	for i := range rows {
-		p := &rows[i]
-		switch p.Policy {
-		case "forecast":
-			fs, fp = append(fs, p), append(fp, p.point())
-		case "reactive":
-			rs, rp = append(rs, p), append(rp, p.point())
-		}
-	}
-	if len(fs) == 0 || len(rs) == 0 || (len(fs) == 1 && len(rs) == 1) {
-		return nil
-	}
-	pick := func(ps []*policyFigures, i int) *policyFigures {
-		if i < 0 {
-			return nil
-		}
-		c := *ps[i]
-		return &c
-	}
-	fr := capacity.Compare(fp, rp)
-	return &scaleFrontier{ForecastWithin: pick(fs, fr.ForecastWithin), CheapestForecast: pick(fs, fr.CheapestForecast),
-		ReactiveWithin: pick(rs, fr.ReactiveWithin), LeastShortReactive: pick(rs, fr.LeastShortReactive), ReactiveAtCost: pick(rs, fr.ReactiveAtCost)}
-}
-
-func (p policyFigures) point() capacity.Point {
-	return capacity.Point{ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes}
-}
-
-// whatIfAtCost returns, for each scale of the errors among the what-if
-// rows (in their order), the row capacity.AtCost picks within r's
-// replica-minutes.
-func whatIfAtCost(rows []policyFigures, r *policyFigures) []policyFigures {
-	var scales []float64
-	byScale := map[float64][]policyFigures{}
-	for _, p := range rows {
-		if p.Policy != "what-if" {
-			continue
-		}
-		if _, ok := byScale[p.ErrorScale]; !ok {
-			scales = append(scales, p.ErrorScale)
-		}
-		byScale[p.ErrorScale] = append(byScale[p.ErrorScale], p)
-	}
-	var out []policyFigures
-	for _, f := range scales {
-		ps := byScale[f]
-		points := make([]capacity.Point, len(ps))
-		for i, p := range ps {
-			points[i] = p.point()
-		}
-		i, _ := capacity.AtCost(points, r.ReplicaMinutes)
-		out = append(out, ps[i])
-	}
-	return out
-}
-
 // floatList parses a comma-separated list of numbers for flag, each of
 // which must satisfy ok (want says how), none twice.
 func floatList(flag, s string, ok func(float64) bool, want string) ([]float64, error) {
@@ -625,120 +382,6 @@ func floatList(flag, s string, ok func(float64) bool, want string) ([]float64, e
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// runScaleBacktest replays b: the forecast and scale rules through
-// rules.ReplayScale, the reactive policies and foresight on the load
-// itself, and capacity judges what each asked for.
-func runScaleBacktest(ctx context.Context, b scaleBacktest) (*scaleReport, error) {
-	n := len(b.Load)
-	if len(b.Levels) == 0 || len(b.Targets) == 0 || len(b.Windows) == 0 {
-		return nil, errors.New("no forecast level or no reactive target and window to replay")
-	}
-	if b.Warmup < 2 || b.Warmup >= n {
-		return nil, fmt.Errorf("a warm-up of %d steps leaves no decision in %d steps; want at least 2 steps of warm-up and one after", b.Warmup, n)
-	}
-	load := capacity.Load{Start: time.UnixMilli(b.T0), Step: b.Step, Values: b.Load}
-	rep := &scaleReport{Steps: n, StepSeconds: b.Step.Seconds(), WarmupSteps: b.Warmup, Decisions: n - b.Warmup,
-		Start:          load.At(b.Warmup).UTC().Format(time.RFC3339),
-		StartupSeconds: b.Startup.Seconds(), HorizonSeconds: b.Scale.Horizon.Seconds(), ForecastHorizonSeconds: b.Forecast.Horizon.Seconds(), HPAWindowSecs: b.Windows[0].Seconds(),
-		Model: b.Forecast.Model, ScalePolicy: scalePolicySettings{HoldSeconds: b.Scale.Hold.Seconds(), ScaleDownMargin: b.Scale.ScaleDownMargin,
-			ScaleDownStableIntervals: b.Scale.ScaleDownStableIntervals, CooldownSeconds: b.Scale.Cooldown.Seconds(),
-			MinReplicas: b.Scale.MinReplicas, MaxReplicas: b.Scale.MaxReplicas},
-		PeakLoad: load.Peak(b.Warmup)}
-	perReplica := b.Capacity
-	if perReplica <= 0 {
-		if b.PeakReplicas < 1 || rep.PeakLoad <= 0 {
-			return nil, fmt.Errorf("no capacity: give one, or a peak load above 0 and a number of replicas at the peak (the peak is %g)", rep.PeakLoad)
-		}
-		perReplica = rep.PeakLoad / float64(b.PeakReplicas)
-		rep.CapacityFrom = fmt.Sprintf("the peak load %.4g req/s over %d replicas", rep.PeakLoad, b.PeakReplicas)
-	}
-	rep.Capacity = perReplica
-	// Every policy starts with what the last warm-up step needed, serving.
-	n0 := capacity.Needed(b.Load[b.Warmup-1], perReplica, b.Scale.MinReplicas, b.Scale.MaxReplicas)
-
-	sc := b.Scale
-	sc.CapacityPerReplica, sc.Startup = perReplica, b.Startup
-	lanes, err := rules.ReplayScale(ctx, rules.ScaleReplayOptions{Load: load, Parts: b.Parts, Warmup: b.Warmup, Forecast: b.Forecast, Scale: sc,
-		Levels: b.Levels, ErrorScales: b.ErrorScales, Replicas: n0})
-	if err != nil {
-		return nil, err
-	}
-	var reactive [][]int
-	for _, window := range b.Windows {
-		for _, target := range b.Targets {
-			p := b.Reactive
-			p.Target, p.ScaleDownWindow = target, window
-			asks := capacity.Reactive(load, b.Warmup, n0, perReplica, p)
-			reactive = append(reactive, asks)
-			f := figures("reactive", capacity.Serve(load, b.Warmup, asks, n0, perReplica, b.Startup))
-			f.HPATarget, f.HPAWindowSecs = target, window.Seconds()
-			rep.Policies = append(rep.Policies, f)
-		}
-	}
-	var forecastRows, whatIfRows []policyFigures
-	for _, l := range lanes {
-		f := figures("forecast", capacity.Serve(load, b.Warmup, l.Asks(), n0, perReplica, b.Startup))
-		f.Level, f.FallbackDecisions = l.Level, l.Fallbacks
-		if l.WhatIf {
-			f.Policy, f.ErrorScale = "what-if", l.ErrorScale
-			whatIfRows = append(whatIfRows, f)
-		} else {
-			forecastRows = append(forecastRows, f)
-		}
-	}
-	rep.Policies = append(append(forecastRows, rep.Policies...), whatIfRows...)
-	foresight := capacity.Foresight(load, b.Warmup, perReplica, b.Startup, b.Scale.MinReplicas, b.Scale.MaxReplicas)
-	rep.Policies = append(rep.Policies, figures("foresight", capacity.Serve(load, b.Warmup, foresight, foresight[0], perReplica, b.Startup)))
-	rep.Frontier = frontier(rep.Policies)
-	if b.Trace {
-		rep.Trace = make([]scaleStep, n-b.Warmup)
-		for j := range rep.Trace {
-			s := scaleStep{Time: load.At(b.Warmup + j), Load: b.Load[b.Warmup+j], Foresight: foresight[j]}
-			for _, l := range lanes {
-				if l.WhatIf {
-					s.WhatIf = append(s.WhatIf, l.Signals[j])
-				} else {
-					s.Forecast = append(s.Forecast, l.Signals[j])
-				}
-			}
-			for _, asks := range reactive {
-				s.Reactive = append(s.Reactive, asks[j])
-			}
-			rep.Trace[j] = s
-		}
-	}
-	return rep, nil
-}
-
-// figures are a policy's row of the report.
-func figures(policy string, p capacity.Provisioning) policyFigures {
-	return policyFigures{Policy: policy, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, WorstShortfall: p.WorstShortfall,
-		Changes: p.Changes, Minutes: p.Minutes, UnknownMinutes: p.UnknownMinutes}
-}
-
-// average averages each k steps of s into one (NaN when one of them is).
-func average(s *ingest.EvenSeries, k int) *ingest.EvenSeries {
-	out := &ingest.EvenSeries{Start: s.Start, Step: s.Step * time.Duration(k), Values: averageSlice(s.Values, k)}
-	for _, v := range out.Values {
-		if !num.Finite(v) {
-			out.Gaps++
-		}
-	}
-	return out
-}
-
-func averageSlice(y []float64, k int) []float64 {
-	out := make([]float64, 0, len(y)/k)
-	for i := 0; i+k <= len(y); i += k {
-		sum := 0.0
-		for _, v := range y[i : i+k] {
-			sum += v
-		}
-		out = append(out, sum/float64(k))
-	}
-	return out
 }
 
 func writeReplayedSeries(path string, s *ingest.EvenSeries) error {
@@ -761,7 +404,7 @@ func writeReplayedSeries(path string, s *ingest.EvenSeries) error {
 // and each other's after the reason, its columns named with its level, or
 // its target and window, then each what-if lane's, named with its level
 // and its scale of the errors.
-func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) error {
+func writeScaleTrace(path string, trace []rules.ScaleStep, policies []rules.PolicyFigures) error {
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	var levels, whatIfs []string
 	var reactives []string
@@ -821,7 +464,7 @@ func writeScaleTrace(path string, trace []scaleStep, policies []policyFigures) e
 	return nil
 }
 
-func writeScaleText(w io.Writer, rep *scaleReport) {
+func writeScaleText(w io.Writer, rep *rules.ScaleReport) {
 	fmt.Fprintf(w, "backtest scale of %s\n", rep.Input)
 	d := func(secs float64) string { return dur.Format(time.Duration(secs * float64(time.Second))) }
 	fmt.Fprintf(w, "  %d steps of %s; %d decisions from %s after a warm-up of %d steps\n",
@@ -844,9 +487,9 @@ func writeScaleText(w io.Writer, rep *scaleReport) {
 		rep.Model, d(sp.HoldSeconds), sp.ScaleDownMargin, sp.ScaleDownStableIntervals, d(sp.CooldownSeconds), replicas)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\treplica-minutes\tunder-provisioned minutes\tworst shortfall (req/s)\tscale changes\t")
-	var f, r *policyFigures
+	var f, r *rules.PolicyFigures
 	for i, p := range rep.Policies {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.4g\t%d\t\n", p.name(rep), p.ReplicaMinutes, p.UnderMinutes, p.WorstShortfall, p.Changes)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.4g\t%d\t\n", p.Name(rep), p.ReplicaMinutes, p.UnderMinutes, p.WorstShortfall, p.Changes)
 		switch {
 		case p.Policy == "forecast" && f == nil:
 			f = &rep.Policies[i]
@@ -855,35 +498,35 @@ func writeScaleText(w io.Writer, rep *scaleReport) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n%s / %s: replica-minutes %s, under-provisioned minutes %s\n", f.name(rep), r.name(rep), ratio(f.ReplicaMinutes, r.ReplicaMinutes), ratio(f.UnderMinutes, r.UnderMinutes))
+	fmt.Fprintf(w, "\n%s / %s: replica-minutes %s, under-provisioned minutes %s\n", f.Name(rep), r.Name(rep), ratio(f.ReplicaMinutes, r.ReplicaMinutes), ratio(f.UnderMinutes, r.UnderMinutes))
 	if fr := rep.Frontier; fr != nil {
 		if p := fr.ForecastWithin; p != nil {
 			fmt.Fprintf(w, "within %s's %.0f replica-minutes, %s is short least: %.0f replica-minutes (%s), %.0f under-provisioned minutes (%s)\n",
-				r.name(rep), r.ReplicaMinutes, p.name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, r.ReplicaMinutes), p.UnderMinutes, ratio(p.UnderMinutes, r.UnderMinutes))
+				r.Name(rep), r.ReplicaMinutes, p.Name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, r.ReplicaMinutes), p.UnderMinutes, ratio(p.UnderMinutes, r.UnderMinutes))
 		} else if p := fr.CheapestForecast; p != nil {
 			fmt.Fprintf(w, "no forecast level replayed stays within %s's %.0f replica-minutes; the cheapest, %s, pays %.0f (%s) and is short %.0f minutes (%s)\n",
-				r.name(rep), r.ReplicaMinutes, p.name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, r.ReplicaMinutes), p.UnderMinutes, ratio(p.UnderMinutes, r.UnderMinutes))
+				r.Name(rep), r.ReplicaMinutes, p.Name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, r.ReplicaMinutes), p.UnderMinutes, ratio(p.UnderMinutes, r.UnderMinutes))
 		}
 		if p := fr.ReactiveAtCost; p != nil {
 			fmt.Fprintf(w, "within %s's %.0f replica-minutes, %s is short least: %.0f replica-minutes, %.0f under-provisioned minutes; the forecast is short %s as often\n",
-				f.name(rep), f.ReplicaMinutes, p.name(rep), p.ReplicaMinutes, p.UnderMinutes, ratio(f.UnderMinutes, p.UnderMinutes))
+				f.Name(rep), f.ReplicaMinutes, p.Name(rep), p.ReplicaMinutes, p.UnderMinutes, ratio(f.UnderMinutes, p.UnderMinutes))
 		} else {
-			fmt.Fprintf(w, "every reactive target replayed pays more than %s's %.0f replica-minutes\n", f.name(rep), f.ReplicaMinutes)
+			fmt.Fprintf(w, "every reactive target replayed pays more than %s's %.0f replica-minutes\n", f.Name(rep), f.ReplicaMinutes)
 		}
 		if p := fr.ReactiveWithin; p != nil {
 			fmt.Fprintf(w, "short at most %s's %.0f minutes, %s pays least: %.0f replica-minutes, %s of the forecast's\n",
-				f.name(rep), f.UnderMinutes, p.name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, f.ReplicaMinutes))
+				f.Name(rep), f.UnderMinutes, p.Name(rep), p.ReplicaMinutes, ratio(p.ReplicaMinutes, f.ReplicaMinutes))
 		} else if p := fr.LeastShortReactive; p != nil {
 			fmt.Fprintf(w, "no reactive target replayed is short at most %s's %.0f minutes; the least short, %s, is short %.0f minutes and pays %.0f replica-minutes, %s of the forecast's\n",
-				f.name(rep), f.UnderMinutes, p.name(rep), p.UnderMinutes, p.ReplicaMinutes, ratio(p.ReplicaMinutes, f.ReplicaMinutes))
+				f.Name(rep), f.UnderMinutes, p.Name(rep), p.UnderMinutes, p.ReplicaMinutes, ratio(p.ReplicaMinutes, f.ReplicaMinutes))
 		}
 	}
-	for _, p := range whatIfAtCost(rep.Policies, r) {
+	for _, p := range rules.WhatIfAtCost(rep.Policies, r) {
 		verb := "stays within"
 		if p.ReplicaMinutes > r.ReplicaMinutes {
 			verb = "is the cheapest, none staying within"
 		}
-		fmt.Fprintf(w, "%s %s %s's %.0f replica-minutes: %.0f (%s), short %.0f minutes (%s)\n", p.name(rep), verb, r.name(rep), r.ReplicaMinutes,
+		fmt.Fprintf(w, "%s %s %s's %.0f replica-minutes: %.0f (%s), short %.0f minutes (%s)\n", p.Name(rep), verb, r.Name(rep), r.ReplicaMinutes,
 			p.ReplicaMinutes, ratio(p.ReplicaMinutes, r.ReplicaMinutes), p.UnderMinutes, ratio(p.UnderMinutes, r.UnderMinutes))
 	}
 	if f.FallbackDecisions > 0 {
@@ -902,18 +545,4 @@ func ratio(a, b float64) string {
 		return "n/a (reactive 0)"
 	}
 	return strconv.FormatFloat(a/b, 'f', 3, 64)
-}
-
-// nonNegativeLoad refuses a load below 0, naming its time: a request rate
-// cannot be negative, and a replay that took one as no load would judge
-// the policies on a series that is not traffic.
-func nonNegativeLoad(name string, s *ingest.EvenSeries) error {
-	for i, v := range s.Values {
-		if v < 0 {
-			at := time.UnixMilli(s.Start + int64(i)*s.Step.Milliseconds()).UTC()
-			return fmt.Errorf("%s: the load at %s (unix %d) is %g; a request rate cannot be negative (a counter reset taken as a rate?)",
-				name, at.Format(time.RFC3339), at.Unix(), v)
-		}
-	}
-	return nil
 }

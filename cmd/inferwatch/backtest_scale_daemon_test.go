@@ -22,32 +22,14 @@ import (
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
-// TestBacktestScaleDecidesAsTheDaemon: `backtest scale` says it replays a
-// series through the forecast and scale rules as the daemon would. Four
-// days of ServeGen's m-small traffic (10-minute steps) are replayed by the
-// command with its defaults, and served from a store in memory to the
-// daemon's rules manager, built from a configuration that sets no more
-// than the command does (a forecast rule's expr and step, a scale rule's
-// forecast, replicas and capacity: every other setting, the horizons
-// among them, the daemon's default) and evaluated once a step on a clock
-// stepped through those days:
-// the aggregate (--input; a forecast rule on it), and its 43 clients
-// (--sum-of; a forecast rule with sum_by). Each of the daemon's 432 scale
-// signals must ask for the replicas the replay's decision at that step
-// asked for, on the same forecast, for the same reason (the hold and the
-// hysteresis included). So must its 1005 signals a minute on GenTD26's
-// generative requests, and its 265 signals every ten seconds on an hour of
-// Mooncake's conversation log.
-//
-// A rate in the store is stamped at the end of the step it measures (the
-// load over [t − step, t) at t); the replay's file at its start. The
-// daemon evaluates 10 s (half a step, if shorter) past its evaluation
-// delay after each step ends.
+// Each scale signal of the daemon's rules, on a stepped clock over the shared traces, is the replay's decision at that step.
 func TestBacktestScaleDecidesAsTheDaemon(t *testing.T) {
 	dir := sharedFile(t, "servegen")
 	const n = 4 * 144
+	// Four days of ServeGen's m-small traffic at 10-minute steps, the
+	// aggregate and its 43 clients.
 	t.Run("aggregate", func(t *testing.T) {
-		s, err := readSeries(dir+"/aggregate_rate_language_m-small.csv", readOptions{}, 0, false)
+		s, err := readSeries(dir+"/aggregate_rate_language_m-small.csv", ingest.RowsOptions{}, 0, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +102,7 @@ func decidesAsTheDaemon(t *testing.T, metric string, parts [][]float64, sumOf bo
 	if code := cmdBacktestScale(context.Background(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("backtest scale: exit %d: %s", code, stderr.String())
 	}
-	var rep scaleReport
+	var rep rules.ScaleReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +112,10 @@ func decidesAsTheDaemon(t *testing.T, metric string, parts [][]float64, sumOf bo
 			n-rep.WarmupSteps, horizon)
 	}
 
-	// The daemon, on the same samples stamped at their steps' ends.
+	// The daemon, on the same samples stamped at their steps' ends (the
+	// load over [t − step, t) at t; the replay's file stamps it at t −
+	// step). It evaluates 10 s (half a step, if shorter) past its
+	// evaluation delay after each step ends.
 	store := rules.NewMemoryStore()
 	series := func(query, name string, ls ingest.Labels, vs []float64) {
 		var ts []int64

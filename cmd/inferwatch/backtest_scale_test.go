@@ -11,16 +11,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/inferwatch/inferwatch/ingest"
+	"github.com/inferwatch/inferwatch/rules"
 )
 
 // runScale runs backtest scale with --json and decodes the report.
-func runScale(t *testing.T, args ...string) scaleReport {
+func runScale(t *testing.T, args ...string) rules.ScaleReport {
 	t.Helper()
 	code, out, errOut := runCmd(t, context.Background(), append([]string{"backtest", "scale", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d, stderr:\n%s", args, code, errOut)
 	}
-	var rep scaleReport
+	var rep rules.ScaleReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: output is not the report: %v\n%s", args, err, out)
 	}
@@ -30,34 +33,7 @@ func runScale(t *testing.T, args ...string) scaleReport {
 	return rep
 }
 
-// TestBacktestScaleSpike replays four hours at one-minute steps of 5 req/s
-// with a spike to 35 req/s in minutes 30–39 of each hour, at 10 req/s a
-// replica and a start-up of 3 minutes. The seasonal naive forecast of a
-// series that repeats every hour is exact, so every figure can be worked
-// out by hand over the two hours after the two-hour warm-up (minutes
-// 120–239, spikes at 150 and 210):
-//
-//   - forecast, without a hold (--hold 0s): the horizon is a step plus the
-//     start-up, 4 minutes. At 147
-//     the window 147–150 holds the spike: 4 replicas, ready at 150, so no
-//     minute is short. From 160 the window asks for 1; the third such
-//     decision in a row, at 162, steps down. 3 more replicas for 15
-//     minutes a spike: 120 + 2·45 = 210 replica-minutes, 4 changes.
-//   - reactive: at 151 it sees the 35 of minute 150 and asks for 4, ready
-//     at 154: minutes 150–153 run 35 req/s on one replica, short by 25.
-//     From 161 it is asked for 1, but 4 stays the highest recommendation
-//     of the last five minutes until 165: 3 more replicas for 14 minutes a
-//     spike, 120 + 2·42 = 204 replica-minutes, 8 minutes short, 4 changes.
-//   - foresight: as the forecast, but down at once at 160: 120 + 2·39 =
-//     198 replica-minutes.
-//   - forecast with the default hold of 30 minutes: a decision at k also
-//     asks for what the highest load of minutes k−30 to k−1 needs. At 120
-//     that is the warm-up's spike at 90–99: up to 4 (ready at 123, no
-//     minute short), held until the spike leaves the hold at 130, down at
-//     the third decision asking for fewer, 132. Up at 147 as before, then
-//     held until 190 and down at 192; up at 207 and held to the end, 240.
-//     3 more replicas for 12 + 45 + 33 minutes: 120 + 3·90 = 390
-//     replica-minutes, 5 changes.
+// An hourly spike (5 → 35 req/s, minutes 30–39) on an exact seasonal naive forecast: every figure worked out by hand.
 func TestBacktestScaleSpike(t *testing.T) {
 	var ts []int64
 	var vs []float64
@@ -69,14 +45,24 @@ func TestBacktestScaleSpike(t *testing.T) {
 		ts = append(ts, t0+int64(i)*60_000)
 		vs = append(vs, v)
 	}
+	// 10 req/s a replica, a start-up of 3 minutes; judged over minutes
+	// 120–239 after a two-hour warm-up, spikes at 150 and 210.
 	file := writeSeriesCSV(t, t.TempDir(), "spike.csv", ts, vs)
 	rep := runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.Decisions != 120 || rep.HorizonSeconds != 240 || rep.Capacity != 10 || rep.PeakLoad != 35 {
 		t.Errorf("report %+v", rep)
 	}
-	want := []policyFigures{
+	want := []rules.PolicyFigures{
+		// The horizon is a step and the start-up, 4 minutes: at 147 the
+		// window 147–150 holds the spike, 4 replicas ready at 150; from
+		// 160 it asks for 1, and the third such decision, at 162, steps
+		// down. 3 more replicas for 15 minutes a spike: 120 + 2·45.
 		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120, Level: 0.9},
+		// At 151 it sees minute 150 and asks for 4, ready at 154: minutes
+		// 150–153 short by 25. 4 stays the highest recommendation of the
+		// last five minutes until 165: 120 + 2·42, 8 minutes short.
 		{Policy: "reactive", ReplicaMinutes: 204, UnderMinutes: 8, WorstShortfall: 25, Changes: 4, Minutes: 120, HPATarget: 1, HPAWindowSecs: 300},
+		// As the forecast, but down at once at 160: 120 + 2·39.
 		{Policy: "foresight", ReplicaMinutes: 198, Changes: 4, Minutes: 120},
 	}
 	for i, w := range want {
@@ -109,7 +95,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	half.ReplicaMinutes, half.HPATarget = 288, 0.5
 	atHalf := want[0]
 	atHalf.Level = 0.5
-	want = []policyFigures{want[0], atHalf, want[1], half, want[2]}
+	want = []rules.PolicyFigures{want[0], atHalf, want[1], half, want[2]}
 	if len(rep.Policies) != len(want) {
 		t.Fatalf("policies %+v", rep.Policies)
 	}
@@ -146,7 +132,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// 120 + 2·30 = 180 replica-minutes, as short as with the window.
 	code, out, _ = runCmd(t, context.Background(), "backtest", "scale", "--json", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
 		"--hpa-window", "5m, 0s")
-	rep = scaleReport{}
+	rep = rules.ScaleReport{}
 	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Policies) != 4 {
 		t.Fatalf("two windows: exit %d, %v:\n%s", code, err, out)
 	}
@@ -166,7 +152,10 @@ func TestBacktestScaleSpike(t *testing.T) {
 		t.Errorf("two windows: the rows are not named by their window:\n%s", out)
 	}
 
-	// With the default hold.
+	// With the default hold of 30 minutes a decision also asks for what the
+	// last half hour needed: up at 120 for the warm-up's spike at 90–99,
+	// down at 132; up at 147, down at 192; up at 207 to the end. 3 more
+	// replicas for 12 + 45 + 33 minutes: 120 + 3·90, 5 changes.
 	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
 	held := want[0] // want is now the rows of the lists: forecast at 0.9 first, reactive at 1 third
 	held.ReplicaMinutes, held.Changes = 390, 5
@@ -210,12 +199,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	}
 }
 
-// TestBacktestScaleSharedTraces replays the shared ServeGen and GenTD26
-// traffic, when present, and checks what must hold of any replay: the
-// policies are judged over the same minutes, the figures are within their
-// bounds, the replicas paid for carry the load but for the shortfalls
-// counted (replica-minutes × capacity ≥ the requests served less the
-// worst shortfall over the minutes short), and foresight is never short.
+// On the shared traces every policy is judged over the same minutes, its replicas carry the load but for the shortfalls counted, and foresight is never short.
 func TestBacktestScaleSharedTraces(t *testing.T) {
 	data := sharedFile(t, "")
 	runs := map[string][]string{
@@ -389,105 +373,6 @@ func TestBacktestScaleWritesEveryLane(t *testing.T) {
 	}
 }
 
-// TestWhatIfAtCost checks the what-if row picked for each scale of the
-// errors: short least within the reactive row's replica-minutes, the
-// cheaper of equals, else the cheapest.
-func TestWhatIfAtCost(t *testing.T) {
-	w := func(scale, level, rm, under float64) policyFigures {
-		return policyFigures{Policy: "what-if", ErrorScale: scale, Level: level, ReplicaMinutes: rm, UnderMinutes: under}
-	}
-	r := policyFigures{Policy: "reactive", HPATarget: 1, ReplicaMinutes: 100, UnderMinutes: 50}
-	rows := []policyFigures{
-		{Policy: "forecast", Level: 0.9, ReplicaMinutes: 90, UnderMinutes: 1},
-		r,
-		// ×1: none within 100; the cheapest is level 0.5.
-		w(1, 0.9, 130, 5), w(1, 0.5, 110, 30),
-		// ×0.5: levels 0.5 and 0.2 within, short alike; 0.2 is cheaper.
-		w(0.5, 0.9, 120, 4), w(0.5, 0.5, 100, 20), w(0.5, 0.2, 95, 20),
-		// ×0: within beats a row short less that is not.
-		w(0, 0.9, 101, 0), w(0, 0.5, 99, 10),
-		{Policy: "foresight", ReplicaMinutes: 90},
-	}
-	got := whatIfAtCost(rows, &r)
-	want := []policyFigures{w(1, 0.5, 110, 30), w(0.5, 0.2, 95, 20), w(0, 0.5, 99, 10)}
-	if !slices.Equal(got, want) {
-		t.Errorf("got  %+v\nwant %+v", got, want)
-	}
-	if got := whatIfAtCost(rows[:2], &r); got != nil {
-		t.Errorf("no what-if rows: %+v", got)
-	}
-}
-
-// TestScaleFrontier checks the rows the frontier picks.
-func TestScaleFrontier(t *testing.T) {
-	f := func(level, rm, under float64) policyFigures {
-		return policyFigures{Policy: "forecast", Level: level, ReplicaMinutes: rm, UnderMinutes: under}
-	}
-	r := func(target, rm, under float64) policyFigures {
-		return policyFigures{Policy: "reactive", HPATarget: target, ReplicaMinutes: rm, UnderMinutes: under}
-	}
-	fo := policyFigures{Policy: "foresight", ReplicaMinutes: 90}
-	for _, tc := range []struct {
-		name                 string
-		rows                 []policyFigures
-		within, cheapest     *policyFigures
-		rWithin, rLeastShort *policyFigures
-		rAtCost              *policyFigures
-	}{
-		{name: "one of each", rows: []policyFigures{f(0.9, 120, 5), r(1, 100, 50), fo}},
-		{
-			// Within 100 replica-minutes: levels 0.5 (short 30) and 0.2
-			// (short 40); 0.5 is short least. Short at most level 0.9's 5
-			// minutes: targets 0.7 and 0.6 (both 5): 0.7 is cheaper.
-			name:    "both within",
-			rows:    []policyFigures{f(0.9, 120, 5), f(0.5, 100, 30), f(0.2, 95, 40), r(1, 100, 50), r(0.8, 115, 20), r(0.7, 130, 5), r(0.6, 140, 5), fo},
-			within:  &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 100, UnderMinutes: 30},
-			rWithin: &policyFigures{Policy: "reactive", HPATarget: 0.7, ReplicaMinutes: 130, UnderMinutes: 5},
-			// Within level 0.9's 120 replica-minutes: targets 1 and 0.8;
-			// 0.8 is short least.
-			rAtCost: &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
-		},
-		{
-			// Equal under-provisioned minutes within: the cheaper wins.
-			// Short at most 30 minutes: targets 0.9 and 0.8; 0.9 is cheaper.
-			name:    "tie on minutes short",
-			rows:    []policyFigures{f(0.9, 99, 30), f(0.5, 97, 30), r(1, 100, 50), r(0.9, 105, 30), r(0.8, 115, 20), fo},
-			within:  &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 97, UnderMinutes: 30},
-			rWithin: &policyFigures{Policy: "reactive", HPATarget: 0.9, ReplicaMinutes: 105, UnderMinutes: 30},
-		},
-		{
-			name:        "none within",
-			rows:        []policyFigures{f(0.9, 120, 5), f(0.5, 110, 30), r(1, 100, 50), r(0.8, 115, 20), fo},
-			cheapest:    &policyFigures{Policy: "forecast", Level: 0.5, ReplicaMinutes: 110, UnderMinutes: 30},
-			rLeastShort: &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
-			rAtCost:     &policyFigures{Policy: "reactive", HPATarget: 0.8, ReplicaMinutes: 115, UnderMinutes: 20},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fr := frontier(tc.rows)
-			if tc.within == nil && tc.cheapest == nil && tc.rWithin == nil && tc.rLeastShort == nil && tc.rAtCost == nil {
-				if fr != nil {
-					t.Errorf("frontier %+v; want none", fr)
-				}
-				return
-			}
-			if fr == nil {
-				t.Fatal("no frontier")
-			}
-			same := func(what string, got, want *policyFigures) {
-				if (got == nil) != (want == nil) || (got != nil && *got != *want) {
-					t.Errorf("%s: %+v; want %+v", what, got, want)
-				}
-			}
-			same("forecast within", fr.ForecastWithin, tc.within)
-			same("cheapest forecast", fr.CheapestForecast, tc.cheapest)
-			same("reactive within", fr.ReactiveWithin, tc.rWithin)
-			same("least short reactive", fr.LeastShortReactive, tc.rLeastShort)
-			same("reactive at the forecast's cost", fr.ReactiveAtCost, tc.rAtCost)
-		})
-	}
-}
-
 // TestBacktestScaleListErrors: a bad list item, or a policy flag out of
 // range, is refused with the flag and the value named.
 func TestBacktestScaleListErrors(t *testing.T) {
@@ -518,11 +403,11 @@ func TestBacktestScaleListErrors(t *testing.T) {
 
 func readBack(t *testing.T, path string) []float64 {
 	t.Helper()
-	in, err := readDetectInput(path, readOptions{})
+	in, err := ingest.ReadRows(path, ingest.RowsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in.vs
+	return in.Values
 }
 
 // TestBacktestScaleRefusesNegativeLoad: a negative request rate is bad
@@ -580,11 +465,11 @@ func TestBacktestScaleReportsItsPolicy(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep scaleReport
+	var rep rules.ScaleReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	want := scalePolicySettings{HoldSeconds: 2700, ScaleDownMargin: 0.05, ScaleDownStableIntervals: 2, CooldownSeconds: 0, MinReplicas: 1, MaxReplicas: 6}
+	want := rules.ScalePolicySettings{HoldSeconds: 2700, ScaleDownMargin: 0.05, ScaleDownStableIntervals: 2, CooldownSeconds: 0, MinReplicas: 1, MaxReplicas: 6}
 	if rep.Model != "naive" || rep.ScalePolicy != want {
 		t.Errorf("model %q, scale policy %+v; want naive, %+v", rep.Model, rep.ScalePolicy, want)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/analysis/nab"
+	"github.com/inferwatch/inferwatch/rules"
 )
 
 // nabLayout writes a two-file corpus in NAB's layout: withAnomaly/a.csv has
@@ -251,22 +252,15 @@ func TestBacktestNABRowsSteppingBack(t *testing.T) {
 	}
 }
 
-// TestBacktestNABLeaveOneCategoryOut chooses auto's K and P (the band's
-// width and the tail probability of the bins' extremes) and whether the
-// phase test runs, on every category of the shared subset but one, through
-// the daemon's evaluation (as backtest does), and scores the category left
-// out with them, for each category with windows. The choice made without a
-// category must score it at least 55, and the categories left out, scored
-// together, at least 65. (Now 77.94, 70.85 and 78.82, together 73.93,
-// with K 3, P 0.015 and the phase test chosen every time. When written,
-// with the tail quantiles read at (k−1)/(n−1): 76.11, 60.87 and 77.37,
-// together 67.32, P chosen from 0.005 to 0.015. The subset's score is
-// flat from 0.009 to 0.015 and the choice among them is noise. The
-// defaults, K 3 and P 0.009, were set by reasoning: see analysis.Auto.)
+// auto's K, P and phase test chosen without a category score it at least 55 (at least 65 for all of them left out in turn).
 func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 	dataDir := sharedFile(t, "nab/data")
 	windowsFile := filepath.Join(nabData, "labels/combined_windows.json")
-	windows, err := readNABWindows(windowsFile)
+	data, err := os.ReadFile(windowsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows, err := nab.ParseWindows(data, windowsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +270,7 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 	}
 	type candidate struct {
 		name string
-		runs []nabRun
+		runs []rules.NABRun
 	}
 	var cands []candidate
 	def := -1
@@ -284,7 +278,7 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 		for _, p := range []string{"0.005", "0.009", "0.015"} {
 			for _, phase := range []string{"on", "off"} {
 				params := map[string]string{"k": k, "p": p, "phase": phase}
-				runs, err := runNAB(context.Background(), dataDir, keys, windows, replayRule{detector: "auto", params: params}, nil)
+				runs, err := rules.ReplayNAB(context.Background(), dataDir, keys, windows, rules.SeriesRule{Detector: "auto", Params: params}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -295,14 +289,14 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 			}
 		}
 	}
-	score := func(runs []nabRun, keep func(category string) bool) nabLine {
-		var sub []nabRun
+	score := func(runs []rules.NABRun, keep func(category string) bool) nab.Line {
+		var sub []nab.Run
 		for _, r := range runs {
-			if keep(r.category) {
-				sub = append(sub, r)
+			if keep(r.Category) {
+				sub = append(sub, r.Run)
 			}
 		}
-		s, err := scoreNABLines(nab.Standard, sub, func(r nabRun) []bool { return r.anomalous })
+		s, err := nab.ScoreTable(nab.Standard, sub, func(r nab.Run) []bool { return r.Anomalous })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,8 +304,8 @@ func TestBacktestNABLeaveOneCategoryOut(t *testing.T) {
 	}
 	var cats []string
 	for _, r := range cands[0].runs {
-		if len(r.file.Windows()) > 0 && !slices.Contains(cats, r.category) {
-			cats = append(cats, r.category)
+		if len(r.File.Windows()) > 0 && !slices.Contains(cats, r.Category) {
+			cats = append(cats, r.Category)
 		}
 	}
 	var held nab.Result

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/inferwatch/inferwatch/alerting"
@@ -188,108 +185,14 @@ func correlate(o correlateOptions) (correlateResult, error) {
 // interval.
 const minSeriesPoints = 3
 
-// readOneSeries reads the file with ingest.ReadFile and returns the one
-// series it holds, or the one the selector picks, with its non-finite
-// samples dropped and in time order. flagName names the selector flag in
-// messages. Every error names the file.
+// readOneSeries reads the file's one series (ingest.ReadOne), or the one
+// the selector flagName gives picks, with at least minSeriesPoints finite
+// samples.
 func readOneSeries(file, selector, flagName string) (ingest.Series, inputInfo, error) {
-	info := inputInfo{File: file}
-	var sel *ingest.Selector
-	if selector != "" {
-		var err error
-		if sel, err = ingest.ParseSelector(selector); err != nil {
-			return ingest.Series{}, info, fmt.Errorf("%s %s", flagName, err)
-		}
-	}
-	all, err := ingest.ReadFile(file)
-	if err != nil {
-		return ingest.Series{}, info, err
-	}
-	ss := all
-	if sel != nil {
-		ss = nil
-		for _, s := range all {
-			if sel.Matches(s.Labels) {
-				ss = append(ss, s)
-			}
-		}
-	}
-	switch {
-	case len(all) == 0:
-		return ingest.Series{}, info, fmt.Errorf("%s: holds no series", file)
-	case len(ss) == 0:
-		return ingest.Series{}, info, fmt.Errorf("%s: no series matches %s %s; the file holds %d series: %s",
-			file, flagName, selector, len(all), seriesList(all))
-	case len(ss) > 1 && sel != nil:
-		return ingest.Series{}, info, fmt.Errorf("%s: %d series match %s %s, need exactly one: %s; narrow the selector",
-			file, len(ss), flagName, selector, seriesList(ss))
-	case len(ss) > 1:
-		return ingest.Series{}, info, fmt.Errorf("%s: holds %d series, need exactly one: %s; pick one with %s SELECTOR, e.g. %s '%s'",
-			file, len(ss), seriesList(ss), flagName, flagName, ss[0].Labels)
-	}
-	s := ss[0]
-	info.Series = s.Labels.String()
-	info.Dropped = s.Clean().Total()
-	sortSeries(&s)
-	info.Samples = len(s.Values)
-	if len(s.Values) < minSeriesPoints {
-		return s, info, fmt.Errorf("%s: series %s has %d finite sample%s (%d dropped as NaN, Inf or stale), need at least %d",
-			file, info.Series, len(s.Values), pluralS(len(s.Values)), info.Dropped, minSeriesPoints)
-	}
-	info.medianStep = medianSpacing(s.Timestamps)
-	info.MedianStepSeconds = float64(info.medianStep) / 1000
-	if info.medianStep == 0 {
-		return s, info, fmt.Errorf("%s: series %s has all of its %d samples at one timestamp", file, info.Series, len(s.Values))
-	}
-	return s, info, nil
-}
-
-// sortSeries puts the samples in time order when they are not already.
-func sortSeries(s *ingest.Series) {
-	if slices.IsSorted(s.Timestamps) {
-		return
-	}
-	idx := make([]int, len(s.Timestamps))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(s.Timestamps[a], s.Timestamps[b]) })
-	ts := make([]int64, len(idx))
-	vs := make([]float64, len(idx))
-	for k, i := range idx {
-		ts[k], vs[k] = s.Timestamps[i], s.Values[i]
-	}
-	s.Timestamps, s.Values = ts, vs
-}
-
-// medianSpacing is the median of the positive differences between successive
-// ascending timestamps, 0 when there is none.
-func medianSpacing(ts []int64) int64 {
-	d := make([]int64, 0, len(ts))
-	for i := 1; i < len(ts); i++ {
-		if dt := ts[i] - ts[i-1]; dt > 0 {
-			d = append(d, dt)
-		}
-	}
-	if len(d) == 0 {
-		return 0
-	}
-	slices.Sort(d)
-	return d[(len(d)-1)/2]
-}
-
-// seriesList formats up to five series identities for a message.
-func seriesList(ss []ingest.Series) string {
-	const show = 5
-	parts := make([]string, 0, show+1)
-	for i, s := range ss {
-		if i == show {
-			parts = append(parts, fmt.Sprintf("and %d more", len(ss)-show))
-			break
-		}
-		parts = append(parts, s.Labels.String())
-	}
-	return strings.Join(parts, ", ")
+	s, si, err := ingest.ReadOne(file, ingest.OneOptions{Selector: selector, SelectorName: flagName, MinSamples: minSeriesPoints})
+	info := inputInfo{File: si.File, Series: si.Series, Samples: si.Samples, Dropped: si.Dropped,
+		MedianStepSeconds: float64(si.MedianStep) / 1000, medianStep: si.MedianStep}
+	return s, info, err
 }
 
 func timeRange(ts []int64) string {

@@ -2,15 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +17,7 @@ import (
 	"github.com/inferwatch/inferwatch/analysis"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/dur"
+	"github.com/inferwatch/inferwatch/rules"
 )
 
 // detectorFlags are the flags that choose and tune the rule, shared by
@@ -66,26 +63,26 @@ func durationMS(flag, s string) (int64, error) {
 }
 
 // rule checks the flags and returns the rule they describe.
-func (d *detectorFlags) rule() (replayRule, error) {
+func (d *detectorFlags) rule() (rules.SeriesRule, error) {
 	window, err := d.windowMS()
 	if err != nil {
-		return replayRule{}, err
+		return rules.SeriesRule{}, err
 	}
 	step, err := durationMS("--step", d.step)
 	if err != nil {
-		return replayRule{}, err
+		return rules.SeriesRule{}, err
 	}
 	if _, err := analysis.Build(analysis.Spec{Name: d.name, Window: window, Step: step, Params: d.params}); err != nil {
-		return replayRule{}, fmt.Errorf("--detector %s: %w", d.name, err)
+		return rules.SeriesRule{}, fmt.Errorf("--detector %s: %w", d.name, err)
 	}
 	if math.IsNaN(d.minDev) || math.IsInf(d.minDev, 0) || d.minDev < 0 {
-		return replayRule{}, fmt.Errorf("--min-dev %v: want a finite number ≥ 0", d.minDev)
+		return rules.SeriesRule{}, fmt.Errorf("--min-dev %v: want a finite number ≥ 0", d.minDev)
 	}
 	if window > 0 && step > window {
-		return replayRule{}, fmt.Errorf("--step %s must not exceed --window %s", d.step, d.window)
+		return rules.SeriesRule{}, fmt.Errorf("--step %s must not exceed --window %s", d.step, d.window)
 	}
-	return replayRule{detector: d.name, params: d.params, lookback: time.Duration(window) * time.Millisecond,
-		step: time.Duration(step) * time.Millisecond, forDur: d.forDur.d, keepFiringFor: d.keepFiringFor.d, minDev: d.minDev}, nil
+	return rules.SeriesRule{Detector: d.name, Params: d.params, Lookback: time.Duration(window) * time.Millisecond,
+		Step: time.Duration(step) * time.Millisecond, For: d.forDur.d, KeepFiringFor: d.keepFiringFor.d, MinDev: d.minDev}, nil
 }
 
 // describe is the rule and its settings, for reports.
@@ -138,180 +135,6 @@ func (p paramFlag) Set(s string) error {
 	return nil
 }
 
-// rowsBehind counts the rows that the rule never judges because they step
-// back in time (not the duplicates of the row before
-// them), and returns the index of the first, or -1.
-func rowsBehind(ts []int64) (n, first int) {
-	first = -1
-	var newest int64
-	for i, t := range ts {
-		switch {
-		case i == 0 || t > newest:
-			newest = t
-		case t != ts[i-1]:
-			if n++; first < 0 {
-				first = i
-			}
-		}
-	}
-	return n, first
-}
-
-// detectInput is a file read for detect: the series and each row's
-// timestamp as written.
-type detectInput struct {
-	ts    []int64
-	vs    []float64
-	raw   []string // timestamp text per row
-	lines []int    // line per row; nil when the format has no lines
-	nums  []int    // 1-based sample number per row, when it has none
-}
-
-// readOptions say what readDetectInput accepts.
-type readOptions struct {
-	// allowDuplicates keeps rows that repeat the previous row's timestamp.
-	allowDuplicates bool
-	// sort sorts the rows by timestamp, stably (rows with equal timestamps
-	// keep their order in the file), before they are checked.
-	sort bool
-	// flags: the command offers --allow-duplicates and --sort, and the
-	// errors name them.
-	flags bool
-	// repeatHint, when set, ends the error of a repeated timestamp in
-	// place of the default.
-	repeatHint string
-}
-
-// readDetectInput reads a CSV file keeping its timestamp text, or any other
-// file format ingest reads, which must hold exactly one series. The rows
-// must be in time order (or o.sort sorts them), without repeated
-// timestamps unless o.allowDuplicates; an error names the first row that
-// is not, by its line (CSV) or sample number.
-func readDetectInput(path string, o readOptions) (*detectInput, error) {
-	var in *detectInput
-	if strings.EqualFold(filepath.Ext(path), ".csv") || ingest.SniffFormat(peek(path)) == ingest.FormatCSV {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		c, err := ingest.ReadCSV(bytes.NewReader(data), path, ingest.CSVOptions{AllowDuplicates: true, AllowUnsorted: true})
-		if err != nil {
-			return nil, err
-		}
-		in = &detectInput{ts: c.Series.Timestamps, vs: c.Series.Values, raw: c.RawTimestamps, lines: c.Lines}
-	} else {
-		ss, err := ingest.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if len(ss) != 1 {
-			return nil, fmt.Errorf("%s: holds %d series (%s); a file gives one series: select one in the query, or sum them (sum(...) in PromQL)", path, len(ss), seriesList(ss))
-		}
-		s := ss[0]
-		if len(s.Timestamps) == 0 {
-			return nil, fmt.Errorf("%s: the series %s has no samples", path, s.Labels)
-		}
-		in = &detectInput{ts: s.Timestamps, vs: s.Values, raw: make([]string, len(s.Timestamps)), nums: make([]int, len(s.Timestamps))}
-		for i, t := range s.Timestamps {
-			in.raw[i] = formatUnixMillis(t)
-			in.nums[i] = i + 1
-		}
-	}
-	if o.sort {
-		in.sortByTime()
-	}
-	if err := in.checkOrder(path, o); err != nil {
-		return nil, err
-	}
-	return in, nil
-}
-
-// sortByTime sorts the rows by timestamp, stably.
-func (in *detectInput) sortByTime() {
-	if slices.IsSorted(in.ts) {
-		return
-	}
-	perm := make([]int, len(in.ts))
-	for i := range perm {
-		perm[i] = i
-	}
-	slices.SortStableFunc(perm, func(a, b int) int { return cmp.Compare(in.ts[a], in.ts[b]) })
-	in.ts = permute(in.ts, perm)
-	in.vs = permute(in.vs, perm)
-	in.raw = permute(in.raw, perm)
-	if in.lines != nil {
-		in.lines = permute(in.lines, perm)
-	}
-	if in.nums != nil {
-		in.nums = permute(in.nums, perm)
-	}
-}
-
-// permute returns xs[perm[0]], xs[perm[1]], ….
-func permute[T any](xs []T, perm []int) []T {
-	out := make([]T, len(xs))
-	for i, k := range perm {
-		out[i] = xs[k]
-	}
-	return out
-}
-
-// checkOrder reports the first row whose timestamp is before the previous
-// row's, or repeats it without o.allowDuplicates.
-func (in *detectInput) checkOrder(path string, o readOptions) error {
-	where := func(i int) string {
-		if in.lines != nil {
-			return fmt.Sprintf("%s:%d", path, in.lines[i])
-		}
-		return fmt.Sprintf("%s: sample %d", path, in.nums[i])
-	}
-	prev := func(i int) string {
-		if in.lines != nil {
-			return fmt.Sprintf("line %d's %s", in.lines[i], in.raw[i])
-		}
-		return fmt.Sprintf("sample %d's %s", in.nums[i], in.raw[i])
-	}
-	for i := 1; i < len(in.ts); i++ {
-		switch {
-		case in.ts[i] < in.ts[i-1]:
-			hint := "rows must be in time order"
-			if o.flags {
-				hint += "; pass --sort to sort the rows by timestamp before scoring"
-			}
-			return fmt.Errorf("%s: timestamp %s is before %s (%s)", where(i), in.raw[i], prev(i-1), hint)
-		case in.ts[i] == in.ts[i-1] && !o.allowDuplicates:
-			hint := "rows must not repeat a timestamp"
-			switch {
-			case o.repeatHint != "":
-				hint = o.repeatHint
-			case o.flags:
-				hint = "pass --allow-duplicates to keep such rows (each is given the score and decision of the row before it)"
-			}
-			return fmt.Errorf("%s: timestamp %s repeats %s; %s", where(i), in.raw[i], prev(i-1), hint)
-		}
-	}
-	return nil
-}
-
-// peek returns the first bytes of a file, for sniffing its format (nil on
-// error: reading it properly reports the error).
-func peek(path string) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b := make([]byte, 4096)
-	n, _ := io.ReadFull(f, b)
-	return b[:n]
-}
-
-// formatUnixMillis writes unix milliseconds as unix seconds, with a
-// fraction only when needed (1700000000, 1700000000.25).
-func formatUnixMillis(ms int64) string {
-	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
-}
-
 const detectHelp = `Usage: inferwatch detect --input FILE [--detector NAME] [--window DURATION] [--step DURATION] [--param key=value ...] [--for DURATION] [--keep-firing-for DURATION] [--min-dev X] [--sort] [--allow-duplicates]
 
 Scores every row of a timestamp,value CSV file (or a query_range JSON or
@@ -357,29 +180,31 @@ func cmdDetect(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "inferwatch detect:", err)
 		return 2
 	}
-	in, err := readDetectInput(*input, readOptions{allowDuplicates: *allowDup, sort: *sortRows, flags: true})
+	in, err := ingest.ReadRows(*input, ingest.RowsOptions{AllowDuplicates: *allowDup, Sort: *sortRows,
+		OrderHint:  "rows must be in time order; pass --sort to sort the rows by timestamp before scoring",
+		RepeatHint: "pass --allow-duplicates to keep such rows (each is given the score and decision of the row before it)"})
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch detect:", err)
 		return 1
 	}
-	rows, t, v := advancing(in.ts, in.vs)
-	rep, err := replay(ctx, rule, t, v)
+	rows, t, v := rules.Advancing(in.Timestamps, in.Values)
+	rep, err := rules.ReplaySeries(ctx, rule, t, v)
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch detect:", err)
 		return 1
 	}
-	for _, n := range rep.notes {
+	for _, n := range rep.Notes {
 		fmt.Fprintln(stderr, "inferwatch detect:", n)
 	}
-	scores, anomalous := rowsJudged(in.ts, rows, rep)
+	scores, anomalous := rules.JudgeRows(in.Timestamps, rows, rep)
 
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	w.WriteString("timestamp,value,anomaly_score,is_anomaly\n")
 	var buf []byte
-	for i := range in.ts {
-		buf = append(buf[:0], in.raw[i]...)
+	for i := range in.Timestamps {
+		buf = append(buf[:0], in.Raw[i]...)
 		buf = append(buf, ',')
-		buf = strconv.AppendFloat(buf, in.vs[i], 'g', -1, 64)
+		buf = strconv.AppendFloat(buf, in.Values[i], 'g', -1, 64)
 		buf = append(buf, ',')
 		buf = strconv.AppendFloat(buf, scores[i], 'g', -1, 64)
 		if anomalous[i] {

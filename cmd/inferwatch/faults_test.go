@@ -115,11 +115,7 @@ func (c *captured) Header() http.Header         { return c.header }
 func (c *captured) Write(b []byte) (int, error) { c.body = append(c.body, b...); return len(b), nil }
 func (c *captured) WriteHeader(code int)        { c.code = code }
 
-// TestStoreFaultsLoseNoFinding runs the daemon against a store that fails
-// for several cycles — 500s, hangs past the timeout, reset connections,
-// truncated JSON and an oversized body — while anomalies happen: once the
-// store is back, the evaluation after the gap judges and reports every
-// point since the last one it judged, so each anomaly is found once.
+// Through 500s, hangs, resets, truncated and oversized answers, every anomaly is found once the store is back.
 func TestStoreFaultsLoseNoFinding(t *testing.T) {
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)

@@ -105,7 +105,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		series, parts, err = readParts(*sumOf, resample, false, nil)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
 	} else {
-		series, err = readSeries(*input, readOptions{repeatHint: "rows must not repeat a timestamp; give --resample STEP to average the samples in each step"}, resample, false)
+		series, err = readSeries(*input, ingest.RowsOptions{RepeatHint: "rows must not repeat a timestamp; give --resample STEP to average the samples in each step"}, resample, false)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "inferwatch forecast:", err)
@@ -131,9 +131,9 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 	w.WriteString("origin,target,yhat,yhat_lower,yhat_upper\n")
 	stepMs := step.Milliseconds()
 	row := func(buf []byte, origin, target int64, y, lo, hi float64) []byte {
-		buf = append(buf[:0], formatUnixMillis(origin)...)
+		buf = append(buf[:0], ingest.FormatUnixMillis(origin)...)
 		buf = append(buf, ',')
-		buf = append(buf, formatUnixMillis(target)...)
+		buf = append(buf, ingest.FormatUnixMillis(target)...)
 		for _, v := range []float64{y, lo, hi} {
 			buf = append(buf, ',')
 			buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
@@ -284,23 +284,11 @@ func withResampleHint(err error) error {
 	return err
 }
 
-// readSeries reads one series file on an even step: laid on the grid of
-// its own spacing (ingest.OnGrid), or with resample > 0 averaged into
-// steps of resample (summed with sum set, for counts; ingest.Resample).
-func readSeries(file string, o readOptions, resample time.Duration, sum bool) (*ingest.EvenSeries, error) {
-	if resample > 0 {
-		// Averaging does not care about order or repeats.
-		o.sort, o.allowDuplicates = true, true
-	}
-	in, err := readDetectInput(file, o)
-	if err != nil {
-		return nil, err
-	}
-	samples := &ingest.Samples{Timestamps: in.ts, Values: in.vs, Raw: in.raw, Lines: in.lines}
-	if resample > 0 {
-		return ingest.Resample(file, samples, resample, sum)
-	}
-	r, err := ingest.OnGrid(file, samples)
+// readSeries reads one series file on an even step (ingest.ReadEven);
+// an error about samples off their grid ends with the --resample that
+// reads them.
+func readSeries(file string, o ingest.RowsOptions, resample time.Duration, sum bool) (*ingest.EvenSeries, error) {
+	r, err := ingest.ReadEven(file, o, resample, sum)
 	return r, withResampleHint(err)
 }
 
@@ -318,15 +306,6 @@ func readParts(glob string, resample time.Duration, sum bool, check func(file st
 	if len(files) == 0 {
 		return nil, nil, fmt.Errorf("--sum-of %q matches no file", glob)
 	}
-	rs := make([]*ingest.EvenSeries, len(files))
-	for i, f := range files {
-		if rs[i], err = readSeries(f, readOptions{}, resample, sum); err == nil && check != nil {
-			err = check(f, rs[i])
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	total, parts, err := ingest.SumParts(files, rs)
+	total, parts, err := ingest.ReadParts(files, resample, sum, check)
 	return total, parts, withResampleHint(err)
 }

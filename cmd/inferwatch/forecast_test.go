@@ -168,10 +168,7 @@ func TestForecastBadInput(t *testing.T) {
 	f("bad horizon", 2, nil, []string{`--horizon "soon"`}, "--input", short, "--horizon", "soon")
 }
 
-// TestForecastAndScaleEndToEnd runs forecast and scale rules over a
-// generated week of the fleet in a real VictoriaMetrics with a real NATS
-// server: the forecast of qwen's request rate is near what the fleet does
-// in the next ten minutes, and the traffic surge raised its desired replicas.
+// Over a generated week of the fleet the forecast is near the next ten minutes, and the surge raises the desired replicas.
 func TestForecastAndScaleEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics and NATS")
@@ -375,11 +372,7 @@ func TestForecastSumOf(t *testing.T) {
 	}
 }
 
-// TestForecastJitter: forecast takes samples off their schedule by a
-// little each (a raw export of scrapes) at their nearest step and says so;
-// one too far off is refused with its line and the --resample that reads
-// it; parts whose first samples are off each other by jitter are summed on
-// one grid, the first file's.
+// forecast takes samples a little off their schedule at their nearest step; one too far off is refused with --resample.
 func TestForecastJitter(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, ts []int64, vs []float64) string {

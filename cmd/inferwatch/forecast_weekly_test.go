@@ -56,11 +56,7 @@ func TestForecastWeeklyFlag(t *testing.T) {
 	}
 }
 
-// TestWeeklyForecastThroughTheDaemon: a forecast rule with a history of 15
-// days at a one-minute step (21,600 points, more than one range query
-// returns) fetches it from VictoriaMetrics in several requests and, on a
-// series whose weekends are half as busy, forecasts with a weekly model at
-// its first evaluation; with a 7-day history it cannot.
+// A forecast rule with 15 days of history fetches it in several requests and forecasts with a weekly model; with 7 it cannot.
 func TestWeeklyForecastThroughTheDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics and NATS")

@@ -118,13 +118,7 @@ func statuses(evs []alertEvent, pod string) string {
 	return strings.Join(out, " ")
 }
 
-// TestDaemonJudgesSamplesThatReachTheStoreLate: each sample reaches the
-// store 1.5 s after its time, and the daemon asks for each second with no
-// evaluation delay, before its sample is there. A daemon that asks for
-// each point once judges nothing after its first evaluation and misses
-// the spike. This one asks again for what did not come and then judges a
-// step further behind: it goes on judging a sample a second, reports the
-// spike, and says in its log what it did.
+// Samples that reach the store 1.5 s late are asked for again and judged a step behind; the spike is reported.
 func TestDaemonJudgesSamplesThatReachTheStoreLate(t *testing.T) {
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
@@ -182,12 +176,7 @@ groups:
 	}
 }
 
-// TestDaemonEndsAlertsOfVanishedSeries: pod a ends on a spike and its
-// alert resolves as absent after resolve_after_absent, with its last
-// value; pod b ends on a spike just before the daemon stops, and the
-// restarted daemon, whose history fetch no longer finds b, resolves b's
-// restored alert as absent; pod a comes back under the same labels and a
-// new spike is a new episode, resolved when the series is normal again.
+// Alerts of series that vanish resolve as absent, across a restart too; a series that comes back starts a new episode.
 func TestDaemonEndsAlertsOfVanishedSeries(t *testing.T) {
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)

@@ -24,15 +24,7 @@ import (
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
-// TestNABThroughTheDaemon replays the NAB files of the shared subset that
-// a store returns as they are written (a sample every five minutes on the
-// five-minute grid: 17 of the 35) through the daemon: imported into a real
-// VictoriaMetrics, moved by whole days to end in the last day, evaluated
-// by the daemon's binary with a rule that sets nothing but its expr and
-// step (`run --once --backfill`), its findings read back from JetStream.
-// Each file's findings must fire exactly at the rows `inferwatch detect`
-// marks on the samples the store holds, with the same scores: the
-// offline commands judge a file as the daemon does.
+// The daemon's findings on the NAB files a store holds unchanged fire at the rows `inferwatch detect` marks, with its scores.
 func TestNABThroughTheDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics, NATS and the daemon")
@@ -146,7 +138,7 @@ groups:
 		var b strings.Builder
 		b.WriteString("timestamp,value\n")
 		for i, x := range s.Timestamps {
-			fmt.Fprintf(&b, "%s,%s\n", formatUnixMillis(x), strconv.FormatFloat(s.Values[i], 'g', -1, 64))
+			fmt.Fprintf(&b, "%s,%s\n", ingest.FormatUnixMillis(x), strconv.FormatFloat(s.Values[i], 'g', -1, 64))
 		}
 		if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)

@@ -77,8 +77,8 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	when := time.Now()
 	if *at != "" {
-		if when, err = parseAt(*at, spec); err != nil {
-			return usageError(stderr, fs, err.Error())
+		if when, err = report.ParseAt(*at, spec.Location); err != nil {
+			return usageError(stderr, fs, "--at "+err.Error())
 		}
 	}
 	if *sourceURL != "" {
@@ -90,7 +90,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "inferwatch report:", err)
 		return 1
 	}
-	opts := report.Options{Querier: client, Prefix: cfg.NATS.SubjectPrefix, Forecasts: forecastQueries(cfg), Logger: logger, Metrics: set}
+	opts := report.Options{Querier: client, Prefix: cfg.NATS.SubjectPrefix, Forecasts: report.ForecastQueries(cfg), Logger: logger, Metrics: set}
 	if !*noEvents {
 		u := *natsURL
 		if u == "" {
@@ -112,7 +112,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if u != "" {
 			if rd, err := jsread.Open(jsread.Options{URL: u, Stream: cfg.NATS.Stream, Timeout: 5 * time.Second, Auth: auth, TLS: tlsConfig}); err != nil {
 				logger.Warn("the daemon's events cannot be read; the report is made without them", "err", err)
-				opts.Events = unreadable{err}
+				opts.Events = report.Unreadable(err)
 			} else {
 				defer rd.Close()
 				opts.Events = rd
@@ -153,35 +153,6 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
-// unreadable is an event reader that could not connect: every read says
-// why, so the report states it.
-type unreadable struct{ err error }
-
-func (u unreadable) ReadEvents(context.Context, []string, time.Time) ([]report.Received, error) {
-	return nil, u.err
-}
-
-// parseAt reads --at: RFC 3339, or a local date and time, or a date (the
-// end of that day: the report made during it).
-func parseAt(s string, spec report.Spec) (time.Time, error) {
-	loc := spec.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02T15:04"} {
-		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return t, nil
-		}
-	}
-	if d, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
-		return d.AddDate(0, 0, 1).Add(-time.Second), nil
-	}
-	return time.Time{}, fmt.Errorf("--at %q is not a time: write 2026-11-25T06:00:00Z, 2026-11-25 06:00 (in %s) or 2026-11-25", s, loc)
-}
-
 // newStoreClient is the store client of the configuration's source.
 func newStoreClient(cfg *rulefmt.Config, set *metrics.Set, logger *slog.Logger) (*ingest.Client, error) {
 	hc, err := config.NewClientFromConfig(cfg.Source.HTTPClientConfig, "inferwatch")
@@ -205,23 +176,6 @@ func natsTLS(cfg *rulefmt.Config) (*tls.Config, error) {
 	return c, nil
 }
 
-// forecastQueries finds a forecast rule's query in the configuration.
-func forecastQueries(cfg *rulefmt.Config) report.ForecastQuery {
-	return func(group, rule string) (string, time.Duration, bool) {
-		for _, g := range cfg.Groups {
-			if g.Name != group {
-				continue
-			}
-			for _, r := range g.Rules {
-				if fc, ok := r.Spec.(*rulefmt.Forecast); ok && r.Name == rule && !fc.BottomUp {
-					return fc.Expr, fc.Step, true
-				}
-			}
-		}
-		return "", 0, false
-	}
-}
-
 // startReports runs the scheduler of the configuration's reports until
 // ctx is cancelled, reading events from the daemon's stream at natsURL
 // (with nats' credentials and TLS, as the daemon connects) and announcing
@@ -243,7 +197,7 @@ func startReports(ctx context.Context, cfg *rulefmt.Config, natsURL string, q re
 		return nil, fmt.Errorf("reports: %w", err)
 	}
 	r, err := report.New(report.Options{Querier: q, Events: rd, Publisher: pub, Prefix: cfg.NATS.SubjectPrefix,
-		Forecasts: forecastQueries(cfg), Logger: logger, Metrics: set})
+		Forecasts: report.ForecastQueries(cfg), Logger: logger, Metrics: set})
 	if err != nil {
 		rd.Close()
 		return nil, err

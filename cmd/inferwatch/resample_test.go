@@ -12,10 +12,7 @@ import (
 	"time"
 )
 
-// An uneven file, with a repeated time and a row out of order, read with
-// --resample 5m: each step aligned on multiples of 5m since the epoch is
-// the mean of its samples (with --counts their sum), an empty one a gap.
-// Without --resample the file is refused with the flag to give.
+// --resample STEP: each step on the epoch's grid is the mean of its samples (--counts: their sum); without it, the file is refused.
 func TestResample(t *testing.T) {
 	dir := t.TempDir()
 	// 1700000100 is a multiple of 300.
@@ -42,19 +39,20 @@ func TestResample(t *testing.T) {
 		t.Fatalf("a sum of uneven parts: start %d, %v (%d samples, %d crowded); want 1700000100, [2 15 20]", total.Start, total.Values, total.Resampled, total.Crowded)
 	}
 
-	code, _, errOut := runCmd(t, context.Background(), "forecast", "--input", file)
-	if code != 1 || !strings.Contains(errOut, "uneven.csv:5: timestamp 1700000710 is before line 4's") {
-		t.Errorf("out of order without --resample: exit %d, %s", code, errOut)
-	}
-	sorted := writeText(t, dir, "sorted.csv", "timestamp,value\n1700000100,1\n1700000400,2\n1700000700,3\n1700001090,4\n")
-	code, _, errOut = runCmd(t, context.Background(), "forecast", "--input", sorted)
-	if code != 1 || !strings.Contains(errOut, "sorted.csv:5: timestamp 1700001090 is off the grid of the file's step 5m0s from its first sample by 1m30s, more than 0.25 of a step; give --resample 5m to average the samples in each step of 5m") {
-		t.Errorf("uneven without --resample: exit %d, %s", code, errOut)
-	}
-	dup := writeText(t, dir, "dup.csv", "timestamp,value\n1700000100,1\n1700000400,2\n1700000400,2\n1700000700,3\n")
-	code, _, errOut = runCmd(t, context.Background(), "forecast", "--input", dup)
-	if code != 1 || !strings.Contains(errOut, "dup.csv:4: timestamp 1700000400 repeats line 3's") || !strings.Contains(errOut, "--resample STEP") {
-		t.Errorf("a repeated time without --resample: exit %d, %s", code, errOut)
+	for _, tc := range []struct{ name, data, want string }{
+		{"out of order", "", "uneven.csv:5: timestamp 1700000710 is before line 4's"},
+		{"uneven", "timestamp,value\n1700000100,1\n1700000400,2\n1700000700,3\n1700001090,4\n",
+			"uneven.csv:5: timestamp 1700001090 is off the grid of the file's step 5m0s from its first sample by 1m30s, more than 0.25 of a step; give --resample 5m to average the samples in each step of 5m"},
+		{"a repeated time", "timestamp,value\n1700000100,1\n1700000400,2\n1700000400,2\n1700000700,3\n",
+			"uneven.csv:4: timestamp 1700000400 repeats line 3's 1700000400; rows must not repeat a timestamp; give --resample STEP"},
+	} {
+		in := file
+		if tc.data != "" {
+			in = writeText(t, t.TempDir(), "uneven.csv", tc.data)
+		}
+		if code, _, errOut := runCmd(t, context.Background(), "forecast", "--input", in); code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s without --resample: exit %d, %s; want 1 and %q", tc.name, code, errOut, tc.want)
+		}
 	}
 	code, out, errOut := runCmd(t, context.Background(), "forecast", "--input", file, "--resample", "5m", "--model", "naive")
 	if code != 0 || !strings.Contains(errOut, "note: "+file+": 6 samples were taken into 6 steps of 5m0s, 2 of which held more than one") {

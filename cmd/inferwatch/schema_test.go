@@ -13,13 +13,7 @@ import (
 	"github.com/inferwatch/inferwatch/docs/schemas"
 )
 
-// TestPublishedEventsMatchTheSchemas runs the daemon over a generated week
-// of the fleet in a real VictoriaMetrics with a real NATS server, reads
-// everything the stream holds, and validates each message against
-// docs/schemas by its type: the envelope, the data, the headers and the
-// subject. Every event type is among them. Then tail replays the stream:
-// with --json it prints each message as stored, and for people one line
-// per event, at the event's time.
+// Every event the daemon publishes over a week of the fleet matches docs/schemas; tail prints each of them.
 func TestPublishedEventsMatchTheSchemas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics and NATS")

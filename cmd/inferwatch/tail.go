@@ -457,20 +457,10 @@ type tailPrinter struct {
 	colour bool
 }
 
-// envelope is the part of a CloudEvent a line shows.
-type envelope struct {
-	SpecVersion string          `json:"specversion"`
-	ID          string          `json:"id"`
-	Type        string          `json:"type"`
-	Subject     string          `json:"subject"`
-	Time        time.Time       `json:"time"`
-	Data        json.RawMessage `json:"data"`
-}
-
 // print writes the event of one message; printed is false for a message
 // that is not a CloudEvent (errNotEvent).
 func (p *tailPrinter) print(subject string, body []byte) (printed bool, err error) {
-	var ev envelope
+	var ev alerting.Event
 	if err := json.Unmarshal(body, &ev); err != nil || ev.SpecVersion == "" || ev.Type == "" {
 		if err == nil {
 			err = errors.New("no specversion or type")
@@ -542,7 +532,7 @@ func severityColour(s string) string {
 }
 
 // line renders one event for people.
-func (p *tailPrinter) line(subject string, ev envelope) string {
+func (p *tailPrinter) line(subject string, ev alerting.Event) string {
 	head := func(status, statusColour, severity, rule, series string) string {
 		sev := p.col("", "", 8)
 		if severity != "" {
@@ -551,63 +541,54 @@ func (p *tailPrinter) line(subject string, ev envelope) string {
 		return p.paint(ansiDim, ev.Time.UTC().Format(time.RFC3339)) + "  " + p.col(statusColour, status, 11) + " " + sev + "  " +
 			p.paint(ansiBold, rule) + "  " + series + "  "
 	}
-	var err error
-	switch ev.Type {
-	case alerting.FindingEventType:
-		var d alerting.Finding
-		if err = json.Unmarshal(ev.Data, &d); err == nil {
-			return head(d.Kind, ansiBold, d.Severity, d.Group+"/"+d.Rule, d.Series) +
-				p.measure(d.Value, d.Expected, d.Lower, d.Upper, d.Score, d.WindowEnd.Sub(d.WindowStart))
+	data, err := alerting.DecodeData(ev)
+	switch d := data.(type) {
+	case *alerting.Finding:
+		return head(d.Kind, ansiBold, d.Severity, d.Group+"/"+d.Rule, d.Series) +
+			p.measure(d.Value, d.Expected, d.Lower, d.Upper, d.Score, d.WindowEnd.Sub(d.WindowStart))
+	case *alerting.AlertData:
+		end := d.Time
+		if d.ResolvedAt != nil {
+			end = *d.ResolvedAt
 		}
-	case alerting.AlertEventType:
-		var d alerting.AlertData
-		if err = json.Unmarshal(ev.Data, &d); err == nil {
-			end := d.Time
-			if d.ResolvedAt != nil {
-				end = *d.ResolvedAt
-			}
-			line := head(string(d.Status), statusColours[string(d.Status)], d.Severity, d.Group+"/"+d.Rule, d.Series) +
-				p.measure(float64(d.Value), float64(d.Expected), float64(d.Lower), float64(d.Upper), float64(d.Score), end.Sub(d.ActiveAt))
-			if d.Reason == alerting.ReasonAbsent && d.LastSeenAt != nil {
-				line += fmt.Sprintf("; absent since %s (last %s)", d.LastSeenAt.UTC().Format(time.RFC3339), fmtNumber(float64(d.LastValue)))
-			}
-			return line
+		line := head(string(d.Status), statusColours[string(d.Status)], d.Severity, d.Group+"/"+d.Rule, d.Series) +
+			p.measure(float64(d.Value), float64(d.Expected), float64(d.Lower), float64(d.Upper), float64(d.Score), end.Sub(d.ActiveAt))
+		if d.Reason == alerting.ReasonAbsent && d.LastSeenAt != nil {
+			line += fmt.Sprintf("; absent since %s (last %s)", d.LastSeenAt.UTC().Format(time.RFC3339), fmtNumber(float64(d.LastValue)))
 		}
-	case alerting.ForecastEventType:
-		var d alerting.ForecastData
-		if err = json.Unmarshal(ev.Data, &d); err == nil {
-			s := "now " + fmtNumber(float64(d.LastValue))
-			if n := len(d.Points); n > 0 {
-				last := d.Points[n-1]
-				s += fmt.Sprintf(", +%s %s", dur.Format(time.Duration(d.HorizonSeconds*float64(time.Second)).Round(time.Second)), fmtNumber(float64(last.Mean)))
-				if defined(float64(last.Lower)) || defined(float64(last.Upper)) {
-					s += fmt.Sprintf(" (%s%% %s…%s)", strconv.FormatFloat(100*d.Level, 'g', -1, 64), fmtNumber(float64(last.Lower)), fmtNumber(float64(last.Upper)))
-				}
+		return line
+	case *alerting.ForecastData:
+		s := "now " + fmtNumber(float64(d.LastValue))
+		if n := len(d.Points); n > 0 {
+			last := d.Points[n-1]
+			s += fmt.Sprintf(", +%s %s", dur.Format(time.Duration(d.HorizonSeconds*float64(time.Second)).Round(time.Second)), fmtNumber(float64(last.Mean)))
+			if defined(float64(last.Lower)) || defined(float64(last.Upper)) {
+				s += fmt.Sprintf(" (%s%% %s…%s)", strconv.FormatFloat(100*d.Level, 'g', -1, 64), fmtNumber(float64(last.Lower)), fmtNumber(float64(last.Upper)))
 			}
-			s += fmt.Sprintf(", peak %s at +%s", fmtNumber(float64(d.Peak)), dur.Format(d.PeakTime.Sub(d.Origin).Round(time.Second)))
-			if defined(float64(d.UpperPeak)) {
-				s += " (upper " + fmtNumber(float64(d.UpperPeak)) + ")"
-			}
-			s += ", model " + d.Model
-			if d.Fallback != "" {
-				s += " (fallback: " + d.Fallback + ")"
-			}
-			return head("forecast", ansiBlue, "", d.Group+"/"+d.Rule, d.Series) + s
 		}
-	case alerting.ScaleEventType:
-		var d alerting.ScaleData
-		if err = json.Unmarshal(ev.Data, &d); err == nil {
-			observed, previous := "observed unknown", "first decision"
-			if d.CurrentKnown {
-				observed = "observed " + strconv.Itoa(d.CurrentReplicas)
-			}
-			if d.PreviousDesiredReplicas != nil {
-				previous = "previous " + strconv.Itoa(*d.PreviousDesiredReplicas)
-			}
-			return head("scale", ansiCyan, "", d.Group+"/"+d.Rule, d.Target) +
-				fmt.Sprintf("desired %s (%s, %s), tier %d. %s", p.paint(ansiBold, strconv.Itoa(d.DesiredReplicas)), observed, previous, d.Tier, d.Reason)
+		s += fmt.Sprintf(", peak %s at +%s", fmtNumber(float64(d.Peak)), dur.Format(d.PeakTime.Sub(d.Origin).Round(time.Second)))
+		if defined(float64(d.UpperPeak)) {
+			s += " (upper " + fmtNumber(float64(d.UpperPeak)) + ")"
 		}
-	default:
+		s += ", model " + d.Model
+		if d.Fallback != "" {
+			s += " (fallback: " + d.Fallback + ")"
+		}
+		return head("forecast", ansiBlue, "", d.Group+"/"+d.Rule, d.Series) + s
+	case *alerting.ScaleData:
+		observed, previous := "observed unknown", "first decision"
+		if d.CurrentKnown {
+			observed = "observed " + strconv.Itoa(d.CurrentReplicas)
+		}
+		if d.PreviousDesiredReplicas != nil {
+			previous = "previous " + strconv.Itoa(*d.PreviousDesiredReplicas)
+		}
+		return head("scale", ansiCyan, "", d.Group+"/"+d.Rule, d.Target) +
+			fmt.Sprintf("desired %s (%s, %s), tier %d. %s", p.paint(ansiBold, strconv.Itoa(d.DesiredReplicas)), observed, previous, d.Tier, d.Reason)
+	case nil:
+		if err != nil {
+			break
+		}
 		what := strings.TrimSuffix(strings.TrimPrefix(ev.Type, "io.inferwatch."), ".v1")
 		return head(what, "", "", subject, ev.Subject) + fmt.Sprintf("(%s, %d bytes of data; --json prints it)", ev.Type, len(ev.Data))
 	}

@@ -66,11 +66,7 @@ func exported(t *testing.T, vm *localvm.VM, match string) []struct {
 	return out
 }
 
-// TestRunOnceWritesBack runs the daemon over a series in a real
-// VictoriaMetrics with a writeback section pointing at the same store: the
-// anomaly rule's score, value and band, and the forecast rule's mean and
-// interval at the one horizon asked for, can then be read back as series
-// there, named and labelled as docs/writeback.md says.
+// The daemon writes scores, bands and forecasts back to the store, named and labelled as docs/writeback.md says.
 func TestRunOnceWritesBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics and NATS")

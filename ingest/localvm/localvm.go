@@ -55,9 +55,7 @@ const (
 // VM is a running VictoriaMetrics process.
 type VM struct {
 	url     string
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has exited
-	waitErr error
+	proc    *localproc.Process
 	dataDir string
 	tempDir bool
 	log     *slog.Logger
@@ -100,7 +98,7 @@ func Start(ctx context.Context, o Options) (*VM, error) {
 		return nil, err
 	}
 	vm.tempDir = temp
-	log.Info("localvm: VictoriaMetrics is up", "url", vm.url, "data_dir", dataDir, "pid", vm.cmd.Process.Pid)
+	log.Info("localvm: VictoriaMetrics is up", "url", vm.url, "data_dir", dataDir, "pid", vm.proc.PID())
 	return vm, nil
 }
 
@@ -127,54 +125,23 @@ func start(ctx context.Context, bin, dataDir string, o Options, log *slog.Logger
 	if o.Stderr != nil {
 		cmd.Stderr = io.MultiWriter(tail, o.Stderr)
 	}
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
+	proc, err := localproc.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("localvm: starting %s: %w", bin, err)
 	}
 	vm := &VM{
 		url:     "http://" + addr,
-		cmd:     cmd,
-		exited:  make(chan struct{}),
+		proc:    proc,
 		dataDir: dataDir,
 		log:     log,
 		hc:      &http.Client{Timeout: 30 * time.Second},
 		stderr:  tail,
 	}
-	go func() {
-		vm.waitErr = cmd.Wait()
-		close(vm.exited)
-	}()
-	if err := vm.waitHealthy(ctx); err != nil {
-		vm.kill()
+	if err := proc.WaitOK(ctx, vm.hc, vm.url+"/health", healthTimeout, "healthy"); err != nil {
+		proc.Kill()
 		return nil, localproc.Failure(fmt.Sprintf("localvm: VictoriaMetrics %s on %s: %v", bin, addr, err), tail)
 	}
 	return vm, nil
-}
-
-// waitHealthy polls /health until it answers 200, the process exits, ctx
-// ends or healthTimeout passes.
-func (vm *VM) waitHealthy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, vm.url+"/health", nil)
-		if resp, err := vm.hc.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-vm.exited:
-			return fmt.Errorf("exited before becoming healthy: %v", vm.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("not healthy within %v: %w", healthTimeout, ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
 
 // URL is the base URL, e.g. http://127.0.0.1:40123.
@@ -182,7 +149,7 @@ func (vm *VM) URL() string { return vm.url }
 
 // PID is the process id of VictoriaMetrics, to read its CPU time and
 // memory from.
-func (vm *VM) PID() int { return vm.cmd.Process.Pid }
+func (vm *VM) PID() int { return vm.proc.PID() }
 
 // Import sends JSON lines in the /api/v1/import format (see
 // ingest.WriteImportJSONL), then flushes and resets the rollup cache so the
@@ -218,16 +185,12 @@ func (vm *VM) call(ctx context.Context, method, path string, body io.Reader) err
 // removes a temporary data directory. It may be called more than once.
 func (vm *VM) Stop() error {
 	vm.stopOnce.Do(func() {
-		if err := vm.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		killed, err := vm.proc.Interrupt(stopTimeout)
+		if err != nil {
 			vm.log.Warn("localvm: interrupt failed", "err", err)
 		}
-		t := time.NewTimer(stopTimeout)
-		defer t.Stop()
-		select {
-		case <-vm.exited:
-		case <-t.C:
-			vm.log.Warn("localvm: VictoriaMetrics ignored SIGINT; killing it", "pid", vm.cmd.Process.Pid)
-			vm.kill()
+		if killed {
+			vm.log.Warn("localvm: VictoriaMetrics ignored SIGINT; killed it", "pid", vm.proc.PID())
 			vm.stopErr = fmt.Errorf("localvm: VictoriaMetrics did not stop within %v of SIGINT; killed", stopTimeout)
 		}
 		if vm.tempDir {
@@ -237,11 +200,6 @@ func (vm *VM) Stop() error {
 		}
 	})
 	return vm.stopErr
-}
-
-func (vm *VM) kill() {
-	vm.cmd.Process.Kill()
-	<-vm.exited
 }
 
 // Run starts VictoriaMetrics for a test and stops it in t.Cleanup. The test

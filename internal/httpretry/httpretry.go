@@ -1,5 +1,6 @@
 // Package httpretry holds what the outputs that post to an HTTP peer
-// (Alertmanager, the store's write-back) share about retrying: the backoff
+// (Alertmanager, the store's write-back) share: one request and what it
+// came to (Do), and about retrying: the backoff
 // with the peer's Retry-After, which transport errors no retry mends, a
 // wait that ends with its context, the flush at shutdown, and a rate limit
 // for log lines about counts. The store client reads Retry-After with it too, and the
@@ -12,6 +13,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -143,4 +145,61 @@ func (c *Notice) Add(k int, now time.Time) int {
 	c.last = now
 	k, c.pending = c.pending, 0
 	return k
+}
+
+// Result is what one request to a peer came to.
+type Result struct {
+	Err        error         // nil: delivered
+	Retry      bool          // the same request may succeed later
+	Cancelled  bool          // the sender gave up: not the peer's fault
+	Code       int           // the answer's status code; 0 without an answer
+	Status     string        // e.g. "503 Service Unavailable"; "" without an answer
+	Body       string        // the first bytes of a failed answer
+	RetryAfter time.Duration // before a retry, the peer's Retry-After; -1 when none
+}
+
+// MaxBody is how much of a failed answer's body a Result keeps.
+const MaxBody = 512
+
+// Do sends req with hc and says what it came to. A 2xx answer is
+// delivered; 5xx and 429 are worth a retry, after the peer's Retry-After;
+// other answers are not ("HTTP 400 Bad Request"). Without an answer: when
+// stopping is done the sender gave up (Cancelled); when req's own context
+// ended there was no answer within timeout (retried); a transport error is
+// retried unless CannotSucceed. done is called when the answer or the
+// error is in, with the status code (0 without an answer). The body is
+// drained, up to 64 KiB, so the connection is reused.
+func Do(stopping context.Context, hc *http.Client, req *http.Request, timeout time.Duration, done func(code int)) Result {
+	resp, err := hc.Do(req)
+	if err != nil {
+		done(0)
+		switch {
+		case stopping.Err() != nil:
+			return Result{Err: err, Cancelled: true}
+		case req.Context().Err() != nil:
+			return Result{Err: fmt.Errorf("no answer within the timeout of %v", timeout), Retry: true, RetryAfter: -1}
+		case CannotSucceed(err):
+			return Result{Err: TransportError(err)}
+		}
+		return Result{Err: TransportError(err), Retry: true, RetryAfter: -1}
+	}
+	defer resp.Body.Close()
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	done(resp.StatusCode)
+	if resp.StatusCode/100 == 2 {
+		return Result{Code: resp.StatusCode}
+	}
+	r := Result{
+		Code:       resp.StatusCode,
+		Status:     resp.Status,
+		Body:       strings.TrimSpace(strings.ToValidUTF8(string(head), "\uFFFD")),
+		RetryAfter: -1,
+		Err:        fmt.Errorf("HTTP %s", resp.Status),
+	}
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		r.Retry = true
+		r.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return r
 }

@@ -2,6 +2,9 @@ package httpretry
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -103,4 +106,37 @@ func TestFlush(t *testing.T) {
 	if why := Flush(ctx, wg, time.Hour, abandon); why != "the shutdown was forced (context canceled)" || !*abandoned {
 		t.Errorf("forced: why %q, abandoned %v", why, *abandoned)
 	}
+}
+
+func TestDo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/busy":
+			w.Header().Set("Retry-After", "7")
+			http.Error(w, "  busy\n", http.StatusServiceUnavailable)
+		case "/bad":
+			http.Error(w, "bad request", http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	f := func(path string, want Result) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := -1
+		got := Do(context.Background(), srv.Client(), req, time.Second, func(c int) { code = c })
+		if got.Retry != want.Retry || got.Code != want.Code || got.Status != want.Status || got.Body != want.Body ||
+			got.RetryAfter != want.RetryAfter || (got.Err == nil) != (want.Err == nil) || code != want.Code {
+			t.Errorf("%s: %+v (done with %d), want %+v", path, got, code, want)
+		}
+		if want.Err != nil && got.Err.Error() != want.Err.Error() {
+			t.Errorf("%s: error %q, want %q", path, got.Err, want.Err)
+		}
+	}
+	f("/", Result{Code: 200})
+	f("/busy", Result{Code: 503, Status: "503 Service Unavailable", Body: "busy", Retry: true, RetryAfter: 7 * time.Second,
+		Err: errors.New("HTTP 503 Service Unavailable")})
+	f("/bad", Result{Code: 400, Status: "400 Bad Request", Body: "bad request", RetryAfter: -1, Err: errors.New("HTTP 400 Bad Request")})
 }

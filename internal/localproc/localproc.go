@@ -1,7 +1,8 @@
 // Package localproc holds what the helpers that run a real store,
-// Alertmanager or daemon on 127.0.0.1 share: a free port, the tail of a
-// process' output for error messages, and starting again on a new port when
-// another process took the first one before the child bound it.
+// Alertmanager or daemon on 127.0.0.1 share: a free port, starting a child
+// that dies with its parent and waiting until it answers, stopping it, the
+// tail of its output for error messages, and starting again on a new port
+// when another process took the first one before the child bound it.
 package localproc
 
 import (

@@ -1,12 +1,16 @@
 package localproc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFreePortIsBindable(t *testing.T) {
@@ -85,4 +89,28 @@ func TestTail(t *testing.T) {
 	if got := tl.String(); got != "efgh" {
 		t.Fatalf("String() = %q, want the last 5 bytes %q trimmed to %q", got, "efgh\n", "efgh")
 	}
+}
+
+func TestProcess(t *testing.T) {
+	trueBin, err1 := exec.LookPath("true")
+	sleepBin, err2 := exec.LookPath("sleep")
+	if err1 != nil || err2 != nil {
+		t.Skip("no true or sleep in PATH")
+	}
+	p, err := Start(exec.Command(trueBin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.WaitOK(context.Background(), http.DefaultClient, "http://127.0.0.1:1/health", time.Minute, "healthy")
+	if err == nil || !strings.Contains(err.Error(), "exited before becoming healthy") {
+		t.Errorf("WaitOK on a process that exits: %v", err)
+	}
+	p, err = Start(exec.Command(sleepBin, "60"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if killed, err := p.Interrupt(time.Minute); killed || err != nil {
+		t.Errorf("sleep did not stop on SIGINT: killed %v, %v", killed, err)
+	}
+	<-p.Exited()
 }

@@ -113,11 +113,9 @@ func Binary() (string, error) {
 
 // process is a running Alertmanager.
 type process struct {
-	URL     string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	waitErr error
-	out     *localproc.Tail
+	URL  string
+	proc *localproc.Process
+	out  *localproc.Tail
 
 	stopOnce sync.Once
 	stopErr  error
@@ -153,47 +151,16 @@ func start(ctx context.Context, bin, dir string, out io.Writer) (*process, error
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(tail, out), io.MultiWriter(tail, out)
 	}
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
+	proc, err := localproc.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("amtest: starting %s: %w", bin, err)
 	}
-	p := &process{URL: "http://" + addr, cmd: cmd, exited: make(chan struct{}), out: tail}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	if err := p.waitReady(ctx); err != nil {
-		p.kill()
+	p := &process{URL: "http://" + addr, proc: proc, out: tail}
+	if err := proc.WaitOK(ctx, &http.Client{Timeout: 5 * time.Second}, p.URL+"/-/ready", readyTimeout, "ready"); err != nil {
+		proc.Kill()
 		return nil, localproc.Failure(fmt.Sprintf("amtest: Alertmanager %s on %s: %v", bin, addr, err), tail)
 	}
 	return p, nil
-}
-
-// waitReady polls /-/ready until it answers 200, the process exits, ctx
-// ends or readyTimeout passes.
-func (p *process) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	hc := &http.Client{Timeout: 5 * time.Second}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/-/ready", nil)
-		if resp, err := hc.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("exited before becoming ready: %v", p.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("not ready within %v: %w", readyTimeout, ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
 
 // Output is the tail of what the process printed.
@@ -203,22 +170,13 @@ func (p *process) Output() string { return p.out.String() }
 // 10s. It may be called more than once.
 func (p *process) Stop() error {
 	p.stopOnce.Do(func() {
-		if err := p.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			p.stopErr = fmt.Errorf("amtest: interrupting Alertmanager: %w", err)
-		}
-		t := time.NewTimer(stopTimeout)
-		defer t.Stop()
-		select {
-		case <-p.exited:
-		case <-t.C:
-			p.kill()
+		killed, err := p.proc.Interrupt(stopTimeout)
+		switch {
+		case killed:
 			p.stopErr = fmt.Errorf("amtest: Alertmanager on %s did not stop within %v of SIGINT; killed", p.URL, stopTimeout)
+		case err != nil:
+			p.stopErr = fmt.Errorf("amtest: interrupting Alertmanager: %w", err)
 		}
 	})
 	return p.stopErr
-}
-
-func (p *process) kill() {
-	p.cmd.Process.Kill()
-	<-p.exited
 }

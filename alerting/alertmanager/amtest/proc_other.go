@@ -1,7 +1,0 @@
-//go:build !linux
-
-package amtest
-
-import "os/exec"
-
-func setProcAttr(*exec.Cmd) {}

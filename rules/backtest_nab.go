@@ -1,0 +1,118 @@
+package rules
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/inferwatch/inferwatch/analysis/nab"
+	"github.com/inferwatch/inferwatch/ingest"
+)
+
+// NABRun is one file of a NAB corpus after the rule judged it (ReplayNAB).
+type NABRun struct {
+	nab.Run
+	Key string // CATEGORY/FILE.csv, as in the windows file
+	// Step is the rule's step, Fired the times findings fired at.
+	Step  time.Duration
+	Fired []int64
+	// Behind counts the rows that step back in time (see RowsBehind), the
+	// first on line BehindLine.
+	Behind, BehindLine int
+}
+
+// ReplayNAB replays the rule over every file dir/KEY of a NAB corpus (keys:
+// CATEGORY/FILE.csv, each with its windows), on as many workers as there
+// are CPUs, calling done (when not nil) after each file, and returns the
+// runs in the order of keys.
+func ReplayNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, rule SeriesRule, done func()) ([]NABRun, error) {
+	runs := make([]NABRun, len(keys))
+	errs := make([]error, len(keys))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(keys)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				runs[i], errs[i] = replayNABFile(ctx, dir, keys[i], windows[keys[i]], rule)
+				if done != nil {
+					done()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range keys {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("interrupted: %w", err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// replayNABFile reads one file, keeping every row in file order as NAB does
+// (rows that repeat a timestamp or step back in time included), and
+// evaluates the rule over it as the daemon would (see ReplaySeries).
+//
+// NAB reads a data file as it is written, without sorting it (nab/corpus.py
+// DataFile: pandas.read_csv), hands its detectors every row in that order
+// (nab/detectors/base.py AnomalyDetector.run iterates the rows), and scores
+// the detector's per-row scores against the rows' places in the file, the
+// timestamps serving only to find where each window starts and ends
+// (nab/scorer.py scoreDataSet calls nab/sweeper.py Sweeper.scoreDataSet;
+// see nab.WindowRows). The scoring here is the same. The feeding cannot
+// be: the daemon judges a series forward in time, so the rows behind the
+// newest time are not judged (see JudgeRows).
+func replayNABFile(ctx context.Context, dir, key string, limits [][2]int64, rule SeriesRule) (NABRun, error) {
+	path := filepath.Join(dir, filepath.FromSlash(key))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return NABRun{}, err
+	}
+	c, err := ingest.ReadCSV(bytes.NewReader(data), path, ingest.CSVOptions{AllowDuplicates: true, AllowUnsorted: true})
+	if err != nil {
+		return NABRun{}, err
+	}
+	ts := c.Series.Timestamps
+	ws, err := nab.WindowRows(ts, limits)
+	if err != nil {
+		return NABRun{}, fmt.Errorf("%s: %w", path, err)
+	}
+	f, err := nab.NewFile(key, len(ts), ws)
+	if err != nil {
+		return NABRun{}, err
+	}
+	rows, t, v := Advancing(ts, c.Series.Values)
+	rep, err := ReplaySeries(ctx, rule, t, v)
+	if err != nil {
+		return NABRun{}, fmt.Errorf("%s: %w", path, err)
+	}
+	scores, anomalous := JudgeRows(ts, rows, rep)
+	category, _, _ := strings.Cut(key, "/")
+	run := NABRun{Run: nab.Run{File: f, Category: category, Scores: scores, Anomalous: anomalous}, Key: key, Step: rep.Step, Fired: rep.Fired}
+	if len(t) > 1 {
+		run.Days = float64(t[len(t)-1]-t[0]) / 86_400_000
+	}
+	if n, first := RowsBehind(ts); n > 0 {
+		run.Behind, run.BehindLine = n, c.Lines[first]
+	}
+	return run, nil
+}
