@@ -2,7 +2,11 @@ package ingest
 
 import (
 	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // exportBenchBody is benchBody's series as /api/v1/export writes them,
@@ -62,4 +66,46 @@ func BenchmarkReadExport(b *testing.B) {
 		}
 		b.ReportMetric(float64(nSeries)*float64(b.N)/b.Elapsed().Seconds(), "series/s")
 	})
+}
+
+// BenchmarkQueryRangeExport is QueryRange against a server that answers
+// /api/v1/export with a fixed body, as VictoriaMetrics would: the one point
+// of a steady cycle over 100,000 series, and an hour of 15-second points
+// over 10,000 series in one time chunk.
+func BenchmarkQueryRangeExport(b *testing.B) {
+	const step = 15 * time.Second
+	first := time.UnixMilli(1700000010000) // a multiple of the step
+	for _, tc := range []struct {
+		name           string
+		series, points int
+	}{
+		{"point/series=100000", 100000, 1},
+		{"hour/series=10000", 10000, 240},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := exportBenchBody(b, tc.series, tc.points)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != pathExport {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/stream+json")
+				w.Write(body)
+			}))
+			defer srv.Close()
+			c, err := NewClient(ClientOptions{URL: srv.URL, Store: StoreVictoriaMetrics, MaxPointsPerSeries: 11000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			end := first.Add(time.Duration(tc.points-1) * step)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				ss, err := c.QueryRange(context.Background(), "vllm:num_requests_running", first, end, step)
+				if err != nil || len(ss) != tc.series {
+					b.Fatalf("%d series, %v", len(ss), err)
+				}
+			}
+		})
+	}
 }

@@ -70,6 +70,7 @@ func (c *Client) exportSelector(ctx context.Context, rc *rangeCall, selector str
 		c.log.Warn("the store refused an export for its limit on samples; fetching it in halves",
 			"query", rc.query, "selector", selector, "from", time.UnixMilli(from).UTC(), "to", time.UnixMilli(to).UTC(), "limit", most)
 		c.splits["time"].Inc()
+		rc.timeSplit = true
 		if err := c.exportSelector(ctx, rc, selector, from, mid, depth+1, true, emit); err != nil {
 			return err
 		}

@@ -42,11 +42,21 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 		points int
 		parts  int
 	)
-	// A range the store refused whole comes in parts of the range, which
-	// the join puts together.
-	joined := len(call.chunks) > 1 || call.export
-	if joined {
-		index = map[string]int{}
+	// A range fetched in time chunks, or whose export the store refused
+	// and the client halved, comes in parts of the range, which the join
+	// puts together by labels. Otherwise each series comes once.
+	joined := false
+	join := func() {
+		joined = true
+		index = make(map[string]int, len(out))
+		var key []byte
+		for i, s := range out {
+			key = appendJoinKey(key[:0], s.Labels)
+			index[string(key)] = i
+		}
+	}
+	if len(call.chunks) > 1 {
+		join()
 	}
 	var ferr error
 	c.run(ctx, call, func() int { return points }, func(p Part, err error) bool {
@@ -55,19 +65,25 @@ func (c *Client) QueryRange(ctx context.Context, query string, start, end time.T
 			return false
 		}
 		parts++
+		if !joined && call.timeSplit {
+			join()
+		}
 		if !joined {
-			// One time chunk: its series shards hold different series.
+			// Each series once: the parts hold different series.
 			if out == nil {
 				out = p.Series
 			} else {
 				out = append(out, p.Series...)
 			}
+			for _, s := range p.Series {
+				points += len(s.Timestamps)
+			}
 		} else {
 			out = joinSeries(out, index, p.Series)
-		}
-		points = 0
-		for _, s := range out {
-			points += len(s.Timestamps)
+			points = 0
+			for _, s := range out {
+				points += len(s.Timestamps)
+			}
 		}
 		var le *LimitError
 		switch {
@@ -183,6 +199,10 @@ type rangeCall struct {
 	export                 bool
 	chunks                 [][2]int64 // first and last point of each
 	shards                 []string   // selectors; nil: the query itself
+	// timeSplit is set once the store refused an export's samples and the
+	// client fetches it in halves of its time chunk: from then on a series
+	// can come in more than one part of a chunk.
+	timeSplit bool
 }
 
 func (rc *rangeCall) op() string {
@@ -344,9 +364,18 @@ func (c *Client) exportPoint(ctx context.Context, rc *rangeCall, selector string
 		"start":   {formatSeconds(exportFrom(at, at, rc.stepMs, true))},
 		"end":     {formatSeconds(at)},
 	}
+	// The series the query returned last time are about as many as come
+	// now: room for them up front saves growing the answer as it comes.
+	expect, _ := c.plans.series(rc.query)
+	if selector != rc.query {
+		expect = 0
+	}
 	last := func(body io.Reader, lim ResponseLimits, prior int) ([]Series, error) {
 		d := newReadDecoder(body, lim, prior, readBufSize)
 		d.lc = c.labels
+		if expect > 0 {
+			d.out = make([]Series, 0, expect+expect/16)
+		}
 		return d.exportLast(at)
 	}
 	return c.do(ctx, "export", pathExport, rc.query, params, 0, last)
