@@ -179,11 +179,31 @@ func (l Load) Mean(from, to time.Time) float64 {
 // serving since before: an ask is paid for at once and serves startup
 // later. It returns how they carried the load.
 func ServeAsks(l Load, from int, asks []Ask, n int, capacity float64, startup time.Duration) Provisioning {
+	var p Provisioning
+	for _, d := range ServeAsksBy(l, from, asks, n, capacity, startup, 0) {
+		p.Add(d)
+	}
+	return p
+}
+
+// ServeAsksBy is ServeAsks tallied apart for each period from the start
+// of step from (the last one cut off at the load's end; period 0: one
+// tally), for a bootstrap over days. The period is a multiple of the
+// load's step.
+func ServeAsksBy(l Load, from int, asks []Ask, n int, capacity float64, startup, period time.Duration) []Provisioning {
 	f := &Fleet{Startup: startup}
 	f.Start(n, l.At(from))
-	var p Provisioning
+	per := len(l.Values)
+	if period > 0 {
+		per = max(int(period/l.Step), 1)
+	}
+	var out []Provisioning
 	a := 0
 	for k := from; k < len(l.Values); k++ {
+		if (k-from)%per == 0 {
+			out = append(out, Provisioning{})
+		}
+		p := &out[len(out)-1]
 		at, end := l.At(k), l.At(k+1)
 		for at.Before(end) {
 			for a < len(asks) && !asks[a].At.After(at) {
@@ -197,9 +217,18 @@ func ServeAsks(l Load, from int, asks []Ask, n int, capacity float64, startup ti
 			if a < len(asks) && asks[a].At.Before(end) {
 				next = asks[a].At
 			}
-			f.Serve(l.Values[k], capacity, at, next, &p)
+			f.Serve(l.Values[k], capacity, at, next, p)
 			at = next
 		}
 	}
-	return p
+	return out
+}
+
+// StepAsks are asks made at the start of each step from step from on.
+func StepAsks(l Load, from int, asks []int) []Ask {
+	out := make([]Ask, len(asks))
+	for j, n := range asks {
+		out[j] = Ask{l.At(from + j), n}
+	}
+	return out
 }

@@ -110,3 +110,27 @@ func TestServeAsks(t *testing.T) {
 		t.Errorf("asks at each step: %+v; Serve: %+v", a, b)
 	}
 }
+
+func TestServeAsksBy(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	l := Load{Start: at, Step: time.Minute, Values: []float64{25, 25, 5, 5, 30}}
+	asks := StepAsks(l, 0, []int{3, 3, 1, 1, 3})
+	// Two-minute periods: [0, 2) two replicas serving, a third from 0:30;
+	// [2, 4) one; [4, 5) one serving, two starting until 4:30.
+	got := ServeAsksBy(l, 0, asks, 2, 10, 30*time.Second, 2*time.Minute)
+	want := []Provisioning{
+		{ReplicaMinutes: 6, Minutes: 2, UnderMinutes: 0.5, WorstShortfall: 5, Changes: 1},
+		{ReplicaMinutes: 2, Minutes: 2, Changes: 1},
+		{ReplicaMinutes: 3, Minutes: 1, UnderMinutes: 0.5, WorstShortfall: 20, Changes: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("by period %+v, want %+v", got, want)
+	}
+	var sum Provisioning
+	for _, p := range want {
+		sum.Add(p)
+	}
+	if whole := ServeAsks(l, 0, asks, 2, 10, 30*time.Second); whole != sum {
+		t.Errorf("whole %+v, the periods add up to %+v", whole, sum)
+	}
+}
