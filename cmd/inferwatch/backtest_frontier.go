@@ -4,18 +4,27 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/inferwatch/inferwatch/forecasting"
+	"github.com/inferwatch/inferwatch/forecasting/capacity"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/dur"
 	"github.com/inferwatch/inferwatch/rules"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // frontierTargets are the HPA targets a frontier study sweeps unless
@@ -34,7 +43,7 @@ func frontierFlags(fs *flag.FlagSet, on bool, startupsS, ablationS, model string
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !on {
-		for _, name := range []string{"startups", "ablation", "bootstrap"} {
+		for _, name := range []string{"startups", "ablation", "bootstrap", "plot"} {
 			if set[name] {
 				return rules.FrontierOptions{}, fmt.Errorf("--%s is a setting of --frontier", name)
 			}
@@ -106,13 +115,19 @@ func drawServeGen(glob string, step time.Duration, seed uint64) (*ingest.EvenSer
 	return s, nil
 }
 
-func runFrontier(ctx context.Context, b rules.ScaleBacktest, fo rules.FrontierOptions, name string, asJSON bool, stdout, stderr io.Writer) int {
+func runFrontier(ctx context.Context, b rules.ScaleBacktest, fo rules.FrontierOptions, name, plotFile string, asJSON bool, stdout, stderr io.Writer) int {
 	rep, err := rules.StudyFrontier(ctx, b, fo)
 	if err != nil {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: %s: %v\n", name, err)
 		return 1
 	}
 	rep.Input = name
+	if plotFile != "" {
+		if err := writeFrontierPlot(plotFile, rep); err != nil {
+			fmt.Fprintln(stderr, "inferwatch backtest scale: --plot:", err)
+			return 1
+		}
+	}
 	if asJSON {
 		return writeJSON(stdout, stderr, rep)
 	}
@@ -178,4 +193,82 @@ func writeFrontierText(w io.Writer, rep *rules.FrontierReport) {
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
+}
+
+// frontierColors tell the start-ups apart in the plot.
+var frontierColors = []color.RGBA{
+	{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, {R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+}
+
+// writeFrontierPlot draws the report as an SVG file: for each start-up the
+// HPA's frontier as a line through its efficient targets, and each
+// signal as a mark of that start-up's colour (a circle for --model, then a
+// triangle, a cross, … for the ablations); replica-minutes across,
+// under-provisioned minutes (plus one, on a log scale) up.
+func writeFrontierPlot(path string, rep *rules.FrontierReport) error {
+	p := plot.New()
+	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
+	p.Title.Text = "The HPA's frontier and the scale signal\n" + regexp.MustCompile(`\S*/([^/\s]+)`).ReplaceAllString(rep.Input, "$1")
+	p.Title.TextStyle.Font = sans
+	p.Title.TextStyle.Font.Size = vg.Points(10)
+	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+		ax.Label.TextStyle.Font, ax.Tick.Label.Font = sans, sans
+		ax.Label.TextStyle.Font.Size, ax.Tick.Label.Font.Size = vg.Points(9), vg.Points(8)
+	}
+	p.Legend.TextStyle.Font = sans
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	p.Legend.Left = true
+	p.X.Label.Text = "replica-minutes"
+	p.Y.Label.Text = "under-provisioned minutes + 1"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	xy := func(rm, under float64) plotter.XY { return plotter.XY{X: rm, Y: under + 1} }
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.SquareGlyph{}, draw.PlusGlyph{}}
+	models := map[string]int{}
+	for si, st := range rep.Startups {
+		col := frontierColors[si%len(frontierColors)]
+		var pts []capacity.Point
+		for _, h := range st.HPA {
+			pts = append(pts, capacity.Point{ReplicaMinutes: h.ReplicaMinutes, UnderMinutes: h.UnderMinutes})
+		}
+		var line plotter.XYs
+		for _, e := range capacity.Efficient(pts) {
+			line = append(line, xy(e.ReplicaMinutes, e.UnderMinutes))
+		}
+		l, err := plotter.NewLine(line)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = col, vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add("HPA, start-up "+dur.Format(time.Duration(st.StartupSeconds*float64(time.Second))), l)
+		for _, s := range st.Signal {
+			k, ok := models[s.Model]
+			if !ok {
+				k = len(models)
+				models[s.Model] = k
+			}
+			sc, err := plotter.NewScatter(plotter.XYs{xy(s.ReplicaMinutes, s.UnderMinutes)})
+			if err != nil {
+				return err
+			}
+			sc.Color, sc.Shape, sc.Radius = col, shapes[k%len(shapes)], vg.Points(3)
+			p.Add(sc)
+			if si == 0 && s.Level == st.Signal[0].Level && s.Margin == st.Signal[0].Margin {
+				p.Legend.Add("signal on "+s.Model, sc)
+			}
+		}
+	}
+	c := vgsvg.NewWith(vgsvg.UseWH(7.5*vg.Inch, 4.5*vg.Inch))
+	p.Draw(draw.New(c))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }

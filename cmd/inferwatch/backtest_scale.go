@@ -177,6 +177,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	frontierOn := fs.Bool("frontier", false, "set the scale signal against Kubernetes' HPA at equal cost, at each --startups (see --frontier above)")
 	startupsS := fs.String("startups", "1m,3m,5m,10m", "with --frontier: the start-up delays replayed, ascending")
 	ablationS := fs.String("ablation", "naive,seasonal_naive", "with --frontier: the forecast models the scale rule is also replayed on, besides --model (none: no other)")
+	plotFile := fs.String("plot", "", "with --frontier: also draw the frontier and the signals as an SVG file")
 	bootstrap := fs.Int("bootstrap", 1000, "with --frontier: resamples of whole days for each ratio's 90% interval (0: none)")
 	// The forecast and scale rules' keys, with their defaults.
 	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the forecast reaches and the decision looks (default the rules': a forecast to 10m, and a decision on the step plus --startup, rounded up to whole steps and at most 10m)")
@@ -395,7 +396,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		if fo.Targets == nil {
 			fo.Targets = targets
 		}
-		return runFrontier(ctx, b, fo, name, *asJSON, stdout, stderr)
+		return runFrontier(ctx, b, fo, name, *plotFile, *asJSON, stdout, stderr)
 	}
 	rep, err := rules.BacktestScale(ctx, b)
 	if err != nil {
