@@ -32,7 +32,7 @@ type FrontierOptions struct {
 	// the forecast's).
 	FixedHorizon time.Duration
 	// Bootstrap is how many resamples of whole days give each ratio's
-	// interval (0: none), at Level, from Seed.
+	// interval (0, or a load of one day: none), at Level, from Seed.
 	Bootstrap int
 	Level     float64
 	Seed      uint64
@@ -204,7 +204,7 @@ func StudyFrontier(ctx context.Context, b ScaleBacktest, o FrontierOptions) (*Fr
 					ratio := capacity.RatioAtCost(p, hpaPoints)
 					short, _ := capacity.ShortAtCost(hpaPoints, p.ReplicaMinutes)
 					lo, hi := math.NaN(), math.NaN()
-					if o.Bootstrap > 0 && !math.IsNaN(ratio) {
+					if o.Bootstrap > 0 && rep.Days >= 2 && !math.IsNaN(ratio) {
 						lo, hi, _ = capacity.BootstrapRatio(days, hpaDays, o.Bootstrap, o.Seed, o.Level)
 					}
 					st.Signal = append(st.Signal, FrontierPoint{Model: model, Level: l.Level, Margin: margin, ReplicaMinutes: p.ReplicaMinutes,
