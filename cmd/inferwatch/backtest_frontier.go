@@ -209,7 +209,7 @@ var frontierColors = []color.RGBA{
 func writeFrontierPlot(path string, rep *rules.FrontierReport) error {
 	p := plot.New()
 	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
-	p.Title.Text = "The HPA's frontier and the scale signal\n" + regexp.MustCompile(`\S*/([^/\s]+)`).ReplaceAllString(rep.Input, "$1")
+	p.Title.Text = "The HPA's frontier and the scale signal\n" + regexp.MustCompile(`\S*/([^/\s]+/[^/\s]+)`).ReplaceAllString(rep.Input, "$1")
 	p.Title.TextStyle.Font = sans
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
