@@ -25,7 +25,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 )
 
-const backtestScaleUsage = `Usage: inferwatch backtest scale (--input FILE | --sum-of GLOB | --arrivals FILE | --gentd26 FILE) (--capacity REQS_PER_REPLICA | --peak-replicas N) [flags]
+const backtestScaleUsage = `Usage: inferwatch backtest scale (--input FILE | --sum-of GLOB | --arrivals FILE | --gentd26 FILE | --servegen-clients GLOB) (--capacity REQS_PER_REPLICA | --peak-replicas N) [--frontier] [flags]
 
 Replays a traffic series through the scale signal and, beside it, through a
 reactive autoscaler, and reports for each how the replicas it asked for
@@ -123,6 +123,31 @@ the replicas of each other reactive policy
 each what-if row's signal (desired_replicas_what_if_level_0.9_errors_0.5,
 …).
 
+--servegen-clients GLOB reads ServeGen's client traces (one row per
+10-minute window: t_seconds,rate_req_per_s,cv,pattern,p1,p2, the window's
+arrival process) and draws each client's requests from them: in each
+window a renewal process in its steady state whose times between requests
+have the window's mean 1/rate, Gamma with shape 1/cv² or Weibull with the
+fitted shape p1; the requests of all clients are counted per --step
+(default 1m). --seed seeds the draws; the same seed draws the same
+requests.
+
+--frontier sets the scale signal against Kubernetes' HPA at equal cost.
+For each of --startups (1m,3m,5m,10m) it replays the HPA as its
+controller runs (a sync every 15s on the mean load of the last minute, a
+10% tolerance, at most double or four more replicas a sync, a 5m
+scale-down stabilisation) at each --hpa-target (0.4 to 1 by 0.05 unless
+listed), draws its frontier of replica-minutes against under-provisioned
+minutes, and replays the scale rule at each --level and
+--scale-down-margin (a list here), on --model and on each --ablation model
+(naive and seasonal_naive: what a naive forecast gains is the policy's,
+the rest the forecaster's). For each signal it reports the HPA frontier's
+under-provisioned minutes at the signal's replica-minutes (linear between
+the two targets around it) and the ratio of the signal's to it, with a
+90% interval from --bootstrap resamples of whole days; then, for each
+signal, the start-up above which it is short less often than the HPA that
+costs the same. The load's step is the decision step: a minute or less.
+
 `
 
 func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -147,6 +172,13 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	writeSeries := fs.String("write-series", "", "write the series replayed to this CSV file")
 	writeDecisions := fs.String("write-decisions", "", "write each decision to this CSV file (see above)")
 	asJSON := fs.Bool("json", false, "write the result as JSON")
+	servegen := fs.String("servegen-clients", "", "the traffic is requests drawn from the arrival fits of the ServeGen client traces matching this glob, counted per --step (default 1m; see --frontier)")
+	seed := fs.Uint64("seed", 1, "with --servegen-clients: the seed of the draws; with --frontier: of the bootstrap")
+	frontierOn := fs.Bool("frontier", false, "set the scale signal against Kubernetes' HPA at equal cost, at each --startups (see --frontier above)")
+	startupsS := fs.String("startups", "1m,3m,5m,10m", "with --frontier: the start-up delays replayed, ascending")
+	ablationS := fs.String("ablation", "naive,seasonal_naive", "with --frontier: the forecast models the scale rule is also replayed on, besides --model (none: no other)")
+	plotFile := fs.String("plot", "", "with --frontier: also draw the frontier and the signals as an SVG file")
+	bootstrap := fs.Int("bootstrap", 1000, "with --frontier: resamples of whole days for each ratio's 90% interval (0: none)")
 	// The forecast and scale rules' keys, with their defaults.
 	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the forecast reaches and the decision looks (default the rules': a forecast to 10m, and a decision on the step plus --startup, rounded up to whole steps and at most 10m)")
 	model := fs.String("model", rulefmt.DefaultForecastModel, "forecast.model: "+strings.Join(forecasting.Models(), ", "))
@@ -156,20 +188,20 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	minReplicas := fs.Int("min-replicas", def.MinReplicas, "scale.min_replicas (both policies)")
 	maxReplicas := fs.Int("max-replicas", def.MaxReplicas, "scale.max_replicas (both policies; 0: none)")
 	stable := fs.Int("scale-down-stable-intervals", def.ScaleDownStableIntervals, "scale.scale_down_stable_intervals")
-	margin := fs.Float64("scale-down-margin", def.ScaleDownMargin, "scale.scale_down_margin: the hysteresis band of a step down, a share of the capacity (0: none)")
+	marginS := fs.String("scale-down-margin", strconv.FormatFloat(def.ScaleDownMargin, 'g', -1, 64), "scale.scale_down_margin: the hysteresis band of a step down, a share of the capacity (0: none); with --frontier a comma-separated list replays each")
 	cooldownS := fs.String("cooldown", dur.Format(def.Cooldown), "scale.cooldown (0s: none)")
 	holdS := fs.String("hold", dur.Format(def.Hold), "scale.hold: the forecast tier asks for at least what the highest load of this last while needs (0s: none)")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
 	}
 	given := 0
-	for _, s := range []string{*input, *sumOf, *gentd, *arrivals} {
+	for _, s := range []string{*input, *sumOf, *gentd, *arrivals, *servegen} {
 		if s != "" {
 			given++
 		}
 	}
 	if given != 1 {
-		return usageError(stderr, fs, "give one of --input FILE, --sum-of GLOB, --arrivals FILE or --gentd26 FILE")
+		return usageError(stderr, fs, "give one of --input FILE, --sum-of GLOB, --arrivals FILE, --gentd26 FILE or --servegen-clients GLOB")
 	}
 	if (*perReplica > 0) == (*peakReplicas > 0) {
 		return usageError(stderr, fs, "give one of --capacity REQS_PER_REPLICA (> 0) or --peak-replicas N (> 0)")
@@ -233,8 +265,16 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *stable < 1 {
 		errs = append(errs, fmt.Errorf("--scale-down-stable-intervals %d: want at least 1", *stable))
 	}
-	if !(*margin >= 0 && *margin <= rulefmt.MaxScaleDownMargin) {
-		errs = append(errs, fmt.Errorf("--scale-down-margin %g: want a share of the capacity in [0, %g]", *margin, rulefmt.MaxScaleDownMargin))
+	margins, err := floatList("--scale-down-margin", *marginS, func(v float64) bool { return v >= 0 && v <= rulefmt.MaxScaleDownMargin },
+		fmt.Sprintf("a share of the capacity in [0, %g]", rulefmt.MaxScaleDownMargin))
+	if err != nil {
+		errs = append(errs, err)
+	} else if len(margins) > 1 && !*frontierOn {
+		errs = append(errs, fmt.Errorf("--scale-down-margin %s: several margins are replayed with --frontier", *marginS))
+	}
+	fo, err := frontierFlags(fs, *frontierOn, *startupsS, *ablationS, *model, *bootstrap, *seed, *servegen != "")
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if _, ok := timeUnits[*timeUnit]; !ok {
 		errs = append(errs, fmt.Errorf("--time-unit %q: want auto, s or ms", *timeUnit))
@@ -260,6 +300,10 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		// below 0, even where the others make up for it.
 		series, parts, err = readParts(*sumOf, resample, *counts, rules.CheckLoad)
 		name = fmt.Sprintf("the sum of the %d files matching %s", len(parts), *sumOf)
+	case *servegen != "":
+		step := cmp.Or(stepD, time.Minute)
+		series, err = drawServeGen(*servegen, step, *seed)
+		name = fmt.Sprintf("the requests drawn from the ServeGen clients matching %s, per %s (seed %d)", *servegen, dur.Format(step), *seed)
 	case *gentd != "":
 		series, err = readGenTD26(*gentd, *requestType)
 		name = fmt.Sprintf("%s (%s, per minute)", *gentd, *requestType)
@@ -299,7 +343,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 			}
 		}
 	}
-	if stepD != 0 && stepD != series.Step {
+	if stepD != 0 && stepD != series.Step && *servegen == "" {
 		if stepD < series.Step || stepD%series.Step != 0 {
 			fmt.Fprintf(stderr, "inferwatch backtest scale: --step %s is not a multiple of the series' step %s\n", *stepS, series.Step)
 			return 2
@@ -334,7 +378,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		sc.Horizon = fc.Horizon
 	}
 	fc.BottomUp = parts != nil
-	sc.ScaleDownMargin = *margin
+	sc.ScaleDownMargin = margins[0]
 	if int(period/series.Step) < 2 {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.Step)
 		return 2
@@ -347,6 +391,13 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
 		Levels: levels, Targets: targets, Windows: windows, ErrorScales: errorScales, Trace: *writeDecisions != "",
 		Reactive: capacity.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
+	if *frontierOn {
+		fo.Margins, fo.FixedHorizon = margins, horizon
+		if fo.Targets == nil {
+			fo.Targets = targets
+		}
+		return runFrontier(ctx, b, fo, name, *plotFile, *asJSON, stdout, stderr)
+	}
 	rep, err := rules.BacktestScale(ctx, b)
 	if err != nil {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: %s: %v\n", name, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -388,8 +389,15 @@ func TestBacktestScaleListErrors(t *testing.T) {
 		{[]string{"--hpa-window", "5m,5m"}, `--hpa-window 5m,5m: 5m is listed twice`},
 		{[]string{"--hpa-window", "5m,"}, `--hpa-window "5m,": an empty item`},
 		{[]string{"--hpa-window", "5m,soon"}, `--hpa-window "soon": want a duration`},
-		{[]string{"--scale-down-margin", "0.6"}, `--scale-down-margin 0.6: want a share of the capacity in [0, 0.5]`},
-		{[]string{"--scale-down-margin", "-0.1"}, `--scale-down-margin -0.1: want a share of the capacity in [0, 0.5]`},
+		{[]string{"--scale-down-margin", "0.6"}, `--scale-down-margin 0.6: "0.6" is not a share of the capacity in [0, 0.5]`},
+		{[]string{"--scale-down-margin", "-0.1"}, `--scale-down-margin -0.1: "-0.1" is not a share of the capacity in [0, 0.5]`},
+		{[]string{"--scale-down-margin", "0.1,0.2"}, `--scale-down-margin 0.1,0.2: several margins are replayed with --frontier`},
+		{[]string{"--frontier", "--startups", "5m,1m"}, `--startups 5m,1m: want ascending start-ups, each once`},
+		{[]string{"--frontier", "--ablation", "naive,bogus"}, `--ablation: forecasting options: unknown forecasting model "bogus"`},
+		{[]string{"--frontier", "--ablation", "auto"}, `--ablation auto: auto is --model already`},
+		{[]string{"--frontier", "--bootstrap", "-1"}, `--bootstrap -1: want 0 or more resamples`},
+		{[]string{"--bootstrap", "10"}, `--bootstrap is a setting of --frontier`},
+		{[]string{"--seed", "3"}, `--seed seeds the draws of --servegen-clients and the bootstrap of --frontier`},
 		{[]string{"--time-field", "ts"}, `--time-field "ts" names the time of a log of requests, read with --arrivals`},
 		{[]string{"--what-if-errors", "0.5,1.5"}, `--what-if-errors 0.5,1.5: "1.5" is not a number in [0, 1]`},
 		{[]string{"--what-if-errors", "0,0"}, `--what-if-errors 0,0: 0 is listed twice`},
@@ -476,5 +484,54 @@ func TestBacktestScaleReportsItsPolicy(t *testing.T) {
 	code, out, _ = runCmd(t, context.Background(), args...)
 	if line := "  forecast model naive; hold 45m; scale-down margin 0.05, 2 stable intervals, cooldown 0s; 1 to 6 replicas\n"; code != 0 || !strings.Contains(out, line) {
 		t.Errorf("exit %d; text lacks %q:\n%s", code, line, out)
+	}
+}
+
+// TestBacktestScaleServeGenClients draws the requests of two client
+// traces per minute and replays them, at the HPA's frontier too; a glob
+// that matches nothing and a trace that does not read are named.
+func TestBacktestScaleServeGenClients(t *testing.T) {
+	dir := t.TempDir()
+	var a, b strings.Builder
+	for i := range 3 * 144 { // three days of 10-minute windows
+		rate := 5 + 4*math.Sin(2*math.Pi*float64(i)/144)
+		fmt.Fprintf(&a, "%d,%g,2,Gamma,0.25,%g\n", 600*i, rate, 4/rate)
+		fmt.Fprintf(&b, "%d,%g,1.5,Weibull,0.7,1\n", 600*i, rate/2)
+	}
+	for name, body := range map[string]string{"chunk-0-trace.csv": a.String(), "chunk-1-trace.csv": b.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	glob := filepath.Join(dir, "chunk-*-trace.csv")
+	code, out, errOut := runCmd(t, context.Background(), "backtest", "scale", "--servegen-clients", glob, "--peak-replicas", "8", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Steps       int     `json:"steps"`
+		StepSeconds float64 `json:"step_seconds"`
+		Input       string  `json:"input"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Steps != 3*1440 || rep.StepSeconds != 60 || !strings.Contains(rep.Input, "seed 1") {
+		t.Errorf("%d steps of %vs from %q; want 4320 of 60s, seed 1", rep.Steps, rep.StepSeconds, rep.Input)
+	}
+	code, out, errOut = runCmd(t, context.Background(), "backtest", "scale", "--servegen-clients", glob, "--peak-replicas", "8",
+		"--frontier", "--startups", "1m,5m", "--ablation", "naive", "--hpa-target", "0.6,0.8,1", "--bootstrap", "20")
+	if code != 0 || !strings.Contains(out, "start-up 5m") || !strings.Contains(out, "signal naive level 0.9") || !strings.Contains(out, "crossover") {
+		t.Errorf("frontier: exit %d, stderr %s, stdout:\n%s", code, errOut, out)
+	}
+	for _, tc := range []struct{ glob, want string }{
+		{filepath.Join(dir, "none-*.csv"), "no file matches"},
+		{filepath.Join(dir, "chunk-0-trace.csv"), ""},
+	} {
+		code, _, errOut := runCmd(t, context.Background(), "backtest", "scale", "--servegen-clients", tc.glob, "--peak-replicas", "8", "--step", "7m")
+		want := cmp.Or(tc.want, "a step of 7m0s does not divide the windows' span of 10m0s")
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and %q", tc.glob, code, errOut, want)
+		}
 	}
 }

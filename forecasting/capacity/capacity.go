@@ -129,6 +129,17 @@ type Provisioning struct {
 	Changes int
 }
 
+// Add adds the tally q to p: minutes and replica-minutes add up, the
+// worst shortfall is the worse of the two.
+func (p *Provisioning) Add(q Provisioning) {
+	p.ReplicaMinutes += q.ReplicaMinutes
+	p.Minutes += q.Minutes
+	p.UnknownMinutes += q.UnknownMinutes
+	p.UnderMinutes += q.UnderMinutes
+	p.WorstShortfall = max(p.WorstShortfall, q.WorstShortfall)
+	p.Changes += q.Changes
+}
+
 // Serve tallies [from, to), during which the load (requests per second,
 // NaN: unknown) was constant and the fleet unchanged but for replicas
 // becoming ready.
