@@ -18,7 +18,10 @@ import (
 // ReadGenTD26 reads qps.csv of Alibaba's GenTD26 trace
 // (timestamp_anon,value,container_ip,request_type: one row per container
 // and sample time, sampled every 57 s, rows of zero left out) as the
-// per-minute request rate of requestType ("": every type). At each time of
+// per-minute request rate of requestType ("": every type), or with
+// requestType "" one of its gateway files without a request_type
+// (queue_size_raw_anon.csv: value,container_ip,timestamp_anon) as the
+// per-minute mean of its values. At each time of
 // the file's sample grid (its most common spacing from its first time) the
 // containers' values are added, 0 where no row of the type; each sum holds
 // until the next time; and each whole minute the grid covers takes their
@@ -45,12 +48,19 @@ func ParseGenTD26(in io.Reader, file, requestType string) (*EvenSeries, error) {
 	for i, h := range header {
 		col[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
 	}
-	for _, need := range []string{"timestamp_anon", "value", "request_type"} {
+	need := []string{"timestamp_anon", "value", "request_type"}
+	if requestType == "" {
+		// A gateway's file (queue_size_raw_anon.csv) has no request_type.
+		need = need[:2]
+	}
+	for _, need := range need {
 		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("%s: no %s column in the header %q; want GenTD26's qps.csv (timestamp_anon,value,container_ip,request_type)", file, need, strings.Join(header, ","))
+			return nil, fmt.Errorf("%s: no %s column in the header %q; want GenTD26's qps.csv (timestamp_anon,value,container_ip,request_type) or, for every row, a gateway file such as queue_size_raw_anon.csv (value,container_ip,timestamp_anon)",
+				file, need, strings.Join(header, ","))
 		}
 	}
-	tCol, vCol, typeCol := col["timestamp_anon"], col["value"], col["request_type"]
+	tCol, vCol := col["timestamp_anon"], col["value"]
+	typeCol, typed := col["request_type"]
 	type row struct {
 		t    int64 // ms
 		v    float64
@@ -81,7 +91,10 @@ func ParseGenTD26(in io.Reader, file, requestType string) (*EvenSeries, error) {
 		}
 		t := int64(math.Round(ts * 1000))
 		times = append(times, t)
-		typ := rec[typeCol]
+		typ := ""
+		if typed {
+			typ = rec[typeCol]
+		}
 		types[typ]++
 		if requestType == "" || typ == requestType {
 			rows = append(rows, row{t, v, line})

@@ -50,6 +50,30 @@ func TestParseGenTD26(t *testing.T) {
 	}
 }
 
+func TestParseGenTD26Gateway(t *testing.T) {
+	// queue_size_raw_anon.csv: no request_type, zeros kept, the
+	// container empty.
+	text := "value,container_ip,timestamp_anon\n0.0,,1662858720.0\n1.0,,1662858777.0\n0.5,,1662858834.0\n0.0,,1662858891.0\n"
+	s, err := ParseGenTD26(strings.NewReader(text), "queue_size_raw_anon.csv", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0–60: 0 for 57 s, 1 for 3 s; 60–120: 1 for 54 s, 0.5 for 6 s;
+	// 120–180: 0.5 until 171, then 0.
+	want := []float64{3.0 / 60, (54 + 3.0) / 60, 0.5 * 51 / 60}
+	if len(s.Values) != len(want) {
+		t.Fatalf("%d minutes: %v", len(s.Values), s.Values)
+	}
+	for i := range want {
+		if math.Abs(s.Values[i]-want[i]) > 1e-12 {
+			t.Errorf("minute %d: %g, want %g", i, s.Values[i], want[i])
+		}
+	}
+	if _, err := ParseGenTD26(strings.NewReader(text), "queue_size_raw_anon.csv", "API Requests"); err == nil || !strings.Contains(err.Error(), "no request_type column") {
+		t.Errorf("a request type of a file without one: %v", err)
+	}
+}
+
 // TestParseGenTD26Errors: an error names the file, and the line and the
 // field at fault.
 func TestParseGenTD26Errors(t *testing.T) {

@@ -44,6 +44,9 @@ type ScaleBacktest struct {
 	ErrorScales []float64
 	// Trace keeps each decision in the report's Trace.
 	Trace bool
+	// Waiting, when set, is the requests waiting at each step, which the
+	// scale rule reads as its scale.waiting query (ScaleReplayOptions).
+	Waiting []float64
 }
 
 // ScaleReport is what a replay measured.
@@ -291,7 +294,7 @@ func BacktestScale(ctx context.Context, b ScaleBacktest) (*ScaleReport, error) {
 	sc := b.Scale
 	sc.CapacityPerReplica, sc.Startup = perReplica, b.Startup
 	lanes, err := ReplayScale(ctx, ScaleReplayOptions{Load: load, Parts: b.Parts, Warmup: b.Warmup, Forecast: b.Forecast, Scale: sc,
-		Levels: b.Levels, ErrorScales: b.ErrorScales, Replicas: n0})
+		Levels: b.Levels, ErrorScales: b.ErrorScales, Replicas: n0, Waiting: b.Waiting})
 	if err != nil {
 		return nil, err
 	}

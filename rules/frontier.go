@@ -193,7 +193,7 @@ func StudyFrontier(ctx context.Context, b ScaleBacktest, o FrontierOptions) (*Fr
 			for _, margin := range o.Margins {
 				sc.ScaleDownMargin = margin
 				lanes, err := ReplayScale(ctx, ScaleReplayOptions{Load: load, Parts: b.Parts, Warmup: b.Warmup, Forecast: fc, Scale: sc,
-					Levels: b.Levels, Replicas: n0})
+					Levels: b.Levels, Replicas: n0, Waiting: b.Waiting})
 				if err != nil {
 					return nil, fmt.Errorf("start-up %v, model %s, margin %g: %w", startup, model, margin, err)
 				}

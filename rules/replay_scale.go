@@ -40,6 +40,11 @@ type ScaleReplayOptions struct {
 	// Replicas is the number of replicas serving before the first
 	// decision.
 	Replicas int
+	// Waiting, when set, is the requests waiting at each step of Load
+	// (summed over the target's replicas, NaN where unknown), which the
+	// scale rules read as their scale.waiting query: a floor on the
+	// forecast tier once it passes Scale.WaitingPerReplica a replica.
+	Waiting []float64
 }
 
 // ScaleLane is what one scale rule of a scale replay asked for.
@@ -84,7 +89,7 @@ func ReplayScale(ctx context.Context, o ScaleReplayOptions) ([]ScaleLane, error)
 	case step <= 0 || o.Scale.Horizon <= 0 || !(o.Scale.CapacityPerReplica > 0):
 		return nil, fmt.Errorf("rules: a scale replay needs a step, a horizon and a capacity per replica")
 	}
-	const load, target = "load", "target"
+	const load, waiting, target = "load", "waiting", "target"
 	// The rules evaluate on the step's grid: the replay's clock is the
 	// load's, moved back to the grid when it does not start on it.
 	base := o.Load.Start.Truncate(step)
@@ -121,6 +126,9 @@ func ReplayScale(ctx context.Context, o ScaleReplayOptions) ([]ScaleLane, error)
 			l.replicas = l.rule + "_replicas"
 			sc := o.Scale
 			sc.Forecast, sc.Replicas = forecastRule, l.replicas
+			if o.Waiting != nil {
+				sc.Waiting = waiting
+			}
 			group.Rules = append(group.Rules, rulefmt.Rule{Name: l.rule, Kind: rulefmt.KindScale, Spec: &sc, Expr: sc.Replicas, Step: step,
 				Lookback: rulefmt.DefaultLookback, RepeatInterval: rulefmt.DefaultRepeatInterval})
 		}
@@ -129,7 +137,7 @@ func ReplayScale(ctx context.Context, o ScaleReplayOptions) ([]ScaleLane, error)
 	lanes = append(lanes, whatIfs...)
 
 	store := NewMemoryStore()
-	add := func(labels ingest.Labels, vs []float64) error {
+	addAs := func(metric string, labels ingest.Labels, vs []float64) error {
 		var t []int64
 		var v []float64
 		for k, x := range vs {
@@ -137,7 +145,16 @@ func ReplayScale(ctx context.Context, o ScaleReplayOptions) ([]ScaleLane, error)
 				t, v = append(t, base.Add(time.Duration(k+1)*step).UnixMilli()), append(v, x)
 			}
 		}
-		return store.Add(load, labels, t, v)
+		return store.Add(metric, labels, t, v)
+	}
+	add := func(labels ingest.Labels, vs []float64) error { return addAs(load, labels, vs) }
+	if o.Waiting != nil {
+		if len(o.Waiting) != n {
+			return nil, fmt.Errorf("rules: %d steps of waiting requests for %d steps of load", len(o.Waiting), n)
+		}
+		if err := addAs(waiting, ingest.Labels{{Name: "__name__", Value: waiting}, targetLabel}, o.Waiting); err != nil {
+			return nil, err
+		}
 	}
 	name := ingest.Label{Name: "__name__", Value: load}
 	if o.Parts == nil {

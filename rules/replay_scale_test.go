@@ -46,3 +46,39 @@ func TestReplayScaleForeseesWithAPerfectForecast(t *testing.T) {
 		t.Errorf("the first decision at %v; want %v", got, want)
 	}
 }
+
+// Requests waiting past scale.waiting_per_replica raise the signal the
+// decision after the step they were counted in: 12 waiting on one replica
+// asks for ⌈12/5⌉ = 3; without them the flat load keeps one.
+func TestReplayScaleReadsTheWaitingRequests(t *testing.T) {
+	values, waiting := make([]float64, 240), make([]float64, 240)
+	for k := range values {
+		values[k] = 9
+	}
+	waiting[220] = 12
+	sc := rulefmt.DefaultScale()
+	sc.CapacityPerReplica, sc.Horizon = 10, 4*time.Minute
+	fc := rulefmt.DefaultForecast(time.Minute)
+	fc.Period = time.Hour
+	o := ScaleReplayOptions{Load: capacity.Load{Start: t0, Step: time.Minute, Values: values},
+		Warmup: 180, Forecast: fc, Scale: sc, Levels: []float64{0.9}, Replicas: 1}
+	plain, err := ReplayScale(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Waiting = waiting
+	queued, err := ReplayScale(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(minute int) int { return minute - 180 }
+	p, q := plain[0].Asks(), queued[0].Asks()
+	if p[at(221)] != 1 || q[at(220)] != 1 || q[at(221)] != 3 {
+		t.Errorf("at minutes 220 and 221: %d and %d with the queue (%s), %d without; want 1 and 3, and 1",
+			q[at(220)], q[at(221)], queued[0].Signals[at(221)].Reason, p[at(221)])
+	}
+	o.Waiting = waiting[:10]
+	if _, err := ReplayScale(context.Background(), o); err == nil {
+		t.Error("waiting requests for fewer steps than the load: no error")
+	}
+}

@@ -85,6 +85,28 @@ func frontierFlags(fs *flag.FlagSet, on bool, startupsS, ablationS, model string
 	return fo, nil
 }
 
+// readWaiting reads a GenTD26 gateway file of the requests waiting, per
+// minute, onto the minutes of load: NaN where it has none.
+func readWaiting(path string, load *ingest.EvenSeries) ([]float64, error) {
+	q, err := ingest.ReadGenTD26(path, "")
+	if err != nil {
+		return nil, fmt.Errorf("--gentd26-queue: %w", err)
+	}
+	if q.Step != load.Step {
+		return nil, fmt.Errorf("--gentd26-queue %s: a step of %v, the load's is %v", path, q.Step, load.Step)
+	}
+	out := make([]float64, len(load.Values))
+	step := load.Step.Milliseconds()
+	for i := range out {
+		j := (load.Start - q.Start + int64(i)*step) / step
+		out[i] = math.NaN()
+		if (load.Start-q.Start)%step == 0 && j >= 0 && j < int64(len(q.Values)) {
+			out[i] = q.Values[j]
+		}
+	}
+	return out, nil
+}
+
 // drawServeGen reads the ServeGen client traces matching glob and draws
 // their requests per step.
 func drawServeGen(glob string, step time.Duration, seed uint64) (*ingest.EvenSeries, error) {

@@ -109,6 +109,10 @@ rows of zero left out) as the per-minute request rate of --request-type:
 at each sample time of the file's grid the containers' values are added
 (0 where none has a row of that type), each holds until the next sample
 time, and each whole minute of the file takes the time-weighted mean.
+--gentd26-queue FILE reads GenTD26's queue_size_raw_anon.csv the same way,
+as the requests waiting each minute, which the scale rule takes as its
+scale.waiting query: past --waiting-per-replica (5) a replica, it asks
+for ⌈waiting / that⌉ replicas, at least one more, whatever the forecast.
 --write-series FILE writes the series replayed as CSV timestamp,value
 (unix seconds, requests per second), to read back with --input.
 --write-decisions FILE writes each decision as CSV: its time (unix
@@ -159,6 +163,8 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	timeUnit := fs.String("time-unit", "auto", "with --arrivals: how numeric times read: auto (as --input: unix seconds, or milliseconds from 1e11), s or ms")
 	timeField := fs.String("time-field", "", "with --arrivals: the CSV column or JSON field holding each request's time (default: the first of "+strings.Join(ingest.ArrivalTimeFields(), ", ")+", any case)")
 	requestType := fs.String("request-type", "Generative Requests", "with --gentd26: the request_type to count, or all")
+	gentdQueue := fs.String("gentd26-queue", "", "with --gentd26: GenTD26's queue_size_raw_anon.csv, read per minute as the requests waiting, which the scale rule takes as its scale.waiting query")
+	waitingPer := fs.Float64("waiting-per-replica", rulefmt.DefaultScale().WaitingPerReplica, "scale.waiting_per_replica: with --gentd26-queue, the waiting requests a replica above which the scale rule asks for more")
 	counts := fs.Bool("counts", false, "the values are requests per step, not per second")
 	perReplica := fs.Float64("capacity", 0, "requests per second one replica sustains")
 	peakReplicas := fs.Int("peak-replicas", 0, "instead of --capacity: the capacity is the peak load after the warm-up divided by this")
@@ -285,14 +291,21 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	if _, err := forecasting.New(forecasting.Options{Step: time.Minute, Model: *model}); err != nil {
 		errs = append(errs, fmt.Errorf("--model: %w", err))
 	}
+	if *gentdQueue != "" && *gentd == "" {
+		errs = append(errs, errors.New("--gentd26-queue is the queue of the --gentd26 trace"))
+	}
+	if !(*waitingPer > 0) {
+		errs = append(errs, fmt.Errorf("--waiting-per-replica %g: want more than 0", *waitingPer))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return usageError(stderr, fs, err.Error())
 	}
 
 	var (
-		series *ingest.EvenSeries
-		parts  [][]float64
-		name   = *input
+		series  *ingest.EvenSeries
+		parts   [][]float64
+		waiting []float64
+		name    = *input
 	)
 	switch {
 	case *sumOf != "":
@@ -307,6 +320,10 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	case *gentd != "":
 		series, err = readGenTD26(*gentd, *requestType)
 		name = fmt.Sprintf("%s (%s, per minute)", *gentd, *requestType)
+		if err == nil && *gentdQueue != "" {
+			waiting, err = readWaiting(*gentdQueue, series)
+			name += fmt.Sprintf(", the queue of %s waiting", *gentdQueue)
+		}
 	case *arrivals != "":
 		step := cmp.Or(stepD, time.Minute)
 		series, err = readArrivals(*arrivals, ingest.ArrivalsOptions{Step: step, Unit: timeUnits[*timeUnit], TimeField: *timeField})
@@ -350,6 +367,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 		k := int(stepD / series.Step)
 		series = series.Average(k)
+		if waiting != nil {
+			waiting = ingest.AverageValues(waiting, k)
+		}
 		for i, p := range parts {
 			parts[i] = ingest.AverageValues(p, k)
 		}
@@ -379,6 +399,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	fc.BottomUp = parts != nil
 	sc.ScaleDownMargin = margins[0]
+	sc.WaitingPerReplica = *waitingPer
 	if int(period/series.Step) < 2 {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.Step)
 		return 2
@@ -390,7 +411,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	b := rules.ScaleBacktest{T0: series.Start, Step: series.Step, Load: series.Values, Parts: parts, Capacity: *perReplica,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,
 		Levels: levels, Targets: targets, Windows: windows, ErrorScales: errorScales, Trace: *writeDecisions != "",
-		Reactive: capacity.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}}
+		Reactive: capacity.ReactivePolicy{MinReplicas: *minReplicas, MaxReplicas: *maxReplicas}, Waiting: waiting}
 	if *frontierOn {
 		fo.Margins, fo.FixedHorizon = margins, horizon
 		if fo.Targets == nil {

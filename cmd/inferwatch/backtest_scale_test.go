@@ -398,6 +398,8 @@ func TestBacktestScaleListErrors(t *testing.T) {
 		{[]string{"--frontier", "--bootstrap", "-1"}, `--bootstrap -1: want 0 or more resamples`},
 		{[]string{"--bootstrap", "10"}, `--bootstrap is a setting of --frontier`},
 		{[]string{"--seed", "3"}, `--seed seeds the draws of --servegen-clients and the bootstrap of --frontier`},
+		{[]string{"--gentd26-queue", "q.csv"}, `--gentd26-queue is the queue of the --gentd26 trace`},
+		{[]string{"--waiting-per-replica", "0"}, `--waiting-per-replica 0: want more than 0`},
 		{[]string{"--time-field", "ts"}, `--time-field "ts" names the time of a log of requests, read with --arrivals`},
 		{[]string{"--what-if-errors", "0.5,1.5"}, `--what-if-errors 0.5,1.5: "1.5" is not a number in [0, 1]`},
 		{[]string{"--what-if-errors", "0,0"}, `--what-if-errors 0,0: 0 is listed twice`},
