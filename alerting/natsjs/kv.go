@@ -1,6 +1,7 @@
 package natsjs
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -78,6 +79,7 @@ func (j *JetStream) KV(ctx context.Context, bucket string) (*KV, error) {
 		Description: "inferwatch alert states and rule progress",
 		History:     1,
 		Storage:     jetstream.FileStorage,
+		Replicas:    cmp.Or(j.o.Replicas, 1),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating or updating the key-value bucket %s on %s: %w", bucket, j.url, err)
@@ -309,4 +311,28 @@ func (k *KV) Entries(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("reading the status of bucket %s: %w", k.bucket, err)
 	}
 	return st.Values(), nil
+}
+
+// DefaultMembersBucket is the bucket of the members of a stream's set:
+// <stream>_MEMBERS.
+func DefaultMembersBucket(stream string) string { return stream + "_MEMBERS" }
+
+// MembersBucket creates or updates the bucket where the processes of one
+// configuration announce themselves and lease its groups
+// (cluster.Bucket), with one value per key, and keys no one has written
+// for keep (a member or group that is gone) expiring.
+func (j *JetStream) MembersBucket(ctx context.Context, keep time.Duration) (jetstream.KeyValue, error) {
+	bucket := DefaultMembersBucket(j.o.Stream)
+	kv, err := j.jsm.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: "inferwatch members and their group leases",
+		History:     1,
+		TTL:         keep,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cmp.Or(j.o.Replicas, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating or updating the key-value bucket %s on %s: %w", bucket, j.url, err)
+	}
+	return kv, nil
 }
