@@ -86,6 +86,10 @@ func LeaseKey(group string) string {
 	return leasePrefix + hex.EncodeToString(h[:16])
 }
 
+// ErrEmbedded is Join's answer when the NATS server of the set is one
+// member's embedded server.
+var ErrEmbedded = errors.New("several replicas need an external NATS server (set nats.url on each to one they share)")
+
 // Member is one process of a set sharing a configuration's groups. Run
 // keeps its heartbeat and its leases; Acquire says whether it may evaluate
 // a group now.
@@ -225,9 +229,9 @@ func (m *Member) Join(ctx context.Context) error {
 			m.Leave(context.WithoutCancel(ctx))
 			who := fmt.Sprintf("member %s (host %s, pid %d)", in.Name, in.Host, in.PID)
 			if in.Embedded {
-				return fmt.Errorf("this NATS server is the embedded server of inferwatch %s: several replicas need an external NATS server (set nats.url on each to one they share)", who)
+				return fmt.Errorf("this NATS server is the embedded server of inferwatch %s: %w", who, ErrEmbedded)
 			}
-			return fmt.Errorf("the embedded NATS server of this process is used by inferwatch %s: several replicas need an external NATS server (set nats.url on each to one they share)", who)
+			return fmt.Errorf("the embedded NATS server of this process is used by inferwatch %s: %w", who, ErrEmbedded)
 		}
 	}
 	m.decide(ctx, entries)
