@@ -77,7 +77,7 @@ func joinSet(ctx context.Context, cfg *rulefmt.Config, js *natsjs.JetStream, out
 	for attempt := 0; ; attempt++ {
 		var bctx context.Context
 		var cancel context.CancelFunc
-		bctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		bctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		o.Bucket, err = js.MembersBucket(bctx, 4*o.TTL)
 		if err == nil {
 			if m, err = cluster.New(o); err != nil {
