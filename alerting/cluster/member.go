@@ -210,7 +210,7 @@ func (m *Member) Joined() error {
 }
 
 // Join announces the member, looks at the set once and takes the leases
-// that are free for it. It refuses to join a set whose NATS server another
+// that are free for it. It refuses to join a set whose NATS server a
 // member embeds.
 func (m *Member) Join(ctx context.Context) error {
 	if err := m.heartbeat(ctx); err != nil {
@@ -220,18 +220,16 @@ func (m *Member) Join(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The server an embedded member runs has just started with it: a
+	// heartbeat found there is its own from before a restart.
 	for k, e := range entries {
-		if !strings.HasPrefix(k, memberPrefix) || k == m.hbKey {
+		if m.o.Info.Embedded || !strings.HasPrefix(k, memberPrefix) || k == m.hbKey {
 			continue
 		}
 		var in Info
-		if json.Unmarshal(e.Value(), &in) == nil && (in.Embedded || m.o.Info.Embedded) {
+		if json.Unmarshal(e.Value(), &in) == nil && in.Embedded {
 			m.Leave(context.WithoutCancel(ctx))
-			who := fmt.Sprintf("member %s (host %s, pid %d)", in.Name, in.Host, in.PID)
-			if in.Embedded {
-				return fmt.Errorf("this NATS server is the embedded server of inferwatch %s: %w", who, ErrEmbedded)
-			}
-			return fmt.Errorf("the embedded NATS server of this process is used by inferwatch %s: %w", who, ErrEmbedded)
+			return fmt.Errorf("this NATS server is the embedded server of inferwatch member %s (host %s, pid %d): %w", in.Name, in.Host, in.PID, ErrEmbedded)
 		}
 	}
 	m.decide(ctx, entries)

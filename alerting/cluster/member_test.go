@@ -308,4 +308,13 @@ func TestJoinRefusesEmbedded(t *testing.T) {
 	if _, _, ok := m.Acquire("g"); ok {
 		t.Error("the refused member holds a lease")
 	}
+	// The embedded member restarted (a new name, on its own server) finds
+	// its old heartbeat and joins.
+	again, err := cluster.New(cluster.Options{Bucket: kv, Info: cluster.Info{Name: "solo-2", Embedded: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Join(context.Background()); err != nil {
+		t.Errorf("an embedded member beside its own old heartbeat: %v", err)
+	}
 }
