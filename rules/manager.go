@@ -464,7 +464,7 @@ func (m *Manager) runGroup(ctx context.Context, g *Group) {
 		// The evaluation in flight finishes even when a stop is asked for;
 		// it is bounded by the group interval (and at least a minute).
 		evalCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(interval, time.Minute))
-		m.evalHeld(evalCtx, g, tick)
+		g = m.evalHeld(evalCtx, g, tick)
 		cancel()
 		took := time.Since(began)
 		next := nextTick(m.o.Now(), interval, g.offset)
@@ -489,24 +489,26 @@ func (m *Manager) runGroup(ctx context.Context, g *Group) {
 }
 
 // evalHeld evaluates g at tick when this process holds its lease (or no
-// leases are kept).
-func (m *Manager) evalHeld(ctx context.Context, g *Group, tick time.Time) {
-	done, ok := m.lease(ctx, g)
+// leases are kept), and returns the group to evaluate from now on: a new
+// one after a gain.
+func (m *Manager) evalHeld(ctx context.Context, g *Group, tick time.Time) *Group {
+	g, done, ok := m.lease(ctx, g)
 	if !ok {
-		return
+		return g
 	}
 	defer done()
 	if err := m.evalGroup(ctx, g, tick); err != nil {
 		m.log.Error("group evaluation failed", "group", g.cfg.Name, "err", err)
 	}
+	return g
 }
 
 // lease says whether this process evaluates g now. On a new lease term the
 // group starts afresh, as after a restart: new rules resumed from their
 // progress, and the Handover told; on a lost lease the Handover is told.
-func (m *Manager) lease(ctx context.Context, g *Group) (done func(), ok bool) {
+func (m *Manager) lease(ctx context.Context, g *Group) (cur *Group, done func(), ok bool) {
 	if m.o.Leases == nil {
-		return func() {}, true
+		return g, func() {}, true
 	}
 	name := g.cfg.Name
 	term, done, ok := m.o.Leases.Acquire(name)
@@ -517,35 +519,37 @@ func (m *Manager) lease(ctx context.Context, g *Group) (done func(), ok bool) {
 		if had != 0 {
 			m.lost(g)
 		}
-		return nil, false
+		return g, nil, false
 	}
 	if term == had {
-		return done, true
+		return g, done, true
 	}
-	if err := m.gain(ctx, g); err != nil {
+	ng, err := m.gain(ctx, g)
+	if err != nil {
 		done()
 		m.log.Error("taking the group over failed; tried again at the next tick", "group", name, "err", err)
-		return nil, false
+		return g, nil, false
 	}
 	m.mu.Lock()
 	m.terms[name] = term
 	m.mu.Unlock()
-	return done, true
+	return ng, done, true
 }
 
-// gain makes g's rules afresh, resumes them from their progress and tells
-// the Handover: the state this process kept of g, if any, is stale.
-func (m *Manager) gain(ctx context.Context, g *Group) error {
+// gain replaces g with a group of fresh rules resumed from their
+// progress, and tells the Handover: the state this process kept of g, if
+// any, is stale. It returns the new group.
+func (m *Manager) gain(ctx context.Context, g *Group) (*Group, error) {
 	fresh, err := Build([]rulefmt.Group{g.cfg})
 	if err != nil {
-		return fmt.Errorf("building the rules of group %q: %w", g.cfg.Name, err)
+		return nil, fmt.Errorf("building the rules of group %q: %w", g.cfg.Name, err)
 	}
 	rs := fresh[0].rules
 	n := 0
 	if m.o.Progress != nil {
 		p, err := m.o.Progress.LoadProgress(ctx)
 		if err != nil {
-			return fmt.Errorf("loading the progress of group %q: %w", g.cfg.Name, err)
+			return nil, fmt.Errorf("loading the progress of group %q: %w", g.cfg.Name, err)
 		}
 		for _, r := range rs {
 			if rr, ok := r.(resumer); ok {
@@ -558,14 +562,21 @@ func (m *Manager) gain(ctx context.Context, g *Group) error {
 	}
 	if m.o.Handover != nil {
 		if err := m.o.Handover.Gained(ctx, g.cfg.Name); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	ng := &Group{cfg: g.cfg, offset: g.offset, rules: rs}
 	m.mu.Lock()
-	g.rules = rs
+	groups := slices.Clone(m.groups) // readers of Groups keep theirs
+	for i, x := range groups {
+		if x == g {
+			groups[i] = ng
+		}
+	}
+	m.groups = groups
 	m.mu.Unlock()
 	m.log.Info("evaluating the group here: its rules resume from their progress", "group", g.cfg.Name, "rules_resumed", n)
-	return nil
+	return ng, nil
 }
 
 // lost forgets the term of g, whose lease another process holds now.
