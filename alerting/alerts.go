@@ -349,6 +349,55 @@ func (l *Lifecycle) Restore(ctx context.Context, max int) (int, error) {
 	return n, nil
 }
 
+// RestoreGroup replaces the alerts of group with those its Store holds,
+// and returns how many it restored: a process that takes a group over
+// from another goes on with the alerts the other left.
+func (l *Lifecycle) RestoreGroup(ctx context.Context, group string) (int, error) {
+	if l.o.Store == nil {
+		return 0, nil
+	}
+	entries, err := l.o.Store.Load(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("restoring the alert states of group %q: %w", group, err)
+	}
+	as := map[string]*Alert{}
+	for _, v := range entries {
+		var s storedAlert
+		if json.Unmarshal(v, &s) != nil || s.Version != 1 || s.Alert.State == StateInactive || s.Alert.Peak.Group != group ||
+			alertKey(group, s.Alert.Peak.Rule, s.Alert.Peak.Series) != s.Key {
+			continue
+		}
+		a := s.Alert.alert()
+		a.savedSeen = a.LastSeen
+		as[s.Key] = &a
+	}
+	l.mu.Lock()
+	l.alerts[group] = as
+	l.forget(group)
+	l.mu.Unlock()
+	l.restored.Add(len(as))
+	return len(as), nil
+}
+
+// ForgetGroup drops the alerts of group from memory and leaves its Store
+// as it is: another process evaluates the group now.
+func (l *Lifecycle) ForgetGroup(group string) {
+	l.mu.Lock()
+	delete(l.alerts, group)
+	l.forget(group)
+	l.mu.Unlock()
+}
+
+// forget drops the unsaved changes of group's alerts; l.mu is held.
+func (l *Lifecycle) forget(group string) {
+	for k, g := range l.dirty {
+		if g == group {
+			delete(l.dirty, k)
+			delete(l.ended, k)
+		}
+	}
+}
+
 // Retain resolves, at time now, the alerts of rules keep says are gone (a
 // reload removed them) and forgets them. It returns the resolutions'
 // events.

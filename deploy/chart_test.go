@@ -480,8 +480,36 @@ func TestChartRefuses(t *testing.T) {
 	f("unknown config section", "config: {source: {url: 'http://vm:8428'}, groups: [{name: g}], alerts: {}}", true, "config", "alerts")
 	f("several replicas on the embedded NATS", "replicaCount: 2", false,
 		"replicaCount is 2 but nats.url is empty", "Set nats.url to an external NATS")
+	f("several replicas on one claim", "replicaCount: 2\nnats: {url: 'nats://nats:4222'}\npersistence: {enabled: true}", false,
+		"replicaCount is 2 with persistence.enabled", "an outbox of its own")
+	f("a lease TTL that is no duration", "nats: {leaseTTL: soon}", true, "leaseTTL")
 	f("both monitors", "serviceMonitor: {enabled: true}\npodMonitor: {enabled: true}", false, "scrape every pod twice")
 	f("two ways to the store", "store: {bearerTokenSecret: {name: a}, basicAuth: {username: u, passwordSecret: {name: b}}}", false, "one way to authenticate")
+}
+
+// TestChartReplicasShareGroups: the replicas on an external NATS get the
+// lease settings in their configuration, and a heartbeat left empty is
+// left to the daemon.
+func TestChartReplicasShareGroups(t *testing.T) {
+	vals := readValues(t, filepath.Join(chartDir, "ci", "external-nats-values.yaml"))
+	vals["nats"].(map[string]any)["leaseTTL"] = "6s"
+	files, err := renderChart(vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decodeAll(t, files)
+	var cfg struct {
+		NATS map[string]any `json:"nats"`
+	}
+	if err := yaml.Unmarshal([]byte(r.configMap.Data["inferwatch.yml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NATS["lease_ttl"] != "6s" || cfg.NATS["heartbeat"] != nil || cfg.NATS["stream_replicas"] != float64(3) {
+		t.Errorf("nats section: %v; want lease_ttl 6s, no heartbeat, stream_replicas 3", cfg.NATS)
+	}
+	if n := *r.deployment.Spec.Replicas; n != 3 {
+		t.Errorf("%d replicas, want 3", n)
+	}
 }
 
 // TestDefaultValuesFileIsTheDefault checks that ci/default-values.yaml

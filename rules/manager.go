@@ -26,6 +26,7 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/metricname"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
 // Querier is what rules need from a store: the samples of a query over a
@@ -88,6 +89,13 @@ type ManagerOptions struct {
 	// the manager tracks now: the daemon returns the memory of a burst of
 	// series that stopped to the system.
 	Forgotten func(forgotten, tracked int)
+	// Leases, when set, says which groups this process evaluates: the
+	// processes of one configuration share its groups, and each evaluates
+	// a group only while it holds the group's lease. Handover, when set,
+	// is told when this process gains a group and loses one. Nil: every
+	// group is evaluated here.
+	Leases   Leases
+	Handover Handover
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (nil: discard) and Metrics (nil: unregistered) are for the
@@ -113,6 +121,28 @@ type ProgressStore interface {
 	SaveProgress(ctx context.Context, progress map[string]time.Time) error
 }
 
+// Leases says whether this process may evaluate a group now.
+// *cluster.Member implements it.
+type Leases interface {
+	// Acquire is asked before each evaluation of group. When ok, term
+	// identifies this holding of the group's lease (a new term: another
+	// process may have evaluated the group since) and done is called once
+	// the evaluation has finished.
+	Acquire(group string) (term uint64, done func(), ok bool)
+}
+
+// Handover is told when a group changes hands between the processes of
+// one configuration.
+type Handover interface {
+	// Gained is called before the first evaluation of group under a new
+	// lease term, with the group's rules fresh and resumed from their
+	// progress: the alerts' states are restored here. An error leaves
+	// the group unevaluated until the next tick.
+	Gained(ctx context.Context, group string) error
+	// Lost is called when this process no longer holds group's lease.
+	Lost(group string)
+}
+
 // ProgressKey is the key of a rule's progress in a ProgressStore.
 func ProgressKey(group, rule string) string { return group + "/" + rule }
 
@@ -129,6 +159,7 @@ type Manager struct {
 	groups  []*Group
 	gm      map[string]*groupMetrics // by group name
 	tracked map[string]int           // series with state, by group
+	terms   map[string]uint64        // the lease term each group's rules run under, by group
 	changed chan struct{}
 
 	scored                 *metrics.Counter
@@ -197,7 +228,7 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 		o.Metrics = metrics.NewSet()
 	}
 	m := &Manager{o: o, log: o.Logger, set: o.Metrics, gm: map[string]*groupMetrics{}, tracked: map[string]int{},
-		changed: make(chan struct{}, 1)}
+		terms: map[string]uint64{}, changed: make(chan struct{}, 1)}
 	set := o.Metrics
 	m.scored = set.GetOrCreateCounter("inferwatch_samples_scored_total")
 	m.droppedNaN = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "nan"))
@@ -433,9 +464,7 @@ func (m *Manager) runGroup(ctx context.Context, g *Group) {
 		// The evaluation in flight finishes even when a stop is asked for;
 		// it is bounded by the group interval (and at least a minute).
 		evalCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(interval, time.Minute))
-		if err := m.evalGroup(evalCtx, g, tick); err != nil {
-			m.log.Error("group evaluation failed", "group", g.cfg.Name, "err", err)
-		}
+		g = m.evalHeld(evalCtx, g, tick)
 		cancel()
 		took := time.Since(began)
 		next := nextTick(m.o.Now(), interval, g.offset)
@@ -457,6 +486,117 @@ func (m *Manager) runGroup(ctx context.Context, g *Group) {
 		prev, tick = tick, next
 		timer.Reset(time.Until(tick))
 	}
+}
+
+// evalHeld evaluates g at tick when this process holds its lease (or no
+// leases are kept), and returns the group to evaluate from now on: a new
+// one after a gain.
+func (m *Manager) evalHeld(ctx context.Context, g *Group, tick time.Time) *Group {
+	g, done, ok := m.lease(ctx, g)
+	if !ok {
+		return g
+	}
+	defer done()
+	if err := m.evalGroup(ctx, g, tick); err != nil {
+		m.log.Error("group evaluation failed", "group", g.cfg.Name, "err", err)
+	}
+	return g
+}
+
+// lease says whether this process evaluates g now. On a new lease term the
+// group starts afresh, as after a restart: new rules resumed from their
+// progress, and the Handover told; on a lost lease the Handover is told.
+func (m *Manager) lease(ctx context.Context, g *Group) (cur *Group, done func(), ok bool) {
+	if m.o.Leases == nil {
+		return g, func() {}, true
+	}
+	name := g.cfg.Name
+	term, done, ok := m.o.Leases.Acquire(name)
+	m.mu.Lock()
+	had := m.terms[name]
+	m.mu.Unlock()
+	if !ok {
+		if had != 0 {
+			m.lost(g)
+		}
+		return g, nil, false
+	}
+	if term == had {
+		return g, done, true
+	}
+	ng, err := m.gain(ctx, g)
+	if err != nil {
+		done()
+		m.log.Error("taking the group over failed; tried again at the next tick", "group", name, "err", err)
+		return g, nil, false
+	}
+	m.mu.Lock()
+	m.terms[name] = term
+	m.mu.Unlock()
+	return ng, done, true
+}
+
+// gain replaces g with a group of fresh rules resumed from their
+// progress, and tells the Handover: the state this process kept of g, if
+// any, is stale. It returns the new group.
+func (m *Manager) gain(ctx context.Context, g *Group) (*Group, error) {
+	fresh, err := Build([]rulefmt.Group{g.cfg})
+	if err != nil {
+		return nil, fmt.Errorf("building the rules of group %q: %w", g.cfg.Name, err)
+	}
+	rs := fresh[0].rules
+	n := 0
+	if m.o.Progress != nil {
+		p, err := m.o.Progress.LoadProgress(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("loading the progress of group %q: %w", g.cfg.Name, err)
+		}
+		for _, r := range rs {
+			if rr, ok := r.(resumer); ok {
+				if t, ok := p[ProgressKey(g.cfg.Name, r.Name())]; ok && !t.IsZero() {
+					rr.resume(t)
+					n++
+				}
+			}
+		}
+	}
+	if m.o.Handover != nil {
+		if err := m.o.Handover.Gained(ctx, g.cfg.Name); err != nil {
+			return nil, err
+		}
+	}
+	ng := &Group{cfg: g.cfg, offset: g.offset, rules: rs}
+	m.mu.Lock()
+	groups := slices.Clone(m.groups) // readers of Groups keep theirs
+	for i, x := range groups {
+		if x == g {
+			groups[i] = ng
+		}
+	}
+	m.groups = groups
+	m.mu.Unlock()
+	m.log.Info("evaluating the group here: its rules resume from their progress", "group", g.cfg.Name, "rules_resumed", n)
+	return ng, nil
+}
+
+// lost forgets the term of g, whose lease another process holds now.
+func (m *Manager) lost(g *Group) {
+	name := g.cfg.Name
+	m.mu.Lock()
+	delete(m.terms, name)
+	delete(m.tracked, name)
+	if x := m.gm[name]; x != nil {
+		for _, h := range x.health {
+			h.mu.Lock()
+			h.behind, h.quiet = 0, 0
+			h.mu.Unlock()
+		}
+	}
+	m.mu.Unlock()
+	if m.o.Handover != nil {
+		m.o.Handover.Lost(name)
+	}
+	m.log.Info("no longer evaluating the group here: another member holds its lease", "group", name)
 }
 
 // skip counts and reports the ticks from first up to (not including) at

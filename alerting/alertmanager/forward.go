@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +74,18 @@ func (f *Forwarder) Seed(firing []alerting.AlertData) {
 		f.firing[key(d)] = f.alert(d)
 	}
 	f.lastSend = time.Time{}
+}
+
+// Forget stops re-sending the firing alerts of group: another process
+// evaluates the group now and sends them.
+func (f *Forwarder) Forget(group string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.firing {
+		if strings.HasPrefix(k, group+"\x00") {
+			delete(f.firing, k)
+		}
+	}
 }
 
 // Send takes the alert events of one evaluation; it never waits on an

@@ -255,14 +255,41 @@ func Connect(ctx context.Context, o Options) (*JetStream, error) {
 		return nil, fmt.Errorf("opening JetStream on %s: %w", j.url, err)
 	}
 	j.js, j.jsm = js, js
-	if err := ensureStream(ctx, js, o); err != nil {
-		j.nc.Close()
-		return nil, fmt.Errorf("NATS at %s: %w", j.url, err)
+	// On a cluster a request made while the stream's or the meta group's
+	// leader changes (several replicas creating the stream at once, a
+	// server restarting) may never be answered: each attempt is bounded
+	// and tried again.
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, streamAttempt)
+		err := ensureStream(actx, js, o)
+		cancel()
+		if err == nil {
+			break
+		}
+		// A configuration the server refused, or ours, stays refused.
+		var (
+			cerr *streamConfigError
+			aerr *jetstream.APIError
+		)
+		wait := backoffDelay(attempt, backoffBase, o.ConnectBackoffMax)
+		if errors.As(err, &cerr) || errors.As(err, &aerr) || httpretry.Sleep(ctx, wait) != nil {
+			j.nc.Close()
+			return nil, fmt.Errorf("NATS at %s: %w", j.url, err)
+		}
+		log.Warn("creating or updating the stream failed; retrying with backoff", "stream", o.Stream, "attempt", attempt+1, "wait", wait, "err", err)
 	}
 	log.Info("publishing on NATS JetStream", "stream", o.Stream,
 		"subjects", o.Prefix+".>", "duplicate_window", o.DuplicateWindow)
 	return j, nil
 }
+
+// streamAttempt bounds one attempt at creating or updating the stream.
+const streamAttempt = 5 * time.Second
+
+// streamConfigError is a stream configuration that retrying cannot fix.
+type streamConfigError struct{ msg string }
+
+func (e *streamConfigError) Error() string { return e.msg }
 
 // streamManager is the part of JetStream that ensureStream needs.
 type streamManager interface {
@@ -312,7 +339,7 @@ func ensureStream(ctx context.Context, sm streamManager, o Options) error {
 		return fmt.Errorf("looking up stream %s: %w", o.Stream, err)
 	}
 	if cfg.MaxAge > 0 && cfg.Duplicates > cfg.MaxAge {
-		return fmt.Errorf("stream %s keeps messages for %s, less than the duplicate window %s: lower the duplicate window or raise the stream's max age", o.Stream, cfg.MaxAge, cfg.Duplicates)
+		return &streamConfigError{fmt.Sprintf("stream %s keeps messages for %s, less than the duplicate window %s: lower the duplicate window or raise the stream's max age", o.Stream, cfg.MaxAge, cfg.Duplicates)}
 	}
 	if _, err := sm.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("creating or updating stream %s over %s with duplicate window %s: %w", o.Stream, subject, o.DuplicateWindow, err)

@@ -1,6 +1,7 @@
 package natsjs
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/internal/httpretry"
 )
 
 // KV keeps the daemon's state across restarts in a JetStream key-value
@@ -73,11 +75,12 @@ func (j *JetStream) KV(ctx context.Context, bucket string) (*KV, error) {
 	if strings.ContainsAny(bucket, ".*> \t\r\n/\\") {
 		return nil, fmt.Errorf("state bucket name %q holds '.', '*', '>', a path separator or white space", bucket)
 	}
-	kv, err := j.jsm.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := j.createBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      bucket,
 		Description: "inferwatch alert states and rule progress",
 		History:     1,
 		Storage:     jetstream.FileStorage,
+		Replicas:    cmp.Or(j.o.Replicas, 1),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating or updating the key-value bucket %s on %s: %w", bucket, j.url, err)
@@ -105,6 +108,15 @@ func (k *KV) load(ctx context.Context, prefix string) (map[string][]byte, error)
 			return nil, fmt.Errorf("reading bucket %s: %w", k.bucket, ctx.Err())
 		case e, ok := <-w.Updates():
 			if !ok || e == nil { // nil: the initial values are all there
+				// A key known from before that is gone now (another
+				// process deleted it) is created by the next write.
+				k.mu.Lock()
+				for kk := range k.revs {
+					if _, ok := out[kk]; !ok && strings.HasPrefix(kk, prefix) {
+						delete(k.revs, kk)
+					}
+				}
+				k.mu.Unlock()
 				return out, nil
 			}
 			out[e.Key()] = e.Value()
@@ -309,4 +321,51 @@ func (k *KV) Entries(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("reading the status of bucket %s: %w", k.bucket, err)
 	}
 	return st.Values(), nil
+}
+
+// DefaultMembersBucket is the bucket of the members of a stream's set:
+// <stream>_MEMBERS.
+func DefaultMembersBucket(stream string) string { return stream + "_MEMBERS" }
+
+// MembersBucket creates or updates the bucket where the processes of one
+// configuration announce themselves and lease its groups
+// (cluster.Bucket), with one value per key, and keys no one has written
+// for keep (a member or group that is gone) expiring.
+func (j *JetStream) MembersBucket(ctx context.Context, keep time.Duration) (jetstream.KeyValue, error) {
+	bucket := DefaultMembersBucket(j.o.Stream)
+	kv, err := j.createBucket(ctx, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: "inferwatch members and their group leases",
+		History:     1,
+		TTL:         keep,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cmp.Or(j.o.Replicas, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating or updating the key-value bucket %s on %s: %w", bucket, j.url, err)
+	}
+	return kv, nil
+}
+
+// bucketRetries bounds the attempts at creating or updating a bucket.
+const bucketRetries = 12
+
+// createBucket creates or updates a bucket. As for the stream, an attempt
+// a cluster leaves unanswered is bounded and tried again; an answer that
+// refuses is not.
+func (j *JetStream) createBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, streamAttempt)
+		kv, err := j.jsm.CreateOrUpdateKeyValue(actx, cfg)
+		cancel()
+		var aerr *jetstream.APIError
+		if err == nil || errors.As(err, &aerr) || attempt+1 >= bucketRetries {
+			return kv, err
+		}
+		wait := backoffDelay(attempt, backoffBase, j.o.ConnectBackoffMax)
+		if httpretry.Sleep(ctx, wait) != nil {
+			return nil, err
+		}
+		j.o.Logger.Warn("creating or updating a key-value bucket failed; retrying with backoff", "bucket", cfg.Bucket, "attempt", attempt+1, "wait", wait, "err", err)
+	}
 }

@@ -80,6 +80,29 @@ func TestKVWritesAreConditional(t *testing.T) {
 	}
 }
 
+// TestKVLoadForgetsDeletedKeys: a writer that loads the bucket after
+// another deleted a key it knew (a replica taking a group over after the
+// old owner resolved an alert) creates the key afresh, without a conflict.
+func TestKVLoadForgetsDeletedKeys(t *testing.T) {
+	a, b, _ := twoWriters(t)
+	ctx := context.Background()
+	if err := a.Save(ctx, "k", []byte(`{"v":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(ctx, "k", nil); err != nil {
+		t.Fatalf("b deleting: %v", err)
+	}
+	if got, err := a.Load(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("a loaded %v, %v; want nothing", got, err)
+	}
+	if err := a.Save(ctx, "k", []byte(`{"v":2}`)); err != nil {
+		t.Fatalf("a creating the key again after loading: %v", err)
+	}
+}
+
 func isConflict(err error, stored string) bool {
 	var ce *alerting.ConflictError
 	return errors.As(err, &ce) && string(ce.Stored) == stored

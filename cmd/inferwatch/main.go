@@ -29,6 +29,7 @@ Usage:
   inferwatch check --config FILE       check a configuration file
   inferwatch run --config FILE [flags] evaluate the rule groups on their schedule
   inferwatch tail [--config FILE]      print the published events as they arrive, one line each
+  inferwatch members --config FILE     print the replicas sharing the configuration and who owns each group
   inferwatch detect --input FILE       score every row of a file, write CSV with the scores
   inferwatch backtest nab --data DIR --windows FILE  score a detector on the NAB corpus
   inferwatch backtest scale --input FILE --capacity R  replay traffic through the scale rule against a reactive HPA
@@ -67,6 +68,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "tail":
 		return cmdTail(ctx, args[1:], stdout, stderr)
+	case "members":
+		return cmdMembers(ctx, args[1:], stdout, stderr)
 	case "detect":
 		return cmdDetect(ctx, args[1:], stdout, stderr)
 	case "backtest":

@@ -28,6 +28,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
+	"github.com/inferwatch/inferwatch/alerting/cluster"
 	"github.com/inferwatch/inferwatch/alerting/keda"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/outbox"
@@ -386,11 +387,30 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	stopMember := func() {}
 	life := alerting.NewLifecycle(alerting.LifecycleOptions{Store: kv, Logger: logger, Metrics: set})
-	if _, err := life.Restore(ctx, maxRestoredAlerts); err != nil {
-		logger.Error("alert states could not be restored; alerts start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
+	// Replicas on an external NATS share the groups: each restores the
+	// alerts of a group when it takes the group's lease.
+	var member *cluster.Member
+	if !f.once {
+		m, leave, err := joinSet(ctx, cfg, js, outboxDir, groups, f.connectWait, logger, set)
+		if err != nil {
+			return err
+		}
+		defer leave()
+		ready.set("members", func(context.Context) error { return m.Joined() })
+		if cfg.NATS.URL != "" {
+			member = m
+		}
+		stopMember = leave
+	}
+	if member == nil {
+		if _, err := life.Restore(ctx, maxRestoredAlerts); err != nil {
+			logger.Error("alert states could not be restored; alerts start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
+		}
 	}
 	sink := &alerting.Pipeline{Lifecycle: life, Receivers: append(receivers, pub)}
+	hand := &handover{life: life, log: logger}
 	if am := cfg.Alertmanager; am != nil {
 		notifier, err := alertmanager.New(alertmanager.Options{URLs: am.URLs, HTTPClientConfig: &am.HTTPClientConfig,
 			Timeout: am.Timeout, Logger: logger, Metrics: set})
@@ -410,9 +430,10 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		}
 		fwd.Seed(life.Firing())
 		sink.Receivers = append(sink.Receivers, fwd)
+		hand.fwd = fwd
 		logger.Info("forwarding alerts to Alertmanager", "urls", redactAll(am.URLs), "resend_delay", am.ResendDelay)
 	}
-	manager, err := rules.NewManager(rules.ManagerOptions{
+	mo := rules.ManagerOptions{
 		Querier:         client,
 		Sink:            sink,
 		CatchUp:         f.catchUp,
@@ -423,7 +444,11 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Forgotten:       releaseForgotten(logger),
 		Logger:          logger,
 		Metrics:         set,
-	}, groups)
+	}
+	if member != nil {
+		mo.Leases, mo.Handover = member, hand
+	}
+	manager, err := rules.NewManager(mo, groups)
 	if err != nil {
 		return err
 	}
@@ -469,11 +494,15 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		select {
 		case <-done:
 			logger.Info("stopping: the evaluations in flight have finished")
+			stopMember()
 			closePublisher()
 			return nil
 		case <-hup:
 			if reload(f, cfg, manager, logger, reloadOK, reloadAt) {
 				retain(ctx, life, kv, manager.Groups(), pub, logger)
+				if member != nil {
+					member.SetGroups(groupNames(manager.Groups()))
+				}
 			}
 		}
 	}

@@ -15,6 +15,15 @@ var help = map[string]string{
 	"inferwatch_config_last_reload_successful":                "Whether the last configuration load (at start or on SIGHUP) succeeded: 1 yes, 0 no.",
 	"inferwatch_config_last_reload_success_timestamp_seconds": "When the configuration was last loaded successfully, in Unix seconds.",
 
+	// alerting/cluster: the replicas sharing a configuration.
+	"inferwatch_cluster_members":                  "Live members of the set of replicas this one sees, itself included.",
+	"inferwatch_cluster_groups_owned":             "Groups whose lease this replica holds: the groups it evaluates.",
+	"inferwatch_cluster_lease_renewals_total":     "Renewals of a group lease this replica holds.",
+	"inferwatch_cluster_lease_losses_total":       "Group leases another replica took from this one after it had stopped renewing them (a pause, a partition).",
+	"inferwatch_cluster_leases_taken_total":       "Group leases this replica took: free ones, and those of replicas that stopped renewing them.",
+	"inferwatch_cluster_leases_released_total":    "Group leases this replica released: to the replica that should own them, or at shutdown.",
+	"inferwatch_cluster_heartbeat_failures_total": "Failed writes of this replica's heartbeat.",
+
 	// rules: the manager and its groups.
 	"inferwatch_group_evaluations_total":              "Evaluations of a rule group.",
 	"inferwatch_group_evaluation_failures_total":      "Group evaluations in which a rule or the output failed.",

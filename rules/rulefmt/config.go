@@ -98,7 +98,19 @@ type NATS struct {
 	// (default 256 MiB).
 	OutboxDir      string
 	OutboxMaxBytes int64
+	// LeaseTTL is how long a replica's heartbeat and its group leases
+	// live without being renewed: a replica that stops is replaced
+	// after it (default 15s). Heartbeat is how often a replica renews
+	// them (default 5s, at most a third of LeaseTTL).
+	LeaseTTL  time.Duration
+	Heartbeat time.Duration
 }
+
+// Defaults of the replicas' leases.
+const (
+	DefaultLeaseTTL  = 15 * time.Second
+	DefaultHeartbeat = 5 * time.Second
+)
 
 // NATSAuth is a way of authenticating to NATS.
 type NATSAuth struct {

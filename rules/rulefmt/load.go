@@ -701,6 +701,8 @@ func (p *parser) nats(kv pair) NATS {
 		SubjectPrefix:   DefaultSubjectPrefix,
 		DuplicateWindow: DefaultDuplicateWindow,
 		Embedded:        Embedded{Listen: DefaultEmbeddedListen},
+		LeaseTTL:        DefaultLeaseTTL,
+		Heartbeat:       DefaultHeartbeat,
 	}
 	var prefixNode, streamNode *yaml.Node
 	if kv.v != nil && !isNull(resolve(kv.v)) {
@@ -710,7 +712,8 @@ func (p *parser) nats(kv pair) NATS {
 		} else {
 			f := p.fields(n, "nats", []string{"url", "subject_prefix", "stream", "state_bucket", "duplicate_window", "embedded",
 				"user", "password", "password_file", "token", "token_file", "nkey_seed_file", "creds_file", "tls",
-				"stream_max_age", "stream_max_bytes", "stream_replicas", "outbox_dir", "outbox_max_bytes"}, nil)
+				"stream_max_age", "stream_max_bytes", "stream_replicas", "outbox_dir", "outbox_max_bytes",
+				"lease_ttl", "heartbeat"}, nil)
 			if e, ok := f["outbox_dir"]; ok {
 				out.OutboxDir, _ = p.str(e.v, "nats.outbox_dir")
 				if out.OutboxDir != "" && out.OutboxDir != "none" && !filepath.IsAbs(out.OutboxDir) && p.file != "" {
@@ -771,6 +774,27 @@ func (p *parser) nats(kv pair) NATS {
 			out.DuplicateWindow, _ = p.positive(e, ok, "nats.duplicate_window", DefaultDuplicateWindow, false)
 			if e, ok := f["embedded"]; ok {
 				out.Embedded = p.embedded(e.v)
+			}
+			e, ttlSet := f["lease_ttl"]
+			ttl, ttlOK := p.positive(e, ttlSet, "nats.lease_ttl", DefaultLeaseTTL, false)
+			if ttlOK && ttl < time.Second {
+				p.errorf(resolve(e.v), "nats.lease_ttl must be at least 1s, got %s", dur.Format(ttl))
+				ttlOK = false
+			}
+			out.LeaseTTL = ttl
+			hb, hbSet := f["heartbeat"]
+			def := DefaultHeartbeat
+			if ttlSet && !hbSet {
+				def = min(def, ttl/3)
+			}
+			out.Heartbeat, ok = p.positive(hb, hbSet, "nats.heartbeat", def, false)
+			if ok && ttlOK && out.Heartbeat > out.LeaseTTL/3 {
+				at := resolve(e.v)
+				if hbSet {
+					at = resolve(hb.v)
+				}
+				p.errorf(at, "nats.heartbeat %s is more than a third of nats.lease_ttl %s: a lease must be renewable twice before it expires",
+					dur.Format(out.Heartbeat), dur.Format(out.LeaseTTL))
 			}
 		}
 	}

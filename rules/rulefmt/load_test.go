@@ -138,6 +138,8 @@ var badFiles = map[string][]string{
 		`bad-nats.bad.yaml:7:21: nats.duplicate_window must be greater than 0, got 0s`,
 		`bad-nats.bad.yaml:9:13: nats.embedded.listen "localhost" is not host:port`,
 	},
+	"bad-lease.bad.yaml":     {`bad-lease.bad.yaml:5:14: nats.lease_ttl must be at least 1s, got 500ms`},
+	"bad-heartbeat.bad.yaml": {`bad-heartbeat.bad.yaml:6:14: nats.heartbeat 4s is more than a third of nats.lease_ttl 9s`},
 	"auth-conflict.bad.yaml": {"auth-conflict.bad.yaml:2:3: source: at most one of basic_auth, oauth2 & authorization must be configured"},
 	"writeback.bad.yaml": {
 		`writeback.bad.yaml:4:3: writeback: scores and forecasts are both false, so nothing would be written`,
@@ -160,6 +162,17 @@ var badFiles = map[string][]string{
 		`many-errors.bad.yaml:15:15: group "third": rule "1bad": rule name "1bad" must match`,
 		`many-errors.bad.yaml:19:19: group "third": rule "ok": lookback: "banana" is not a duration`,
 	},
+}
+
+// A lease TTL set alone brings the heartbeat down to a third of it.
+func TestLeaseSettings(t *testing.T) {
+	cfg, err := outputs.Load(filepath.Join(configDir, "replicas.good.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cfg.NATS; n.LeaseTTL != 6*time.Second || n.Heartbeat != 2*time.Second || n.StreamReplicas != 3 {
+		t.Errorf("lease_ttl %s, heartbeat %s, stream_replicas %d; want 6s, 2s, 3", n.LeaseTTL, n.Heartbeat, n.StreamReplicas)
+	}
 }
 
 func TestLoadBad(t *testing.T) {
@@ -218,7 +231,7 @@ groups:
 		t.Errorf("HTTP client defaults: %+v", hc)
 	}
 	wantNATS := NATS{SubjectPrefix: "inferwatch", Stream: "INFERWATCH", StateBucket: "INFERWATCH_STATE", DuplicateWindow: 24 * time.Hour,
-		Embedded: Embedded{Listen: "127.0.0.1:14222"}}
+		Embedded: Embedded{Listen: "127.0.0.1:14222"}, LeaseTTL: 15 * time.Second, Heartbeat: 5 * time.Second}
 	if cfg.NATS != wantNATS {
 		t.Errorf("NATS = %+v, want %+v", cfg.NATS, wantNATS)
 	}

@@ -71,6 +71,10 @@ not depend on where the file lies.
 {{- if .Values.nats.url }}
 {{- $_ := set $nats "url" .Values.nats.url }}
 {{- $_ := set $nats "stream_replicas" (int .Values.nats.streamReplicas) }}
+{{- $_ := set $nats "lease_ttl" .Values.nats.leaseTTL }}
+{{- with .Values.nats.heartbeat }}
+{{- $_ := set $nats "heartbeat" . }}
+{{- end }}
 {{- $_ := set $nats "outbox_dir" "/var/lib/inferwatch/outbox" }}
 {{- if .Values.nats.credsSecret.name }}
 {{- $_ := set $nats "creds_file" (printf "%s/nats-creds/%s" $dir .Values.nats.credsSecret.key) }}
@@ -120,7 +124,10 @@ not depend on where the file lies.
 {{/* Refuse combinations that cannot work, saying why. */}}
 {{- define "inferwatch.validate" -}}
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.nats.url) }}
-{{- fail (printf "replicaCount is %d but nats.url is empty: the embedded NATS server keeps the stream, the alert states and the outbox inside one pod, so a second replica would publish the same findings with its own alert states. Set nats.url to an external NATS with JetStream, or replicaCount to 1." (int .Values.replicaCount)) }}
+{{- fail (printf "replicaCount is %d but nats.url is empty: the embedded NATS server keeps the stream, the alert states and the outbox inside one pod, and replicas share their groups through an external NATS. Set nats.url to an external NATS with JetStream, or replicaCount to 1." (int .Values.replicaCount)) }}
+{{- end }}
+{{- if and (gt (int .Values.replicaCount) 1) .Values.persistence.enabled }}
+{{- fail (printf "replicaCount is %d with persistence.enabled: the replicas of a Deployment would share one claim, and each needs an outbox of its own. Leave persistence off (an emptyDir per pod), or set replicaCount to 1." (int .Values.replicaCount)) }}
 {{- end }}
 {{- if and .Values.serviceMonitor.enabled .Values.podMonitor.enabled }}
 {{- fail "serviceMonitor.enabled and podMonitor.enabled are both true: Prometheus would scrape every pod twice. Enable one of them." }}
