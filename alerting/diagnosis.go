@@ -30,16 +30,25 @@ const (
 // Below for a reading (the members' value, or their Detail when set: a
 // figure the rule kind measured, e.g. a correlation's x_max). Above holds
 // when a member's reading is at least it, Below when every member's
-// reading is under it (and there is one).
+// reading is under it (and there is one). A condition with Any holds when
+// one of them holds.
 type Condition struct {
 	Signal string
 	Is     string
 	Detail string
 	Above  *float64
 	Below  *float64
+	Any    []Condition
 }
 
 func (c Condition) String() string {
+	if len(c.Any) > 0 {
+		var parts []string
+		for _, a := range c.Any {
+			parts = append(parts, a.String())
+		}
+		return "(" + strings.Join(parts, " or ") + ")"
+	}
 	var parts []string
 	if c.Is != "" {
 		parts = append(parts, c.Is)
@@ -150,6 +159,17 @@ func Diagnose(inc *Incident, rules []DiagnosisRule) Diagnosis {
 
 // holds says whether c holds on the incident's members and why.
 func holds(inc *Incident, c Condition) (bool, string) {
+	if len(c.Any) > 0 {
+		var whys []string
+		for _, a := range c.Any {
+			ok, why := holds(inc, a)
+			if ok {
+				return true, why
+			}
+			whys = append(whys, why)
+		}
+		return false, strings.Join(whys, "; ")
+	}
 	var ms []*IncidentMember
 	for i := range inc.Members {
 		if inc.Members[i].Signal == c.Signal {

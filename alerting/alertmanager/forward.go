@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,10 @@ type ForwarderOptions struct {
 	// dashboard of it): generatorURL is ExternalURL with the group, rule
 	// and series as query parameters.
 	ExternalURL string
+	// Alerts and Incidents say what is forwarded: each alert, each
+	// incident as one alert (alertname InferwatchIncident), or both. Both
+	// false forwards both.
+	Alerts, Incidents bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -56,6 +61,9 @@ func NewForwarder(o ForwarderOptions) (*Forwarder, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if !o.Alerts && !o.Incidents {
+		o.Alerts, o.Incidents = true, true
+	}
 	if o.ExternalURL != "" {
 		if u, err := url.Parse(o.ExternalURL); err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("alertmanager: external URL %q is not an absolute URL", o.ExternalURL)
@@ -69,8 +77,25 @@ func NewForwarder(o ForwarderOptions) (*Forwarder, error) {
 func (f *Forwarder) Seed(firing []alerting.AlertData) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.o.Alerts {
+		return
+	}
 	for _, d := range firing {
 		f.firing[key(d)] = f.alert(d)
+	}
+	f.lastSend = time.Time{}
+}
+
+// SeedIncidents makes the Forwarder send the incidents already open
+// (restored after a restart) as if they had just opened.
+func (f *Forwarder) SeedIncidents(open []alerting.IncidentData) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.o.Incidents {
+		return
+	}
+	for _, d := range open {
+		f.firing[incidentKey(d)] = f.incident(d)
 	}
 	f.lastSend = time.Time{}
 }
@@ -83,7 +108,7 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 	var out []Alert
 	sent := map[string]bool{}
 	for _, d := range b.Alerts {
-		if d.Status == alerting.StatusPending || d.Status == alerting.StatusInactive {
+		if !f.o.Alerts || d.Status == alerting.StatusPending || d.Status == alerting.StatusInactive {
 			continue
 		}
 		sent[key(d)] = true
@@ -97,6 +122,21 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 			delete(f.firing, key(d))
 			out = append(out, a)
 		}
+	}
+	for _, d := range b.Incidents {
+		if !f.o.Incidents {
+			break
+		}
+		k := incidentKey(d)
+		sent[k] = true
+		a := f.incident(d)
+		if d.Status == alerting.IncidentResolved {
+			delete(f.firing, k)
+		} else {
+			f.firing[k] = a
+			a.EndsAt = now.Add(4 * f.o.ResendDelay)
+		}
+		out = append(out, a)
 	}
 	if now.Sub(f.lastSend) >= f.o.ResendDelay {
 		keys := make([]string, 0, len(f.firing))
@@ -122,6 +162,62 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 }
 
 func key(d alerting.AlertData) string { return d.Group + "\x00" + d.Rule + "\x00" + d.Series }
+
+func incidentKey(d alerting.IncidentData) string { return "incident\x00" + d.ID }
+
+// IncidentAlertName is the alertname of an incident's alert.
+const IncidentAlertName = "InferwatchIncident"
+
+// incident is the Alertmanager alert of an incident: alertname
+// InferwatchIncident, the unit's labels, the group, the kind "incident",
+// the diagnosis and the highest severity of its members; the summary, the
+// description (what happened, in order, and the diagnosis), the
+// diagnosis' check and the pods as annotations.
+func (f *Forwarder) incident(d alerting.IncidentData) Alert {
+	labels := map[string]string{}
+	for k, v := range d.UnitLabels {
+		if labelNameRE.MatchString(k) && v != "" && k[0:min(2, len(k))] != "__" {
+			labels[k] = v
+		}
+	}
+	sev := "warning"
+	for _, m := range d.Members {
+		if m.Severity == "critical" || (m.Severity != "" && m.Severity != "warning" && sev == "warning") {
+			sev = m.Severity
+		}
+	}
+	labels["alertname"] = IncidentAlertName
+	labels["inferwatch_group"] = d.Group
+	labels["inferwatch_kind"] = "incident"
+	labels["incident_id"] = d.ID
+	labels["diagnosis"] = d.Diagnosis.Name
+	labels["severity"] = sev
+	ann := map[string]string{
+		"summary":     d.Summary,
+		"description": d.Description,
+		"unit":        d.Unit,
+		"diagnosis":   d.Diagnosis.Title,
+		"confidence":  fmt.Sprintf("%.2f", d.Diagnosis.Confidence),
+		"alerts":      fmt.Sprint(len(d.Members)),
+	}
+	if d.Diagnosis.Check != "" {
+		ann["check"] = d.Diagnosis.Check
+	}
+	for l, vs := range d.Where {
+		if labelNameRE.MatchString(l) {
+			ann[l] = strings.Join(vs, ", ")
+		}
+	}
+	a := Alert{Labels: labels, Annotations: ann, StartsAt: d.OpenedAt}
+	if d.ResolvedAt != nil {
+		a.EndsAt = *d.ResolvedAt
+	}
+	if f.o.ExternalURL != "" {
+		q := url.Values{"group": {d.Group}, "incident": {d.ID}}
+		a.GeneratorURL = f.o.ExternalURL + "?" + q.Encode()
+	}
+	return a
+}
 
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 

@@ -390,7 +390,11 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if _, err := life.Restore(ctx, maxRestoredAlerts); err != nil {
 		logger.Error("alert states could not be restored; alerts start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
-	sink := &alerting.Pipeline{Lifecycle: life, Receivers: append(receivers, pub)}
+	incidents := alerting.NewIncidents(alerting.IncidentOptions{Policy: incidentPolicy(cfg), Store: kv.Incidents(), Logger: logger, Metrics: set})
+	if _, err := incidents.Restore(ctx); err != nil {
+		logger.Error("incidents could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
+	}
+	sink := &alerting.Pipeline{Lifecycle: life, Incidents: incidents, Receivers: append(receivers, pub)}
 	if am := cfg.Alertmanager; am != nil {
 		notifier, err := alertmanager.New(alertmanager.Options{URLs: am.URLs, HTTPClientConfig: &am.HTTPClientConfig,
 			Timeout: am.Timeout, Logger: logger, Metrics: set})
@@ -409,6 +413,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return fmt.Errorf("%s: alertmanager: %w", cfg.File, err)
 		}
 		fwd.Seed(life.Firing())
+		fwd.SeedIncidents(incidents.Open())
 		sink.Receivers = append(sink.Receivers, fwd)
 		logger.Info("forwarding alerts to Alertmanager", "urls", redactAll(am.URLs), "resend_delay", am.ResendDelay)
 	}
