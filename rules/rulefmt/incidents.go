@@ -25,7 +25,8 @@ type Incidents struct {
 	// MaxMembers the alerts one incident lists (default 100).
 	MaxOpen, MaxMembers int
 	// Diagnoses are the diagnosis rules: DefaultDiagnoses, with those the
-	// file names replaced or removed and its others added.
+	// file names replaced or removed and its others added; nil when the
+	// file has no diagnoses (the defaults apply).
 	Diagnoses []DiagnosisRule
 }
 
@@ -164,8 +165,7 @@ var incidentKeys = []string{"by", "list", "gap", "max_age", "max_open", "max_mem
 // incidents reads the incidents: section (absent: the defaults).
 func (p *parser) incidents(kv pair, groups []Group) Incidents {
 	out := Incidents{By: []string{"model", "model_name"}, List: []string{"pod", "Hostname"},
-		Gap: DefaultIncidentGap, MaxAge: DefaultIncidentMaxAge, MaxOpen: DefaultIncidentMaxOpen, MaxMembers: DefaultIncidentMaxMembers,
-		Diagnoses: slices.Clone(DefaultDiagnoses)}
+		Gap: DefaultIncidentGap, MaxAge: DefaultIncidentMaxAge, MaxOpen: DefaultIncidentMaxOpen, MaxMembers: DefaultIncidentMaxMembers}
 	p.checkSignalLabels(groups)
 	if kv.v == nil || isNull(resolve(kv.v)) {
 		return out
@@ -200,7 +200,7 @@ func (p *parser) incidents(kv pair, groups []Group) Incidents {
 		p.errorf(n, "incidents.max_age (%s) must be longer than incidents.gap (%s)", out.MaxAge, out.Gap)
 	}
 	if e, ok := f["diagnoses"]; ok {
-		out.Diagnoses = p.diagnoses(e.v, out.Diagnoses)
+		out.Diagnoses = p.diagnoses(e.v, slices.Clone(DefaultDiagnoses))
 	}
 	return out
 }
@@ -228,7 +228,7 @@ func knownSignals(s string) string {
 func (p *parser) diagnoses(v *yaml.Node, defaults []DiagnosisRule) []DiagnosisRule {
 	v = resolve(v)
 	if isNull(v) {
-		return defaults
+		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
 		p.errorf(v, "incidents.diagnoses must be a list of diagnosis rules, got %s", kind(v))

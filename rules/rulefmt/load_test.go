@@ -619,7 +619,7 @@ func TestIncidentsSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := cfg.Incidents
-	if in.Gap != DefaultIncidentGap || in.MaxAge != DefaultIncidentMaxAge || len(in.Diagnoses) != len(DefaultDiagnoses) ||
+	if in.Gap != DefaultIncidentGap || in.MaxAge != DefaultIncidentMaxAge || in.Diagnoses != nil ||
 		strings.Join(in.By, ",") != "model,model_name" {
 		t.Errorf("defaults: %+v", in)
 	}
