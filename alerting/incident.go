@@ -60,8 +60,8 @@ type IncidentPolicy struct {
 	// resolves, for an alert whose window started within the gap but
 	// which fires later (its rule's for): the longest for of the rules.
 	Settle time.Duration
-	// MaxAge closes an incident open this long and opens its continuation
-	// with the members still firing, with a note.
+	// MaxAge closes an incident whose anomalous points span this long and
+	// opens its continuation with the members still firing, with a note.
 	MaxAge time.Duration
 	// MaxMembers bounds the alerts one incident lists; past it they are
 	// counted in Dropped.
@@ -340,8 +340,9 @@ func (inc *Incident) addMember(d AlertData, p IncidentPolicy) {
 // TickIncident advances an open incident to the time now: it resolves
 // when every member has resolved and the gap and the settle time have
 // passed (strictly) since the newest anomalous point, at that point plus the gap (or
-// when its last member resolved, if later); an incident open for MaxAge
-// is closed and continued by a new one holding the members still firing.
+// when its last member resolved, if later); an incident whose anomalous
+// points span MaxAge is closed at the newest and continued from there by
+// a new one holding the members still firing.
 func TickIncident(prev Incident, now time.Time, p IncidentPolicy) (Incident, []IncidentData) {
 	p = p.withDefaults()
 	if !prev.Open() {
@@ -350,21 +351,21 @@ func TickIncident(prev Incident, now time.Time, p IncidentPolicy) (Incident, []I
 	if !prev.firing() && now.Sub(prev.lastEnd()) > p.Gap+p.Settle {
 		return resolveIncident(prev, p)
 	}
-	if now.Sub(prev.OpenedAt) < p.MaxAge {
+	if prev.End.Sub(prev.Start) < p.MaxAge {
 		return prev, nil
 	}
-	at := prev.OpenedAt.Add(p.MaxAge).UTC()
+	// Its evidence spans MaxAge: it is closed at its newest anomalous
+	// point and continued from there by the members still firing.
+	at := prev.End.UTC()
 	old := prev.clone()
 	old.ResolvedAt = &at
 	old.Version++
-	next := Incident{Group: prev.Group, Unit: prev.Unit, UnitLabels: prev.UnitLabels, OpenedAt: at, Version: 1, Continues: prev.ID}
+	next := Incident{Group: prev.Group, Unit: prev.Unit, UnitLabels: prev.UnitLabels, Start: at, End: at, OpenedAt: at, Version: 1, Continues: prev.ID}
 	for _, m := range prev.Members {
 		if !m.Firing() {
 			continue
 		}
 		next.Members = append(next.Members, m)
-		next.Start = minTime(next.Start, m.ActiveAt)
-		next.End = maxTime(next.End, m.LastAnomalousAt)
 		for _, l := range p.List {
 			if v := m.Labels[l]; v != "" {
 				if next.Where == nil {
@@ -378,7 +379,7 @@ func TickIncident(prev Incident, now time.Time, p IncidentPolicy) (Incident, []I
 		}
 	}
 	next.ID = eventIDOf("inferwatch.incident.v1", []string{prev.Unit, prev.Group, prev.ID}, at.UnixMilli())
-	note := fmt.Sprintf("open for %s, longer than the %s an incident stays open: closed, continued as %s", at.Sub(prev.OpenedAt), p.MaxAge, next.ID)
+	note := fmt.Sprintf("anomalous for %s, as long as an incident lasts (%s): closed, continued as %s", at.Sub(prev.Start), p.MaxAge, next.ID)
 	old.Timeline = append(old.Timeline, IncidentEntry{Time: at, What: "note", Text: note})
 	next.Timeline = []IncidentEntry{{Time: at, What: "note",
 		Text: fmt.Sprintf("continues %s, open since %s, with the %d alerts still firing", prev.ID, prev.OpenedAt.UTC().Format(time.RFC3339), len(next.Members))}}

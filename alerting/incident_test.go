@@ -164,9 +164,15 @@ func TestIncidentCaps(t *testing.T) {
 	if inc := open["model=m1"]; len(inc.Members) != 2 || inc.Dropped != 1 {
 		t.Errorf("members %d dropped %d, want 2 and 1", len(inc.Members), inc.Dropped)
 	}
-	// Open for an hour with a member firing: closed and continued.
+	// Anomalous for an hour with a member firing: closed and continued.
 	a, b := fired("a", "m1", "p0", 0, 1), fired("b", "m1", "p1", 0, 2)
+	repeat := a
+	repeat.Status, repeat.LastAnomalousAt, repeat.Time = StatusRepeat, atMin(61), atMin(61)
 	got, open := runIncidents(t, p, 61, a, b, resolved(b, 5, 6))
+	if s := incidentStatuses(got); s != "opened model=m1 1m0s; updated model=m1 2m0s" {
+		t.Fatalf("an hour open, anomalous for 5 minutes: %s", s)
+	}
+	got, open = runIncidents(t, p, 200, a, b, resolved(b, 5, 6), repeat)
 	if s := incidentStatuses(got); s != "opened model=m1 1m0s; updated model=m1 2m0s; resolved model=m1 1h1m0s; opened model=m1 1h1m0s" {
 		t.Fatalf("events: %s", s)
 	}
@@ -176,6 +182,10 @@ func TestIncidentCaps(t *testing.T) {
 	}
 	if last := got[2].Timeline[len(got[2].Timeline)-1]; last.What != "note" || !strings.Contains(last.Text, "continued as "+cont.ID) {
 		t.Errorf("closing note %+v", last)
+	}
+	// The continuation counts its age from where it starts.
+	if next, e := TickIncident(cont, atMin(500), p); len(e) != 0 || next.ID != cont.ID {
+		t.Errorf("the continuation closes again at once: %s", incidentStatuses(e))
 	}
 
 	// The tracker caps the open incidents of a group and counts the rest.

@@ -3,6 +3,7 @@ package alertmanager
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"sort"
@@ -130,6 +131,12 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 		k := incidentKey(d)
 		sent[k] = true
 		a := f.incident(d)
+		if prev, ok := f.firing[k]; ok && !maps.Equal(prev.Labels, a.Labels) {
+			// Its diagnosis or severity changed: Alertmanager knows an
+			// alert by its labels, so the one under the old labels ends.
+			prev.EndsAt = now
+			out = append(out, prev)
+		}
 		if d.Status == alerting.IncidentResolved {
 			delete(f.firing, k)
 		} else {
@@ -170,7 +177,8 @@ const IncidentAlertName = "InferwatchIncident"
 
 // incident is the Alertmanager alert of an incident: alertname
 // InferwatchIncident, the unit's labels, the group, the kind "incident",
-// the diagnosis and the highest severity of its members; the summary, the
+// the diagnosis and the highest severity of its members (when these
+// change, Send ends the alert under the old labels); the summary, the
 // description (what happened, in order, and the diagnosis), the
 // diagnosis' check and the pods as annotations.
 func (f *Forwarder) incident(d alerting.IncidentData) Alert {
