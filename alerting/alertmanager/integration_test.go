@@ -223,9 +223,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // TestIncidentInRealAlertmanager forwards an incident to a real
-// Alertmanager as one alert: it opens with one diagnosis, is updated with
-// another (the alert under the old labels ends, so one is listed), and
-// resolves.
+// Alertmanager as one alert, and the incidents only: it opens with one
+// diagnosis, is updated with another (the alert under the old labels ends,
+// so one is listed), and resolves.
 func TestIncidentInRealAlertmanager(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Alertmanager")
@@ -236,7 +236,7 @@ func TestIncidentInRealAlertmanager(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close(context.Background()) })
-	fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: n})
+	fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: n, Incidents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,9 +247,12 @@ func TestIncidentInRealAlertmanager(t *testing.T) {
 		OpenedAt: opened, Members: []alerting.IncidentMember{{Rule: "vllm_ttft_mean", Severity: "warning"}},
 		Diagnosis: alerting.Diagnosis{Name: "engine_stall", Title: "stalled engine", Check: "the pods' logs"},
 	}, Summary: "model=llama-3-70b opened", Description: "what happened"}
+	member := alerting.AlertData{Status: alerting.StatusFiring, Group: "fleet", Rule: "vllm_ttft_mean", Series: `{model="llama-3-70b"}`,
+		Labels: map[string]string{"model": "llama-3-70b"}, Severity: "warning", FiredAt: &opened}
 	send := func(d alerting.IncidentData) {
 		t.Helper()
-		if err := fwd.Send(context.Background(), alerting.Batch{Group: "fleet", Incidents: []alerting.IncidentData{d}}); err != nil {
+		b := alerting.Batch{Group: "fleet", Alerts: []alerting.AlertData{member}, Incidents: []alerting.IncidentData{d}}
+		if err := fwd.Send(context.Background(), b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,6 +264,8 @@ func TestIncidentInRealAlertmanager(t *testing.T) {
 		got.Annotations["check"] != "the pods' logs" || !got.StartsAt.Equal(opened) {
 		t.Errorf("the incident's alert: %+v", got)
 	}
+	// The member alert, sent in the same batch, is not forwarded.
+	waitAlert(t, base, "vllm_ttft_mean", "not forwarded", func(a *gettableAlert) bool { return a == nil })
 	d.Status, d.Members = alerting.IncidentUpdated, append(d.Members, alerting.IncidentMember{Rule: "vllm_request_rate", Severity: "critical"})
 	d.Diagnosis = alerting.Diagnosis{Name: "traffic_surge", Title: "traffic surge"}
 	send(d)

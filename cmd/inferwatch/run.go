@@ -408,7 +408,8 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 				logger.Warn("stopping: alerts left unsent to Alertmanager", "left", left, "err", err)
 			}
 		}()
-		fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: notifier, ResendDelay: am.ResendDelay, ExternalURL: am.ExternalURL})
+		fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: notifier, ResendDelay: am.ResendDelay, ExternalURL: am.ExternalURL,
+			Alerts: am.SendAlerts, Incidents: am.SendIncidents})
 		if err != nil {
 			return fmt.Errorf("%s: alertmanager: %w", cfg.File, err)
 		}

@@ -98,6 +98,7 @@ var badFiles = map[string][]string{
 		`incidents.bad.yaml:22:7: diagnosis "empty" needs at least one condition under when`,
 		`incidents.bad.yaml:26:17: diagnosis "cold" is not a default one; only defaults can be disabled`,
 		`incidents.bad.yaml:27:13: diagnosis "hot" is given twice (first at line 15)`,
+		`incidents.bad.yaml:31:21: alertmanager.send must be a list of alerts and incidents, e.g. [incidents]; "pages" is neither`,
 	},
 	"min-dev.bad.yaml": {
 		`min-dev.bad.yaml:9:19: group "g": rule "a": min_dev must be a finite number ≥ 0, got -1`,
@@ -642,6 +643,9 @@ func TestIncidentsSection(t *testing.T) {
 	leak := in.Diagnoses[5]
 	if len(leak.When) != 1 || len(leak.When[0].Any) != 2 || leak.When[0].Any[1].Signal != "kv_cache" {
 		t.Errorf("the added rule: %+v", leak)
+	}
+	if am := cfg.Alertmanager; am == nil || am.SendAlerts || !am.SendIncidents {
+		t.Errorf("alertmanager.send [incidents]: %+v", am)
 	}
 	if in.Gap != 15*time.Minute || in.MaxAge != 48*time.Hour || in.MaxOpen != 50 || in.MaxMembers != 20 || strings.Join(in.List, ",") != "pod" {
 		t.Errorf("settings: %+v", in)
