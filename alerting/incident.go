@@ -201,9 +201,6 @@ func IncidentUnit(d *AlertData, by []string) (unit string, labels map[string]str
 	return d.Group + "/" + d.Rule + "/" + d.Series, map[string]string{}
 }
 
-// incidentKey is the key of a unit's open incident.
-func incidentKey(unit string) string { return unit }
-
 // lastEnd is the newest anomalous point of the members.
 func (inc *Incident) lastEnd() time.Time {
 	var t time.Time

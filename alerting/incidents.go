@@ -87,13 +87,22 @@ func (t *Incidents) Process(ctx context.Context, b *Batch) {
 	changed := map[string]bool{}
 	t.mu.Lock()
 	for _, d := range alerts {
+		// The unit's incident is brought to the alert's time first: one
+		// whose gap passed before the alert's window starts resolves
+		// there. The others are brought to b.At at the end.
 		at := d.Time
 		if d.Status == StatusFiring {
 			at = d.ActiveAt
 		}
-		b.Incidents = append(b.Incidents, t.tick(at, changed)...)
-		unit, _ := IncidentUnit(&d, t.p.By)
-		k := incidentKey(unit)
+		k, _ := IncidentUnit(&d, t.p.By)
+		if p := t.open[k]; p != nil {
+			next, evs := TickIncident(*p, at, t.p)
+			if len(evs) > 0 {
+				t.set(k, *p, next)
+				changed[k] = true
+				b.Incidents = append(b.Incidents, t.record(evs)...)
+			}
+		}
 		var prev Incident
 		if p := t.open[k]; p != nil {
 			prev = *p

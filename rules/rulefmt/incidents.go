@@ -38,6 +38,13 @@ const (
 	DefaultIncidentMaxMembers = 100
 )
 
+// DefaultIncidentBy and DefaultIncidentList are the defaults of
+// incidents.by and incidents.list.
+var (
+	DefaultIncidentBy   = []string{"model", "model_name"}
+	DefaultIncidentList = []string{"pod", "Hostname"}
+)
+
 // DiagnosisRule is one row of the diagnosis table: it applies to an
 // incident when all its When conditions hold, with a confidence of the
 // share of its When and Also conditions that hold.
@@ -164,7 +171,7 @@ var incidentKeys = []string{"by", "list", "gap", "max_age", "max_open", "max_mem
 
 // incidents reads the incidents: section (absent: the defaults).
 func (p *parser) incidents(kv pair, groups []Group) Incidents {
-	out := Incidents{By: []string{"model", "model_name"}, List: []string{"pod", "Hostname"},
+	out := Incidents{By: slices.Clone(DefaultIncidentBy), List: slices.Clone(DefaultIncidentList),
 		Gap: DefaultIncidentGap, MaxAge: DefaultIncidentMaxAge, MaxOpen: DefaultIncidentMaxOpen, MaxMembers: DefaultIncidentMaxMembers}
 	p.checkSignalLabels(groups)
 	if kv.v == nil || isNull(resolve(kv.v)) {
