@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -24,7 +25,7 @@ func firingOf(rule string, value, expected float64, details map[string]any) aler
 // policy, one incident per diagnosis made of the preset rules' alerts,
 // and one that none fits.
 func TestDefaultDiagnoses(t *testing.T) {
-	p := incidentPolicy(&rulefmt.Config{})
+	p := rules.IncidentPolicy(&rulefmt.Config{})
 	f := func(want string, alerts ...alerting.AlertData) {
 		t.Helper()
 		var inc alerting.Incident
@@ -55,7 +56,7 @@ func TestDefaultDiagnoses(t *testing.T) {
 // TestTailShowsAnIncidentAsABlock: tail prints an incident as its head
 // line, then what happened in order, the evidence and what to check.
 func TestTailShowsAnIncidentAsABlock(t *testing.T) {
-	p := incidentPolicy(&rulefmt.Config{})
+	p := rules.IncidentPolicy(&rulefmt.Config{})
 	var inc alerting.Incident
 	var evs []alerting.IncidentData
 	for _, d := range []alerting.AlertData{firingOf("vllm_request_rate", 9, 3, nil), firingOf("vllm_ttft_mean", 2.4, 0.3, nil)} {

@@ -390,7 +390,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if _, err := life.Restore(ctx, maxRestoredAlerts); err != nil {
 		logger.Error("alert states could not be restored; alerts start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
-	incidents := alerting.NewIncidents(alerting.IncidentOptions{Policy: incidentPolicy(cfg), Store: kv.Incidents(), Logger: logger, Metrics: set})
+	incidents := alerting.NewIncidents(alerting.IncidentOptions{Policy: rules.IncidentPolicy(cfg), Store: kv.Incidents(), Logger: logger, Metrics: set})
 	if _, err := incidents.Restore(ctx); err != nil {
 		logger.Error("incidents could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
