@@ -235,7 +235,10 @@ func (inc *Incident) member(key string) int {
 // makes: a firing alert opens an incident or joins it (updated); a repeat
 // moves its member's window; a resolved alert marks its member resolved
 // (the incident resolves later, in TickIncident). Pending and inactive
-// alerts are not incidents yet.
+// alerts are not incidents yet. prev may be the unit's last resolved
+// incident: a firing alert whose window starts within it (give or take
+// the gap) opens it again, as happens when one group's backfill resolved
+// it before another group's alerts came.
 func JoinIncident(prev Incident, d AlertData, p IncidentPolicy) (Incident, []IncidentData) {
 	p = p.withDefaults()
 	switch d.Status {
@@ -270,6 +273,19 @@ func JoinIncident(prev Incident, d AlertData, p IncidentPolicy) (Incident, []Inc
 		var res []IncidentData
 		prev, res = resolveIncident(prev, p)
 		out = append(out, res...)
+	}
+	if !prev.Open() && prev.ID != "" && !d.ActiveAt.Before(prev.Start.Add(-p.Gap)) && !d.ActiveAt.After(prev.lastEnd().Add(p.Gap)) {
+		// The incident resolved before this alert, whose window lies
+		// within it, came: a group whose evaluation ran behind (a
+		// backfill, a catch-up). It opens again and takes the alert.
+		next := prev.clone()
+		next.ResolvedAt = nil
+		next.Version++
+		next.addMember(d, p)
+		next.Timeline = append(next.Timeline, IncidentEntry{Time: d.Time.UTC(), What: "note",
+			Text: fmt.Sprintf("open again: %s fired late, in the incident's window", d.Rule)})
+		next.Diagnosis = Diagnose(&next, p.Diagnoses)
+		return next, append(out, incidentData(IncidentUpdated, d.Time.UTC(), next))
 	}
 	if !prev.Open() {
 		unit, labels := IncidentUnit(&d, p.By)

@@ -232,3 +232,28 @@ func TestIncidentsRestore(t *testing.T) {
 		t.Errorf("a resolved incident stays stored: %d", len(store.m))
 	}
 }
+
+// TestIncidentsTakeLateGroups: in a backfill each group's batch covers
+// the whole history, so one group's batch resolves an incident before
+// another group's alerts in its window come; they open it again.
+func TestIncidentsTakeLateGroups(t *testing.T) {
+	tr := NewIncidents(IncidentOptions{})
+	a := fired("ttft", "m1", "p0", 0, 2)
+	b := Batch{Group: "fleet", At: atMin(600), Alerts: []AlertData{a, resolved(a, 10, 11)}}
+	tr.Process(context.Background(), &b)
+	if s := incidentStatuses(b.Incidents); s != "opened model=m1 2m0s; resolved model=m1 20m0s" {
+		t.Fatalf("group A: %s", s)
+	}
+	gpu := fired("gpu", "m1", "p0", 5, 10)
+	gpu.Group = "gpu"
+	later := fired("gpu", "m1", "p0", 300, 305)
+	later.Group = "gpu"
+	b2 := Batch{Group: "gpu", At: atMin(600), Alerts: []AlertData{gpu, resolved(gpu, 12, 13), later}}
+	tr.Process(context.Background(), &b2)
+	if s := incidentStatuses(b2.Incidents); s != "updated model=m1 10m0s; resolved model=m1 22m0s; opened model=m1 5h5m0s" {
+		t.Fatalf("group B: %s", s)
+	}
+	if b2.Incidents[0].ID != b.Incidents[0].ID || len(b2.Incidents[1].Members) != 2 || b2.Incidents[2].ID == b.Incidents[0].ID {
+		t.Errorf("the late alert did not join the incident it lies in: %+v", b2.Incidents)
+	}
+}

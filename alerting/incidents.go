@@ -38,6 +38,7 @@ type Incidents struct {
 
 	mu     sync.Mutex
 	open   map[string]*Incident // unit → its open incident
+	recent map[string]*Incident // unit → its last resolved incident, for alerts that come late (at most MaxOpen)
 	groups map[string]int       // group → open incidents
 
 	events                 map[IncidentStatus]*metrics.Counter
@@ -54,7 +55,7 @@ func NewIncidents(o IncidentOptions) *Incidents {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
 	}
-	t := &Incidents{o: o, p: o.Policy.withDefaults(), log: o.Logger, open: map[string]*Incident{}, groups: map[string]int{},
+	t := &Incidents{o: o, p: o.Policy.withDefaults(), log: o.Logger, open: map[string]*Incident{}, recent: map[string]*Incident{}, groups: map[string]int{},
 		events: map[IncidentStatus]*metrics.Counter{}}
 	set := o.Metrics
 	for _, s := range []IncidentStatus{IncidentOpened, IncidentUpdated, IncidentResolved} {
@@ -106,6 +107,8 @@ func (t *Incidents) Process(ctx context.Context, b *Batch) {
 		var prev Incident
 		if p := t.open[k]; p != nil {
 			prev = *p
+		} else if r := t.recent[k]; r != nil && d.Status == StatusFiring {
+			prev = *r
 		} else if d.Status == StatusFiring && t.groups[d.Group] >= t.p.MaxOpen {
 			t.overOpen.Inc()
 			t.log.Warn("an alert forms no incident: its group has as many open incidents as incidents.max_open allows",
@@ -153,9 +156,24 @@ func (t *Incidents) set(k string, prev, next Incident) {
 	if next.Open() {
 		t.groups[next.Group]++
 		t.open[k] = &next
+		delete(t.recent, k)
 		return
 	}
 	delete(t.open, k)
+	if next.ID == "" {
+		return
+	}
+	t.recent[k] = &next
+	if len(t.recent) > t.p.MaxOpen {
+		// Past the bound, the incident that resolved first is forgotten.
+		oldest := k
+		for u, r := range t.recent {
+			if r.ResolvedAt.Before(*t.recent[oldest].ResolvedAt) {
+				oldest = u
+			}
+		}
+		delete(t.recent, oldest)
+	}
 }
 
 // record counts and logs incident events.
