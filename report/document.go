@@ -48,16 +48,16 @@ type Document struct {
 	Models  []Model  `json:"models"`
 	// FleetChanges are the models (values of By) that appeared in the
 	// period or vanished from it against the day before.
-	FleetChanges []LabelChange  `json:"fleet_changes"`
-	SLOs         []SLOReport    `json:"slos"`
-	Anomalies    Episodes       `json:"anomalies"`
-	Alerts       Episodes       `json:"alerts"`
+	FleetChanges []LabelChange `json:"fleet_changes"`
+	SLOs         []SLOReport   `json:"slos"`
+	Anomalies    Episodes      `json:"anomalies"`
+	Alerts       Episodes      `json:"alerts"`
 	// Incidents are the incidents of the period (open in it at some
 	// time), in the order of their starts, as the daemon last published
 	// them.
-	Incidents []Incident `json:"incidents"`
-	Forecasts    []ForecastRule `json:"forecasts"`
-	Scale        []ScaleTarget  `json:"scale"`
+	Incidents []Incident     `json:"incidents"`
+	Forecasts []ForecastRule `json:"forecasts"`
+	Scale     []ScaleTarget  `json:"scale"`
 	// Notes say what could not be measured and why (no data, an
 	// unreachable stream, a query that failed).
 	Notes []string `json:"notes"`
