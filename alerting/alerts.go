@@ -675,6 +675,8 @@ type Receiver interface {
 // every receiver in order. It is the rules' Sink in the daemon.
 type Pipeline struct {
 	Lifecycle *Lifecycle
+	// Incidents, when set, groups the alert events into incidents.
+	Incidents *Incidents
 	Receivers []Receiver
 }
 
@@ -683,6 +685,9 @@ type Pipeline struct {
 func (p *Pipeline) Send(ctx context.Context, b Batch) error {
 	if p.Lifecycle != nil {
 		p.Lifecycle.Process(ctx, &b)
+	}
+	if p.Incidents != nil {
+		p.Incidents.Process(ctx, &b)
 	}
 	var errs []error
 	for _, r := range p.Receivers {

@@ -28,6 +28,7 @@ const (
 	ForecastEventType = "io.inferwatch.forecast.v1"
 	ScaleEventType    = "io.inferwatch.scale.v1"
 	ReportEventType   = "io.inferwatch.report.v1"
+	IncidentEventType = "io.inferwatch.incident.v1"
 )
 
 // The classes of events, as the self-metrics label them (kind="…").
@@ -37,14 +38,15 @@ const (
 	ClassForecast = "forecast"
 	ClassScale    = "scale"
 	ClassReport   = "report"
+	ClassIncident = "incident"
 	ClassOther    = "other"
 )
 
 // EventClasses lists the classes of events.
-var EventClasses = []string{ClassFinding, ClassAlert, ClassForecast, ClassScale, ClassReport, ClassOther}
+var EventClasses = []string{ClassFinding, ClassAlert, ClassForecast, ClassScale, ClassReport, ClassIncident, ClassOther}
 
 // EventClass names the class of an event type: finding, alert, forecast,
-// scale, report, or other for a type inferwatch does not publish itself.
+// scale, report, incident, or other for a type inferwatch does not publish itself.
 func EventClass(typ string) string {
 	switch typ {
 	case FindingEventType:
@@ -57,6 +59,8 @@ func EventClass(typ string) string {
 		return ClassScale
 	case ReportEventType:
 		return ClassReport
+	case IncidentEventType:
+		return ClassIncident
 	}
 	return ClassOther
 }
@@ -71,6 +75,9 @@ func AlertSubject(prefix, group, rule string) string {
 }
 func ForecastSubject(prefix, rule string) string { return prefix + ".forecasts." + rule }
 func ScaleSubject(prefix, rule string) string    { return prefix + ".scale." + rule }
+
+// IncidentSubject is the subject of incident events: <prefix>.incidents.<group>.
+func IncidentSubject(prefix, group string) string { return prefix + ".incidents." + group }
 
 // Event is a CloudEvents 1.0 envelope in structured-mode JSON.
 type Event struct {
@@ -300,6 +307,25 @@ func NewAlertEvent(d AlertData, source string) (Event, error) {
 	return ev, nil
 }
 
+// IncidentEventID is the stable identity of an incident event: the
+// incident's ID, the status, its version and the event's time.
+func IncidentEventID(d IncidentData) string {
+	return eventIDOf("inferwatch.incident.event.v1", []string{d.ID, string(d.Status)}, int64(d.Version), d.Time.UnixMilli())
+}
+
+// NewIncidentEvent wraps an incident event in a CloudEvent from source;
+// its subject is the incident's unit.
+func NewIncidentEvent(d IncidentData, source string) (Event, error) {
+	if !ValidSubjectToken(d.Group) {
+		return Event{}, fmt.Errorf("incident %s of group %q: the group name ends its subject and must be a NATS subject token (no '.', '*', '>' or white space)", d.ID, d.Group)
+	}
+	ev, err := newEvent(IncidentEventType, IncidentEventID(d), d.Unit, source, d.Time, d)
+	if err != nil {
+		return Event{}, fmt.Errorf("encoding incident %s of %s: %w", d.ID, d.Unit, err)
+	}
+	return ev, nil
+}
+
 // DecodeEvent reads a CloudEvent in structured-mode JSON, as inferwatch
 // publishes it, and checks its required attributes.
 func DecodeEvent(b []byte) (Event, error) {
@@ -337,7 +363,8 @@ func (ev Event) Encode() ([]byte, error) {
 }
 
 // DecodeData decodes the data of an event of a type inferwatch publishes
-// for rules: a *Finding, *AlertData, *ForecastData or *ScaleData; nil and
+// for rules: a *Finding, *AlertData, *ForecastData, *ScaleData or
+// *IncidentData; nil and
 // no error for any other type.
 func DecodeData(ev Event) (any, error) {
 	var d any
@@ -350,6 +377,8 @@ func DecodeData(ev Event) (any, error) {
 		d = new(ForecastData)
 	case ScaleEventType:
 		d = new(ScaleData)
+	case IncidentEventType:
+		d = new(IncidentData)
 	default:
 		return nil, nil
 	}

@@ -165,7 +165,10 @@ type Batch struct {
 	Alerts       []AlertData
 	Forecasts    []ForecastData
 	Scales       []ScaleData
-	Scores       []Scores
+	// Incidents are the incident events the alerts of this batch made
+	// (Pipeline.Incidents fills them).
+	Incidents []IncidentData
+	Scores    []Scores
 	// Evaluated are the rules of the group whose evaluation succeeded,
 	// each with the newest point it judged: the lifecycle ends the alerts
 	// of a rule's series that had no point for its AbsentAfter by then.
@@ -180,7 +183,9 @@ type RuleEvaluated struct {
 }
 
 // Len is the number of events in b (scores are not events).
-func (b *Batch) Len() int { return len(b.Findings) + len(b.Alerts) + len(b.Forecasts) + len(b.Scales) }
+func (b *Batch) Len() int {
+	return len(b.Findings) + len(b.Alerts) + len(b.Forecasts) + len(b.Scales) + len(b.Incidents)
+}
 
 // JSONFloat is a float64 that encodes NaN and ±Inf as null: an undefined
 // figure.

@@ -443,6 +443,16 @@ func (p *Publisher) encode(b Batch) []item {
 		items = append(items, item{subject: AlertSubject(p.o.Prefix, d.Group, d.Rule), ev: ev, class: ClassAlert, keep: true,
 			group: d.Group, rule: d.Rule, series: d.Series})
 	}
+	for _, d := range b.Incidents {
+		ev, err := NewIncidentEvent(d, p.o.Source)
+		if err != nil {
+			p.dropRejected.Inc()
+			p.log.Error("dropping an incident event that cannot be published", "group", d.Group, "incident", d.ID, "unit", d.Unit, "err", err)
+			continue
+		}
+		items = append(items, item{subject: IncidentSubject(p.o.Prefix, d.Group), ev: ev, class: ClassIncident, keep: true,
+			group: d.Group, series: d.Unit})
+	}
 	for _, d := range b.Forecasts {
 		ev, err := NewForecastEvent(d, p.o.Source)
 		if err != nil {

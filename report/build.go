@@ -188,7 +188,7 @@ func (r *Reporter) Build(ctx context.Context, spec Spec, end time.Time) (*Docume
 	b.doc = &Document{Schema: SchemaID, Name: spec.Name, GeneratedAt: r.o.Now().UTC().Truncate(time.Second),
 		TimeZone: spec.Location.String(), Period: p, Comparisons: comps, Engine: cmp.Or(spec.Engine, "vllm"),
 		Selector: spec.Selector, By: slices.Clone(spec.By), Changes: []Change{}, Models: []Model{}, SLOs: []SLOReport{},
-		Anomalies: emptyEpisodes(), Alerts: emptyEpisodes(), Forecasts: []ForecastRule{}, Scale: []ScaleTarget{}, Notes: []string{}, FleetChanges: []LabelChange{}}
+		Anomalies: emptyEpisodes(), Alerts: emptyEpisodes(), Incidents: []Incident{}, Forecasts: []ForecastRule{}, Scale: []ScaleTarget{}, Notes: []string{}, FleetChanges: []LabelChange{}}
 	if p.ClockChange != "" {
 		b.note("The period is %s.", p.ClockChange)
 	}

@@ -16,7 +16,8 @@ import (
 // this order: models that appeared or vanished, throughput decay,
 // latency, traffic against the day before and the forecast, GPU ↔
 // latency-jitter coupling, label values that appeared or vanished, the
-// strongest of the daemon's findings, SLOs burning their budget. It
+// daemon's incidents with their diagnoses, the strongest of its findings,
+// SLOs burning their budget. It
 // returns none when no figure crossed its
 // threshold (see the constants of Build).
 func Changes(d *Document) []Change {
@@ -76,6 +77,28 @@ func Changes(d *Document) []Change {
 				add("label", m.Name, m.ID+"-labels", "%s %s of %s vanished: its last sample came the day before, at %s.", c.Label, c.Value, m.Name, clock(c.At))
 			}
 		}
+	}
+	for _, inc := range d.Incidents {
+		model := ""
+		for _, m := range d.Models {
+			if sameModel(inc.Labels, m.Labels) {
+				model = m.Name
+			}
+		}
+		end := "still open at the end of the period"
+		if inc.ResolvedAt != nil {
+			end = "resolved at " + clock(*inc.ResolvedAt)
+		}
+		where := ""
+		if pods := inc.Where["pod"]; len(pods) > 0 {
+			where = " on " + plural(len(pods), "pod", "pods") + " " + strings.Join(pods, ", ")
+		}
+		diag := "no diagnosis fits its evidence"
+		if inc.Diagnosis != "none" {
+			diag = fmt.Sprintf("its first diagnosis is %s (%s of its conditions hold); what to check: %s", inc.Title, pct(float64(inc.Confidence)), inc.Check)
+		}
+		add("incident", model, "incidents", "An incident on %s: %d %s%s, anomalous from %s, %s; %s.",
+			inc.Unit, inc.Alerts, plural(inc.Alerts, "alert", "alerts"), where, clock(inc.Start), end, diag)
 	}
 	if a := d.Anomalies; a.Count > 0 && len(a.Top) > 0 {
 		top := a.Top[0]

@@ -48,12 +48,16 @@ type Document struct {
 	Models  []Model  `json:"models"`
 	// FleetChanges are the models (values of By) that appeared in the
 	// period or vanished from it against the day before.
-	FleetChanges []LabelChange  `json:"fleet_changes"`
-	SLOs         []SLOReport    `json:"slos"`
-	Anomalies    Episodes       `json:"anomalies"`
-	Alerts       Episodes       `json:"alerts"`
-	Forecasts    []ForecastRule `json:"forecasts"`
-	Scale        []ScaleTarget  `json:"scale"`
+	FleetChanges []LabelChange `json:"fleet_changes"`
+	SLOs         []SLOReport   `json:"slos"`
+	Anomalies    Episodes      `json:"anomalies"`
+	Alerts       Episodes      `json:"alerts"`
+	// Incidents are the incidents of the period (open in it at some
+	// time), in the order of their starts, as the daemon last published
+	// them.
+	Incidents []Incident     `json:"incidents"`
+	Forecasts []ForecastRule `json:"forecasts"`
+	Scale     []ScaleTarget  `json:"scale"`
 	// Notes say what could not be measured and why (no data, an
 	// unreachable stream, a query that failed).
 	Notes []string `json:"notes"`
@@ -308,6 +312,28 @@ type Episodes struct {
 	TotalSeconds F              `json:"total_seconds"`
 	ByKind       map[string]int `json:"by_kind"`
 	Top          []Episode      `json:"top"`
+}
+
+// Incident is one incident: the alerts of one serving unit that fired
+// together, with its first diagnosis.
+type Incident struct {
+	ID     string            `json:"id"`
+	Group  string            `json:"group"`
+	Unit   string            `json:"unit"`
+	Labels map[string]string `json:"labels"`
+	Start  time.Time         `json:"start"`
+	End    time.Time         `json:"end"`
+	// ResolvedAt is absent while the incident is open.
+	ResolvedAt *time.Time          `json:"resolved_at,omitempty"`
+	Alerts     int                 `json:"alerts"`
+	Where      map[string][]string `json:"where,omitempty"`
+	// Diagnosis is the diagnosis rule's name (none: no diagnosis), Title
+	// its words, Confidence the share of its conditions that hold.
+	Diagnosis  string   `json:"diagnosis"`
+	Title      string   `json:"title"`
+	Confidence F        `json:"confidence"`
+	Check      string   `json:"check,omitempty"`
+	Evidence   []string `json:"evidence"`
 }
 
 // Episode is one finding or alert.

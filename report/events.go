@@ -16,7 +16,7 @@ import (
 
 // Subjects are the subjects a report reads under prefix.
 func Subjects(prefix string) []string {
-	return []string{prefix + ".findings.>", prefix + ".alerts.>", prefix + ".forecasts.>", prefix + ".scale.>"}
+	return []string{prefix + ".findings.>", prefix + ".alerts.>", prefix + ".forecasts.>", prefix + ".scale.>", prefix + ".incidents.>"}
 }
 
 // readLead is how long before the period events are read from: a
@@ -43,6 +43,7 @@ func (b *builder) events(ctx context.Context) {
 	var alerts []alerting.AlertData
 	var forecasts []alerting.ForecastData
 	var scales []alerting.ScaleData
+	incidents := map[string]alerting.IncidentData{}
 	for _, rc := range evs {
 		ev := rc.Event
 		var err error
@@ -67,6 +68,13 @@ func (b *builder) events(ctx context.Context) {
 			if err = decodeData(ev.Data, &d); err == nil && b.inPeriod(d.Time) && b.wanted(d.Group, d.Rule) {
 				scales = append(scales, d)
 			}
+		case ev.Type == alerting.IncidentEventType:
+			var d alerting.IncidentData
+			if err = decodeData(ev.Data, &d); err == nil {
+				if old, ok := incidents[d.ID]; !ok || d.Version > old.Version {
+					incidents[d.ID] = d
+				}
+			}
 		default:
 			continue
 		}
@@ -83,6 +91,46 @@ func (b *builder) events(ctx context.Context) {
 	b.alerts(alerts)
 	b.forecastChecks(ctx, forecasts)
 	b.scaleSignals(scales)
+	b.incidents(incidents)
+}
+
+// overlaps reports whether an incident was open at some time of the
+// period.
+func (b *builder) overlaps(d alerting.IncidentData) bool {
+	return d.Start.Before(b.end) && (d.ResolvedAt == nil || d.ResolvedAt.After(b.start))
+}
+
+// wantedIncident reports whether the report covers an alert of the
+// incident.
+func (b *builder) wantedIncident(d alerting.IncidentData) bool {
+	for _, m := range d.Members {
+		if b.wanted(m.Group, m.Rule) {
+			return true
+		}
+	}
+	return false
+}
+
+// incidents keeps the newest event of each incident open in the period
+// with an alert the report covers, in the order of their starts.
+func (b *builder) incidents(byID map[string]alerting.IncidentData) {
+	b.doc.Incidents = []Incident{}
+	for _, d := range byID {
+		if !b.overlaps(d) || !b.wantedIncident(d) {
+			continue
+		}
+		b.doc.Incidents = append(b.doc.Incidents, Incident{ID: d.ID, Group: d.Group, Unit: d.Unit, Labels: d.UnitLabels,
+			Start: d.Start.UTC(), End: d.End.UTC(), ResolvedAt: d.ResolvedAt, Alerts: len(d.Members) + d.Dropped, Where: d.Where,
+			Diagnosis: d.Diagnosis.Name, Title: d.Diagnosis.Title, Confidence: F(d.Diagnosis.Confidence), Check: d.Diagnosis.Check,
+			Evidence: append([]string{}, d.Diagnosis.Evidence...)})
+	}
+	sort.Slice(b.doc.Incidents, func(i, j int) bool {
+		a, c := b.doc.Incidents[i], b.doc.Incidents[j]
+		if !a.Start.Equal(c.Start) {
+			return a.Start.Before(c.Start)
+		}
+		return a.ID < c.ID
+	})
 }
 
 // decodeData decodes an event's data, whose undefined figures are null.

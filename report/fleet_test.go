@@ -192,6 +192,7 @@ groups:
         lookback: 1h
         detector: {name: sigma, k: 3, min_points: 30}
         for: 1m
+        labels: {signal: latency}
   - name: capacity
     interval: 1m
     rules:
@@ -201,6 +202,7 @@ groups:
         lookback: 1h
         detector: {name: sigma, k: 4, min_points: 30}
         for: 2m
+        labels: {signal: request_rate}
   - name: saturation
     interval: 5m
     rules:
@@ -209,6 +211,7 @@ groups:
         decay: {min_eta: 0.25, min_slope: 0.1}
         step: 5m
         lookback: 1d
+        labels: {signal: throughput_decay}
   - name: forecasting
     interval: 1m
     rules:
@@ -309,7 +312,8 @@ func (f *fixture) publish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sink := &alerting.Pipeline{Lifecycle: alerting.NewLifecycle(alerting.LifecycleOptions{}), Receivers: []alerting.Receiver{pub}}
+	sink := &alerting.Pipeline{Lifecycle: alerting.NewLifecycle(alerting.LifecycleOptions{}),
+		Incidents: alerting.NewIncidents(alerting.IncidentOptions{Policy: rules.IncidentPolicy(cfg)}), Receivers: []alerting.Receiver{pub}}
 	client, err := ingest.NewClient(ingest.ClientOptions{URL: f.vm.URL()})
 	if err != nil {
 		return err

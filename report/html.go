@@ -189,6 +189,12 @@ func funcs(d *Document, loc *time.Location) template.FuncMap {
 			return ""
 		},
 		"clock": func(t time.Time) string { return fmtClock(t, d.Period.Start, loc) },
+		"clockOr": func(t *time.Time, none string) string {
+			if t == nil {
+				return none
+			}
+			return fmtClock(*t, d.Period.Start, loc)
+		},
 		"clockp": func(t *time.Time) string {
 			return clockPtr(t, func(t time.Time) string { return fmtClock(t, d.Period.Start, loc) })
 		},

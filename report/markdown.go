@@ -158,6 +158,23 @@ func Markdown(d *Document) []byte {
 			}
 		}
 	}
+	w("## Incidents\n\n")
+	switch {
+	case !d.Events.Read:
+		w("The daemon's events were not read: %s.\n\n", d.Events.Error)
+	case len(d.Incidents) == 0:
+		w("No incident in the period.\n\n")
+	default:
+		head("unit", "pods", "alerts", "from", "resolved", "diagnosis", "confidence")
+		for _, inc := range d.Incidents {
+			resolved := "open"
+			if inc.ResolvedAt != nil {
+				resolved = clock(*inc.ResolvedAt)
+			}
+			row(inc.Unit, strings.Join(inc.Where["pod"], ", "), strconv.Itoa(inc.Alerts), clock(inc.Start), resolved, inc.Title, cell(pct(float64(inc.Confidence))))
+		}
+		w("\n")
+	}
 	w("## Forecast accuracy and scale signals\n\n")
 	if len(d.Forecasts) == 0 {
 		w("No forecast event in the period.\n\n")

@@ -169,6 +169,7 @@ func TestGoldenDays(t *testing.T) {
 	has(22, "traffic", "qwen2.5-32b-instruct", "surged")
 	has(22, "forecast", "qwen2.5-32b-instruct", "above the 90 % interval")
 	has(23, "coupling", "llama-3.1-70b-instruct", "vllm-llama-70b-2")
+	has(22, "incident", "qwen2.5-32b-instruct", "its first diagnosis is traffic surge")
 	for d, doc := range docs {
 		for _, c := range doc.Changes {
 			if c.Model == "mistral-7b-instruct" {

@@ -3,6 +3,7 @@ package alertmanager
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"sort"
@@ -29,6 +30,10 @@ type ForwarderOptions struct {
 	// dashboard of it): generatorURL is ExternalURL with the group, rule
 	// and series as query parameters.
 	ExternalURL string
+	// Alerts and Incidents say what is forwarded: each alert, each
+	// incident as one alert (alertname InferwatchIncident), or both. Both
+	// false forwards both.
+	Alerts, Incidents bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -57,6 +62,9 @@ func NewForwarder(o ForwarderOptions) (*Forwarder, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if !o.Alerts && !o.Incidents {
+		o.Alerts, o.Incidents = true, true
+	}
 	if o.ExternalURL != "" {
 		if u, err := url.Parse(o.ExternalURL); err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("alertmanager: external URL %q is not an absolute URL", o.ExternalURL)
@@ -70,6 +78,9 @@ func NewForwarder(o ForwarderOptions) (*Forwarder, error) {
 func (f *Forwarder) Seed(firing []alerting.AlertData) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.o.Alerts {
+		return
+	}
 	for _, d := range firing {
 		f.firing[key(d)] = f.alert(d)
 	}
@@ -88,6 +99,20 @@ func (f *Forwarder) Forget(group string) {
 	}
 }
 
+// SeedIncidents makes the Forwarder send the incidents already open
+// (restored after a restart) as if they had just opened.
+func (f *Forwarder) SeedIncidents(open []alerting.IncidentData) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.o.Incidents {
+		return
+	}
+	for _, d := range open {
+		f.firing[incidentKey(d)] = f.incident(d)
+	}
+	f.lastSend = time.Time{}
+}
+
 // Send takes the alert events of one evaluation; it never waits on an
 // Alertmanager.
 func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
@@ -96,7 +121,7 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 	var out []Alert
 	sent := map[string]bool{}
 	for _, d := range b.Alerts {
-		if d.Status == alerting.StatusPending || d.Status == alerting.StatusInactive {
+		if !f.o.Alerts || d.Status == alerting.StatusPending || d.Status == alerting.StatusInactive {
 			continue
 		}
 		sent[key(d)] = true
@@ -110,6 +135,27 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 			delete(f.firing, key(d))
 			out = append(out, a)
 		}
+	}
+	for _, d := range b.Incidents {
+		if !f.o.Incidents {
+			break
+		}
+		k := incidentKey(d)
+		sent[k] = true
+		a := f.incident(d)
+		if prev, ok := f.firing[k]; ok && !maps.Equal(prev.Labels, a.Labels) {
+			// Its diagnosis or severity changed: Alertmanager knows an
+			// alert by its labels, so the one under the old labels ends.
+			prev.EndsAt = now
+			out = append(out, prev)
+		}
+		if d.Status == alerting.IncidentResolved {
+			delete(f.firing, k)
+		} else {
+			f.firing[k] = a
+			a.EndsAt = now.Add(4 * f.o.ResendDelay)
+		}
+		out = append(out, a)
 	}
 	if now.Sub(f.lastSend) >= f.o.ResendDelay {
 		keys := make([]string, 0, len(f.firing))
@@ -135,6 +181,63 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 }
 
 func key(d alerting.AlertData) string { return d.Group + "\x00" + d.Rule + "\x00" + d.Series }
+
+func incidentKey(d alerting.IncidentData) string { return "incident\x00" + d.ID }
+
+// IncidentAlertName is the alertname of an incident's alert.
+const IncidentAlertName = "InferwatchIncident"
+
+// incident is the Alertmanager alert of an incident: alertname
+// InferwatchIncident, the unit's labels, the group, the kind "incident",
+// the diagnosis and the highest severity of its members (when these
+// change, Send ends the alert under the old labels); the summary, the
+// description (what happened, in order, and the diagnosis), the
+// diagnosis' check and the pods as annotations.
+func (f *Forwarder) incident(d alerting.IncidentData) Alert {
+	labels := map[string]string{}
+	for k, v := range d.UnitLabels {
+		if labelNameRE.MatchString(k) && v != "" && k[0:min(2, len(k))] != "__" {
+			labels[k] = v
+		}
+	}
+	sev := "warning"
+	for _, m := range d.Members {
+		if m.Severity == "critical" || (m.Severity != "" && m.Severity != "warning" && sev == "warning") {
+			sev = m.Severity
+		}
+	}
+	labels["alertname"] = IncidentAlertName
+	labels["inferwatch_group"] = d.Group
+	labels["inferwatch_kind"] = "incident"
+	labels["incident_id"] = d.ID
+	labels["diagnosis"] = d.Diagnosis.Name
+	labels["severity"] = sev
+	ann := map[string]string{
+		"summary":     d.Summary,
+		"description": d.Description,
+		"unit":        d.Unit,
+		"diagnosis":   d.Diagnosis.Title,
+		"confidence":  fmt.Sprintf("%.2f", d.Diagnosis.Confidence),
+		"alerts":      fmt.Sprint(len(d.Members)),
+	}
+	if d.Diagnosis.Check != "" {
+		ann["check"] = d.Diagnosis.Check
+	}
+	for l, vs := range d.Where {
+		if labelNameRE.MatchString(l) {
+			ann[l] = strings.Join(vs, ", ")
+		}
+	}
+	a := Alert{Labels: labels, Annotations: ann, StartsAt: d.OpenedAt}
+	if d.ResolvedAt != nil {
+		a.EndsAt = *d.ResolvedAt
+	}
+	if f.o.ExternalURL != "" {
+		q := url.Values{"group": {d.Group}, "incident": {d.ID}}
+		a.GeneratorURL = f.o.ExternalURL + "?" + q.Encode()
+	}
+	return a
+}
 
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
 	"github.com/inferwatch/inferwatch/alerting/alertmanager/amtest"
 )
@@ -219,4 +220,63 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(string(bytes.TrimRight(p, "\n")))
 	return len(p), nil
+}
+
+// TestIncidentInRealAlertmanager forwards an incident to a real
+// Alertmanager as one alert, and the incidents only: it opens with one
+// diagnosis, is updated with another (the alert under the old labels ends,
+// so one is listed), and resolves.
+func TestIncidentInRealAlertmanager(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Alertmanager")
+	}
+	base := amtest.Start(t)
+	n, err := alertmanager.New(alertmanager.Options{URLs: []string{base}, Timeout: 10 * time.Second, BackoffMax: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close(context.Background()) })
+	fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: n, Incidents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now().Add(-5 * time.Minute).Truncate(time.Millisecond)
+	d := alerting.IncidentData{Status: alerting.IncidentOpened, Time: opened, Incident: alerting.Incident{
+		ID: "0123456789abcdef0123456789abcdef", Group: "fleet", Unit: "model=llama-3-70b",
+		UnitLabels: map[string]string{"model": "llama-3-70b"}, Where: map[string][]string{"pod": {"vllm-0", "vllm-1"}},
+		OpenedAt: opened, Members: []alerting.IncidentMember{{Rule: "vllm_ttft_mean", Severity: "warning"}},
+		Diagnosis: alerting.Diagnosis{Name: "engine_stall", Title: "stalled engine", Check: "the pods' logs"},
+	}, Summary: "model=llama-3-70b opened", Description: "what happened"}
+	member := alerting.AlertData{Status: alerting.StatusFiring, Group: "fleet", Rule: "vllm_ttft_mean", Series: `{model="llama-3-70b"}`,
+		Labels: map[string]string{"model": "llama-3-70b"}, Severity: "warning", FiredAt: &opened}
+	send := func(d alerting.IncidentData) {
+		t.Helper()
+		b := alerting.Batch{Group: "fleet", Alerts: []alerting.AlertData{member}, Incidents: []alerting.IncidentData{d}}
+		if err := fwd.Send(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(d)
+	got := waitAlert(t, base, alertmanager.IncidentAlertName, "firing with its first diagnosis", func(a *gettableAlert) bool {
+		return a != nil && a.Status.State == "active" && a.Labels["diagnosis"] == "engine_stall"
+	})
+	if got.Labels["model"] != "llama-3-70b" || got.Labels["inferwatch_kind"] != "incident" || got.Annotations["pod"] != "vllm-0, vllm-1" ||
+		got.Annotations["check"] != "the pods' logs" || !got.StartsAt.Equal(opened) {
+		t.Errorf("the incident's alert: %+v", got)
+	}
+	// The member alert, sent in the same batch, is not forwarded.
+	waitAlert(t, base, "vllm_ttft_mean", "not forwarded", func(a *gettableAlert) bool { return a == nil })
+	d.Status, d.Members = alerting.IncidentUpdated, append(d.Members, alerting.IncidentMember{Rule: "vllm_request_rate", Severity: "critical"})
+	d.Diagnosis = alerting.Diagnosis{Name: "traffic_surge", Title: "traffic surge"}
+	send(d)
+	got = waitAlert(t, base, alertmanager.IncidentAlertName, "firing with its new diagnosis alone", func(a *gettableAlert) bool {
+		return a != nil && a.Labels["diagnosis"] == "traffic_surge"
+	})
+	if got.Labels["severity"] != "critical" || got.Annotations["alerts"] != "2" {
+		t.Errorf("the updated incident's alert: %+v", got)
+	}
+	resolved := time.Now()
+	d.Status, d.ResolvedAt = alerting.IncidentResolved, &resolved
+	send(d)
+	waitAlert(t, base, alertmanager.IncidentAlertName, "resolved (not listed)", func(a *gettableAlert) bool { return a == nil })
 }

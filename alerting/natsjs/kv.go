@@ -61,6 +61,7 @@ func (k *KV) ready() error {
 const (
 	kvAlert    = "alert."
 	kvProgress = "progress."
+	kvIncident = "incident."
 )
 
 // DefaultStateBucket is the state bucket for a stream: <stream>_STATE.
@@ -214,6 +215,37 @@ func (k *KV) reread(ctx context.Context, kk string) ([]byte, error) {
 	k.revs[kk] = e.Revision()
 	k.mu.Unlock()
 	return e.Value(), nil
+}
+
+// Incidents returns the store of the open incidents in the same bucket
+// (alerting.StateStore). Another writer's change is overwritten: an
+// incident's state is made again from the alert events at its next
+// change.
+func (k *KV) Incidents() alerting.StateStore { return incidentStore{k} }
+
+type incidentStore struct{ k *KV }
+
+// Load returns the stored incidents by their hashed keys.
+func (s incidentStore) Load(ctx context.Context) (map[string][]byte, error) {
+	return s.k.load(ctx, kvIncident)
+}
+
+// Save stores an open incident of a unit, or deletes it when state is nil.
+func (s incidentStore) Save(ctx context.Context, unit string, state []byte) error {
+	if err := s.k.ready(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
+	defer cancel()
+	kk := hashKey(kvIncident, unit)
+	err := s.k.swap(ctx, kk, state)
+	if !isConflict(err) {
+		return err
+	}
+	if _, rerr := s.k.reread(ctx, kk); rerr != nil {
+		return fmt.Errorf("%w; reading it again: %w", err, rerr)
+	}
+	return s.k.swap(ctx, kk, state)
 }
 
 type progress struct {

@@ -173,3 +173,40 @@ func TestKVStaysTheSizeOfTheLiveState(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestKVKeepsIncidentsApart: the incidents live beside the alert states
+// in the bucket, each kind loads only its own, and an incident another
+// writer changed is overwritten.
+func TestKVKeepsIncidentsApart(t *testing.T) {
+	a, b, _ := twoWriters(t)
+	ctx := context.Background()
+	if err := a.Save(ctx, "alert-key", []byte(`{"alert":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	inc := a.Incidents()
+	if err := inc.Save(ctx, "model=m1", []byte(`{"incident":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Incidents().Save(ctx, "model=m1", []byte(`{"incident":2}`)); err != nil {
+		t.Fatalf("b writing over a's incident: %v", err)
+	}
+	got, err := inc.Load(ctx)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("incidents %v, %v", got, err)
+	}
+	for _, v := range got {
+		if string(v) != `{"incident":2}` {
+			t.Errorf("incident %s, want b's", v)
+		}
+	}
+	alerts, err := a.Load(ctx)
+	if err != nil || len(alerts) != 1 {
+		t.Fatalf("alert states %v, %v", alerts, err)
+	}
+	if err := inc.Save(ctx, "model=m1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Incidents().Load(ctx); err != nil || len(got) != 0 {
+		t.Errorf("after the delete: %v, %v", got, err)
+	}
+}

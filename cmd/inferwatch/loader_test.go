@@ -42,6 +42,12 @@ func TestFileDefaultsAreTheOutputs(t *testing.T) {
 		{"writeback.protocol remote_write", rulefmt.ProtocolRemoteWrite, string(writeback.RemoteWrite)},
 		{"writeback.forecast_time target", rulefmt.ForecastAtTarget, string(writeback.AtTarget)},
 		{"writeback.forecast_time origin", rulefmt.ForecastAtOrigin, string(writeback.AtOrigin)},
+		{"incidents.gap", rulefmt.DefaultIncidentGap, alerting.DefaultIncidentGap},
+		{"incidents.max_age", rulefmt.DefaultIncidentMaxAge, alerting.DefaultIncidentMaxAge},
+		{"incidents.max_open", rulefmt.DefaultIncidentMaxOpen, alerting.DefaultIncidentMaxOpen},
+		{"incidents.max_members", rulefmt.DefaultIncidentMaxMembers, alerting.DefaultIncidentMaxMembers},
+		{"incidents.by", rulefmt.DefaultIncidentBy, alerting.DefaultIncidentBy},
+		{"incidents.list", rulefmt.DefaultIncidentList, alerting.DefaultIncidentList},
 	} {
 		if fmt.Sprint(c.file) != fmt.Sprint(c.them) {
 			t.Errorf("%s: the file's default is %v, the output's %v", c.name, c.file, c.them)

@@ -409,7 +409,13 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			logger.Error("alert states could not be restored; alerts start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 		}
 	}
-	sink := &alerting.Pipeline{Lifecycle: life, Receivers: append(receivers, pub)}
+	incidents := alerting.NewIncidents(alerting.IncidentOptions{Policy: rules.IncidentPolicy(cfg), Store: kv.Incidents(), Logger: logger, Metrics: set})
+	if _, err := incidents.Restore(ctx); err != nil {
+		logger.Error("incidents could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
+	}
+	sink := &alerting.Pipeline{Lifecycle: life, Incidents: incidents, Receivers: append(receivers, pub)}
+	// The alerts of removed rules resolve through the incidents too.
+	retained := &alerting.Pipeline{Incidents: incidents, Receivers: []alerting.Receiver{pub}}
 	hand := &handover{life: life, log: logger}
 	if am := cfg.Alertmanager; am != nil {
 		notifier, err := alertmanager.New(alertmanager.Options{URLs: am.URLs, HTTPClientConfig: &am.HTTPClientConfig,
@@ -424,11 +430,13 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 				logger.Warn("stopping: alerts left unsent to Alertmanager", "left", left, "err", err)
 			}
 		}()
-		fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: notifier, ResendDelay: am.ResendDelay, ExternalURL: am.ExternalURL})
+		fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: notifier, ResendDelay: am.ResendDelay, ExternalURL: am.ExternalURL,
+			Alerts: am.SendAlerts, Incidents: am.SendIncidents})
 		if err != nil {
 			return fmt.Errorf("%s: alertmanager: %w", cfg.File, err)
 		}
 		fwd.Seed(life.Firing())
+		fwd.SeedIncidents(incidents.Open())
 		sink.Receivers = append(sink.Receivers, fwd)
 		hand.fwd = fwd
 		logger.Info("forwarding alerts to Alertmanager", "urls", redactAll(am.URLs), "resend_delay", am.ResendDelay)
@@ -456,7 +464,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
 	ready.set("rules", func(context.Context) error { return manager.Stalled() })
-	retain(ctx, life, kv, groups, pub, logger)
+	retain(ctx, life, kv, groups, retained, logger)
 	stopPurge := purgeState(ctx, kv, logger)
 	defer stopPurge()
 	logger.Info("inferwatch started", "config", cfg.File, "source", redact(cfg.Source.URL),
@@ -499,7 +507,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return nil
 		case <-hup:
 			if reload(f, cfg, manager, logger, reloadOK, reloadAt) {
-				retain(ctx, life, kv, manager.Groups(), pub, logger)
+				retain(ctx, life, kv, manager.Groups(), retained, logger)
 				if member != nil {
 					member.SetGroups(groupNames(manager.Groups()))
 				}
@@ -567,7 +575,7 @@ const maxRestoredAlerts = 1_000_000
 // retain resolves the restored or running alerts of rules the
 // configuration no longer has, publishes their resolved events, and
 // deletes those rules' progress from the state bucket.
-func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups []*rules.Group, pub *alerting.Publisher, logger *slog.Logger) {
+func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups []*rules.Group, out alerting.Receiver, logger *slog.Logger) {
 	have, progress := map[string]bool{}, map[string]bool{}
 	for _, g := range groups {
 		for _, r := range g.Rules() {
@@ -585,7 +593,7 @@ func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups
 		return
 	}
 	logger.Info("resolving the alerts of rules the configuration no longer has", "alerts", len(evs))
-	if err := pub.Send(ctx, alerting.Batch{Alerts: evs}); err != nil {
+	if err := out.Send(ctx, alerting.Batch{Alerts: evs}); err != nil {
 		logger.Warn("publishing the resolved alerts of removed rules", "err", err)
 	}
 }

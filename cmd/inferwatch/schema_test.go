@@ -83,6 +83,7 @@ func TestPublishedEventsMatchTheSchemas(t *testing.T) {
 			alerting.AlertEventType:    alerting.AlertSubject("inferwatch", d.Group, d.Rule),
 			alerting.ForecastEventType: alerting.ForecastSubject("inferwatch", d.Rule),
 			alerting.ScaleEventType:    alerting.ScaleSubject("inferwatch", d.Rule),
+			alerting.IncidentEventType: alerting.IncidentSubject("inferwatch", d.Group),
 		}[ev.Type]
 		if m.Subject() != want {
 			t.Errorf("a %s event on %s, want %s", ev.Type, m.Subject(), want)
@@ -110,7 +111,13 @@ func TestPublishedEventsMatchTheSchemas(t *testing.T) {
 		t.Errorf("tail --json: exit %d, %d lines for %d messages; stderr:\n%s", code, strings.Count(out, "\n"), held, errOut)
 	}
 	code, out, errOut = tailCmd(t, "--nats.url", srv.ClientURL(), "--since", "1h", "--count", n)
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	// One line an event; an incident's block goes on in indented lines.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if !strings.HasPrefix(l, "    ") {
+			lines = append(lines, l)
+		}
+	}
 	if code != 0 || len(lines) != held {
 		t.Fatalf("tail: exit %d, %d lines for %d messages; stderr:\n%s", code, len(lines), held, errOut)
 	}

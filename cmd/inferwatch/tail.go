@@ -42,6 +42,9 @@ line each, for people:
             the peak and when, the upper peak, the model
   scale     the new decision of desired replicas (the observed replicas and
             the previous decision), the tier and the reason
+  incident  a block: its status (opened, updated, resolved), the unit, the
+            diagnosis, the alerts and pods, then what happened in order,
+            the evidence and what to check, indented
 
 For example:
 
@@ -585,6 +588,8 @@ func (p *tailPrinter) line(subject string, ev alerting.Event) string {
 		}
 		return head("scale", ansiCyan, "", d.Group+"/"+d.Rule, d.Target) +
 			fmt.Sprintf("desired %s (%s, %s), tier %d. %s", p.paint(ansiBold, strconv.Itoa(d.DesiredReplicas)), observed, previous, d.Tier, d.Reason)
+	case *alerting.IncidentData:
+		return p.incident(ev.Time, d)
 	case nil:
 		if err != nil {
 			break

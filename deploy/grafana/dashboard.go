@@ -57,6 +57,12 @@ var Rows = []Row{
 			Queries: []Query{{Expr: `sum by (status) (increase(inferwatch_alert_events_total[` + rateWindow + `]))`, Legend: "{{status}}"}}},
 		{Title: "Findings by rule and severity", Kind: "timeseries", Description: "Findings each rule produced, by severity.",
 			Queries: []Query{{Expr: `sum by (group, rule, severity) (increase(inferwatch_findings_total{group=~"$group"}[` + rateWindow + `]))`, Legend: "{{group}}/{{rule}} {{severity}}"}}},
+		{Title: "Incidents", Kind: "timeseries",
+			Description: "Incidents open now (the alerts of one model that fire together, with a first diagnosis; `inferwatch tail` shows each), and incidents opened, updated and resolved.",
+			Queries: []Query{
+				{Expr: `sum(inferwatch_incidents_open)`, Legend: "open"},
+				{Expr: `sum by (status) (increase(inferwatch_incident_events_total[` + rateWindow + `]))`, Legend: "{{status}}"},
+			}},
 	}},
 	{Title: "Anomalies", Panels: []Panel{
 		{Title: "Anomaly score per series", Kind: "timeseries", ScoreThreshold: true,

@@ -1,6 +1,6 @@
 // Package schemas holds the JSON Schemas (draft 2020-12) of the events
 // inferwatch publishes on NATS JetStream: the CloudEvents envelope, and the
-// data of each event type (finding, alert, forecast, scale). The files
+// data of each event type (finding, alert, forecast, scale, incident). The files
 // beside this one are the reference for consumers in any language; this
 // package embeds them and validates events against them in Go.
 //
@@ -37,6 +37,7 @@ var DataFiles = map[string]string{
 	alerting.AlertEventType:    "io.inferwatch.alert.v1.schema.json",
 	alerting.ForecastEventType: "io.inferwatch.forecast.v1.schema.json",
 	alerting.ScaleEventType:    "io.inferwatch.scale.v1.schema.json",
+	alerting.IncidentEventType: "io.inferwatch.incident.v1.schema.json",
 }
 
 //go:embed *.schema.json

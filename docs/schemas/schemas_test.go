@@ -52,6 +52,7 @@ func TestSchemasFollowTheGoTypes(t *testing.T) {
 	f("io.inferwatch.alert.v1.schema.json", reflect.TypeFor[alerting.AlertData](), nil)
 	f("io.inferwatch.forecast.v1.schema.json", reflect.TypeFor[alerting.ForecastData](), nil)
 	f("io.inferwatch.scale.v1.schema.json", reflect.TypeFor[alerting.ScaleData](), nil)
+	f("io.inferwatch.incident.v1.schema.json", reflect.TypeFor[alerting.IncidentData](), nil)
 	f(schemas.Envelope, reflect.TypeFor[alerting.Event](), nil)
 
 	// Every data schema is named, and every file is one of them or the
@@ -84,7 +85,9 @@ func TestSchemaEnumsFollowTheConstants(t *testing.T) {
 	f("io.inferwatch.alert.v1.schema.json", "/properties/reason/enum", []any{string(alerting.ReasonNormal), string(alerting.ReasonAbsent),
 		string(alerting.ReasonForgotten), string(alerting.ReasonRuleRemoved)})
 	f(schemas.Envelope, "/properties/type/enum", []any{alerting.FindingEventType, alerting.AlertEventType,
-		alerting.ForecastEventType, alerting.ScaleEventType, alerting.ReportEventType})
+		alerting.ForecastEventType, alerting.ScaleEventType, alerting.ReportEventType, alerting.IncidentEventType})
+	f("io.inferwatch.incident.v1.schema.json", "/properties/status/enum", []any{
+		string(alerting.IncidentOpened), string(alerting.IncidentUpdated), string(alerting.IncidentResolved)})
 	f(schemas.Envelope, "/properties/specversion/const", alerting.CloudEventsSpecVersion)
 	f(schemas.Envelope, "/properties/datacontenttype/const", "application/json")
 	f("io.inferwatch.scale.v1.schema.json", "/properties/tier/enum", []any{0.0, 1.0, 2.0, 3.0})
@@ -207,6 +210,12 @@ func (w *walker) walk(path string, s map[string]any, typ reflect.Type) {
 			if types(ap) == nil || types(ap)[0] != "string" || s["properties"] != nil {
 				w.t.Errorf("%s %s: a map of strings wants additionalProperties {type: string} and no properties", w.file, path)
 			}
+		case reflect.Slice: // lists by label: arrays of strings
+			ap, _ := s["additionalProperties"].(map[string]any)
+			items, _ := ap["items"].(map[string]any)
+			if types(ap) == nil || types(ap)[0] != "array" || types(items) == nil || types(items)[0] != "string" || s["properties"] != nil {
+				w.t.Errorf("%s %s: a map of string lists wants additionalProperties {type: array, items: {type: string}} and no properties", w.file, path)
+			}
 		case reflect.Interface: // details: open
 			if _, has := s["additionalProperties"]; has || s["properties"] != nil {
 				w.t.Errorf("%s %s: an open map wants no additionalProperties or properties", w.file, path)
@@ -241,10 +250,9 @@ func (w *walker) walkStruct(path string, s map[string]any, typ reflect.Type) {
 		required = append(required, r.(string))
 	}
 	var fields, always []string
-	for i := range typ.NumField() {
-		sf := typ.Field(i)
-		if !sf.IsExported() {
-			continue
+	for _, sf := range reflect.VisibleFields(typ) {
+		if !sf.IsExported() || (sf.Anonymous && sf.Tag.Get("json") == "") {
+			continue // an embedded struct's fields are the object's own
 		}
 		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
 		if name == "-" {
@@ -353,6 +361,22 @@ func events(t *testing.T) map[string][]byte {
 	sc.PredictedLoad, sc.PredictedUpper, sc.CapacityPerReplica = alerting.JSONFloat(math.NaN()), alerting.JSONFloat(math.NaN()), alerting.JSONFloat(math.NaN())
 	ev, err = alerting.NewScaleEvent(sc, "")
 	add("scale without a forecast", ev, err)
+	incident := alerting.IncidentData{Status: alerting.IncidentUpdated, Time: at, Incident: alerting.Incident{
+		ID: "0123456789abcdef0123456789abcdef", Group: "fleet", Unit: "model=qwen2.5-32b-instruct",
+		UnitLabels: map[string]string{"model": "qwen2.5-32b-instruct"}, Where: map[string][]string{"pod": {"qwen-0", "qwen-1"}},
+		Start: at.Add(-5 * time.Minute), End: at, OpenedAt: at.Add(-3 * time.Minute), Version: 2,
+		Members: []alerting.IncidentMember{{Group: "fleet", Rule: "vllm_ttft_mean", Kind: "anomaly", Detector: "auto", Series: series,
+			Labels: labels, Severity: "warning", Signal: "latency", Direction: "up", ActiveAt: at.Add(-5 * time.Minute),
+			FiredAt: at.Add(-3 * time.Minute), LastAnomalousAt: at, Value: 2.1, Expected: 0.3, Score: undefined}},
+		Timeline:  []alerting.IncidentEntry{{Time: at.Add(-3 * time.Minute), What: "fired", Rule: "vllm_ttft_mean", Series: series, Text: "…"}},
+		Diagnosis: alerting.Diagnosis{Name: "engine_stall", Title: "stalled engine", Check: "…", Confidence: 0.5, Held: 3, Total: 6, Evidence: []string{"✓ latency up: …"}},
+	}, Summary: "…", Description: "…"}
+	ev, err = alerting.NewIncidentEvent(incident, "")
+	add("incident updated", ev, err)
+	incident.Status, incident.ResolvedAt, incident.Members[0].ResolvedAt = alerting.IncidentResolved, &resolved, &resolved
+	incident.Diagnosis = alerting.Diagnosis{Name: alerting.DiagnosisNone, Title: "no diagnosis", Evidence: []string{"vllm_ttft_mean up …"}}
+	ev, err = alerting.NewIncidentEvent(incident, "")
+	add("incident resolved", ev, err)
 	return out
 }
 

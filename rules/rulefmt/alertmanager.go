@@ -29,15 +29,18 @@ type Alertmanager struct {
 	// ResendDelay is how often firing alerts are sent again (default 1m).
 	ResendDelay time.Duration
 	// ExternalURL, when set, is the base of each alert's generatorURL.
-	ExternalURL      string
-	HTTPClientConfig config.HTTPClientConfig
+	ExternalURL string
+	// SendAlerts and SendIncidents say what is forwarded (the send key:
+	// alerts, incidents, or both, the default).
+	SendAlerts, SendIncidents bool
+	HTTPClientConfig          config.HTTPClientConfig
 }
 
-var alertmanagerKeys = []string{"urls", "timeout", "resend_delay", "external_url"}
+var alertmanagerKeys = []string{"urls", "timeout", "resend_delay", "external_url", "send"}
 
 func (p *parser) alertmanager(kv pair) *Alertmanager {
 	am := &Alertmanager{Timeout: DefaultAlertmanagerTimeout, ResendDelay: DefaultAlertmanagerResendDelay,
-		HTTPClientConfig: config.DefaultHTTPClientConfig}
+		SendAlerts: true, SendIncidents: true, HTTPClientConfig: config.DefaultHTTPClientConfig}
 	n := resolve(kv.v)
 	if isNull(n) {
 		return nil
@@ -79,10 +82,36 @@ func (p *parser) alertmanager(kv pair) *Alertmanager {
 			p.checkHTTPURL(resolve(e.v), "alertmanager.external_url", am.ExternalURL)
 		}
 	}
+	if e, ok := f["send"]; ok {
+		p.alertmanagerSend(resolve(e.v), am)
+	}
 	if err := am.HTTPClientConfig.Validate(); err != nil {
 		p.errorf(n, "alertmanager: %v", err)
 	}
 	return am
+}
+
+// alertmanagerSend reads send: a list of alerts and incidents.
+func (p *parser) alertmanagerSend(v *yaml.Node, am *Alertmanager) {
+	const want = "alertmanager.send must be a list of alerts and incidents, e.g. [incidents]"
+	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+		p.errorf(v, "%s, got %s", want, kind(v))
+		return
+	}
+	am.SendAlerts, am.SendIncidents = false, false
+	for _, item := range v.Content {
+		s, _ := p.str(item, "alertmanager.send")
+		switch s {
+		case "alerts":
+			am.SendAlerts = true
+		case "incidents":
+			am.SendIncidents = true
+		default:
+			p.errorf(resolve(item), "%s; %q is neither", want, s)
+			am.SendAlerts, am.SendIncidents = true, true
+			return
+		}
+	}
 }
 
 // checkHTTPURL reports at n when raw is not an absolute http(s) URL

@@ -27,6 +27,8 @@ type Config struct {
 	// SLOs and Reports are the slos: and reports: sections (reports.go).
 	SLOs    []ServiceLevel
 	Reports []Report
+	// Incidents is the incidents: section (incidents.go).
+	Incidents Incidents
 
 	// File is the path the configuration was read from.
 	File string

@@ -231,7 +231,7 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	cfg := &Config{File: p.file}
-	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "writeback", "groups", "slos", "reports"}, nil)
+	f := p.fields(root, "the top level", []string{"source", "nats", "alertmanager", "export", "writeback", "groups", "slos", "reports", "incidents"}, nil)
 	cfg.Source = p.source(f["source"], root)
 	if e, ok := f["alertmanager"]; ok {
 		cfg.Alertmanager = p.alertmanager(e)
@@ -244,6 +244,7 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	cfg.SLOs = p.slos(f["slos"])
 	cfg.Reports = p.reports(f["reports"], cfg.SLOs)
+	cfg.Incidents = p.incidents(f["incidents"], cfg.Groups)
 	if p.exhausted {
 		p.errs = p.errs[:p.stopAt]
 	}

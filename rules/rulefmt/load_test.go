@@ -85,6 +85,21 @@ var badFiles = map[string][]string{
 		`analyses.bad.yaml:31:20: group "g": rule "imb_both": imbalance.critical 0.3 must not be below imbalance.warn 0.6`,
 		`analyses.bad.yaml:34:29: group "g": rule "spiky": spikiness.factor must be in [1, 100], got 0.5`,
 	},
+	"incidents.bad.yaml": {
+		`incidents.bad.yaml:6:9: group "g": rule "r": label signal "latncy" names no signal; did you mean "latency"?`,
+		`incidents.bad.yaml:10:3: incidents.max_age (1h0m0s) must be longer than incidents.gap (2h0m0s)`,
+		`incidents.bad.yaml:12:13: incidents.max_open must be in [1, 1e+06], got 0`,
+		`incidents.bad.yaml:13:3: unknown field "shape" in incidents`,
+		`incidents.bad.yaml:17:20: unknown signal "gpu_utilisation" in diagnosis "hot"; known signals: gpu_latency_jitter, gpu_memory, gpu_util,`,
+		`incidents.bad.yaml:18:33: unknown condition is: "upward" in diagnosis "hot"; it must be one of up, down, anomalous, normal`,
+		`incidents.bad.yaml:19:11: a condition on latency in diagnosis "hot" says nothing`,
+		`incidents.bad.yaml:20:11: a condition on latency in diagnosis "hot" asks for no alert (is: normal) and for a reading`,
+		`incidents.bad.yaml:21:11: a condition of diagnosis "hot" needs a signal`,
+		`incidents.bad.yaml:22:7: diagnosis "empty" needs at least one condition under when`,
+		`incidents.bad.yaml:26:17: diagnosis "cold" is not a default one; only defaults can be disabled`,
+		`incidents.bad.yaml:27:13: diagnosis "hot" is given twice (first at line 15)`,
+		`incidents.bad.yaml:31:21: alertmanager.send must be a list of alerts and incidents, e.g. [incidents]; "pages" is neither`,
+	},
 	"min-dev.bad.yaml": {
 		`min-dev.bad.yaml:9:19: group "g": rule "a": min_dev must be a finite number ≥ 0, got -1`,
 		`min-dev.bad.yaml:12:19: group "g": rule "b": min_dev must be a number`,
@@ -607,5 +622,54 @@ func TestWritebackSection(t *testing.T) {
 	cfg, err = outputs.Load(filepath.Join(configDir, "minimal.good.yaml"))
 	if err != nil || cfg.Writeback != nil {
 		t.Errorf("without the section: %v, %+v", err, cfg.Writeback)
+	}
+}
+
+// TestIncidentsSection: the defaults without the section, and the file's
+// diagnoses over the default table.
+func TestIncidentsSection(t *testing.T) {
+	cfg, err := outputs.Load(filepath.Join(configDir, "analyses.good.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cfg.Incidents
+	if in.Gap != DefaultIncidentGap || in.MaxAge != DefaultIncidentMaxAge || in.Diagnoses != nil ||
+		strings.Join(in.By, ",") != "model,model_name" {
+		t.Errorf("defaults: %+v", in)
+	}
+	cfg, err = outputs.Load(filepath.Join(configDir, "incidents.good.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = cfg.Incidents
+	var names []string
+	for _, d := range in.Diagnoses {
+		names = append(names, d.Name)
+	}
+	if got := strings.Join(names, ","); got != "traffic_surge,regression,gpu_saturation,host_bottleneck,engine_stall,memory_leak" {
+		t.Errorf("diagnoses %s", got)
+	}
+	gpu := in.Diagnoses[2]
+	if gpu.Title != "GPU saturation" || len(gpu.When) != 1 || *gpu.When[0].Above != 95 || gpu.Pos.Line != 21 {
+		t.Errorf("the replaced default: %+v", gpu)
+	}
+	leak := in.Diagnoses[5]
+	if len(leak.When) != 1 || len(leak.When[0].Any) != 2 || leak.When[0].Any[1].Signal != "kv_cache" {
+		t.Errorf("the added rule: %+v", leak)
+	}
+	if am := cfg.Alertmanager; am == nil || am.SendAlerts || !am.SendIncidents {
+		t.Errorf("alertmanager.send [incidents]: %+v", am)
+	}
+	if in.Gap != 15*time.Minute || in.MaxAge != 48*time.Hour || in.MaxOpen != 50 || in.MaxMembers != 20 || strings.Join(in.List, ",") != "pod" {
+		t.Errorf("settings: %+v", in)
+	}
+	// Every preset rule has a signal, and every signal is known.
+	signals := PresetSignals()
+	for _, r := range cfg.Groups[0].Rules {
+		if s := signals[r.Name]; s == "" && r.Labels["signal"] == "" {
+			t.Errorf("preset rule %s has no signal", r.Name)
+		} else if s != "" && Signals[s] == "" {
+			t.Errorf("preset rule %s: unknown signal %s", r.Name, s)
+		}
 	}
 }

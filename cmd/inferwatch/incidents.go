@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
+)
+
+var incidentColours = map[alerting.IncidentStatus]string{
+	alerting.IncidentOpened:   ansiBoldRed,
+	alerting.IncidentUpdated:  ansiMagenta,
+	alerting.IncidentResolved: ansiGreen,
+}
+
+// incident renders an incident event as a block: a head line with the
+// unit, the pods and the diagnosis, then the timeline, the evidence and
+// what to check, indented.
+func (p *tailPrinter) incident(at time.Time, d *alerting.IncidentData) string {
+	sev := "warning"
+	for _, m := range d.Members {
+		if m.Severity == "critical" {
+			sev = "critical"
+		}
+	}
+	where := ""
+	for _, l := range slices.Sorted(maps.Keys(d.Where)) {
+		where += fmt.Sprintf(", %s %s", l, strings.Join(d.Where[l], " "))
+	}
+	diag := "no diagnosis"
+	if d.Diagnosis.Name != alerting.DiagnosisNone {
+		diag = fmt.Sprintf("%s (confidence %.2f)", d.Diagnosis.Title, d.Diagnosis.Confidence)
+	}
+	var b strings.Builder
+	b.WriteString(p.paint(ansiDim, at.UTC().Format(time.RFC3339)) + "  " + p.col(incidentColours[d.Status], "incident", 11) + " " +
+		p.col(severityColour(sev), sev, 8) + "  " + p.paint(ansiBold, d.Group+"/"+d.Unit) + "  " +
+		fmt.Sprintf("%s: %s, %d alerts%s, from %s", d.Status, p.paint(ansiBold, diag), len(d.Members), where, d.Start.UTC().Format(time.RFC3339)))
+	if d.ResolvedAt != nil {
+		b.WriteString(" to " + d.ResolvedAt.UTC().Format(time.RFC3339))
+	}
+	for _, e := range d.Timeline {
+		fmt.Fprintf(&b, "\n    %s  %-8s %s", e.Time.UTC().Format("15:04:05"), e.What, e.Text)
+	}
+	if d.Dropped > 0 {
+		fmt.Fprintf(&b, "\n    %d more alerts are not listed", d.Dropped)
+	}
+	for _, e := range d.Diagnosis.Evidence {
+		b.WriteString("\n    " + p.paint(ansiDim, e))
+	}
+	if d.Diagnosis.Check != "" {
+		b.WriteString("\n    check: " + d.Diagnosis.Check)
+	}
+	if len(d.Diagnosis.Others) > 0 {
+		b.WriteString("\n    also possible: " + strings.Join(d.Diagnosis.Others, ", "))
+	}
+	return b.String()
+}

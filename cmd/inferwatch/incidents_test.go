@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
+)
+
+// firingOf is the firing event of a preset rule's alert on pod p0 of
+// model m, value against expected, with details.
+func firingOf(rule string, value, expected float64, details map[string]any) alerting.AlertData {
+	at := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	return alerting.AlertData{Status: alerting.StatusFiring, Group: "fleet", Rule: rule, Kind: "anomaly", Detector: "auto",
+		Series: `{model="m", pod="p0"}`, Labels: map[string]string{"model": "m", "pod": "p0", "preset": "vllm"}, Severity: "warning",
+		ActiveAt: at, FiredAt: &at, LastAnomalousAt: at, Time: at, Value: alerting.JSONFloat(value), Expected: alerting.JSONFloat(expected),
+		Score: 2, Details: details}
+}
+
+// TestDefaultDiagnoses gives the default table, through the daemon's
+// policy, one incident per diagnosis made of the preset rules' alerts,
+// and one that none fits.
+func TestDefaultDiagnoses(t *testing.T) {
+	p := rules.IncidentPolicy(&rulefmt.Config{})
+	f := func(want string, alerts ...alerting.AlertData) {
+		t.Helper()
+		var inc alerting.Incident
+		for _, d := range alerts {
+			inc, _ = alerting.JoinIncident(inc, d, p)
+		}
+		if inc.Diagnosis.Name != want {
+			t.Errorf("diagnosis %s, want %s:\n%s", inc.Diagnosis.Name, want, inc.Diagnosis)
+		}
+	}
+	ttft := firingOf("vllm_ttft_mean", 2.4, 0.3, nil)
+	waiting := firingOf("vllm_requests_waiting", 12, 1, nil)
+	f("traffic_surge", firingOf("vllm_request_rate", 9, 3, nil), ttft, waiting)
+	f("regression", firingOf("vllm_decode_throughput_decay", 0.35, 0, map[string]any{"eta_current": 0.35}), ttft)
+	f("gpu_saturation", firingOf("dcgm_gpu_util", 99, 70, nil), ttft, waiting)
+	f("gpu_saturation", firingOf("vllm_gpu_saturation_latency_jitter", 0.8, 0, map[string]any{"x_max": 99.0}), ttft)
+	f("kv_cache_pressure", firingOf("vllm_kv_cache_usage", 0.97, 0.5, nil), ttft, waiting)
+	// Without requests waiting, a full cache with latency up fits a
+	// stalled engine (whose running requests fill the cache) better.
+	f("engine_stall", firingOf("vllm_kv_cache_usage", 0.97, 0.5, nil), ttft)
+	f("host_bottleneck", firingOf("vllm_gpu_saturation_latency_jitter", 0.8, 0, map[string]any{"x_max": 75.0}))
+	f("engine_stall", ttft, waiting)
+	f(alerting.DiagnosisNone, firingOf("dcgm_fb_used", 80000, 75000, nil))
+	// Latency falling is no stall.
+	f(alerting.DiagnosisNone, firingOf("vllm_ttft_mean", 0.1, 0.3, nil))
+}
+
+// TestTailShowsAnIncidentAsABlock: tail prints an incident as its head
+// line, then what happened in order, the evidence and what to check.
+func TestTailShowsAnIncidentAsABlock(t *testing.T) {
+	p := rules.IncidentPolicy(&rulefmt.Config{})
+	var inc alerting.Incident
+	var evs []alerting.IncidentData
+	for _, d := range []alerting.AlertData{firingOf("vllm_request_rate", 9, 3, nil), firingOf("vllm_ttft_mean", 2.4, 0.3, nil)} {
+		var e []alerting.IncidentData
+		inc, e = alerting.JoinIncident(inc, d, p)
+		evs = append(evs, e...)
+	}
+	ev, err := alerting.NewIncidentEvent(evs[1], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if _, err := (&tailPrinter{w: &out}).print("inferwatch.incidents.fleet", body); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	for i, want := range []string{
+		"2026-11-25T14:00:00Z  incident    warning   fleet/model=m  updated: traffic surge (confidence 0.50), 2 alerts, pod p0, from 2026-11-25T14:00:00Z",
+		"    14:00:00  fired    vllm_request_rate up on {model=\"m\", pod=\"p0\"}: 9 against an expected 3 (score 2)",
+		"    14:00:00  fired    vllm_ttft_mean up on {model=\"m\", pod=\"p0\"}: 2.4 against an expected 0.3 (score 2)",
+		"    ✓ request_rate up: vllm_request_rate up on",
+		"    ✓ latency up: vllm_ttft_mean up on",
+		"    ✗ queue up: no alert of it",
+		"    ✗ kv_cache up: no alert of it",
+		"    check: load is above what the detector expected",
+	} {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d: want %q:\n%s", i+1, want, out.String())
+			break
+		}
+	}
+}
