@@ -11,7 +11,27 @@ import (
 	"github.com/inferwatch/inferwatch/analysis/families"
 )
 
-var familiesDetector = flag.String("families.detector", "auto", "the detector TestFamilies judges")
+var (
+	familiesDetector = flag.String("families.detector", "auto", "the detector TestFamilies judges")
+	familiesParams   = flag.String("families.params", "", "the detector's parameters, key=value,key=value")
+)
+
+// familiesSpec is the spec TestFamilies judges with at a step.
+func familiesSpec(t *testing.T, name, params string, step int64) Spec {
+	t.Helper()
+	spec := Spec{Name: name, Step: step, Params: map[string]string{}}
+	for _, kv := range strings.Split(params, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("-families.params: %q is not key=value", kv)
+		}
+		spec.Params[k] = v
+	}
+	return spec
+}
 
 // familyRun is what a detector made of one generated series: for each
 // incident whether a sample in it scored ≥ 1 and its highest score, the
@@ -28,9 +48,9 @@ type familyRun struct {
 }
 
 // runFamily scores s with a new detector of spec, one sample at a time.
-func runFamily(t *testing.T, name string, s families.Series) familyRun {
+func runFamily(t *testing.T, name, params string, s families.Series) familyRun {
 	t.Helper()
-	f, err := Build(Spec{Name: name, Step: s.Step})
+	f, err := Build(familiesSpec(t, name, params, s.Step))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +106,7 @@ func TestFamilies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("scores two million samples")
 	}
-	runs := familiesRuns(t, *familiesDetector)
+	runs := familiesRuns(t, *familiesDetector, *familiesParams)
 	var b strings.Builder
 	for _, fr := range runs {
 		if fr.s.Family == families.Young || fr.s.Family == families.YoungSpike {
@@ -95,14 +115,15 @@ func TestFamilies(t *testing.T) {
 		b.WriteString(familyLine(fr))
 	}
 	b.WriteString(youngLines(runs))
+	b.WriteString(familySummary(runs))
 	t.Logf("detector %s, families of seed %d:\n%s", *familiesDetector, families.DefaultSeed, b.String())
 }
 
-func familiesRuns(t *testing.T, name string) []familyRun {
+func familiesRuns(t *testing.T, name, params string) []familyRun {
 	t.Helper()
 	var runs []familyRun
 	for _, s := range families.All(families.DefaultSeed) {
-		runs = append(runs, runFamily(t, name, s))
+		runs = append(runs, runFamily(t, name, params, s))
 	}
 	return runs
 }
@@ -171,3 +192,39 @@ func familyTotals(runs []familyRun, family string) (reported, incidents int, sco
 }
 
 var _ = math.NaN
+
+// familySummary writes, per family, the incidents reported of those held
+// and the false alarms per series-day.
+func familySummary(runs []familyRun) string {
+	var b strings.Builder
+	type tot struct {
+		rep, inc, falses int
+		days             float64
+	}
+	order := []string{}
+	sums := map[string]*tot{}
+	for _, fr := range runs {
+		key := fr.s.Family
+		if key == families.Recurring {
+			key = strings.Join(strings.Split(fr.s.Name, "/")[:3], "/")
+		}
+		if sums[key] == nil {
+			sums[key] = &tot{}
+			order = append(order, key)
+		}
+		x := sums[key]
+		for _, r := range fr.reported {
+			x.inc++
+			if r {
+				x.rep++
+			}
+		}
+		x.falses += fr.falses
+		x.days += fr.s.Days()
+	}
+	for _, k := range order {
+		x := sums[k]
+		fmt.Fprintf(&b, "%-24s %4d/%-4d reported  false alarms %3d  per series-day %.3f\n", k, x.rep, x.inc, x.falses, float64(x.falses)/x.days)
+	}
+	return b.String()
+}

@@ -32,7 +32,7 @@ type detectorDef struct {
 // from its first samples, see stepWindow). 0 means the detector has its own
 // default.
 var detectors = []detectorDef{
-	{name: "auto", params: []string{"floor", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "tolerance"},
+	{name: "auto", params: []string{"accept", "floor", "incident", "incidents", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "tolerance"},
 		build: buildAuto, need: needAuto},
 	{name: "ewma", params: []string{"alpha", "halflife", "k", "min_points"}, build: buildEWMA, need: needEWMA},
 	{name: "levelshift", points: DefaultPoints, params: []string{"drift", "floor", "h", "min_points"}, build: buildLevelShift},
@@ -101,6 +101,20 @@ func autoConfig(p *params) AutoConfig {
 		PhaseK:     p.float("phase_k", DefaultAutoPhaseK),
 		PhaseFit:   p.atMost("phase_fit", DefaultAutoPhaseFit, 1),
 		PhaseReach: p.duration("phase_reach"),
+		Incident:   p.float("incident", DefaultAutoIncident),
+		Incidents:  p.int("incidents", DefaultAutoIncidents, 0),
+		Accept:     p.duration("accept"),
+	}
+	if c.Incident < 1 && c.Incident != 0 {
+		p.fail("incident", "must be a number ≥ 1")
+	}
+	switch {
+	case c.Incidents > maxAutoIncidents:
+		p.fail("incidents", fmt.Sprintf("must be at most %d", maxAutoIncidents))
+	case c.Incidents == 0:
+		if _, given := p.m["incidents"]; given {
+			c.Incidents = -1 // none: incidents are learned as normal
+		}
 	}
 	c.Refractory, c.RefractoryPoints = p.span("refractory")
 	switch on := strings.TrimSpace(p.m["phase"]); on {
