@@ -535,6 +535,7 @@ func (a *Auto) observe(t int64, v float64) Result {
 		res = bandScore(v, m, a.k, sLo)
 	}
 	res.Lower, res.Upper = clampInf(m-a.k*sLo), clampInf(m+a.k*sHi)
+	res.Test = TestTail
 	if sHi <= abs && sLo <= abs {
 		// The series has only ever been m: no spread measures a departure.
 		res.Lower, res.Upper = m, m

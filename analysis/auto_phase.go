@@ -187,5 +187,6 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, res *Resu
 	*res = Result{
 		Score: min(score, MaxAutoScore), Expected: e, Ready: true,
 		Lower: clampInf(sortedMedian(p.lo) - half), Upper: clampInf(sortedMedian(p.hi) + half),
+		Test: TestPhase,
 	}
 }

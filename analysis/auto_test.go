@@ -48,10 +48,16 @@ func TestAutoPhase(t *testing.T) {
 			if p := i % daySteps; i/daySteps == odd {
 				v = change(p, v-workdayShape(p))
 			}
-			if !a.Observe(int64(i)*fiveMin, v).Anomalous() || i < 2*daySteps {
+			r := a.Observe(int64(i)*fiveMin, v)
+			if !r.Anomalous() || i < 2*daySteps {
 				continue
 			}
 			if i/daySteps == odd {
+				// Only the phase test sees a day that stays within the
+				// week's values, and the finding says so.
+				if r.Test != TestPhase {
+					t.Errorf("%s: sample %d alarms by test %q, want phase", name, i, r.Test)
+				}
 				onOdd = append(onOdd, i)
 			} else {
 				late = append(late, i)
