@@ -140,3 +140,26 @@ func TestAutoExtremeSample(t *testing.T) {
 		}
 	}
 }
+
+// TestSigmaExtremeSample: one sample of 1e308 does not blind sigma for its
+// window: it enters clipped, and the spikes 5, 15 and 30 minutes after it
+// are reported as on the clean twin.
+func TestSigmaExtremeSample(t *testing.T) {
+	runs := map[string]familyRun{}
+	for _, s := range families.ExtremeSample(families.DefaultSeed + 4) {
+		runs[s.Name] = runFamily(t, "sigma", "", s)
+	}
+	bad, clean := runs["extreme/10s/1e308"], runs["extreme/10s/clean"]
+	for k := range bad.reported {
+		if !bad.reported[k] || !clean.reported[k] {
+			t.Errorf("spike %d: reported %v beside 1e308, %v on the clean series (scores %.2f, %.2f)",
+				k+1, bad.reported[k], clean.reported[k], bad.scores[k], clean.scores[k])
+		}
+	}
+	// Unbounded, as before Clip, the extreme sample hides the spikes of
+	// its window.
+	unbounded := runFamily(t, "sigma", "clip=1e300", families.ExtremeSample(families.DefaultSeed + 4)[0])
+	if unbounded.reported[0] {
+		t.Errorf("without a bound the spike 5 minutes after 1e308 is reported (score %.2f): the case tests nothing", unbounded.scores[0])
+	}
+}

@@ -38,7 +38,7 @@ var detectors = []detectorDef{
 	{name: "levelshift", points: DefaultPoints, params: []string{"drift", "floor", "h", "min_points"}, build: buildLevelShift},
 	{name: "robust", points: DefaultPoints, params: []string{"floor", "k", "min_points", "refit"}, build: buildRobust},
 	{name: "seasonal", params: []string{"floor", "k", "min_periods", "period"}, build: buildSeasonal, need: needSeasonal},
-	{name: "sigma", points: DefaultPoints, params: []string{"k", "min_points"}, build: buildSigma},
+	{name: "sigma", points: DefaultPoints, params: []string{"clip", "k", "min_points"}, build: buildSigma},
 }
 
 // DefaultPoints is the window, in samples, of sigma, robust and levelshift
@@ -53,6 +53,7 @@ func buildSigma(window int64, p *params) (func(int64, int64) Detector, error) {
 	c := SigmaConfig{
 		K:         p.float("k", DefaultSigmaK),
 		MinPoints: p.int("min_points", DefaultSigmaMinPoints, 2),
+		Clip:      p.float("clip", DefaultSigmaClip),
 	}
 	return built(p, func(w, _ int64) Detector {
 		c := c
