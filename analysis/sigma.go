@@ -11,8 +11,9 @@ const (
 	DefaultSigmaK         = 3.0
 	DefaultSigmaMinPoints = 10
 	// DefaultSigmaClip is how far from the mean, in standard deviations,
-	// a sample enters the window at most: twice the default band.
-	DefaultSigmaClip = 6.0
+	// a sample enters the window at most: one sample widens the σ of a
+	// 240-sample window at most 1.9 times.
+	DefaultSigmaClip = 20.0
 )
 
 // sigmaFloor is the relative floor of the standard deviation used in the
@@ -37,7 +38,7 @@ type SigmaConfig struct {
 	MinPoints int
 	// Clip bounds what one sample does to the window: a judged sample
 	// further than Clip standard deviations from the mean enters it at
-	// that distance (default 6; negative: no bound).
+	// that distance (default 20; negative: no bound).
 	Clip float64
 }
 
@@ -67,12 +68,11 @@ type SigmaConfig struct {
 //     still the real μ ± K·σ. The same floor applies to every window.
 //   - Scores too large for a float64 saturate at math.MaxFloat64.
 //   - One sample cannot blind the detector: a judged sample further than
-//     Clip·σ_eff from μ (6 σ by default, twice the band) is scored as it
-//     is but enters the window at μ ± Clip·σ_eff, so that a sample of
-//     1e308 widens the band by a few per cent, not for the whole window.
-//     Clipped counts such samples. A level that shifts for good is
-//     learned still: each clipped sample widens σ, and the window follows
-//     within a few dozen samples.
+//     Clip·σ_eff from μ (20 σ by default) is scored as it is but enters
+//     the window at μ ± Clip·σ_eff, so that a sample of 1e308 widens the σ
+//     of a 240-sample window at most √(1 + 400/239) = 1.9 times, not to
+//     1e306. Clipped counts such samples. A level that shifts for good is
+//     learned still: each clipped sample widens σ, and the window follows.
 //
 // Each Observe costs O(1) amortised: the window lives in a ring buffer sized
 // to need (for a fixed step it settles at Window/step + 1 samples), and the
