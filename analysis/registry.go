@@ -32,7 +32,7 @@ type detectorDef struct {
 // from its first samples, see stepWindow). 0 means the detector has its own
 // default.
 var detectors = []detectorDef{
-	{name: "auto", params: []string{"accept", "floor", "incident", "incidents", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "tolerance"},
+	{name: "auto", params: []string{"accept", "floor", "incident", "incidents", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "sensitivity", "tolerance"},
 		build: buildAuto, need: needAuto},
 	{name: "ewma", params: []string{"alpha", "halflife", "k", "min_points"}, build: buildEWMA, need: needEWMA},
 	{name: "levelshift", points: DefaultPoints, params: []string{"drift", "floor", "h", "min_points"}, build: buildLevelShift},
@@ -90,10 +90,34 @@ func buildLevelShift(window int64, p *params) (func(int64, int64) Detector, erro
 	})
 }
 
+// Sensitivities maps auto's sensitivity parameter to the width of its
+// band, K: low alarms less, high more (docs/figures.md gives their false
+// alarms per series-day on the shared NAB subset).
+var Sensitivities = map[string]float64{"low": 4, "medium": DefaultAutoK, "high": 2.5}
+
+// sensitivityK reads auto's sensitivity as the K it stands for (the
+// default K when it is not given); it fails when k is given too.
+func sensitivityK(p *params) float64 {
+	raw, ok := p.m["sensitivity"]
+	if !ok {
+		return DefaultAutoK
+	}
+	if _, both := p.m["k"]; both {
+		p.fail("sensitivity", "is given with k, and both set the band's width: give one")
+		return DefaultAutoK
+	}
+	k, ok := Sensitivities[strings.TrimSpace(raw)]
+	if !ok {
+		p.fail("sensitivity", "must be low, medium or high")
+		return DefaultAutoK
+	}
+	return k
+}
+
 // autoConfig reads auto's parameters.
 func autoConfig(p *params) AutoConfig {
 	c := AutoConfig{
-		K:          p.float("k", DefaultAutoK),
+		K:          p.float("k", sensitivityK(p)),
 		P:          p.below("p", DefaultAutoP, 0.5),
 		MinPoints:  p.int("min_points", DefaultAutoMinPoints, 2),
 		Floor:      p.float("floor", DefaultRobustFloor),
