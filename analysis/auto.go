@@ -324,7 +324,7 @@ type Auto struct {
 	runAt, nRuns      int
 	// Ignored counts the samples left out of the tails as incidents,
 	// and Accepted the incidents taken for a new normal.
-	ignored, accepted, returns int64
+	ignored, accepted int64
 }
 
 var _ Detector = (*Auto)(nil)
@@ -541,7 +541,9 @@ func (a *Auto) observe(t int64, v float64) Result {
 		res.Lower, res.Upper = m, m
 	}
 	res.Score = min(res.Score, MaxAutoScore)
-	tail, up := res.Score, v >= m
+	// The score that decides whether the sample is an incident's, and
+	// its side: the tail test's, or the phase test's when higher.
+	worst, up := res.Score, v >= m
 	edge := res.Upper
 	if !up {
 		edge = res.Lower
@@ -549,7 +551,7 @@ func (a *Auto) observe(t int64, v float64) Result {
 	holding := a.holding && t <= a.until || a.holdN > 0
 	if res.Score >= 1 && a.seenBefore(t, v, m, up) {
 		// Not news: no incident either.
-		tail = 0
+		worst = 0
 		if !holding || a.stretch {
 			res.Score = refractoryCap
 		}
@@ -557,8 +559,8 @@ func (a *Auto) observe(t int64, v float64) Result {
 	var pres Result
 	if a.ph.on() {
 		a.ph.score(&a.bins, t, v, a.res.step(), a.floor, &pres)
-		if pres.Score > tail {
-			tail, up = pres.Score, v >= pres.Expected
+		if pres.Score > worst {
+			worst, up = pres.Score, v >= pres.Expected
 			edge = pres.Upper
 			if !up {
 				edge = pres.Lower
@@ -567,7 +569,7 @@ func (a *Auto) observe(t int64, v float64) Result {
 	}
 	// An incident's sample stays out of what defines normal.
 	a.returned(t, v)
-	if far := a.mark(t, tail, up, edge); !far {
+	if far := a.mark(t, worst, up, edge); !far {
 		a.ph.add(t, v)
 	}
 	if pres.Score > res.Score {
@@ -595,10 +597,11 @@ func (a *Auto) observe(t int64, v float64) Result {
 	return res
 }
 
-// mark flags the open bin by the tail score of a sample at t (above the
-// median when up) and follows the incident it belongs to; it reports
-// whether the sample is an incident's. An incident on one side that has
-// lasted Accept is taken for the new normal: its bins' flags are cleared.
+// mark flags the open bin by the score of a sample at t (above the median
+// when up; edge is the band's edge on that side) and follows the incident
+// it belongs to; it reports whether the sample is an incident's, left out
+// of what defines normal. An incident on one side that has lasted Accept
+// is taken for the new normal: its bins' flags are cleared.
 func (a *Auto) mark(t int64, score float64, up bool, edge float64) bool {
 	if !(score >= a.incident) {
 		return false
@@ -679,7 +682,6 @@ func (a *Auto) returned(t int64, v float64) {
 	r.openInc = true
 	a.ph.from = a.accPhase
 	a.accSide = 0
-	a.returns++
 	a.rebuildExtremes(r.newest)
 	a.prepareTails()
 }
