@@ -283,6 +283,8 @@ type Auto struct {
 	hasLast       bool
 	holding       bool
 	stretch       bool    // the newest sample was anomalous
+	accSide       int8    // the side of the incident accepted last, while its level may return (0: none)
+	incident      float64 // the score from which a sample is an incident's
 	m, sd         float64 // median and spread of thin, read when it changed
 	k, floor      float64
 	zc, zo        float64 // the normal quantile U and L are read as, the open bin empty or not (tailZ)
@@ -308,16 +310,13 @@ type Auto struct {
 
 	// The incident under way: when its first and newest samples came and
 	// its side (+1 above the median, −1 below, 0: none).
-	incident         float64
 	accept           int64
 	runFrom, runLast int64
 	runSide          int8
 	runEdge          float64 // the band's edge on its side when it started
 	// The incident accepted last, while its level may still return:
-	// its start, side (0: none) and edge, and where the phase test read
-	// from before it.
+	// its start and edge, and where the phase test read from before it.
 	accFrom, accPhase int64
-	accSide           int8
 	accEdge           float64
 	incidents         int                     // the most incidents a week leaves out
 	runs              [maxAutoIncidents]int64 // when the latest incidents started

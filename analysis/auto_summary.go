@@ -36,12 +36,14 @@ type binRing struct {
 	rng     [][2]float32
 	mid     []uint16
 	inc     []uint64 // the incident bits, by slot
-	odd     []uint64 // the odd bits, by slot
+	odd     []uint64 // the odd bits, by slot (one allocation with inc)
 }
 
 func newBinRing(width int64, bins int) binRing {
-	r := binRing{width: width, open: emptyBin, rng: make([][2]float32, bins), mid: make([]uint16, bins),
-		inc: make([]uint64, (bins+63)/64), odd: make([]uint64, (bins+63)/64)}
+	r := binRing{width: width, open: emptyBin, rng: make([][2]float32, bins), mid: make([]uint16, bins)}
+	words := (bins + 63) / 64
+	bits := make([]uint64, 2*words)
+	r.inc, r.odd = bits[:words:words], bits[words:]
 	for i := range r.rng {
 		r.rng[i] = emptyBin
 	}
