@@ -48,6 +48,18 @@ const (
 	// DefaultAutoSample is the most samples the thinned window of the
 	// median and spread holds.
 	DefaultAutoSample = 384
+	// DefaultAutoIncident is the tail score from which a sample is an
+	// incident: its bin is left out of the tails, the seen-before test
+	// and the phase test, so that the next incident is judged against
+	// normal, not against the last incident.
+	DefaultAutoIncident = 1.5
+	// DefaultAutoAccept is how long, in ms, an incident lasts before the
+	// detector takes its level for the new normal: a day.
+	DefaultAutoAccept = int64(24 * time.Hour / time.Millisecond)
+	// DefaultAutoIncidents is the most incidents a week that are left out
+	// of what defines normal: a series that goes that far more often does
+	// so normally, and its tails learn it.
+	DefaultAutoIncidents = 4
 )
 
 // MaxAutoScore is the highest score Auto reports: a departure from a
@@ -57,6 +69,13 @@ const MaxAutoScore = 100
 
 // maxAutoBins bounds the bins an Auto keeps: a longer history widens them.
 const maxAutoBins = 1024
+
+// maxAutoIncidents bounds AutoConfig.Incidents.
+const maxAutoIncidents = 8
+
+// incidentSpan is the span, in ms, over which AutoConfig.Incidents are
+// counted: a week.
+const incidentSpan = int64(7 * 24 * time.Hour / time.Millisecond)
 
 // AutoConfig configures an Auto detector. Zero fields take their defaults.
 type AutoConfig struct {
@@ -111,6 +130,18 @@ type AutoConfig struct {
 	// Sample is the most samples the thinned window holds (default
 	// DefaultAutoSample, at least MinPoints).
 	Sample int
+	// Incident is the tail score from which a sample is an incident and
+	// its bin is left out of what defines normal (default 1.5, at least
+	// 1).
+	Incident float64
+	// Accept is how long, in ms, an incident on one side of the band
+	// lasts before its bins count as normal again: the detector accepts
+	// a lasting level shift (default one day; negative: never).
+	Accept int64
+	// Incidents is the most incidents a week left out of what defines
+	// normal (default 4, at most 8; negative: none, and the detector
+	// learns incidents as normal).
+	Incidents int
 }
 
 // Auto is the default detector of a new rule: a robust, two-sided tail test
@@ -161,8 +192,8 @@ type AutoConfig struct {
 // A value the series has already reached at this time of a past period is
 // not news: an alarm is dropped (the score capped at 0.99) when, on one of
 // the past periods the bins hold (DefaultAutoPeriods), a bin within
-// Tolerance of the same phase (t − j·Period ± Tolerance) reached as far on
-// the same side (≥ x for x ≥ m, ≤ x below). This keeps a daily backup's CPU
+// Tolerance of the same phase (t − j·Period ± Tolerance) that held no
+// incident reached as far on the same side (≥ x for x ≥ m, ≤ x below). This keeps a daily backup's CPU
 // spike or a nightly batch from alarming every day while a first-time
 // spike still alarms.
 //
@@ -199,6 +230,35 @@ type AutoConfig struct {
 // from the alarm on keep their scores: they are the same incident, which a
 // rule's lifecycle reports once, and which its `for` can measure.
 //
+// Incidents are kept out of what defines normal, so that the detector does
+// not learn them: the second outage is judged as the first was. A sample
+// whose score (the tail test's, or the phase test's when higher) reaches
+// Incident (1.5 by default) before any cap is an incident's: its bin is
+// left out of the tails U and L, out of the phase test's expectations,
+// ranges and fit, and out of the seen-before test; its residual is not
+// counted. Incidents on one side less than two bins apart are one
+// incident. Three things bound what is left out:
+//
+//   - At most Incidents (4) incidents a week are left out: a series that
+//     goes that far more often does so normally, and the tails learn it.
+//   - What recurs at the same phase is the series' season: bins that held
+//     anomalies count as seen before when each of the last two periods had
+//     one within Tolerance/4 of the phase reaching at least half as far
+//     from m (a daily job alarms on its first two days; spikes that drift
+//     past the phase, every 25 hours, stay news).
+//   - An incident that lasts Accept (a day), or as long as the history
+//     held before it began (a young series), is accepted: its bins count
+//     as normal, the tails are read again with them, the phase test reads
+//     only from its start, and the alarm ends. If the level then returns
+//     inside the band it left within a week, the incident was an
+//     excursion: its bins are left out again and the phase test reads its
+//     old periods again.
+//
+// A lasting level shift is thus reported once, when it starts, and its
+// alarm lasts until the shift is accepted (a day by default), or until the
+// level returns. Ignored counts the samples left out and the incidents
+// accepted.
+//
 // The past-period tests need history: the seen-before test the period less
 // the tolerance, the phase test three periods (two for a first residual,
 // one of residuals); until then, and at steps too coarse for the period
@@ -223,6 +283,8 @@ type Auto struct {
 	hasLast       bool
 	holding       bool
 	stretch       bool    // the newest sample was anomalous
+	accSide       int8    // the side of the incident accepted last, while its level may return (0: none)
+	incident      float64 // the score from which a sample is an incident's
 	m, sd         float64 // median and spread of thin, read when it changed
 	k, floor      float64
 	zc, zo        float64 // the normal quantile U and L are read as, the open bin empty or not (tailZ)
@@ -245,6 +307,23 @@ type Auto struct {
 	periods        int // past periods the tests read (0: none)
 	seenOn         bool
 	coarse, narrow bool // why the past-period tests are off, when they are
+
+	// The incident under way: when its first and newest samples came and
+	// its side (+1 above the median, −1 below, 0: none).
+	accept           int64
+	runFrom, runLast int64
+	runSide          int8
+	runEdge          float64 // the band's edge on its side when it started
+	// The incident accepted last, while its level may still return:
+	// its start and edge, and where the phase test read from before it.
+	accFrom, accPhase int64
+	accEdge           float64
+	incidents         int                     // the most incidents a week leaves out
+	runs              [maxAutoIncidents]int64 // when the latest incidents started
+	runAt, nRuns      int
+	// Ignored counts the samples left out of the tails as incidents,
+	// and Accepted the incidents taken for a new normal.
+	ignored, accepted int64
 }
 
 var _ Detector = (*Auto)(nil)
@@ -276,6 +355,9 @@ func planAuto(c AutoConfig) autoPlan {
 	c.PhaseReach = cmp.Or(c.PhaseReach, c.Period/DefaultAutoPhaseReach)
 	c.Bin = cmp.Or(c.Bin, DefaultAutoBin)
 	c.Sample = cmp.Or(c.Sample, DefaultAutoSample)
+	c.Incident = cmp.Or(c.Incident, DefaultAutoIncident)
+	c.Accept = cmp.Or(c.Accept, DefaultAutoAccept)
+	c.Incidents = cmp.Or(c.Incidents, DefaultAutoIncidents)
 	pl := autoPlan{c: c}
 	width := max(c.Bin, c.Step)
 	reach := max(0, c.Tolerance, c.PhaseReach)
@@ -356,6 +438,10 @@ func NewAuto(c AutoConfig) *Auto {
 		panic(fmt.Sprintf("analysis.NewAuto: Tolerance must be ≥ 0 ms, got %d", c.Tolerance))
 	case c.Bin <= 0:
 		panic(fmt.Sprintf("analysis.NewAuto: Bin must be > 0 ms, got %d", c.Bin))
+	case !(c.Incident >= 1) || math.IsInf(c.Incident, 0):
+		panic(fmt.Sprintf("analysis.NewAuto: Incident must be a finite number ≥ 1, got %v", c.Incident))
+	case c.Incidents > maxAutoIncidents:
+		panic(fmt.Sprintf("analysis.NewAuto: Incidents must be at most %d, got %d", maxAutoIncidents, c.Incidents))
 	}
 	a := &Auto{
 		k: c.K, p: c.P, floor: c.Floor, minPoints: c.MinPoints,
@@ -364,7 +450,7 @@ func NewAuto(c AutoConfig) *Auto {
 		ext:  extremes{span: pl.tailBins, keep: int(math.Ceil(c.P*float64(pl.tailBins-1))) + 2},
 		thin: newThinWindow(int64(pl.tailBins)*pl.width, c.Sample),
 		m:    math.NaN(), period: c.Period, tol: c.Tolerance, step: c.Step, minStep: math.MaxInt64,
-		coarse: pl.coarse, narrow: pl.narrow,
+		coarse: pl.coarse, narrow: pl.narrow, incident: c.Incident, accept: c.Accept, incidents: max(0, c.Incidents),
 	}
 	if pl.seen {
 		a.seenOn, a.periods = true, pl.periods
@@ -421,7 +507,8 @@ func (a *Auto) observe(t int64, v float64) Result {
 	}
 	m := a.m
 	hi, lo := math.NaN(), math.NaN()
-	if a.bins.n > 0 {
+	open := a.bins.n > 0 && !a.bins.openInc
+	if open {
 		lo, hi = float64(a.bins.open[0]), float64(a.bins.open[1])
 	}
 	u, l := a.hi.at(hi), a.lo.at(lo)
@@ -431,7 +518,7 @@ func (a *Auto) observe(t int64, v float64) Result {
 	// float32 in them) leaves the robust spread.
 	sHi, sLo := s, s
 	z := a.zc
-	if a.bins.n > 0 {
+	if open {
 		z = a.zo
 	}
 	if x := (u - m) / z; x > s {
@@ -447,21 +534,45 @@ func (a *Auto) observe(t int64, v float64) Result {
 		res = bandScore(v, m, a.k, sLo)
 	}
 	res.Lower, res.Upper = clampInf(m-a.k*sLo), clampInf(m+a.k*sHi)
+	res.Test = TestTail
 	if sHi <= abs && sLo <= abs {
 		// The series has only ever been m: no spread measures a departure.
 		res.Lower, res.Upper = m, m
 	}
 	res.Score = min(res.Score, MaxAutoScore)
-	holding := a.holding && t <= a.until || a.holdN > 0
-	if (!holding || a.stretch) && res.Score >= 1 && a.seenBefore(t, v, v >= m) {
-		res.Score = refractoryCap
+	// The score that decides whether the sample is an incident's, and
+	// its side: the tail test's, or the phase test's when higher.
+	worst, up := res.Score, v >= m
+	edge := res.Upper
+	if !up {
+		edge = res.Lower
 	}
-	if a.ph.on() {
-		var pres Result
-		a.ph.score(&a.bins, t, v, a.res.step(), a.floor, &pres)
-		if pres.Score > res.Score {
-			res = pres
+	holding := a.holding && t <= a.until || a.holdN > 0
+	if res.Score >= 1 && a.seenBefore(t, v, m, up) {
+		// Not news: no incident either.
+		worst = 0
+		if !holding || a.stretch {
+			res.Score = refractoryCap
 		}
+	}
+	var pres Result
+	if a.ph.on() {
+		a.ph.score(&a.bins, t, v, a.res.step(), a.floor, &pres)
+		if pres.Score > worst {
+			worst, up = pres.Score, v >= pres.Expected
+			edge = pres.Upper
+			if !up {
+				edge = pres.Lower
+			}
+		}
+	}
+	// An incident's sample stays out of what defines normal.
+	a.returned(t, v)
+	if far := a.mark(t, worst, up, edge); !far {
+		a.ph.add(t, v)
+	}
+	if pres.Score > res.Score {
+		res = pres
 	}
 	if a.holdN > 0 {
 		a.holdN--
@@ -485,6 +596,113 @@ func (a *Auto) observe(t int64, v float64) Result {
 	return res
 }
 
+// mark flags the open bin by the score of a sample at t (above the median
+// when up; edge is the band's edge on that side) and follows the incident
+// it belongs to; it reports whether the sample is an incident's, left out
+// of what defines normal. An incident on one side that has lasted Accept
+// is taken for the new normal: its bins' flags are cleared.
+func (a *Auto) mark(t int64, score float64, up bool, edge float64) bool {
+	if !(score >= a.incident) {
+		return false
+	}
+	a.bins.openOdd = true
+	side := int8(-1)
+	if up {
+		side = 1
+	}
+	if a.runSide != side || t-a.runLast > 2*a.bins.width {
+		// A new incident, unless the horizon holds as many as its tails
+		// can leave out: a series that goes that far that often does
+		// so normally.
+		n := 0
+		for _, from := range a.runs[:a.nRuns] {
+			if t-from < incidentSpan {
+				n++
+			}
+		}
+		if n >= a.incidents {
+			a.runSide = 0
+			return false
+		}
+		a.runs[a.runAt] = t
+		a.runAt = (a.runAt + 1) % len(a.runs)
+		a.nRuns = min(a.nRuns+1, len(a.runs))
+		a.runFrom, a.runSide, a.runEdge = t, side, edge
+	}
+	a.bins.openInc = true
+	a.ignored++
+	a.runLast = t
+	// An incident is accepted once it has lasted Accept, or as long as
+	// the history before it: by then the detector has seen the new level
+	// as long as the old one.
+	if accept := min(a.accept, a.runFrom-a.since); a.accept >= 0 && t-a.runFrom >= accept {
+		a.acceptRun()
+		return false
+	}
+	return true
+}
+
+// acceptRun clears the flags of the bins of the incident under way and
+// reads the tails again with them in.
+func (a *Auto) acceptRun() {
+	r := &a.bins
+	for k := max(r.number(a.runFrom), r.newest-int64(len(r.rng))+1); k < r.newest; k++ {
+		r.setIncident(r.slot(k), false)
+	}
+	r.openInc = false
+	a.accFrom, a.accSide, a.accEdge, a.accPhase = a.runFrom, a.runSide, a.runEdge, a.ph.from
+	a.ph.from = max(a.ph.from, r.number(a.runFrom))
+	a.runSide = 0
+	a.accepted++
+	a.rebuildExtremes(r.newest)
+	a.prepareTails()
+}
+
+// returned checks whether the level of the incident accepted last has
+// returned inside the band it left, at (t, v): if so, the incident was an
+// excursion, not a new normal, and its bins are left out again, so that
+// its next repeat is judged against the level before it. An accepted
+// level that lasts a week stays.
+func (a *Auto) returned(t int64, v float64) {
+	if a.accSide == 0 {
+		return
+	}
+	if t-a.accFrom >= incidentSpan {
+		a.accSide = 0
+		return
+	}
+	if a.accSide > 0 && !(v <= a.accEdge) || a.accSide < 0 && !(v >= a.accEdge) {
+		return
+	}
+	r := &a.bins
+	for k := max(r.number(a.accFrom), r.newest-int64(len(r.rng))+1); k < r.newest; k++ {
+		r.setIncident(r.slot(k), true)
+	}
+	r.openInc = true
+	a.ph.from = a.accPhase
+	a.accSide = 0
+	a.rebuildExtremes(r.newest)
+	a.prepareTails()
+}
+
+// rebuildExtremes reads the extremes of the closed bins before bin k
+// within the span again from the ring, incidents' bins left out.
+func (a *Auto) rebuildExtremes(k int64) {
+	e, r := &a.ext, &a.bins
+	e.top, e.bottom, e.n = e.top[:0], e.bottom[:0], 0
+	for j := k - int64(e.span) + 1; j < k; j++ {
+		if _, _, ok := r.normal(j); ok {
+			e.n++
+			e.insert(r.rng[r.slot(j)], j)
+		}
+	}
+}
+
+// Ignored returns how many samples the detector has left out of what
+// defines normal as incidents' (a sample of 1e308, for one), and how many
+// incidents it has taken for a new normal after they lasted Accept.
+func (a *Auto) Ignored() (samples, accepted int64) { return a.ignored, a.accepted }
+
 // keep adds a judged (or warming) sample to the summaries.
 func (a *Auto) keep(t int64, v float64) {
 	a.res.add(v)
@@ -507,7 +725,7 @@ func (a *Auto) advance(k int64) {
 		return
 	}
 	e := &a.ext
-	if r.n > 0 {
+	if r.n > 0 && !r.openInc {
 		e.n++
 		e.insert(r.open, r.newest)
 	}
@@ -515,7 +733,7 @@ func (a *Auto) advance(k int64) {
 	ring := int64(len(r.rng))
 	from := max(r.newest-int64(e.span)+1, r.newest-ring+1)
 	for old := from; old <= min(k-int64(e.span), r.newest); old++ {
-		if _, _, ok := r.at(old); ok {
+		if _, _, ok := r.normal(old); ok {
 			e.n--
 			rebuild = e.remove(old) || rebuild
 		}
@@ -532,12 +750,7 @@ func (a *Auto) advance(k int64) {
 	}
 	r.newest = k
 	if rebuild {
-		e.top, e.bottom = e.top[:0], e.bottom[:0]
-		for j := k - int64(e.span) + 1; j < k; j++ {
-			if _, _, ok := r.at(j); ok {
-				e.insert(r.rng[r.slot(j)], j)
-			}
-		}
+		a.rebuildExtremes(k)
 	}
 	a.ph.enter(r, k, a.period, a.step, a.minStep)
 	a.prepareTails()
@@ -551,22 +764,49 @@ func (a *Auto) prepareTails() {
 }
 
 // seenBefore reports whether a past period reached v or beyond (above
-// when up) within the tolerance of t's phase.
-func (a *Auto) seenBefore(t int64, v float64, up bool) bool {
+// when up, m the median) within the tolerance of t's phase, in a bin that
+// held no anomaly. Bins that held anomalies count too when each of the
+// last minRecurrences periods had one within half the tolerance of the
+// phase, reaching half as far from m: what recurs at the same phase period
+// after period is the series' season, not an incident, while incidents
+// days apart, or drifting past the phase (every 25 hours), stay news.
+func (a *Auto) seenBefore(t int64, v, m float64, up bool) bool {
 	if !a.seenOn {
 		return false
 	}
 	r := &a.bins
+	half := m + (v-m)/2
+	recur := 0
+	flagged := false
 	for j := 1; j <= a.periods; j++ {
 		at := t - int64(j)*a.period
+		counted := false
 		for k := r.number(at - a.tol); k <= r.number(at+a.tol); k++ {
-			if lo, hi, ok := r.at(k); ok && (up && hi >= v || !up && lo <= v) {
-				return true
+			lo, hi, ok := r.at(k)
+			if !ok {
+				continue
+			}
+			reach := up && hi >= v || !up && lo <= v
+			if !r.oddBin(k) {
+				if reach {
+					return true
+				}
+				continue
+			}
+			flagged = flagged || reach
+			if !counted && j <= minRecurrences && k >= r.number(at-a.tol/4) && k <= r.number(at+a.tol/4) && (up && hi >= half || !up && lo <= half) {
+				counted = true
+				recur++
 			}
 		}
 	}
-	return false
+	return flagged && recur >= minRecurrences
 }
+
+// minRecurrences is how many of the latest periods must each have had an
+// anomaly at a phase for the anomalies there to count as the series'
+// season.
+const minRecurrences = 2
 
 // Mode says which of the tests could not judge a sample at t, with the
 // history held since the summaries were last empty, and why, or is "" when

@@ -19,7 +19,8 @@ const maxPhasePeriods = 64
 type phaseTest struct {
 	k, fit  float64
 	reach   int64
-	periods int // past periods read
+	periods int   // past periods read
+	from    int64 // the first bin read: a level accepted as normal starts there
 
 	// Of the bin being filled: what the past periods expect of it (NaN:
 	// fewer than two have a mean there), its centre, whether they
@@ -47,7 +48,7 @@ type phaseBlock struct {
 
 func newPhaseTest(k, fit float64, reach int64, periods int) phaseTest {
 	p := phaseTest{k: k, fit: fit, reach: reach, periods: periods, e: math.NaN(), blocks: make([]phaseBlock, periods),
-		cur: phaseBlock{id: math.MinInt64}}
+		cur: phaseBlock{id: math.MinInt64}, from: math.MinInt64}
 	for i := range p.blocks {
 		p.blocks[i].id = math.MinInt64
 	}
@@ -67,7 +68,9 @@ func (p *phaseTest) enter(r *binRing, k, period, step, minStep int64) {
 	p.centre = k*r.width + r.width/2
 	p.es = p.es[:0]
 	for j := 1; j <= p.periods; j++ {
-		if m, ok := r.meanOf(r.number(p.centre - int64(j)*period)); ok {
+		if k := r.number(p.centre - int64(j)*period); k < p.from {
+			continue
+		} else if m, ok := r.meanOf(k); ok {
 			p.es = append(p.es, m)
 		}
 	}
@@ -130,12 +133,12 @@ func (p *phaseTest) add(t int64, v float64) {
 	b.sumR2 += r * r
 }
 
-// score counts v's residual and sets *res to the phase test's alarm on
-// it, when the past periods predict the series and v scores ≥ 1; it leaves
-// *res alone otherwise. step (the series' resolution) and floor bound the
-// spread from below, as in Robust.
+// score sets *res to the phase test's alarm on v, when the past periods
+// predict the series and v scores ≥ 1; it leaves *res alone otherwise.
+// step (the series' resolution) and floor bound the spread from below, as
+// in Robust. The caller then counts v's residual with add, unless v is an
+// incident's.
 func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, res *Result) {
-	p.add(t, v)
 	if !p.fits || math.IsNaN(p.e) {
 		return
 	}
@@ -150,12 +153,14 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, res *Resu
 	p.ds, p.lo, p.hi = p.ds[:0], p.lo[:0], p.hi[:0]
 	for j := 1; j <= p.periods; j++ {
 		at := p.centre - int64(j)*p.period
-		if _, ok := r.meanOf(r.number(at)); !ok {
+		if k := r.number(at); k < p.from {
+			continue
+		} else if _, ok := r.meanOf(k); !ok {
 			continue
 		}
 		lo, hi := math.Inf(1), math.Inf(-1)
-		for k := r.number(at - p.reach); k <= r.number(at+p.reach); k++ {
-			if l, h, ok := r.at(k); ok {
+		for k := max(p.from, r.number(at-p.reach)); k <= r.number(at+p.reach); k++ {
+			if l, h, ok := r.normal(k); ok {
 				lo, hi = min(lo, l), max(hi, h)
 			}
 		}
@@ -182,5 +187,6 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, res *Resu
 	*res = Result{
 		Score: min(score, MaxAutoScore), Expected: e, Ready: true,
 		Lower: clampInf(sortedMedian(p.lo) - half), Upper: clampInf(sortedMedian(p.hi) + half),
+		Test: TestPhase,
 	}
 }

@@ -19,23 +19,79 @@ import (
 // The newest bin, the one being filled, is kept apart, with its mean
 // exact, and enters the ring when it closes: a sample touches no memory of
 // the ring. newest is its number.
+//
+// Each bin also keeps two bits: odd, set when a sample in it scored as an
+// incident, which keeps the bin out of the seen-before test, and inc, set
+// when the sample was also left out of what defines normal (the tails and
+// the phase test; see Auto).
 type binRing struct {
-	width  int64
-	open   [2]float32 // the newest bin's range
-	mean   float64    // and mean
-	n      int        // and samples
-	newest int64
-	has    bool
-	rng    [][2]float32
-	mid    []uint16
+	width   int64
+	open    [2]float32 // the newest bin's range
+	mean    float64    // and mean
+	n       int        // and samples
+	openInc bool       // and whether it holds an incident's sample
+	openOdd bool       // or one that scored as one
+	newest  int64
+	has     bool
+	rng     [][2]float32
+	mid     []uint16
+	inc     []uint64 // the incident bits, by slot
+	odd     []uint64 // the odd bits, by slot (one allocation with inc)
 }
 
 func newBinRing(width int64, bins int) binRing {
 	r := binRing{width: width, open: emptyBin, rng: make([][2]float32, bins), mid: make([]uint16, bins)}
+	words := (bins + 63) / 64
+	bits := make([]uint64, 2*words)
+	r.inc, r.odd = bits[:words:words], bits[words:]
 	for i := range r.rng {
 		r.rng[i] = emptyBin
 	}
 	return r
+}
+
+// incident reports whether bin k (the open bin when k is the newest)
+// holds an incident's sample; false when it is not held.
+func (r *binRing) incident(k int64) bool {
+	if !r.has || k > r.newest || k <= r.newest-int64(len(r.rng)) {
+		return false
+	}
+	if k == r.newest {
+		return r.openInc
+	}
+	i := r.slot(k)
+	return r.inc[i/64]>>(i%64)&1 == 1
+}
+
+// odd reports whether bin k (the open bin when k is the newest) holds a
+// sample that scored as an incident, left out of the tails or not.
+func (r *binRing) oddBin(k int64) bool {
+	if !r.has || k > r.newest || k <= r.newest-int64(len(r.rng)) {
+		return false
+	}
+	if k == r.newest {
+		return r.openOdd || r.openInc
+	}
+	i := r.slot(k)
+	return (r.odd[i/64]|r.inc[i/64])>>(i%64)&1 == 1
+}
+
+// setIncident sets the incident bit of the closed bin at slot i.
+func (r *binRing) setIncident(i int, on bool) { setBit(r.inc, i, on) }
+
+func setBit(bits []uint64, i int, on bool) {
+	if on {
+		bits[i/64] |= 1 << (i % 64)
+	} else {
+		bits[i/64] &^= 1 << (i % 64)
+	}
+}
+
+// normal returns the range of bin k and whether it is held, not empty and
+// holds no incident's sample.
+func (r *binRing) normal(k int64) (lo, hi float64, ok bool) {
+	lo, hi, ok = r.at(k)
+	return lo, hi, ok && !r.incident(k)
 }
 
 // emptyBin is the range of a bin without samples.
@@ -56,10 +112,10 @@ func (r *binRing) at(k int64) (lo, hi float64, ok bool) {
 	return float64(x[0]), float64(x[1]), x[0] <= x[1]
 }
 
-// meanOf returns the mean of bin k, closed, and false when it is empty or
-// not held.
+// meanOf returns the mean of bin k, closed, and false when it is empty,
+// not held or holds an incident's sample.
 func (r *binRing) meanOf(k int64) (float64, bool) {
-	lo, hi, ok := r.at(k)
+	lo, hi, ok := r.normal(k)
 	if !ok || k == r.newest {
 		return 0, false
 	}
@@ -86,6 +142,8 @@ func (r *binRing) add(v float64) {
 // next.
 func (r *binRing) close() {
 	r.rng[r.slot(r.newest)] = r.open
+	r.setIncident(r.slot(r.newest), r.openInc)
+	setBit(r.odd, r.slot(r.newest), r.openOdd)
 	if r.n > 0 {
 		x := r.open
 		lo, hi := float64(x[0]), float64(x[1])
@@ -95,7 +153,7 @@ func (r *binRing) close() {
 		}
 		r.mid[r.slot(r.newest)] = uint16(q)
 	}
-	r.open, r.mean, r.n = emptyBin, 0, 0
+	r.open, r.mean, r.n, r.openInc, r.openOdd = emptyBin, 0, 0, false, false
 }
 
 // floorDiv is a/b rounded towards −∞, for b > 0.

@@ -14,6 +14,43 @@ type Result struct {
 	Expected, Lower, Upper float64
 	// Ready is false while the detector has too little history to judge.
 	Ready bool
+	// Test is the test whose verdict this is, when the detector has
+	// several (TestNone when it does not say).
+	Test Test
+}
+
+// Test names the test of a detector that judged a sample, for a person
+// reading a finding: what its band was measured on.
+type Test uint8
+
+// The tests detectors name.
+const (
+	TestNone  Test = iota
+	TestTail       // auto's tail test: the median and tails of the window's bins, incidents left out
+	TestPhase      // auto's phase test: the range at the same phase of the past periods
+)
+
+// String returns the test's name as findings carry it: "tail", "phase",
+// or "" for TestNone.
+func (t Test) String() string {
+	switch t {
+	case TestTail:
+		return "tail"
+	case TestPhase:
+		return "phase"
+	}
+	return ""
+}
+
+// Against says, for a person, what the test's band was measured on.
+func (t Test) Against() string {
+	switch t {
+	case TestTail:
+		return "the median and the tails of the bins of the window, incidents left out"
+	case TestPhase:
+		return "the range at the same time of the past periods"
+	}
+	return ""
 }
 
 // Anomalous reports whether the result crosses the detector's threshold.

@@ -109,13 +109,16 @@ func ExampleSeasonal() {
 // against 1 … 9 20, m = 5.5, the MAD 2.5, s_eff = 3.7065, and it scores
 // 14.5/11.1195 = 1.3040. The 5 ends it; for the rest of the refractory
 // period (4 s from the alarm) scores are capped at 0.99 and the band is not
-// given, so the 20 at 13 s does not alarm again. At 14 s the 20 is judged
-// against 1 … 9 20 20 5 20: m = 6, s_eff = 1.4826·3 = 4.4478, and Q(0.75)
-// of the 13 maxima, at rank 10.5, is 9 + 0.5·11 = 14.5, so s_hi = (14.5 −
-// 6)/1.3830 = 6.1461 and it scores 14/18.4382 = 0.7593. The one at 15 s,
-// against bins four of which reached 20, finds Q(0.75) at rank 11.25 among
-// them: 20, s_hi = (20 − 6.5)/1.3830 = 9.7614, and 20 scores
-// 13.5/29.2843 = 0.4610: the spikes already seen widen the upper side only.
+// given, so the 20 at 13 s does not alarm again. The first 20 scored at
+// least 1.5, an incident: its bin stays out of the tails, while the bins
+// of the 20s that scored less enter them. At 14 s the 20 is judged against
+// m = 6, s_eff = 1.4826·3 = 4.4478 and the 12 bins other than the
+// incident's, whose Q(0.75), at rank 9.75, is 8.75, below m + s_eff·1.3830:
+// it scores 14/13.3434 = 1.0492, capped at 0.99 as the refractory period
+// lasts through 14 s. At 15 s three of the 13 bins reached 20 and Q(0.75),
+// at rank 10.5, is 9 + 0.5·11 = 14.5, so s_hi = (14.5 − 6.5)/1.3830 =
+// 5.7846 and 20 scores 13.5/17.3537 = 0.7779: the spikes already seen
+// widen the upper side only, and the incident does not.
 func ExampleAuto() {
 	a := analysis.NewAuto(analysis.AutoConfig{K: 3, P: 0.25, Refractory: 4000, MinPoints: 9, Bin: 1000, Period: -1})
 	for i, x := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 20, 20, 5, 20, 20, 20} {
@@ -129,6 +132,6 @@ func ExampleAuto() {
 	// t=11000 x=20 ready=true score=1.3040 expected=5.5000 band=[-5.6195, 16.6195] anomalous=true
 	// t=12000 x=5 ready=true score=0.0749 expected=6.0000 band=[NaN, NaN] anomalous=false
 	// t=13000 x=20 ready=true score=0.9900 expected=5.5000 band=[NaN, NaN] anomalous=false
-	// t=14000 x=20 ready=true score=0.7593 expected=6.0000 band=[NaN, NaN] anomalous=false
-	// t=15000 x=20 ready=true score=0.4610 expected=6.5000 band=[-6.8434, 35.7843] anomalous=false
+	// t=14000 x=20 ready=true score=0.9900 expected=6.0000 band=[NaN, NaN] anomalous=false
+	// t=15000 x=20 ready=true score=0.7779 expected=6.5000 band=[-6.8434, 23.8537] anomalous=false
 }

@@ -99,7 +99,8 @@ func loadNAB(tb testing.TB) []nabFile {
 }
 
 // nabRun is what a detector made of the files: each row's score and
-// decision.
+// decision, a run of anomalous rows deciding once, at its first row, as a
+// rule's lifecycle raises one finding for it.
 type nabRun struct {
 	scores [][]float64
 	det    [][]bool
@@ -112,9 +113,11 @@ func runNAB(files []nabFile, newDet func() Detector) nabRun {
 		d := newDet()
 		run.scores[i] = make([]float64, len(f.ts))
 		run.det[i] = make([]bool, len(f.ts))
+		prev := false
 		for j := range f.ts {
 			r := d.Observe(f.ts[j], f.vs[j])
-			run.scores[i][j], run.det[i][j] = r.Score, r.Anomalous()
+			run.scores[i][j], run.det[i][j] = r.Score, r.Anomalous() && !prev
+			prev = r.Anomalous()
 		}
 	}
 	return run

@@ -32,13 +32,13 @@ type detectorDef struct {
 // from its first samples, see stepWindow). 0 means the detector has its own
 // default.
 var detectors = []detectorDef{
-	{name: "auto", params: []string{"floor", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "tolerance"},
+	{name: "auto", params: []string{"accept", "floor", "incident", "incidents", "k", "min_points", "p", "period", "phase", "phase_fit", "phase_k", "phase_reach", "refractory", "sensitivity", "tolerance"},
 		build: buildAuto, need: needAuto},
 	{name: "ewma", params: []string{"alpha", "halflife", "k", "min_points"}, build: buildEWMA, need: needEWMA},
 	{name: "levelshift", points: DefaultPoints, params: []string{"drift", "floor", "h", "min_points"}, build: buildLevelShift},
 	{name: "robust", points: DefaultPoints, params: []string{"floor", "k", "min_points", "refit"}, build: buildRobust},
 	{name: "seasonal", params: []string{"floor", "k", "min_periods", "period"}, build: buildSeasonal, need: needSeasonal},
-	{name: "sigma", points: DefaultPoints, params: []string{"k", "min_points"}, build: buildSigma},
+	{name: "sigma", points: DefaultPoints, params: []string{"clip", "k", "min_points"}, build: buildSigma},
 }
 
 // DefaultPoints is the window, in samples, of sigma, robust and levelshift
@@ -53,6 +53,7 @@ func buildSigma(window int64, p *params) (func(int64, int64) Detector, error) {
 	c := SigmaConfig{
 		K:         p.float("k", DefaultSigmaK),
 		MinPoints: p.int("min_points", DefaultSigmaMinPoints, 2),
+		Clip:      p.float("clip", DefaultSigmaClip),
 	}
 	return built(p, func(w, _ int64) Detector {
 		c := c
@@ -89,10 +90,34 @@ func buildLevelShift(window int64, p *params) (func(int64, int64) Detector, erro
 	})
 }
 
+// Sensitivities maps auto's sensitivity parameter to the width of its
+// band, K: low alarms less, high more (docs/figures.md gives their false
+// alarms per series-day on the shared NAB subset).
+var Sensitivities = map[string]float64{"low": 4, "medium": DefaultAutoK, "high": 2.5}
+
+// sensitivityK reads auto's sensitivity as the K it stands for (the
+// default K when it is not given); it fails when k is given too.
+func sensitivityK(p *params) float64 {
+	raw, ok := p.m["sensitivity"]
+	if !ok {
+		return DefaultAutoK
+	}
+	if _, both := p.m["k"]; both {
+		p.fail("sensitivity", "is given with k, and both set the band's width: give one")
+		return DefaultAutoK
+	}
+	k, ok := Sensitivities[strings.TrimSpace(raw)]
+	if !ok {
+		p.fail("sensitivity", "must be low, medium or high")
+		return DefaultAutoK
+	}
+	return k
+}
+
 // autoConfig reads auto's parameters.
 func autoConfig(p *params) AutoConfig {
 	c := AutoConfig{
-		K:          p.float("k", DefaultAutoK),
+		K:          p.float("k", sensitivityK(p)),
 		P:          p.below("p", DefaultAutoP, 0.5),
 		MinPoints:  p.int("min_points", DefaultAutoMinPoints, 2),
 		Floor:      p.float("floor", DefaultRobustFloor),
@@ -101,6 +126,20 @@ func autoConfig(p *params) AutoConfig {
 		PhaseK:     p.float("phase_k", DefaultAutoPhaseK),
 		PhaseFit:   p.atMost("phase_fit", DefaultAutoPhaseFit, 1),
 		PhaseReach: p.duration("phase_reach"),
+		Incident:   p.float("incident", DefaultAutoIncident),
+		Incidents:  p.int("incidents", DefaultAutoIncidents, 0),
+		Accept:     p.duration("accept"),
+	}
+	if c.Incident < 1 && c.Incident != 0 {
+		p.fail("incident", "must be a number ≥ 1")
+	}
+	switch {
+	case c.Incidents > maxAutoIncidents:
+		p.fail("incidents", fmt.Sprintf("must be at most %d", maxAutoIncidents))
+	case c.Incidents == 0:
+		if _, given := p.m["incidents"]; given {
+			c.Incidents = -1 // none: incidents are learned as normal
+		}
 	}
 	c.Refractory, c.RefractoryPoints = p.span("refractory")
 	switch on := strings.TrimSpace(p.m["phase"]); on {

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,8 +51,8 @@ func TestBuild(t *testing.T) {
 	f(Spec{Name: "", Window: w}, `unknown detector "" (known: auto, ewma, levelshift, robust, seasonal, sigma)`, 0, 0)
 	f(Spec{Name: "Sigma", Window: w}, `unknown detector "Sigma" (known: auto, ewma, levelshift, robust, seasonal, sigma)`, 0, 0)
 	f(Spec{Name: "sigma", Window: -5}, `detector sigma needs a window (the rule's lookback) ≥ 0, got -5ms`, 0, 0)
-	f(Spec{Name: "sigma", Window: w, Params: p("x", "1")}, `unknown parameter "x" for detector sigma (known: k, min_points)`, 0, 0)
-	f(Spec{Name: "sigma", Window: w, Params: p("k", "2", "window", "1h", "b", "1")}, `unknown parameter "b" for detector sigma (known: k, min_points)`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("x", "1")}, `unknown parameter "x" for detector sigma (known: clip, k, min_points)`, 0, 0)
+	f(Spec{Name: "sigma", Window: w, Params: p("k", "2", "window", "1h", "b", "1")}, `unknown parameter "b" for detector sigma (known: clip, k, min_points)`, 0, 0)
 	f(Spec{Name: "sigma", Window: w, Params: p("k", "abc")}, `parameter k of detector sigma: "abc" is not a number`, 0, 0)
 	f(Spec{Name: "sigma", Window: w, Params: p("k", "")}, `parameter k of detector sigma: "" is not a number`, 0, 0)
 	f(Spec{Name: "sigma", Window: w, Params: p("k", "0")}, `parameter k of detector sigma: "0" must be a finite number > 0`, 0, 0)
@@ -146,6 +147,33 @@ func TestNames(t *testing.T) {
 			if _, err := Build(Spec{Name: n, Window: w}); err != nil {
 				t.Errorf("Build(%q) with window %dms and default parameters: %v", n, w, err)
 			}
+		}
+	}
+}
+
+// TestAutoSensitivity: auto's sensitivity stands for the band's width K
+// (low 4, medium 3, high 2.5), and is refused beside k or with another
+// value.
+func TestAutoSensitivity(t *testing.T) {
+	for s, want := range map[string]float64{"low": 4, "medium": 3, "high": 2.5} {
+		f, err := Build(Spec{Name: "auto", Step: 60_000, Params: map[string]string{"sensitivity": s}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, ok := f().(*Auto); !ok || a.k != want {
+			t.Errorf("sensitivity %s: detector %T with K %v, want auto with K %v", s, f(), a.k, want)
+		}
+	}
+	for params, want := range map[[2]string]string{
+		{"sensitivity", "loud"}: `"loud" must be low, medium or high`,
+		{"k", "3"}:              `is given with k, and both set the band's width`,
+	} {
+		p := map[string]string{params[0]: params[1]}
+		if params[0] == "k" {
+			p["sensitivity"] = "low"
+		}
+		if _, err := Build(Spec{Name: "auto", Params: p}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("params %v: error %v, want %q", p, err, want)
 		}
 	}
 }

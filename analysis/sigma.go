@@ -10,6 +10,10 @@ import (
 const (
 	DefaultSigmaK         = 3.0
 	DefaultSigmaMinPoints = 10
+	// DefaultSigmaClip is how far from the mean, in standard deviations,
+	// a sample enters the window at most: one sample widens the σ of a
+	// 240-sample window at most 1.9 times.
+	DefaultSigmaClip = 20.0
 )
 
 // sigmaFloor is the relative floor of the standard deviation used in the
@@ -32,6 +36,10 @@ type SigmaConfig struct {
 	// MinPoints is how many samples the window must hold before the
 	// detector judges (default 10, at least 2).
 	MinPoints int
+	// Clip bounds what one sample does to the window: a judged sample
+	// further than Clip standard deviations from the mean enters it at
+	// that distance (default 20; negative: no bound).
+	Clip float64
 }
 
 // Sigma is the streaming k-sigma detector of one series.
@@ -59,6 +67,12 @@ type SigmaConfig struct {
 //     any real departure from a flat line scores ≫ 1. The band reported is
 //     still the real μ ± K·σ. The same floor applies to every window.
 //   - Scores too large for a float64 saturate at math.MaxFloat64.
+//   - One sample cannot blind the detector: a judged sample further than
+//     Clip·σ_eff from μ (20 σ by default) is scored as it is but enters
+//     the window at μ ± Clip·σ_eff, so that a sample of 1e308 widens the σ
+//     of a 240-sample window at most √(1 + 400/239) = 1.9 times, not to
+//     1e306. Clipped counts such samples. A level that shifts for good is
+//     learned still: each clipped sample widens σ, and the window follows.
 //
 // Each Observe costs O(1) amortised: the window lives in a ring buffer sized
 // to need (for a fixed step it settles at Window/step + 1 samples), and the
@@ -97,6 +111,9 @@ type Sigma struct {
 	invFor    int     // the n that inv and inv1 are for
 	inv, inv1 float64 // 1/n and 1/(n−1)
 
+	clip2   float64 // Clip², or +Inf: no bound
+	clipped int64   // samples clipped as they entered
+
 	last    int64 // timestamp of the last sample added
 	hasLast bool
 }
@@ -118,7 +135,25 @@ func NewSigma(c SigmaConfig) *Sigma {
 	case c.MinPoints < 2:
 		panic(fmt.Sprintf("analysis.NewSigma: MinPoints must be ≥ 2, got %d", c.MinPoints))
 	}
-	return &Sigma{window: c.Window, k: c.K, minPoints: c.MinPoints}
+	c.Clip = cmp.Or(c.Clip, DefaultSigmaClip)
+	clip2 := math.Inf(1)
+	if c.Clip > 0 {
+		clip2 = c.Clip * c.Clip
+	}
+	return &Sigma{window: c.Window, k: c.K, minPoints: c.MinPoints, clip2: clip2}
+}
+
+// Clipped returns how many samples entered the window clipped (see Clip).
+func (s *Sigma) Clipped() int64 { return s.clipped }
+
+// clipped returns v as it enters a window of mean mu and squared
+// effective spread eff2 when dev = v − mu lies beyond Clip·σ_eff, and
+// whether it did.
+func clipTo(mu, dev, eff2, clip2 float64) (float64, bool) {
+	if !(dev*dev > clip2*eff2) {
+		return 0, false
+	}
+	return mu + math.Copysign(math.Sqrt(clip2*eff2), dev), true
 }
 
 // Len returns the number of samples held: those of the last sample's
@@ -130,8 +165,8 @@ func (s *Sigma) Observe(t int64, v float64) Result {
 	if math.IsNaN(v) || math.IsInf(v, 0) || (s.hasLast && t <= s.last) {
 		return notReady()
 	}
-	r := s.evictAndScore(t, v)
-	s.add(t, v)
+	r, in := s.evictAndScore(t, v)
+	s.add(t, in)
 	return r
 }
 
@@ -189,9 +224,10 @@ func (s *Sigma) observeRun(t []int64, v []float64, out []Result, i int) int {
 	}
 	// t[i:end] is on the step: from here on only the values can stop
 	// the run.
-	sums := runSums{s1: s1, s2: s2, peak: peak, shift: shift, inv: inv, inv1: inv1, k: s.k}
+	sums := runSums{s1: s1, s2: s2, peak: peak, shift: shift, inv: inv, inv1: inv1, k: s.k, clip2: s.clip2}
 	m := sums.score(vals, head, tail, v[i:end], out[i:end])
 	s1, s2, peak = sums.s1, sums.s2, sums.peak
+	s.clipped += sums.clipped
 	// m < len(vals): a recomputation is due within one window.
 	if head += m; head >= len(vals) {
 		head -= len(vals)
@@ -219,7 +255,8 @@ const (
 type runSums struct {
 	s1, s2, peak     float64
 	shift, inv, inv1 float64
-	k                float64
+	k, clip2         float64
+	clipped          int64
 }
 
 // score scores xs into out, each sample evicting vals[head] and taking
@@ -253,7 +290,7 @@ func (c *runSums) score(vals []float64, head, tail int, xs []float64, out []Resu
 // registers to itself.
 func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 	s1, s2, peak := c.s1, c.s2, c.peak
-	shift, inv, inv1, k := c.shift, c.inv, c.inv1, c.k
+	shift, inv, inv1, k, clip2 := c.shift, c.inv, c.inv1, c.k, c.clip2
 	old, new, out = old[:len(xs)], new[:len(xs)], out[:len(xs)]
 	i := 0
 	// Sums this far below the largest float64, and samples within
@@ -282,15 +319,30 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 		mean := ns1 * inv
 		m2 := ns2 - ns1*mean
 		mu := shift + mean
-		s1 = ns1 + dx
-		s2 = ns2 + dx2
+		// A sample far outside the band enters clipped (see Clip).
+		fl := sigmaFloor
+		if a := math.Abs(mu); a > 1 {
+			fl = sigmaFloor * a
+		}
+		in, idx, idx2 := x, dx, dx2
+		if xc, ok := clipTo(mu, dx-mean, max(m2*inv1, fl*fl), clip2); ok {
+			in = xc
+			idx = xc - shift
+			idx2 = idx * idx
+			c.clipped++
+		}
+		s1 = ns1 + idx
+		s2 = ns2 + idx2
 		// A recomputation is due: leave it to Observe, with the sums as
 		// the sample found them. Past this test m2 is ≥ 0, as peak is.
 		if !(m2 >= drop) {
+			if in != x {
+				c.clipped--
+			}
 			return i
 		}
 		// Evict the oldest and add x.
-		new[i] = x
+		new[i] = in
 		if s2 > peak {
 			peak = s2
 			c.peak = peak
@@ -299,10 +351,6 @@ func (c *runSums) segment(old, new, xs []float64, out []Result) int {
 		// Score x. Nothing here feeds the next sample, so the square
 		// root and the division overlap with it.
 		sigma := math.Sqrt(m2 * inv1)
-		fl := sigmaFloor
-		if a := math.Abs(mu); a > 1 {
-			fl = sigmaFloor * a
-		}
 		eff := sigma
 		if fl > sigma {
 			eff = fl
@@ -327,8 +375,9 @@ func notReady() Result {
 }
 
 // evictAndScore drops the samples older than t − Window, refreshes the
-// running sums when they are due, and judges v against what remains.
-func (s *Sigma) evictAndScore(t int64, v float64) Result {
+// running sums when they are due, and judges v against what remains; it
+// returns the value that enters the window: v, or v clipped.
+func (s *Sigma) evictAndScore(t int64, v float64) (Result, float64) {
 	w := uint64(s.window)
 	for s.n > 0 && uint64(t)-uint64(s.ts.first) > w { // t > oldest always
 		d := s.vals[s.head] - s.shift
@@ -344,7 +393,7 @@ func (s *Sigma) evictAndScore(t int64, v float64) Result {
 	}
 	if s.n == 0 {
 		s.head, s.s1, s.s2, s.peak, s.exactN, s.evict = 0, 0, 0, 0, 0, 0
-		return notReady()
+		return notReady(), v
 	}
 	if s.n != s.invFor {
 		s.invFor = s.n
@@ -361,24 +410,42 @@ func (s *Sigma) evictAndScore(t int64, v float64) Result {
 		m2 = s.s2 - s.s1*mean
 	}
 	if s.n < s.minPoints {
-		return notReady()
+		return notReady(), v
 	}
 	m2 = max(m2, 0)
 	mu := s.shift + mean
 	sigma := math.Sqrt(m2 * s.inv1)
 	if !(math.Abs(mu) <= math.MaxFloat64 && sigma <= math.MaxFloat64) {
-		return s.scoreScaled(v)
+		r := s.scoreScaled(v)
+		in := v
+		if band := r.Upper - r.Expected; s.clip2 < math.Inf(1) && !math.IsInf(band, 0) {
+			if xc, ok := clipTo(mu, v-mu, band*band/(s.k*s.k), s.clip2); ok {
+				in = xc
+				s.clipped++
+			}
+		}
+		return r, in
 	}
-	eff := max(sigma, sigmaFloor*max(1, math.Abs(mu)))
-	dev := math.Abs((v - s.shift) - mean)
+	fl := sigmaFloor
+	if a := math.Abs(mu); a > 1 {
+		fl = sigmaFloor * a
+	}
+	eff := max(sigma, fl)
+	dx := (v - s.shift) - mean
+	dev := math.Abs(dx)
 	band := s.k * sigma
+	in := v
+	if xc, ok := clipTo(mu, dx, max(m2*s.inv1, fl*fl), s.clip2); ok {
+		in = xc
+		s.clipped++
+	}
 	return Result{
 		Score:    saturate(dev / (eff * s.k)),
 		Expected: mu,
 		Lower:    mu - band,
 		Upper:    mu + band,
 		Ready:    true,
-	}
+	}, in
 }
 
 // add appends (t, v) to the window.

@@ -9,11 +9,13 @@ import (
 
 // refSigma is the brute-force Sigma: it keeps every sample added and, for
 // each new one, computes the window's mean and standard deviation in two
-// passes with 256-bit floats.
+// passes with 256-bit floats. A judged sample further than clip effective
+// standard deviations from the mean enters the history at that distance.
 type refSigma struct {
 	window    int64
 	k         float64
 	minPoints int
+	clip      float64
 	hist      []struct {
 		t int64
 		v float64
@@ -68,6 +70,9 @@ func (r *refSigma) observe(t int64, v float64) (Result, float64) {
 	score, _ := dev.Quo(dev, eff.Mul(eff, nf(r.k))).Float64()
 	lo, _ := new(big.Float).SetPrec(refPrec).Sub(mean, nf(r.k*sd)).Float64()
 	hi, _ := new(big.Float).SetPrec(refPrec).Add(mean, nf(r.k*sd)).Float64()
+	if e, _ := eff.Quo(eff, nf(r.k)).Float64(); math.Abs(v-mu) > r.clip*e {
+		v = mu + math.Copysign(r.clip*e, v-mu) // what enters the history
+	}
 	return Result{Score: score, Expected: mu, Lower: lo, Upper: hi, Ready: true}, sd
 }
 
@@ -90,7 +95,7 @@ func TestSigmaMatchesBruteForce(t *testing.T) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {
 			s := NewSigma(c)
-			ref := &refSigma{window: c.Window, k: s.k, minPoints: s.minPoints}
+			ref := &refSigma{window: c.Window, k: s.k, minPoints: s.minPoints, clip: math.Sqrt(s.clip2)}
 			ready := 0
 			for i, p := range stream {
 				got := s.Observe(p.t, p.v)
@@ -214,7 +219,7 @@ func TestSigmaSizedToNeed(t *testing.T) {
 
 // TestSigmaNotFinite covers samples whose running sums overflow a float64.
 func TestSigmaNotFinite(t *testing.T) {
-	s := NewSigma(SigmaConfig{Window: 10_000, MinPoints: 2})
+	s := NewSigma(SigmaConfig{Window: 10_000, MinPoints: 2, Clip: -1})
 	stream := []float64{1e308, -1e308, 1e308, 0, -1.7e308, 1.7e308, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 6}
 	var last Result
 	for i, v := range stream {

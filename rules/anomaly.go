@@ -299,9 +299,19 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs,
 	md, _ := st.det.(analysis.Moder)
 	for j, t := range bt {
 		var details map[string]any
-		if md != nil && t >= fromMs && anomalous(r.br[j], bv[j], r.cfg.MinDev) {
-			if m := md.Mode(t); m != "" {
-				details = map[string]any{"mode": m}
+		if t >= fromMs && anomalous(r.br[j], bv[j], r.cfg.MinDev) {
+			// Which test fired and what its band was measured on, and
+			// which tests could not judge yet.
+			if test := r.br[j].Test; test != analysis.TestNone {
+				details = map[string]any{"test": test.String(), "against": test.Against()}
+			}
+			if md != nil {
+				if m := md.Mode(t); m != "" {
+					if details == nil {
+						details = map[string]any{}
+					}
+					details["mode"] = m
+				}
 			}
 		}
 		if first && t >= fromMs && prevT < fromMs {

@@ -88,7 +88,8 @@ func TestAnomalyWarmUpIsTheDetectorsNeed(t *testing.T) {
 // TestAnomalyNotes: what the detector cannot do at the rule's step, and a
 // store that returns less history than the detector asked for, are noted
 // at the first evaluation only; the findings of a detector that could not
-// run every test say which in details.mode.
+// run every test say which in details.mode, and every finding of auto says
+// which test fired, and on what, in details.test and details.against.
 func TestAnomalyNotes(t *testing.T) {
 	// Two hours of history where a week was asked for, and a spike at the
 	// end.
@@ -103,15 +104,21 @@ func TestAnomalyNotes(t *testing.T) {
 	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "the store returned 1h31m of the 7d2h of history the detector auto asked for") {
 		t.Errorf("notes %q, want one on the short history", res.Notes)
 	}
-	var modes []string
+	var modes, tests []string
 	for _, o := range res.Observations {
 		if o.Anomalous {
 			m, _ := o.Details["mode"].(string)
 			modes = append(modes, m)
+			test, _ := o.Details["test"].(string)
+			against, _ := o.Details["against"].(string)
+			tests = append(tests, test+": "+against)
 		}
 	}
 	if len(modes) != 1 || modes[0] != "tail only: 2h of the 22h the seen-before test needs and the 3d the phase test needs" {
 		t.Errorf("anomalous observations' modes %q", modes)
+	}
+	if len(tests) != 1 || tests[0] != "tail: the median and the tails of the bins of the window, incidents left out" {
+		t.Errorf("anomalous observations' tests %q", tests)
 	}
 	if res, err := r.Eval(context.Background(), at.Add(time.Minute), env); err != nil || len(res.Notes) != 0 {
 		t.Errorf("the second evaluation notes %q (%v)", res.Notes, err)

@@ -1047,7 +1047,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 		return g, false
 	}
 	p.group = peekName(n)
-	f := p.fields(n, "group", []string{"name", "interval", "rules", "preset", "selector", "by"}, nil)
+	f := p.fields(n, "group", []string{"name", "interval", "rules", "preset", "selector", "by", "sensitivity"}, nil)
 	if e, ok := f["name"]; ok {
 		g.Name, _ = p.str(e.v, "name")
 		if strings.ContainsAny(g.Name, ".*>") || strings.IndexFunc(g.Name, isSpaceOrControl) >= 0 {
@@ -1067,6 +1067,9 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	var intervalOK bool
 	g.Interval, intervalOK = p.positive(e, ok, "interval", DefaultInterval, false)
 	presetRules, hasPreset := p.presetKeys(f)
+	if e, ok := f["sensitivity"]; ok {
+		p.presetSensitivity(e, hasPreset, presetRules)
+	}
 	e, ok = f["rules"]
 	if hasPreset && (!ok || isNull(resolve(e.v)) || (resolve(e.v).Kind == yaml.SequenceNode && len(resolve(e.v).Content) == 0)) {
 		g.Rules = presetRules
@@ -1106,6 +1109,30 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	}
 	p.rule = ""
 	return g, true
+}
+
+// Sensitivities are the values of a preset's sensitivity, as the auto
+// detector's sensitivity parameter takes them.
+var Sensitivities = []string{"low", "medium", "high"}
+
+// presetSensitivity sets the sensitivity of the preset's anomaly rules
+// that use auto.
+func (p *parser) presetSensitivity(e pair, hasPreset bool, rules []Rule) {
+	v := resolve(e.v)
+	s, ok := p.str(v, "sensitivity")
+	switch {
+	case !ok:
+	case !hasPreset:
+		p.errorf(resolve(e.k), "sensitivity sets the detector of a preset's rules, and this group has no preset; on a rule of your own write it in the detector: detector: {name: auto, sensitivity: %s}", s)
+	case !slices.Contains(Sensitivities, s):
+		p.errorf(v, "sensitivity must be low, medium or high, got %q", s)
+	default:
+		for i := range rules {
+			if d, ok := rules[i].Spec.(*Detector); ok && d.Name == DefaultDetector {
+				d.Params = map[string]string{"sensitivity": s}
+			}
+		}
+	}
 }
 
 var ruleKeys = func() []string {

@@ -243,6 +243,38 @@ func TestPresetErrorsCarryPositions(t *testing.T) {
 	f("user rule still checked", "  - {name: g, preset: vllm, rules: [{name: r}]}\n", `group "g": rule "r": a rule needs an expr`)
 }
 
+// TestPresetSensitivity: a group's sensitivity sets the auto detector of
+// its preset's anomaly rules, and is checked: one of low, medium and high,
+// and only with a preset.
+func TestPresetSensitivity(t *testing.T) {
+	const src = "source: {url: http://127.0.0.1:8428}\ngroups:\n"
+	c, err := Parse([]byte(src+"  - {name: g, preset: vllm, sensitivity: high}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anomaly := 0
+	for _, r := range c.Groups[0].Rules {
+		if d, ok := r.Spec.(*Detector); ok {
+			anomaly++
+			if d.Name != DefaultDetector || d.Params["sensitivity"] != "high" || len(d.Params) != 1 {
+				t.Errorf("rule %s: detector %+v, want auto with sensitivity high", r.Name, d)
+			}
+		}
+	}
+	if anomaly == 0 {
+		t.Fatal("the vllm preset has no anomaly rule: the case tests nothing")
+	}
+	f := func(name, groups, want string) {
+		t.Helper()
+		_, err := Parse([]byte(src+groups), "c.yaml")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", name, err, want)
+		}
+	}
+	f("unknown", "  - {name: g, preset: vllm, sensitivity: loud}\n", `c.yaml:3:42: group "g": sensitivity must be low, medium or high, got "loud"`)
+	f("no preset", "  - {name: g, sensitivity: low, rules: [{name: r, expr: up}]}\n", `c.yaml:3:15: group "g": sensitivity sets the detector of a preset's rules, and this group has no preset`)
+}
+
 func FuzzParseSelector(f *testing.F) {
 	for _, s := range []string{`{a="b"}`, `{a!~"x|y", b="c"}`, `{a="b" or c="d"}`, `{__name__="up"}`, `{`, `{a="\u00e9\"q"}`} {
 		f.Add(s)
