@@ -30,13 +30,14 @@ type NABRun struct {
 
 // ReplayNAB replays the rule over every file dir/KEY of a NAB corpus (keys:
 // CATEGORY/FILE.csv, each with its windows), on as many workers as there
-// are CPUs, calling done (when not nil) after each file, and returns the
-// runs in the order of keys.
+// are CPUs, calling done (when not nil, one call at a time) after each
+// file, and returns the runs in the order of keys.
 func ReplayNAB(ctx context.Context, dir string, keys []string, windows map[string][][2]int64, rule SeriesRule, done func()) ([]NABRun, error) {
 	runs := make([]NABRun, len(keys))
 	errs := make([]error, len(keys))
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var doneMu sync.Mutex
 	for range min(runtime.GOMAXPROCS(0), len(keys)) {
 		wg.Add(1)
 		go func() {
@@ -44,7 +45,9 @@ func ReplayNAB(ctx context.Context, dir string, keys []string, windows map[strin
 			for i := range next {
 				runs[i], errs[i] = replayNABFile(ctx, dir, keys[i], windows[keys[i]], rule)
 				if done != nil {
+					doneMu.Lock()
 					done()
+					doneMu.Unlock()
 				}
 			}
 		}()
