@@ -319,13 +319,18 @@ func (f *fixture) publish(ctx context.Context) error {
 		return err
 	}
 	now := day(24).Add(30 * time.Second)
-	m, err := rules.NewManager(rules.ManagerOptions{Querier: client, Sink: sink, EvaluationDelay: 30 * time.Second,
-		Backfill: 3 * 24 * time.Hour, Now: func() time.Time { return now }, SummaryEvery: -1}, built)
-	if err != nil {
-		return err
-	}
-	if err := m.RunOnce(ctx); err != nil {
-		return fmt.Errorf("running the rules once: %w", err)
+	// One group after another, in the file's order: an incident belongs to
+	// the group whose alert opened it, so groups judged at once could open
+	// the fixture's incidents under either.
+	for _, g := range built {
+		m, err := rules.NewManager(rules.ManagerOptions{Querier: client, Sink: sink, EvaluationDelay: 30 * time.Second,
+			Backfill: 3 * 24 * time.Hour, Now: func() time.Time { return now }, SummaryEvery: -1}, []*rules.Group{g})
+		if err != nil {
+			return err
+		}
+		if err := m.RunOnce(ctx); err != nil {
+			return fmt.Errorf("running the rules of group %s once: %w", g.Name(), err)
+		}
 	}
 	if err := pub.Flush(ctx); err != nil {
 		return err
