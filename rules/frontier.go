@@ -135,30 +135,13 @@ func StudyFrontier(ctx context.Context, b ScaleBacktest, o FrontierOptions) (*Fr
 	rep := &FrontierReport{StepSeconds: b.Step.Seconds(), Start: load.At(b.Warmup).UTC().Format(time.RFC3339),
 		Decisions: decisions, Days: (decisions*int(b.Step) + int(day) - 1) / int(day), Capacity: perReplica}
 	n0 := capacity.Needed(b.Load[b.Warmup-1], perReplica, b.Scale.MinReplicas, b.Scale.MaxReplicas)
-	tally := func(asks []capacity.Ask, startup time.Duration) []capacity.Point {
-		var ps []capacity.Point
+	// tally is how asks carried the load, day by day, and in all.
+	tally := func(asks []capacity.Ask, startup time.Duration) (days []capacity.Point, all capacity.Provisioning) {
 		for _, d := range capacity.ServeAsksBy(load, b.Warmup, asks, n0, perReplica, startup, day) {
-			ps = append(ps, capacity.Point{ReplicaMinutes: d.ReplicaMinutes, UnderMinutes: d.UnderMinutes})
+			days = append(days, capacity.Point{ReplicaMinutes: d.ReplicaMinutes, UnderMinutes: d.UnderMinutes})
+			all.Add(d)
 		}
-		return ps
-	}
-	sum := func(days []capacity.Point) capacity.Point {
-		var p capacity.Point
-		for _, d := range days {
-			p.ReplicaMinutes += d.ReplicaMinutes
-			p.UnderMinutes += d.UnderMinutes
-		}
-		return p
-	}
-	changes := func(asks []capacity.Ask) int {
-		c, prev := 0, n0
-		for _, a := range asks {
-			if a.N != prev {
-				c++
-			}
-			prev = a.N
-		}
-		return c
+		return days, all
 	}
 	ratios := map[[3]float64][]float64{} // by model index, level, margin: the ratio at each start-up
 	for _, startup := range o.Startups {
@@ -169,15 +152,14 @@ func StudyFrontier(ctx context.Context, b ScaleBacktest, o FrontierOptions) (*Fr
 		for _, target := range o.Targets {
 			h := o.HPA
 			h.Target, h.MinReplicas, h.MaxReplicas = target, b.Scale.MinReplicas, b.Scale.MaxReplicas
-			asks := h.Run(load, b.Warmup, n0, perReplica)
-			days := tally(asks, startup)
+			days, all := tally(h.Run(load, b.Warmup, n0, perReplica), startup)
 			for d, p := range days {
 				hpaDays[d] = append(hpaDays[d], p)
 			}
-			p := sum(days)
+			p := capacity.Point{ReplicaMinutes: all.ReplicaMinutes, UnderMinutes: all.UnderMinutes}
 			hpaPoints = append(hpaPoints, p)
 			nan := alerting.JSONFloat(math.NaN())
-			st.HPA = append(st.HPA, FrontierPoint{Target: target, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, Changes: changes(asks),
+			st.HPA = append(st.HPA, FrontierPoint{Target: target, ReplicaMinutes: p.ReplicaMinutes, UnderMinutes: p.UnderMinutes, Changes: all.Changes,
 				HPAUnderAtCost: nan, Ratio: nan, Lo: nan, Hi: nan})
 		}
 		sc := b.Scale
@@ -198,9 +180,8 @@ func StudyFrontier(ctx context.Context, b ScaleBacktest, o FrontierOptions) (*Fr
 					return nil, fmt.Errorf("start-up %v, model %s, margin %g: %w", startup, model, margin, err)
 				}
 				for _, l := range lanes {
-					asks := capacity.StepAsks(load, b.Warmup, l.Asks())
-					days := tally(asks, startup)
-					p := sum(days)
+					days, all := tally(capacity.StepAsks(load, b.Warmup, l.Asks()), startup)
+					p := capacity.Point{ReplicaMinutes: all.ReplicaMinutes, UnderMinutes: all.UnderMinutes}
 					ratio := capacity.RatioAtCost(p, hpaPoints)
 					short, _ := capacity.ShortAtCost(hpaPoints, p.ReplicaMinutes)
 					lo, hi := math.NaN(), math.NaN()
@@ -208,7 +189,7 @@ func StudyFrontier(ctx context.Context, b ScaleBacktest, o FrontierOptions) (*Fr
 						lo, hi, _ = capacity.BootstrapRatio(days, hpaDays, o.Bootstrap, o.Seed, o.Level)
 					}
 					st.Signal = append(st.Signal, FrontierPoint{Model: model, Level: l.Level, Margin: margin, ReplicaMinutes: p.ReplicaMinutes,
-						UnderMinutes: p.UnderMinutes, Changes: changes(asks), HPAUnderAtCost: alerting.JSONFloat(short),
+						UnderMinutes: p.UnderMinutes, Changes: all.Changes, HPAUnderAtCost: alerting.JSONFloat(short),
 						Ratio: alerting.JSONFloat(ratio), Lo: alerting.JSONFloat(lo), Hi: alerting.JSONFloat(hi)})
 					k := [3]float64{float64(mi), l.Level, margin}
 					ratios[k] = append(ratios[k], ratio)

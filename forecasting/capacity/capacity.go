@@ -177,19 +177,7 @@ func (f *Fleet) Serve(load, capacity float64, from, to time.Time, acc *Provision
 // startup later, by a fleet of n replicas serving since before step from.
 // It returns how they carried the load of those steps.
 func Serve(l Load, from int, asks []int, n int, capacity float64, startup time.Duration) Provisioning {
-	f := &Fleet{Startup: startup}
-	f.Start(n, l.At(from))
-	var p Provisioning
-	for j, ask := range asks {
-		k := from + j
-		now := l.At(k)
-		if ask != f.Allocated() {
-			p.Changes++
-			f.Set(ask, now)
-		}
-		f.Serve(l.Values[k], capacity, now, l.At(k+1), &p)
-	}
-	return p
+	return ServeAsks(l, from, StepAsks(l, from, asks), n, capacity, startup)
 }
 
 // Foresight returns what knowing the load asks for at each step from
