@@ -675,6 +675,9 @@ type Receiver interface {
 // every receiver in order. It is the rules' Sink in the daemon.
 type Pipeline struct {
 	Lifecycle *Lifecycle
+	// Levels, when set, records the batch's readings before the incidents
+	// are made, for their diagnoses.
+	Levels *LevelStore
 	// Incidents, when set, groups the alert events into incidents.
 	Incidents *Incidents
 	Receivers []Receiver
@@ -685,6 +688,9 @@ type Pipeline struct {
 func (p *Pipeline) Send(ctx context.Context, b Batch) error {
 	if p.Lifecycle != nil {
 		p.Lifecycle.Process(ctx, &b)
+	}
+	if p.Levels != nil {
+		p.Levels.Record(&b)
 	}
 	if p.Incidents != nil {
 		p.Incidents.Process(ctx, &b)

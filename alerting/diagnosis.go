@@ -3,12 +3,15 @@ package alerting
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"time"
 )
 
 // A first diagnosis of an incident comes from a table of rules, each a set
-// of conditions on the incident's members: which signals are anomalous
-// and in which direction, and the values (readings) they showed. A rule
+// of conditions on the incident's members (which signals are anomalous
+// and in which direction, and the values they showed) and on the levels
+// of the unit's signals around it, anomalous or not. A rule
 // applies when all its required conditions (When) hold; its confidence is
 // the share of all its conditions (When and Also) that hold. The rule
 // with the highest confidence wins, the earlier on a tie; when none
@@ -31,14 +34,19 @@ const (
 // figure the rule kind measured, e.g. a correlation's x_max). Above holds
 // when a member's reading is at least it, Below when every member's
 // reading is under it (and there is one). A condition with Any holds when
-// one of them holds.
+// one of them holds. LevelAbove and LevelBelow ask for the signal's level
+// instead, alerts or not: the highest reading of the unit's series of it
+// around the incident (Incident.Levels) is at least LevelAbove, under
+// LevelBelow.
 type Condition struct {
-	Signal string
-	Is     string
-	Detail string
-	Above  *float64
-	Below  *float64
-	Any    []Condition
+	Signal     string
+	Is         string
+	Detail     string
+	Above      *float64
+	Below      *float64
+	LevelAbove *float64
+	LevelBelow *float64
+	Any        []Condition
 }
 
 func (c Condition) String() string {
@@ -50,6 +58,12 @@ func (c Condition) String() string {
 		return "(" + strings.Join(parts, " or ") + ")"
 	}
 	var parts []string
+	if c.LevelAbove != nil {
+		parts = append(parts, fmt.Sprintf("reads ≥ %g", *c.LevelAbove))
+	}
+	if c.LevelBelow != nil {
+		parts = append(parts, fmt.Sprintf("reads < %g", *c.LevelBelow))
+	}
 	if c.Is != "" {
 		parts = append(parts, c.Is)
 	}
@@ -170,6 +184,9 @@ func holds(inc *Incident, c Condition) (bool, string) {
 		}
 		return false, strings.Join(whys, "; ")
 	}
+	if c.LevelAbove != nil || c.LevelBelow != nil {
+		return holdsLevel(inc, c)
+	}
 	var ms []*IncidentMember
 	for i := range inc.Members {
 		if inc.Members[i].Signal == c.Signal {
@@ -218,6 +235,19 @@ func holds(inc *Incident, c Condition) (bool, string) {
 	return true, memberEvidence(hit)
 }
 
+// holdsLevel says whether the level conditions of c hold on the
+// incident's reading of the signal and why.
+func holdsLevel(inc *Incident, c Condition) (bool, string) {
+	l, ok := inc.Levels[c.Signal]
+	if !ok {
+		return false, "no reading of it around the incident"
+	}
+	x := float64(l.Value)
+	held := (c.LevelAbove == nil || x >= *c.LevelAbove) && (c.LevelBelow == nil || x < *c.LevelBelow)
+	return held, fmt.Sprintf("%s on %s read %s at %s, its highest from the gap before the start", l.Rule, l.Series, fmtNum(x),
+		l.Time.UTC().Format(time.RFC3339))
+}
+
 // reading is a member's value, or its detail when named.
 func reading(m *IncidentMember, detail string) (float64, bool) {
 	if detail == "" {
@@ -252,4 +282,24 @@ func memberEvidence(m *IncidentMember) string {
 		}
 	}
 	return s
+}
+
+// levelSignals are the signals whose levels the rules ask about, sorted.
+func levelSignals(rules []DiagnosisRule) []string {
+	var out []string
+	var walk func(cs []Condition)
+	walk = func(cs []Condition) {
+		for _, c := range cs {
+			if (c.LevelAbove != nil || c.LevelBelow != nil) && !slices.Contains(out, c.Signal) {
+				out = append(out, c.Signal)
+			}
+			walk(c.Any)
+		}
+	}
+	for _, r := range rules {
+		walk(r.When)
+		walk(r.Also)
+	}
+	slices.Sort(out)
+	return out
 }

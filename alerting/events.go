@@ -152,6 +152,48 @@ type Scores struct {
 	Upper                         []float64
 }
 
+// ReadingSpan is the span of which a rule hands on each series' highest
+// judged value in Readings.
+const ReadingSpan = 5 * time.Minute
+
+// Readings are what an anomaly rule judged of one series in one
+// evaluation, as levels: the highest value of each ReadingSpan (aligned
+// on the epoch) with its time, anomalous or not.
+type Readings struct {
+	Group, Rule string
+	// Labels are the series' labels plus the rule's; Series its identity.
+	Labels map[string]string
+	Series string
+	// T holds unix milliseconds, ascending, one per span; V the values.
+	T []int64
+	V []float64
+}
+
+// Add adds a judged value at t (unix ms, not before the newest held):
+// it becomes the span's reading when the span has none or a lower one.
+// NaN and ±Inf are skipped.
+func (r *Readings) Add(t int64, v float64) {
+	if !isNum(v) {
+		return
+	}
+	span := ReadingSpan.Milliseconds()
+	if n := len(r.T); n > 0 && floorDiv(r.T[n-1], span) == floorDiv(t, span) {
+		if v > r.V[n-1] {
+			r.T[n-1], r.V[n-1] = t, v
+		}
+		return
+	}
+	r.T, r.V = append(r.T, t), append(r.V, v)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
 // Batch is what one evaluation of a rule group produced, in order. Rules
 // fill Observations (the points of series whose alerts are or may become
 // active); a Lifecycle turns them into Findings and Alerts. Scores are
@@ -169,6 +211,9 @@ type Batch struct {
 	// (Pipeline.Incidents fills them).
 	Incidents []IncidentData
 	Scores    []Scores
+	// Readings are the levels the rules judged on each series, anomalous
+	// or not: a LevelStore keeps them for the incidents' diagnoses.
+	Readings []Readings
 	// Evaluated are the rules of the group whose evaluation succeeded,
 	// each with the newest point it judged: the lifecycle ends the alerts
 	// of a rule's series that had no point for its AbsentAfter by then.

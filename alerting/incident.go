@@ -171,8 +171,11 @@ type Incident struct {
 	Dropped int `json:"dropped,omitempty"`
 	// Continues is the ID of the incident this one continues, closed for
 	// its age.
-	Continues string    `json:"continues,omitempty"`
-	Diagnosis Diagnosis `json:"diagnosis"`
+	Continues string `json:"continues,omitempty"`
+	// Levels are the readings the diagnosis rules ask about, by signal:
+	// the highest of the unit's series from the gap before Start to End.
+	Levels    map[string]Level `json:"levels,omitempty"`
+	Diagnosis Diagnosis        `json:"diagnosis"`
 }
 
 // Open reports whether the incident has not resolved.
@@ -239,7 +242,7 @@ func (inc *Incident) member(key string) int {
 // incident: a firing alert whose window starts within it (give or take
 // the gap) opens it again, as happens when one group's backfill resolved
 // it before another group's alerts came.
-func JoinIncident(prev Incident, d AlertData, p IncidentPolicy) (Incident, []IncidentData) {
+func JoinIncident(prev Incident, d AlertData, p IncidentPolicy, lv Levels) (Incident, []IncidentData) {
 	p = p.withDefaults()
 	switch d.Status {
 	case StatusFiring:
@@ -271,7 +274,7 @@ func JoinIncident(prev Incident, d AlertData, p IncidentPolicy) (Incident, []Inc
 	if prev.Open() && !prev.firing() && d.ActiveAt.Sub(prev.lastEnd()) > p.Gap {
 		// The alert starts after the gap: the incident ended before it.
 		var res []IncidentData
-		prev, res = resolveIncident(prev, p)
+		prev, res = resolveIncident(prev, p, lv)
 		out = append(out, res...)
 	}
 	if !prev.Open() && prev.ID != "" && !d.ActiveAt.Before(prev.Start.Add(-p.Gap)) && !d.ActiveAt.After(prev.lastEnd().Add(p.Gap)) {
@@ -284,7 +287,7 @@ func JoinIncident(prev Incident, d AlertData, p IncidentPolicy) (Incident, []Inc
 		next.addMember(d, p)
 		next.Timeline = append(next.Timeline, IncidentEntry{Time: d.Time.UTC(), What: "note",
 			Text: fmt.Sprintf("open again: %s fired late, in the incident's window", d.Rule)})
-		next.Diagnosis = Diagnose(&next, p.Diagnoses)
+		next.diagnose(p, lv)
 		return next, append(out, incidentData(IncidentUpdated, d.Time.UTC(), next))
 	}
 	if !prev.Open() {
@@ -293,13 +296,13 @@ func JoinIncident(prev Incident, d AlertData, p IncidentPolicy) (Incident, []Inc
 			OpenedAt: d.Time.UTC(), Version: 1}
 		inc.ID = eventIDOf("inferwatch.incident.v1", []string{unit, d.Group}, inc.Start.UnixMilli())
 		inc.addMember(d, p)
-		inc.Diagnosis = Diagnose(&inc, p.Diagnoses)
+		inc.diagnose(p, lv)
 		return inc, append(out, incidentData(IncidentOpened, inc.OpenedAt, inc))
 	}
 	next := prev.clone()
 	next.Version++
 	next.addMember(d, p)
-	next.Diagnosis = Diagnose(&next, p.Diagnoses)
+	next.diagnose(p, lv)
 	return next, append(out, incidentData(IncidentUpdated, d.Time.UTC(), next))
 }
 
@@ -356,13 +359,13 @@ func (inc *Incident) addMember(d AlertData, p IncidentPolicy) {
 // when its last member resolved, if later); an incident whose anomalous
 // points span MaxAge is closed at the newest and continued from there by
 // a new one holding the members still firing.
-func TickIncident(prev Incident, now time.Time, p IncidentPolicy) (Incident, []IncidentData) {
+func TickIncident(prev Incident, now time.Time, p IncidentPolicy, lv Levels) (Incident, []IncidentData) {
 	p = p.withDefaults()
 	if !prev.Open() {
 		return prev, nil
 	}
 	if !prev.firing() && now.Sub(prev.lastEnd()) > p.Gap+p.Settle {
-		return resolveIncident(prev, p)
+		return resolveIncident(prev, p, lv)
 	}
 	if prev.End.Sub(prev.Start) < p.MaxAge {
 		return prev, nil
@@ -396,13 +399,31 @@ func TickIncident(prev Incident, now time.Time, p IncidentPolicy) (Incident, []I
 	old.Timeline = append(old.Timeline, IncidentEntry{Time: at, What: "note", Text: note})
 	next.Timeline = []IncidentEntry{{Time: at, What: "note",
 		Text: fmt.Sprintf("continues %s, open since %s, with the %d alerts still firing", prev.ID, prev.OpenedAt.UTC().Format(time.RFC3339), len(next.Members))}}
-	old.Diagnosis = Diagnose(&old, p.Diagnoses)
-	next.Diagnosis = Diagnose(&next, p.Diagnoses)
+	old.diagnose(p, lv)
+	next.diagnose(p, lv)
 	return next, []IncidentData{incidentData(IncidentResolved, at, old), incidentData(IncidentOpened, at, next)}
 }
 
+// diagnose makes the incident's diagnosis; with lv, it first reads the
+// levels the diagnosis rules ask about, from the gap before its start to
+// its newest anomalous point (without, it keeps those it has).
+func (inc *Incident) diagnose(p IncidentPolicy, lv Levels) {
+	if lv != nil {
+		inc.Levels = nil
+		for _, sig := range levelSignals(p.Diagnoses) {
+			if l, ok := lv.Peak(inc.Unit, sig, inc.Start.Add(-p.Gap), maxTime(inc.End, inc.Start)); ok {
+				if inc.Levels == nil {
+					inc.Levels = map[string]Level{}
+				}
+				inc.Levels[sig] = l
+			}
+		}
+	}
+	inc.Diagnosis = Diagnose(inc, p.Diagnoses)
+}
+
 // resolveIncident resolves an incident whose members have all resolved.
-func resolveIncident(prev Incident, p IncidentPolicy) (Incident, []IncidentData) {
+func resolveIncident(prev Incident, p IncidentPolicy, lv Levels) (Incident, []IncidentData) {
 	at := prev.lastEnd().Add(p.Gap)
 	for i := range prev.Members {
 		if r := prev.Members[i].ResolvedAt; r != nil && r.After(at) {
@@ -413,7 +434,7 @@ func resolveIncident(prev Incident, p IncidentPolicy) (Incident, []IncidentData)
 	next := prev.clone()
 	next.ResolvedAt = &at
 	next.Version++
-	next.Diagnosis = Diagnose(&next, p.Diagnoses)
+	next.diagnose(p, lv)
 	return next, []IncidentData{incidentData(IncidentResolved, at, next)}
 }
 
@@ -430,6 +451,7 @@ func (inc Incident) clone() Incident {
 		inc.Where = w
 	}
 	inc.UnitLabels = maps.Clone(inc.UnitLabels)
+	inc.Levels = maps.Clone(inc.Levels)
 	return inc
 }
 

@@ -49,7 +49,7 @@ func runIncidents(t *testing.T, p IncidentPolicy, now float64, evs ...AlertData)
 				}
 			}
 		}) {
-			next, e := TickIncident(open[k], now, p)
+			next, e := TickIncident(open[k], now, p, nil)
 			open[k] = next
 			out = append(out, e...)
 		}
@@ -57,7 +57,7 @@ func runIncidents(t *testing.T, p IncidentPolicy, now float64, evs ...AlertData)
 	for _, d := range evs {
 		tick(d.ActiveAt)
 		unit, _ := IncidentUnit(&d, p.withDefaults().By)
-		next, e := JoinIncident(open[unit], d, p)
+		next, e := JoinIncident(open[unit], d, p, nil)
 		open[unit] = next
 		out = append(out, e...)
 	}
@@ -152,7 +152,7 @@ func TestIncidentMembersAndPods(t *testing.T) {
 	// A repeat moves the member's window; it makes no event.
 	rep := evs[0]
 	rep.Status, rep.LastAnomalousAt, rep.Time = StatusRepeat, atMin(30), atMin(30)
-	next, e := JoinIncident(inc, rep, p)
+	next, e := JoinIncident(inc, rep, p, nil)
 	if len(e) != 0 || !next.End.Equal(atMin(30)) {
 		t.Errorf("repeat: %d events, end %v", len(e), next.End)
 	}
@@ -184,7 +184,7 @@ func TestIncidentCaps(t *testing.T) {
 		t.Errorf("closing note %+v", last)
 	}
 	// The continuation counts its age from where it starts.
-	if next, e := TickIncident(cont, atMin(500), p); len(e) != 0 || next.ID != cont.ID {
+	if next, e := TickIncident(cont, atMin(500), p, nil); len(e) != 0 || next.ID != cont.ID {
 		t.Errorf("the continuation closes again at once: %s", incidentStatuses(e))
 	}
 

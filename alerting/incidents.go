@@ -23,6 +23,9 @@ type IncidentOptions struct {
 	// Store, when set, keeps the open incidents across restarts
 	// (natsjs.KV's Incidents).
 	Store StateStore
+	// Levels, when set, gives the diagnoses the levels of the units'
+	// signals (a LevelStore the pipeline records the batches in).
+	Levels Levels
 	// Logger (nil: discard) and Metrics (nil: unregistered).
 	Logger  *slog.Logger
 	Metrics *metrics.Set
@@ -97,7 +100,7 @@ func (t *Incidents) Process(ctx context.Context, b *Batch) {
 		}
 		k, _ := IncidentUnit(&d, t.p.By)
 		if p := t.open[k]; p != nil {
-			next, evs := TickIncident(*p, at, t.p)
+			next, evs := TickIncident(*p, at, t.p, t.o.Levels)
 			if len(evs) > 0 {
 				t.set(k, *p, next)
 				changed[k] = true
@@ -115,7 +118,7 @@ func (t *Incidents) Process(ctx context.Context, b *Batch) {
 				"group", d.Group, "rule", d.Rule, "series", d.Series, "max_open", t.p.MaxOpen)
 			continue
 		}
-		next, evs := JoinIncident(prev, d, t.p)
+		next, evs := JoinIncident(prev, d, t.p, t.o.Levels)
 		if next.Dropped > prev.Dropped && next.ID == prev.ID {
 			t.overMembers.Add(next.Dropped - prev.Dropped)
 		}
@@ -136,7 +139,7 @@ func (t *Incidents) tick(now time.Time, changed map[string]bool) []IncidentData 
 	var out []IncidentData
 	for _, k := range slices.Sorted(maps.Keys(t.open)) {
 		prev := *t.open[k]
-		next, evs := TickIncident(prev, now, t.p)
+		next, evs := TickIncident(prev, now, t.p, t.o.Levels)
 		if len(evs) == 0 {
 			continue
 		}

@@ -312,8 +312,10 @@ func (f *fixture) publish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sink := &alerting.Pipeline{Lifecycle: alerting.NewLifecycle(alerting.LifecycleOptions{}),
-		Incidents: alerting.NewIncidents(alerting.IncidentOptions{Policy: rules.IncidentPolicy(cfg)}), Receivers: []alerting.Receiver{pub}}
+	policy := rules.IncidentPolicy(cfg)
+	levels := alerting.NewLevelStore(alerting.LevelOptions{Policy: policy})
+	sink := &alerting.Pipeline{Lifecycle: alerting.NewLifecycle(alerting.LifecycleOptions{}), Levels: levels,
+		Incidents: alerting.NewIncidents(alerting.IncidentOptions{Policy: policy, Levels: levels}), Receivers: []alerting.Receiver{pub}}
 	client, err := ingest.NewClient(ingest.ClientOptions{URL: f.vm.URL()})
 	if err != nil {
 		return err

@@ -49,6 +49,7 @@ type anomalyRule struct {
 
 	// scratch, reused from one evaluation to the next
 	scoreAt map[*seriesState]int // a series' entry in Result.Scores
+	readAt  map[*seriesState]int // a series' entry in Result.Readings
 	bt      []int64
 	bv      []float64
 	br      []analysis.Result
@@ -131,6 +132,7 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (res Res
 	fromMs := from.UnixMilli()
 	oldest := int64(math.MaxInt64)
 	clear(r.scoreAt)
+	clear(r.readAt)
 	r.seen = 0
 	if first && !r.fetched.Before(start) && r.fetched.Before(end) {
 		// A first evaluation that failed part of the way scored the
@@ -294,6 +296,24 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs,
 		}
 		for j := from; j < len(bt); j++ {
 			addScore(&res.Scores[k], bt[j], bv[j], r.br[j], scores)
+		}
+	}
+	if n := len(bt); n > 0 && bt[n-1] >= fromMs {
+		// The levels of the points reported, for the incidents'
+		// diagnoses: one entry per series and evaluation.
+		k, ok := r.readAt[st]
+		if !ok {
+			if r.readAt == nil {
+				r.readAt = map[*seriesState]int{}
+			}
+			k = len(res.Readings)
+			r.readAt[st] = k
+			res.Readings = append(res.Readings, r.readings(st))
+		}
+		for j, t := range bt {
+			if t >= fromMs {
+				res.Readings[k].Add(t, bv[j])
+			}
 		}
 	}
 	md, _ := st.det.(analysis.Moder)

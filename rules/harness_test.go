@@ -60,6 +60,7 @@ func (s *testSink) Send(ctx context.Context, b alerting.Batch) error {
 	s.o.Output.mu.Unlock()
 	s.o.Output.mu.Lock()
 	s.o.Output.scores = append(s.o.Output.scores, b.Scores...)
+	s.o.Output.readings = append(s.o.Output.readings, b.Readings...)
 	s.o.Output.mu.Unlock()
 	if s.o.Events == nil {
 		return nil
@@ -83,10 +84,11 @@ func (s *testSink) Send(ctx context.Context, b alerting.Batch) error {
 
 // recorder records findings.
 type recorder struct {
-	mu     sync.Mutex
-	got    []alerting.Finding
-	alerts []alerting.AlertData
-	scores []alerting.Scores
+	mu       sync.Mutex
+	got      []alerting.Finding
+	alerts   []alerting.AlertData
+	scores   []alerting.Scores
+	readings []alerting.Readings
 }
 
 func (r *recorder) add(fs []alerting.Finding) {

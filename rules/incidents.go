@@ -36,7 +36,7 @@ func conditions(cs []rulefmt.Condition) []alerting.Condition {
 	var out []alerting.Condition
 	for _, c := range cs {
 		out = append(out, alerting.Condition{Signal: c.Signal, Is: c.Is, Detail: c.Detail, Above: c.Above, Below: c.Below,
-			Any: conditions(c.Any)})
+			LevelAbove: c.LevelAbove, LevelBelow: c.LevelBelow, Any: conditions(c.Any)})
 	}
 	return out
 }

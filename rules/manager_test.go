@@ -441,6 +441,59 @@ func TestScoresArePassedOnPointByPoint(t *testing.T) {
 	}
 }
 
+// TestReadingsArePassedOn: an anomaly rule hands on the levels of the
+// points it reports, the highest of each five minutes with its time,
+// anomalous or not, and nothing of a cycle without new points.
+func TestReadingsArePassedOn(t *testing.T) {
+	series := minuteSeries("ttft", 200, map[int]float64{150: 50, 152: 4})
+	store := &memStore{series: []ingest.Series{series}}
+	out := &recorder{}
+	now := t0.Add(199 * time.Minute)
+	m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: store, Output: out, Backfill: time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.readings) != 1 {
+		t.Fatalf("%d readings, want one series", len(out.readings))
+	}
+	r := out.readings[0]
+	if r.Rule != "ttft" || r.Labels["team"] != "serving" || r.Labels["pod"] != "p0" || r.Group != "latency" {
+		t.Errorf("readings of %s %s %v", r.Group, r.Rule, r.Labels)
+	}
+	// The reported hour is minutes 139 to 199, both ends included: spans
+	// of minutes 135-139 (of which only 139), 140-144, …, 195-199. The
+	// values cycle 10, 10.1, 10.2 by minute: each span's highest is its
+	// first minute with i%3 == 2, and the span of 150 holds the spike.
+	var wantT []int64
+	var wantV []float64
+	for span := 135; span < 200; span += 5 {
+		best := max(span, 139)
+		for i := best; i < span+5; i++ {
+			if series.Values[i] > series.Values[best] {
+				best = i
+			}
+		}
+		wantT, wantV = append(wantT, series.Timestamps[best]), append(wantV, series.Values[best])
+	}
+	if !slices.Equal(r.T, wantT) || !slices.Equal(r.V, wantV) {
+		t.Errorf("readings %v %v,\nwant %v %v", r.T, r.V, wantT, wantV)
+	}
+	if len(r.V) < 4 || r.V[3] != 50 || r.T[3] != t0.Add(150*time.Minute).UnixMilli() {
+		t.Errorf("the span of the spike reads %v", r.V)
+	}
+	now = now.Add(time.Minute)
+	out.readings = nil
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.readings) != 0 {
+		t.Errorf("a cycle without new points handed on %d readings", len(out.readings))
+	}
+}
+
 // TestNewestScoresOnly: asked for each series' newest score, as the
 // gauges need, an evaluation over a long history hands over one point per
 // series, the newest, with the figures ScoresEvery gives for it.

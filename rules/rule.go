@@ -67,6 +67,8 @@ type Result struct {
 	Forecasts    []alerting.ForecastData
 	Scales       []alerting.ScaleData
 	Scores       []alerting.Scores
+	// Readings are the levels of the series an anomaly rule reported on.
+	Readings []alerting.Readings
 	// Outlook is a forecast rule's outlook for the scale rules.
 	Outlook *Outlook
 	// Scored counts the samples judged, Dropped the non-finite and stale
@@ -373,6 +375,15 @@ func (b *base) scores(st *seriesState, n int, sp ScorePoints) alerting.Scores {
 	return alerting.Scores{Group: b.group, Rule: b.cfg.Name, Kind: string(b.cfg.Kind), Labels: labels, Series: st.key,
 		T: make([]int64, 0, n), Value: make([]float64, 0, n), Score: make([]float64, 0, n),
 		Expected: make([]float64, 0, n), Lower: make([]float64, 0, n), Upper: make([]float64, 0, n)}
+}
+
+// readings starts the Readings of st for this evaluation.
+func (b *base) readings(st *seriesState) alerting.Readings {
+	labels := st.labels.Map()
+	for k, v := range b.cfg.Labels {
+		labels[k] = v
+	}
+	return alerting.Readings{Group: b.group, Rule: b.cfg.Name, Labels: labels, Series: st.key}
 }
 
 // addScore appends one judged point, or with ScoresNewest keeps it in

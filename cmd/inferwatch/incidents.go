@@ -2,13 +2,27 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/rules"
+	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
+
+// newIncidents makes the incident tracker of cfg and the level store the
+// pipeline records the rules' readings in, which gives the tracker's
+// diagnoses the levels of the units' signals.
+func newIncidents(cfg *rulefmt.Config, store alerting.StateStore, logger *slog.Logger, set *metrics.Set) (*alerting.Incidents, *alerting.LevelStore) {
+	p := rules.IncidentPolicy(cfg)
+	levels := alerting.NewLevelStore(alerting.LevelOptions{Policy: p})
+	return alerting.NewIncidents(alerting.IncidentOptions{Policy: p, Store: store, Levels: levels, Logger: logger, Metrics: set}), levels
+}
 
 var incidentColours = map[alerting.IncidentStatus]string{
 	alerting.IncidentOpened:   ansiBoldRed,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,7 +139,11 @@ func (s incidentScore) table(f *fleet.Fleet, incs []alerting.IncidentData, findi
 	for i, inj := range f.Incidents {
 		var got []string
 		for _, d := range s.matched[i] {
-			got = append(got, fmt.Sprintf("%s (%d alerts, %s)", d.Diagnosis.Name, len(d.Members), d.Diagnosis.Others))
+			var levels []string
+			for _, sig := range slices.Sorted(maps.Keys(d.Levels)) {
+				levels = append(levels, fmt.Sprintf("%s %.3g", sig, float64(d.Levels[sig].Value)))
+			}
+			got = append(got, fmt.Sprintf("%s (%d alerts, %s, levels %s)", d.Diagnosis.Name, len(d.Members), d.Diagnosis.Others, strings.Join(levels, " ")))
 		}
 		fmt.Fprintf(&b, "%-22s %-22s %s %-16s %d incidents: %s\n", inj.Kind, inj.Model, inj.Start.Format("01-02 15:04"), inj.Pod, len(s.matched[i]), strings.Join(got, "; "))
 	}

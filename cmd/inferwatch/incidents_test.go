@@ -21,19 +21,33 @@ func firingOf(rule string, value, expected float64, details map[string]any) aler
 		Score: 2, Details: details}
 }
 
+// readings are the levels of unit m's signals, each read at the alerts'
+// time.
+type readings map[string]float64
+
+func (r readings) Peak(unit, signal string, from, to time.Time) (alerting.Level, bool) {
+	at := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	v, ok := r[signal]
+	if !ok || unit != "model=m" || at.Before(from) || at.After(to) {
+		return alerting.Level{}, false
+	}
+	return alerting.Level{Rule: signal, Series: `{model="m", pod="p0"}`, Time: at, Value: alerting.JSONFloat(v)}, true
+}
+
 // TestDefaultDiagnoses gives the default table, through the daemon's
-// policy, one incident per diagnosis made of the preset rules' alerts,
-// and one that none fits.
+// policy, one incident per diagnosis made of the preset rules' alerts
+// and the levels of the unit's signals, and one that none fits.
 func TestDefaultDiagnoses(t *testing.T) {
 	p := rules.IncidentPolicy(&rulefmt.Config{})
+	levels := readings{"gpu_util": 60}
 	f := func(want string, alerts ...alerting.AlertData) {
 		t.Helper()
 		var inc alerting.Incident
 		for _, d := range alerts {
-			inc, _ = alerting.JoinIncident(inc, d, p)
+			inc, _ = alerting.JoinIncident(inc, d, p, levels)
 		}
 		if inc.Diagnosis.Name != want {
-			t.Errorf("diagnosis %s, want %s:\n%s", inc.Diagnosis.Name, want, inc.Diagnosis)
+			t.Errorf("diagnosis %s, want %s (levels %v):\n%s", inc.Diagnosis.Name, want, levels, inc.Diagnosis)
 		}
 	}
 	ttft := firingOf("vllm_ttft_mean", 2.4, 0.3, nil)
@@ -51,6 +65,21 @@ func TestDefaultDiagnoses(t *testing.T) {
 	f(alerting.DiagnosisNone, firingOf("dcgm_fb_used", 80000, 75000, nil))
 	// Latency falling is no stall.
 	f(alerting.DiagnosisNone, firingOf("vllm_ttft_mean", 0.1, 0.3, nil))
+
+	// Levels without alerts: a GPU at 95 % with latency and a queue up is
+	// saturation; a KV cache at 95 % with the GPU below saturation is
+	// KV-cache pressure (a stalled engine fits as well: the table prefers
+	// the former); both low, a stalled engine.
+	levels = readings{"gpu_util": 95, "kv_cache": 0.5}
+	f("gpu_saturation", ttft, waiting)
+	levels = readings{"gpu_util": 60, "kv_cache": 0.95}
+	f("kv_cache_pressure", ttft, waiting)
+	levels = readings{"gpu_util": 60, "kv_cache": 0.5}
+	f("engine_stall", ttft, waiting)
+	// With no reading of the GPU, a stall is not told from saturation by
+	// it: one condition less holds.
+	levels = nil
+	f("engine_stall", ttft, waiting)
 }
 
 // TestTailShowsAnIncidentAsABlock: tail prints an incident as its head
@@ -61,7 +90,7 @@ func TestTailShowsAnIncidentAsABlock(t *testing.T) {
 	var evs []alerting.IncidentData
 	for _, d := range []alerting.AlertData{firingOf("vllm_request_rate", 9, 3, nil), firingOf("vllm_ttft_mean", 2.4, 0.3, nil)} {
 		var e []alerting.IncidentData
-		inc, e = alerting.JoinIncident(inc, d, p)
+		inc, e = alerting.JoinIncident(inc, d, p, nil)
 		evs = append(evs, e...)
 	}
 	ev, err := alerting.NewIncidentEvent(evs[1], "")

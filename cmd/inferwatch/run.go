@@ -409,11 +409,11 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			logger.Error("alert states could not be restored; alerts start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 		}
 	}
-	incidents := alerting.NewIncidents(alerting.IncidentOptions{Policy: rules.IncidentPolicy(cfg), Store: kv.Incidents(), Logger: logger, Metrics: set})
+	incidents, levels := newIncidents(cfg, kv.Incidents(), logger, set)
 	if _, err := incidents.Restore(ctx); err != nil {
 		logger.Error("incidents could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
-	sink := &alerting.Pipeline{Lifecycle: life, Incidents: incidents, Receivers: append(receivers, pub)}
+	sink := &alerting.Pipeline{Lifecycle: life, Levels: levels, Incidents: incidents, Receivers: append(receivers, pub)}
 	// The alerts of removed rules resolve through the incidents too.
 	retained := &alerting.Pipeline{Incidents: incidents, Receivers: []alerting.Receiver{pub}}
 	hand := &handover{life: life, log: logger}

@@ -216,6 +216,13 @@ func (w *walker) walk(path string, s map[string]any, typ reflect.Type) {
 			if types(ap) == nil || types(ap)[0] != "array" || types(items) == nil || types(items)[0] != "string" || s["properties"] != nil {
 				w.t.Errorf("%s %s: a map of string lists wants additionalProperties {type: array, items: {type: string}} and no properties", w.file, path)
 			}
+		case reflect.Struct: // levels by signal: any name, each an object
+			ap, _ := s["additionalProperties"].(map[string]any)
+			if ap == nil || s["properties"] != nil {
+				w.t.Errorf("%s %s: a map of objects wants additionalProperties {the object} and no properties", w.file, path)
+				return
+			}
+			w.walk(path+"{}", ap, typ.Elem())
 		case reflect.Interface: // details: open
 			if _, has := s["additionalProperties"]; has || s["properties"] != nil {
 				w.t.Errorf("%s %s: an open map wants no additionalProperties or properties", w.file, path)
@@ -368,7 +375,9 @@ func events(t *testing.T) map[string][]byte {
 		Members: []alerting.IncidentMember{{Group: "fleet", Rule: "vllm_ttft_mean", Kind: "anomaly", Detector: "auto", Series: series,
 			Labels: labels, Severity: "warning", Signal: "latency", Direction: "up", ActiveAt: at.Add(-5 * time.Minute),
 			FiredAt: at.Add(-3 * time.Minute), LastAnomalousAt: at, Value: 2.1, Expected: 0.3, Score: undefined}},
-		Timeline:  []alerting.IncidentEntry{{Time: at.Add(-3 * time.Minute), What: "fired", Rule: "vllm_ttft_mean", Series: series, Text: "…"}},
+		Timeline: []alerting.IncidentEntry{{Time: at.Add(-3 * time.Minute), What: "fired", Rule: "vllm_ttft_mean", Series: series, Text: "…"}},
+		Levels: map[string]alerting.Level{"gpu_util": {Rule: "dcgm_gpu_util", Series: series, Time: at.Add(-4 * time.Minute), Value: 62},
+			"kv_cache": {Rule: "vllm_kv_cache_usage", Series: series, Time: at, Value: undefined}},
 		Diagnosis: alerting.Diagnosis{Name: "engine_stall", Title: "stalled engine", Check: "…", Confidence: 0.5, Held: 3, Total: 6, Evidence: []string{"✓ latency up: …"}},
 	}, Summary: "…", Description: "…"}
 	ev, err = alerting.NewIncidentEvent(incident, "")

@@ -57,13 +57,16 @@ type DiagnosisRule struct {
 // Condition is one condition of a diagnosis rule on the alerts of one
 // signal: Is asks for a direction (up, down, anomalous, normal: no alert
 // of it), Above and Below for a reading (the alerts' value, or their
-// Detail, a figure the rule kind measured such as a correlation's x_max).
-// A condition with Any holds when one of them holds.
+// Detail, a figure the rule kind measured such as a correlation's x_max);
+// LevelAbove and LevelBelow for the signal's level, alerts or not (the
+// highest reading of the unit's series of it around the incident). A
+// condition with Any holds when one of them holds.
 type Condition struct {
-	Signal, Is, Detail string
-	Above, Below       *float64
-	Any                []Condition
-	Pos                Pos
+	Signal, Is, Detail     string
+	Above, Below           *float64
+	LevelAbove, LevelBelow *float64
+	Any                    []Condition
+	Pos                    Pos
 }
 
 // Signals are what a rule's alerts can say about a serving unit, the
@@ -151,12 +154,14 @@ var DefaultDiagnoses = []DiagnosisRule{
 	{Name: "gpu_saturation", Title: "GPU saturation",
 		Check: "batch size and model against the GPU: the GPU runs at its limit and latency follows; scale out (the scale signal's desired replicas) or lower the batch size",
 		When: []Condition{{Any: []Condition{{Signal: "gpu_util", Is: "up", Above: above(90)},
-			{Signal: "gpu_latency_jitter", Is: "anomalous", Detail: "x_max", Above: above(90)}}}},
+			{Signal: "gpu_latency_jitter", Is: "anomalous", Detail: "x_max", Above: above(90)},
+			{Signal: "gpu_util", LevelAbove: above(90)}}}},
 		Also: []Condition{{Signal: "latency", Is: "up"}, {Signal: "queue", Is: "up"}, {Signal: "request_rate", Is: "normal"}}},
 	{Name: "kv_cache_pressure", Title: "KV-cache pressure",
 		Check: "the KV cache is nearly full and requests wait or are preempted: lower max_num_seqs or the batch size, or give the engine more GPU memory",
-		When:  []Condition{{Signal: "kv_cache", Is: "up", Above: above(0.9)}, {Signal: "latency", Is: "up"}},
-		Also:  []Condition{{Signal: "queue", Is: "up"}, {Signal: "gpu_util", Is: "normal"}, {Signal: "request_rate", Is: "normal"}}},
+		When: []Condition{{Any: []Condition{{Signal: "kv_cache", Is: "up", Above: above(0.9)}, {Signal: "kv_cache", LevelAbove: above(0.9)}}},
+			{Signal: "latency", Is: "up"}},
+		Also: []Condition{{Signal: "queue", Is: "up"}, {Signal: "gpu_util", LevelBelow: above(90)}, {Signal: "request_rate", Is: "normal"}}},
 	{Name: "host_bottleneck", Title: "scheduling or host bottleneck",
 		Check: "the GPU oscillates with latency jitter below saturation while load is flat: check CPU throttling, the host's other tenants, PCIe/NVLink and the scheduler",
 		When:  []Condition{{Signal: "gpu_latency_jitter", Is: "anomalous", Detail: "x_max", Below: above(90)}},
@@ -164,7 +169,7 @@ var DefaultDiagnoses = []DiagnosisRule{
 	{Name: "engine_stall", Title: "stalled engine on the pods listed",
 		Check: "latency rose while load stayed flat and no GPU, cache or throughput cause shows: check the listed pods' engine logs, restarts and node; restart or drain the pod",
 		When:  []Condition{{Signal: "latency", Is: "up"}, {Signal: "request_rate", Is: "normal"}, {Signal: "throughput_decay", Is: "normal"}},
-		Also:  []Condition{{Signal: "queue", Is: "up"}, {Signal: "gpu_util", Is: "normal"}, {Signal: "gpu_latency_jitter", Is: "normal"}}},
+		Also:  []Condition{{Signal: "queue", Is: "up"}, {Signal: "gpu_util", LevelBelow: above(90)}, {Signal: "gpu_latency_jitter", Is: "normal"}}},
 }
 
 var incidentKeys = []string{"by", "list", "gap", "max_age", "max_open", "max_members", "diagnoses"}
@@ -344,11 +349,11 @@ func (p *parser) condition(n *yaml.Node, where, rule string) (Condition, bool) {
 		p.errorf(n, "a condition of diagnosis %q must be a mapping, e.g. {signal: latency, is: up}, got %s", rule, kind(n))
 		return Condition{}, false
 	}
-	f := p.fields(n, "a condition of diagnosis "+rule, []string{"signal", "is", "above", "below", "detail", "any"}, nil)
+	f := p.fields(n, "a condition of diagnosis "+rule, []string{"signal", "is", "above", "below", "detail", "level_above", "level_below", "any"}, nil)
 	c := Condition{Pos: p.pos(n)}
 	if e, ok := f["any"]; ok {
 		if len(f) > 1 {
-			p.errorf(resolve(e.k), "a condition with any holds only other conditions; move signal, is, above, below and detail into them")
+			p.errorf(resolve(e.k), "a condition with any holds only other conditions; move signal, is, above, below, detail and the levels into them")
 			return c, false
 		}
 		c.Any = p.conditions(e.v, where+".any", rule)
@@ -375,19 +380,31 @@ func (p *parser) condition(n *yaml.Node, where, rule string) (Condition, bool) {
 	if e, ok := f["detail"]; ok {
 		c.Detail, _ = p.str(e.v, "detail")
 	}
-	for _, k := range []string{"above", "below"} {
+	for _, k := range []string{"above", "below", "level_above", "level_below"} {
 		if e, ok := f[k]; ok {
 			x := p.number(e, k, 0, -1e300, 1e300, false)
-			if k == "above" {
+			switch k {
+			case "above":
 				c.Above = &x
-			} else {
+			case "below":
 				c.Below = &x
+			case "level_above":
+				c.LevelAbove = &x
+			default:
+				c.LevelBelow = &x
 			}
 		}
 	}
+	level := c.LevelAbove != nil || c.LevelBelow != nil
 	switch {
-	case c.Is == "" && c.Above == nil && c.Below == nil:
-		p.errorf(n, "a condition on %s in diagnosis %q says nothing: give is (%s), above or below", c.Signal, rule, strings.Join(conditionIs, ", "))
+	case !level && c.Is == "" && c.Above == nil && c.Below == nil:
+		p.errorf(n, "a condition on %s in diagnosis %q says nothing: give is (%s), above, below, level_above or level_below", c.Signal, rule, strings.Join(conditionIs, ", "))
+		good = false
+	case level && (c.Is != "" || c.Above != nil || c.Below != nil || c.Detail != ""):
+		p.errorf(n, "a condition on %s in diagnosis %q asks for a level (level_above, level_below) and of its alerts (is, above, below, detail): give them as two conditions", c.Signal, rule)
+		good = false
+	case c.LevelAbove != nil && c.LevelBelow != nil && *c.LevelAbove >= *c.LevelBelow:
+		p.errorf(n, "a condition on %s in diagnosis %q asks for a level of at least %g and under %g: it cannot hold", c.Signal, rule, *c.LevelAbove, *c.LevelBelow)
 		good = false
 	case c.Is == "normal" && (c.Above != nil || c.Below != nil):
 		p.errorf(n, "a condition on %s in diagnosis %q asks for no alert (is: normal) and for a reading: it cannot hold", c.Signal, rule)

@@ -95,10 +95,14 @@ var badFiles = map[string][]string{
 		`incidents.bad.yaml:19:11: a condition on latency in diagnosis "hot" says nothing`,
 		`incidents.bad.yaml:20:11: a condition on latency in diagnosis "hot" asks for no alert (is: normal) and for a reading`,
 		`incidents.bad.yaml:21:11: a condition of diagnosis "hot" needs a signal`,
-		`incidents.bad.yaml:22:7: diagnosis "empty" needs at least one condition under when`,
-		`incidents.bad.yaml:26:17: diagnosis "cold" is not a default one; only defaults can be disabled`,
-		`incidents.bad.yaml:27:13: diagnosis "hot" is given twice (first at line 15)`,
-		`incidents.bad.yaml:31:21: alertmanager.send must be a list of alerts and incidents, e.g. [incidents]; "pages" is neither`,
+		`incidents.bad.yaml:22:11: a condition on gpu_util in diagnosis "hot" asks for a level (level_above, level_below) and of its alerts (is, above, below, detail): give them as two conditions`,
+		`incidents.bad.yaml:23:11: a condition on gpu_util in diagnosis "hot" asks for a level of at least 95 and under 90: it cannot hold`,
+		`incidents.bad.yaml:24:11: a condition on kv_cache in diagnosis "hot" says nothing`,
+		`incidents.bad.yaml:24:30: unknown field "level_abov" in a condition of diagnosis hot; did you mean "level_above"?`,
+		`incidents.bad.yaml:25:7: diagnosis "empty" needs at least one condition under when`,
+		`incidents.bad.yaml:29:17: diagnosis "cold" is not a default one; only defaults can be disabled`,
+		`incidents.bad.yaml:30:13: diagnosis "hot" is given twice (first at line 15)`,
+		`incidents.bad.yaml:34:21: alertmanager.send must be a list of alerts and incidents, e.g. [incidents]; "pages" is neither`,
 	},
 	"min-dev.bad.yaml": {
 		`min-dev.bad.yaml:9:19: group "g": rule "a": min_dev must be a finite number ≥ 0, got -1`,
@@ -654,7 +658,8 @@ func TestIncidentsSection(t *testing.T) {
 		t.Errorf("the replaced default: %+v", gpu)
 	}
 	leak := in.Diagnoses[5]
-	if len(leak.When) != 1 || len(leak.When[0].Any) != 2 || leak.When[0].Any[1].Signal != "kv_cache" {
+	if len(leak.When) != 1 || len(leak.When[0].Any) != 2 || leak.When[0].Any[1].Signal != "kv_cache" ||
+		len(leak.Also) != 1 || leak.Also[0].LevelBelow == nil || *leak.Also[0].LevelBelow != 90 || leak.Also[0].LevelAbove != nil {
 		t.Errorf("the added rule: %+v", leak)
 	}
 	if am := cfg.Alertmanager; am == nil || am.SendAlerts || !am.SendIncidents {
