@@ -37,7 +37,10 @@ const (
 // one of them holds. LevelAbove and LevelBelow ask for the signal's level
 // instead, alerts or not: the highest reading of the unit's series of it
 // around the incident (Incident.Levels) is at least LevelAbove, under
-// LevelBelow.
+// LevelBelow. LabelChanged asks for a change of one of Labels (none: any
+// label) on the unit shortly before or during the incident
+// (Incident.Changes), and ForecastMissed for load above a forecast's
+// interval around it (Incident.ForecastMiss); neither needs a Signal.
 type Condition struct {
 	Signal     string
 	Is         string
@@ -46,7 +49,12 @@ type Condition struct {
 	Below      *float64
 	LevelAbove *float64
 	LevelBelow *float64
-	Any        []Condition
+	// LabelChanged and Labels ask for a label change.
+	LabelChanged bool
+	Labels       []string
+	// ForecastMissed asks for load above a forecast's interval.
+	ForecastMissed bool
+	Any            []Condition
 }
 
 func (c Condition) String() string {
@@ -56,6 +64,15 @@ func (c Condition) String() string {
 			parts = append(parts, a.String())
 		}
 		return "(" + strings.Join(parts, " or ") + ")"
+	}
+	if c.ForecastMissed {
+		return "load above the forecast's interval"
+	}
+	if c.LabelChanged {
+		if len(c.Labels) == 0 {
+			return "a label changed"
+		}
+		return strings.Join(c.Labels, " or ") + " changed"
 	}
 	var parts []string
 	if c.LevelAbove != nil {
@@ -184,6 +201,17 @@ func holds(inc *Incident, c Condition) (bool, string) {
 		}
 		return false, strings.Join(whys, "; ")
 	}
+	if c.LabelChanged {
+		return holdsChange(inc, c)
+	}
+	if c.ForecastMissed {
+		m := inc.ForecastMiss
+		if m == nil {
+			return false, "no point above a forecast's interval around the incident"
+		}
+		return true, fmt.Sprintf("%s on %s read %s at %s, above the upper bound %s of its forecast from %s", m.Rule, m.Series,
+			fmtNum(float64(m.Value)), m.Time.UTC().Format(time.RFC3339), fmtNum(float64(m.Upper)), m.Origin.UTC().Format(time.RFC3339))
+	}
 	if c.LevelAbove != nil || c.LevelBelow != nil {
 		return holdsLevel(inc, c)
 	}
@@ -246,6 +274,17 @@ func holdsLevel(inc *Incident, c Condition) (bool, string) {
 	held := (c.LevelAbove == nil || x >= *c.LevelAbove) && (c.LevelBelow == nil || x < *c.LevelBelow)
 	return held, fmt.Sprintf("%s on %s read %s at %s, its highest from the gap before the start", l.Rule, l.Series, fmtNum(x),
 		l.Time.UTC().Format(time.RFC3339))
+}
+
+// holdsChange says whether one of the label changes of the incident is
+// of a label c asks about, and which.
+func holdsChange(inc *Incident, c Condition) (bool, string) {
+	for _, ch := range slices.Backward(inc.Changes) {
+		if len(c.Labels) == 0 || slices.Contains(c.Labels, ch.Label) {
+			return true, fmt.Sprintf("%s %s → %s at %s, on %s", ch.Label, ch.Old, ch.New, ch.Time.UTC().Format(time.RFC3339), ch.Series)
+		}
+	}
+	return false, "no label change shortly before or during the incident"
 }
 
 // reading is a member's value, or its detail when named.

@@ -169,6 +169,21 @@ type Readings struct {
 	V []float64
 }
 
+// ForecastMiss is a point of a forecast rule's series above the upper
+// bound its last forecast gave for that time: load above the forecast's
+// interval.
+type ForecastMiss struct {
+	Group  string            `json:"group"`
+	Rule   string            `json:"rule"`
+	Labels map[string]string `json:"labels"`
+	Series string            `json:"series"`
+	Time   time.Time         `json:"time"`
+	Value  JSONFloat         `json:"value"`
+	Upper  JSONFloat         `json:"upper"`
+	// Origin is when the forecast that gave Upper was made.
+	Origin time.Time `json:"origin"`
+}
+
 // Add adds a judged value at t (unix ms, not before the newest held):
 // it becomes the span's reading when the span has none or a lower one.
 // NaN and ±Inf are skipped.
@@ -214,6 +229,9 @@ type Batch struct {
 	// Readings are the levels the rules judged on each series, anomalous
 	// or not: a LevelStore keeps them for the incidents' diagnoses.
 	Readings []Readings
+	// Misses are the points forecast rules saw above their own last
+	// forecast's interval: load the forecast did not expect.
+	Misses []ForecastMiss
 	// Evaluated are the rules of the group whose evaluation succeeded,
 	// each with the newest point it judged: the lifecycle ends the alerts
 	// of a rule's series that had no point for its AbsentAfter by then.

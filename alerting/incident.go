@@ -35,6 +35,10 @@ const (
 	DefaultIncidentMaxAge     = 24 * time.Hour
 	DefaultIncidentMaxMembers = 100
 	DefaultIncidentMaxOpen    = 1000
+	// DefaultIncidentChangeWithin is how long before an incident a label
+	// change counts: a decay judged over a day's window starts hours after
+	// the rollout that caused it.
+	DefaultIncidentChangeWithin = 2 * time.Hour
 )
 
 // DefaultIncidentBy are the labels that name a serving unit, in order of
@@ -75,6 +79,13 @@ type IncidentPolicy struct {
 	Signals map[string]string
 	// Diagnoses are the diagnosis rules, in order of preference.
 	Diagnoses []DiagnosisRule
+	// ChangeWithin is how long before its start a label change of its
+	// unit (a new version) counts for an incident (default
+	// DefaultIncidentChangeWithin).
+	ChangeWithin time.Duration
+	// ChangeLabels are the labels whose new value on a unit's series is a
+	// label change (nil: DefaultChangeLabels; empty: none).
+	ChangeLabels []string
 }
 
 // withDefaults fills the zero fields.
@@ -96,6 +107,12 @@ func (p IncidentPolicy) withDefaults() IncidentPolicy {
 	}
 	if p.MaxOpen <= 0 {
 		p.MaxOpen = DefaultIncidentMaxOpen
+	}
+	if p.ChangeWithin <= 0 {
+		p.ChangeWithin = DefaultIncidentChangeWithin
+	}
+	if p.ChangeLabels == nil {
+		p.ChangeLabels = DefaultChangeLabels
 	}
 	return p
 }
@@ -174,8 +191,14 @@ type Incident struct {
 	Continues string `json:"continues,omitempty"`
 	// Levels are the readings the diagnosis rules ask about, by signal:
 	// the highest of the unit's series from the gap before Start to End.
-	Levels    map[string]Level `json:"levels,omitempty"`
-	Diagnosis Diagnosis        `json:"diagnosis"`
+	Levels map[string]Level `json:"levels,omitempty"`
+	// Changes are the label changes of the unit (a new version or image)
+	// from ChangeWithin before Start to End, oldest first.
+	Changes []LabelChange `json:"changes,omitempty"`
+	// ForecastMiss is the unit's point furthest above its forecast's
+	// interval from the gap before Start to End, if one was.
+	ForecastMiss *ForecastMiss `json:"forecast_miss,omitempty"`
+	Diagnosis    Diagnosis     `json:"diagnosis"`
 }
 
 // Open reports whether the incident has not resolved.
@@ -406,9 +429,16 @@ func TickIncident(prev Incident, now time.Time, p IncidentPolicy, lv Levels) (In
 
 // diagnose makes the incident's diagnosis; with lv, it first reads the
 // levels the diagnosis rules ask about, from the gap before its start to
-// its newest anomalous point (without, it keeps those it has).
+// its newest anomalous point, the point furthest above its forecast's
+// interval over the same span, and the label changes from ChangeWithin
+// before its start (without, it keeps those it has).
 func (inc *Incident) diagnose(p IncidentPolicy, lv Levels) {
 	if lv != nil {
+		inc.Changes = lv.Changes(inc.Unit, inc.Start.Add(-p.ChangeWithin), maxTime(inc.End, inc.Start))
+		inc.ForecastMiss = nil
+		if m, ok := lv.Missed(inc.Unit, inc.Start.Add(-p.Gap), maxTime(inc.End, inc.Start)); ok {
+			inc.ForecastMiss = &m
+		}
 		inc.Levels = nil
 		for _, sig := range levelSignals(p.Diagnoses) {
 			if l, ok := lv.Peak(inc.Unit, sig, inc.Start.Add(-p.Gap), maxTime(inc.End, inc.Start)); ok {
@@ -452,6 +482,11 @@ func (inc Incident) clone() Incident {
 	}
 	inc.UnitLabels = maps.Clone(inc.UnitLabels)
 	inc.Levels = maps.Clone(inc.Levels)
+	inc.Changes = slices.Clone(inc.Changes)
+	if inc.ForecastMiss != nil {
+		m := *inc.ForecastMiss
+		inc.ForecastMiss = &m
+	}
 	return inc
 }
 

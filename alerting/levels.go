@@ -9,14 +9,37 @@ import (
 )
 
 // Levels tells the incident tracker what a serving unit's signals read,
-// anomalous or not: a GPU at 95 % that is steady raises no alert but is
-// evidence of saturation.
+// anomalous or not (a GPU at 95 % that is steady raises no alert but is
+// evidence of saturation), and which of its labels changed (a new
+// version or image shortly before an incident is evidence of a
+// regression).
 type Levels interface {
 	// Peak returns the highest reading of signal on the series of unit
 	// (label=value, as IncidentUnit names it) with a time in [from, to],
 	// and false when there is none.
 	Peak(unit, signal string, from, to time.Time) (Level, bool)
+	// Changes returns the label changes of unit in [from, to], oldest
+	// first.
+	Changes(unit string, from, to time.Time) []LabelChange
+	// Missed returns the point of unit in [from, to] furthest above its
+	// forecast's interval (by value over upper bound), and false when
+	// none was above it.
+	Missed(unit string, from, to time.Time) (ForecastMiss, bool)
 }
+
+// LabelChange is a label of a unit's series that took a new value: the
+// first series with it was judged at Time, the newest before it had Old.
+type LabelChange struct {
+	Label  string    `json:"label"`
+	Old    string    `json:"old"`
+	New    string    `json:"new"`
+	Time   time.Time `json:"time"`
+	Series string    `json:"series"`
+}
+
+// DefaultChangeLabels are the labels whose change on a unit a LevelStore
+// reports (IncidentPolicy.ChangeLabels): what a rollout changes.
+var DefaultChangeLabels = []string{"version", "image", "model_version", "revision"}
 
 // Level is one reading of a signal: the value a rule judged on a series
 // at a time.
@@ -30,7 +53,8 @@ type Level struct {
 // LevelOptions configure a LevelStore.
 type LevelOptions struct {
 	// Policy names the unit (By) and the signal (Signals, or a series'
-	// signal label) of a reading, as it does for an alert.
+	// signal label) of a reading, as it does for an alert, and the labels
+	// whose changes count (ChangeLabels).
 	Policy IncidentPolicy
 	// Retain is how far before the oldest reading of a batch the store
 	// keeps readings (default: the policy's MaxAge plus its Gap, the
@@ -43,10 +67,23 @@ type LevelOptions struct {
 type LevelStore struct {
 	p      IncidentPolicy
 	retain time.Duration
+	change []string
 
 	mu sync.Mutex
 	// units maps unit and signal to the readings of each series.
 	units map[levelKey]map[string]*levelSeries
+	// values maps unit and change label to when each value was first and
+	// last seen.
+	values map[levelKey]map[string]*seenValue
+	// misses maps unit to its forecast misses, oldest first.
+	misses map[string][]ForecastMiss
+}
+
+// seenValue is when a label value of a unit was first and last seen
+// (unix ms), and on which series first.
+type seenValue struct {
+	first, last int64
+	series      string
 }
 
 type levelKey struct{ unit, signal string }
@@ -63,19 +100,27 @@ func NewLevelStore(o LevelOptions) *LevelStore {
 	if o.Retain <= 0 {
 		o.Retain = p.MaxAge + p.Gap
 	}
-	return &LevelStore{p: p, retain: o.Retain, units: map[levelKey]map[string]*levelSeries{}}
+	return &LevelStore{p: p, retain: o.Retain, change: p.ChangeLabels, units: map[levelKey]map[string]*levelSeries{},
+		values: map[levelKey]map[string]*seenValue{}, misses: map[string][]ForecastMiss{}}
 }
 
 // Record keeps the readings of b whose rule has a signal, then forgets
 // the readings older than Retain before the oldest of b's: a backfill's
 // batch stays whole until the next batch comes.
 func (s *LevelStore) Record(b *Batch) {
-	if len(b.Readings) == 0 {
+	if len(b.Readings) == 0 && len(b.Misses) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	oldest := int64(0)
+	for _, m := range b.Misses {
+		unit, _ := IncidentUnit(&AlertData{Group: m.Group, Rule: m.Rule, Series: m.Series, Labels: m.Labels}, s.p.By)
+		s.misses[unit] = append(s.misses[unit], m)
+		if t := m.Time.UnixMilli(); oldest == 0 || t < oldest {
+			oldest = t
+		}
+	}
 	for i := range b.Readings {
 		r := &b.Readings[i]
 		if len(r.T) == 0 {
@@ -84,6 +129,8 @@ func (s *LevelStore) Record(b *Batch) {
 		if oldest == 0 || r.T[0] < oldest {
 			oldest = r.T[0]
 		}
+		unit, _ := IncidentUnit(&AlertData{Group: r.Group, Rule: r.Rule, Series: r.Series, Labels: r.Labels}, s.p.By)
+		s.see(unit, r)
 		signal := s.p.Signals[r.Rule]
 		if v := r.Labels["signal"]; v != "" {
 			signal = v
@@ -91,7 +138,6 @@ func (s *LevelStore) Record(b *Batch) {
 		if signal == "" {
 			continue
 		}
-		unit, _ := IncidentUnit(&AlertData{Group: r.Group, Rule: r.Rule, Series: r.Series, Labels: r.Labels}, s.p.By)
 		k := levelKey{unit, signal}
 		m := s.units[k]
 		if m == nil {
@@ -125,6 +171,82 @@ func (s *LevelStore) Record(b *Batch) {
 			delete(s.units, k)
 		}
 	}
+	for unit, ms := range s.misses {
+		sort.SliceStable(ms, func(i, j int) bool { return ms[i].Time.Before(ms[j].Time) })
+		i := sort.Search(len(ms), func(i int) bool { return ms[i].Time.UnixMilli() >= cut })
+		if i == len(ms) {
+			delete(s.misses, unit)
+			continue
+		}
+		s.misses[unit] = slices.Clone(ms[i:])
+	}
+	for k, m := range s.values {
+		for v, seen := range m {
+			if seen.last < cut {
+				delete(m, v)
+			}
+		}
+		if len(m) == 0 {
+			delete(s.values, k)
+		}
+	}
+}
+
+// see notes the values of the change labels the readings' series have.
+func (s *LevelStore) see(unit string, r *Readings) {
+	first, last := r.T[0], r.T[len(r.T)-1]
+	for _, l := range s.change {
+		v := r.Labels[l]
+		if v == "" {
+			continue
+		}
+		k := levelKey{unit, l}
+		m := s.values[k]
+		if m == nil {
+			m = map[string]*seenValue{}
+			s.values[k] = m
+		}
+		seen := m[v]
+		if seen == nil {
+			m[v] = &seenValue{first: first, last: last, series: r.Series}
+			continue
+		}
+		if first < seen.first {
+			seen.first, seen.series = first, r.Series
+		}
+		seen.last = max(seen.last, last)
+	}
+}
+
+// Changes implements Levels: a value of a change label first seen in
+// [from, to] after another value of it was seen is a change from the
+// value seen last before it.
+func (s *LevelStore) Changes(unit string, from, to time.Time) []LabelChange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []LabelChange
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	for _, l := range s.change {
+		m := s.values[levelKey{unit, l}]
+		for _, v := range slices.Sorted(maps.Keys(m)) {
+			seen := m[v]
+			if seen.first < lo || seen.first > hi {
+				continue
+			}
+			old, oldLast := "", int64(0)
+			for w, o := range m {
+				if w != v && o.first < seen.first && (old == "" || o.last > oldLast || o.last == oldLast && w < old) {
+					old, oldLast = w, o.last
+				}
+			}
+			if old == "" {
+				continue // the first value seen: no change
+			}
+			out = append(out, LabelChange{Label: l, Old: old, New: v, Time: time.UnixMilli(seen.first).UTC(), Series: seen.series})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
 }
 
 // add appends the readings after the newest held; one in the same span
@@ -164,4 +286,30 @@ func (s *LevelStore) Peak(unit, signal string, from, to time.Time) (Level, bool)
 		}
 	}
 	return best, found
+}
+
+// Missed implements Levels.
+func (s *LevelStore) Missed(unit string, from, to time.Time) (ForecastMiss, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best ForecastMiss
+	found := false
+	for _, m := range s.misses[unit] {
+		if m.Time.Before(from) || m.Time.After(to) {
+			continue
+		}
+		if !found || excess(m) > excess(best) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// excess is how far a miss lies above the interval, as a share of its
+// upper bound (the difference when the bound is not positive).
+func excess(m ForecastMiss) float64 {
+	if float64(m.Upper) > 0 {
+		return float64(m.Value)/float64(m.Upper) - 1
+	}
+	return float64(m.Value - m.Upper)
 }

@@ -1,6 +1,7 @@
 package alerting
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -92,6 +93,11 @@ func (f fixedLevels) Peak(unit, signal string, from, to time.Time) (Level, bool)
 	return l, true
 }
 
+func (f fixedLevels) Changes(string, time.Time, time.Time) []LabelChange { return nil }
+func (f fixedLevels) Missed(string, time.Time, time.Time) (ForecastMiss, bool) {
+	return ForecastMiss{}, false
+}
+
 func TestDiagnoseOnLevels(t *testing.T) {
 	rules := []DiagnosisRule{
 		{Name: "hot", Title: "hot", When: []Condition{{Signal: "latency", Is: IsUp}, {Signal: "gpu", LevelAbove: ptr(90)}}},
@@ -131,5 +137,131 @@ func TestDiagnoseOnLevels(t *testing.T) {
 	next, evs := TickIncident(next, levelT0.Add(time.Hour), p, nil)
 	if next.ResolvedAt == nil || len(evs) != 1 || evs[0].Diagnosis.Name != "hot" {
 		t.Errorf("resolved without a store: %v %d events, diagnosis %s", next.ResolvedAt, len(evs), next.Diagnosis.Name)
+	}
+}
+
+func TestLabelChanges(t *testing.T) {
+	p := IncidentPolicy{Signals: map[string]string{"lat": "latency"}}
+	s := NewLevelStore(LevelOptions{Policy: p, Retain: 3 * time.Hour})
+	reading := func(pod, version, image string, from, to float64) Readings {
+		r := Readings{Group: "g", Rule: "lat", Series: `{model="m", pod="` + pod + `", version="` + version + `"}`,
+			Labels: map[string]string{"model": "m", "pod": pod, "version": version}}
+		if image != "" {
+			r.Labels["image"] = image
+		}
+		for m := from; m <= to; m += 5 {
+			r.Add(levelAt(m), 1)
+		}
+		return r
+	}
+	// v1 on both pods; a rolling update brings v2 on p1 at 30 minutes and
+	// on p0 at 40; the image changes with it on p1 only.
+	s.Record(&Batch{Readings: []Readings{reading("p0", "v1", "", 0, 35), reading("p1", "v1", "img:1", 0, 25)}})
+	s.Record(&Batch{Readings: []Readings{reading("p1", "v2", "img:2", 30, 60), reading("p0", "v2", "", 40, 60)}})
+	f := func(from, to float64, want ...string) {
+		t.Helper()
+		var got []string
+		for _, c := range s.Changes("model=m", levelT0.Add(time.Duration(from*float64(time.Minute))), levelT0.Add(time.Duration(to*float64(time.Minute)))) {
+			got = append(got, fmt.Sprintf("%s %s→%s %s %s", c.Label, c.Old, c.New, c.Time.Format("15:04"), c.Series))
+		}
+		if strings.Join(got, "; ") != strings.Join(want, "; ") {
+			t.Errorf("changes in [%g, %g]: %q, want %q", from, to, got, want)
+		}
+	}
+	f(0, 60, `version v1→v2 14:30 {model="m", pod="p1", version="v2"}`, `image img:1→img:2 14:30 {model="m", pod="p1", version="v2"}`)
+	f(31, 60)
+	// The first values seen are no change.
+	f(0, 29)
+	if c := s.Changes("model=other", levelT0, levelT0.Add(time.Hour)); len(c) != 0 {
+		t.Errorf("another unit: %v", c)
+	}
+	// Only the labels asked for are watched.
+	p.ChangeLabels = []string{}
+	none := NewLevelStore(LevelOptions{Policy: p})
+	none.Record(&Batch{Readings: []Readings{reading("p0", "v1", "", 0, 5), reading("p1", "v2", "", 10, 15)}})
+	if c := none.Changes("model=m", levelT0, levelT0.Add(time.Hour)); len(c) != 0 {
+		t.Errorf("no change labels: %v", c)
+	}
+}
+
+// changed is a Levels with one label change and no readings.
+type changed LabelChange
+
+func (c changed) Peak(string, string, time.Time, time.Time) (Level, bool) { return Level{}, false }
+func (c changed) Missed(string, time.Time, time.Time) (ForecastMiss, bool) {
+	return ForecastMiss{}, false
+}
+func (c changed) Changes(unit string, from, to time.Time) []LabelChange {
+	if c.Time.Before(from) || c.Time.After(to) {
+		return nil
+	}
+	return []LabelChange{LabelChange(c)}
+}
+
+func TestDiagnoseOnLabelChanges(t *testing.T) {
+	rules := []DiagnosisRule{
+		{Name: "rollout", Title: "rollout", When: []Condition{{Signal: "latency", Is: IsUp}, {LabelChanged: true, Labels: []string{"version"}}}},
+		{Name: "any", Title: "any", When: []Condition{{Signal: "latency", Is: IsUp}, {LabelChanged: true}}},
+	}
+	p := IncidentPolicy{ChangeWithin: time.Hour, Signals: map[string]string{"lat": "latency"}, Diagnoses: rules}
+	alert := AlertData{Group: "g", Rule: "lat", Series: `{model="m", pod="p0"}`, Labels: map[string]string{"model": "m", "pod": "p0"},
+		Status: StatusFiring, Time: levelT0, ActiveAt: levelT0, LastAnomalousAt: levelT0, Value: 3, Expected: 1, Score: 2}
+	f := func(name string, c changed, want, evidence string) {
+		t.Helper()
+		inc, _ := JoinIncident(Incident{}, alert, p, c)
+		if inc.Diagnosis.Name != want || !strings.Contains(inc.Diagnosis.String(), evidence) {
+			t.Errorf("%s: diagnosis %s, want %s with %q\n%s", name, inc.Diagnosis.Name, want, evidence, inc.Diagnosis)
+		}
+	}
+	f("version", changed{Label: "version", Old: "v1", New: "v2", Time: levelT0.Add(-50 * time.Minute), Series: "s"}, "rollout",
+		"✓ version changed: version v1 → v2 at 2026-11-20T13:10:00Z, on s")
+	f("image", changed{Label: "image", Old: "a", New: "b", Time: levelT0.Add(-50 * time.Minute)}, "any", "✓ a label changed: image a → b")
+	f("too early", changed{Label: "version", Old: "v1", New: "v2", Time: levelT0.Add(-70 * time.Minute)}, DiagnosisNone, "")
+}
+
+func TestForecastMisses(t *testing.T) {
+	s := NewLevelStore(LevelOptions{Retain: time.Hour})
+	miss := func(model string, min, value, upper float64) ForecastMiss {
+		at := levelT0.Add(time.Duration(min * float64(time.Minute)))
+		return ForecastMiss{Group: "fc", Rule: "rate", Labels: map[string]string{"model": model}, Series: `{model="` + model + `"}`,
+			Time: at, Value: JSONFloat(value), Upper: JSONFloat(upper), Origin: at.Add(-time.Minute)}
+	}
+	// 30 over 20 is 50 % above the bound, 70 over 50 40 %: the former is
+	// the furthest above.
+	s.Record(&Batch{Misses: []ForecastMiss{miss("m", 5, 30, 20), miss("m", 10, 70, 50), miss("other", 6, 100, 1)}})
+	f := func(from, to float64, want float64) {
+		t.Helper()
+		m, ok := s.Missed("model=m", levelT0.Add(time.Duration(from*float64(time.Minute))), levelT0.Add(time.Duration(to*float64(time.Minute))))
+		if math.IsNaN(want) {
+			if ok {
+				t.Errorf("[%g, %g]: %+v, want none", from, to, m)
+			}
+			return
+		}
+		if !ok || float64(m.Value) != want {
+			t.Errorf("[%g, %g]: %+v %v, want the miss of value %g", from, to, m, ok, want)
+		}
+	}
+	f(0, 20, 30)
+	f(6, 20, 70)
+	f(11, 20, math.NaN())
+	// A batch 71 minutes on forgets those more than an hour before it.
+	s.Record(&Batch{Misses: []ForecastMiss{miss("m", 71, 11, 10)}})
+	f(0, 60, math.NaN())
+	f(0, 80, 11)
+
+	rules := []DiagnosisRule{{Name: "surge", Title: "surge", When: []Condition{{Any: []Condition{{Signal: "rate", Is: IsUp}, {ForecastMissed: true}}}}}}
+	p := IncidentPolicy{Gap: 10 * time.Minute, Signals: map[string]string{"lat": "latency"}, Diagnoses: rules}
+	alert := AlertData{Group: "g", Rule: "lat", Series: `{model="m", pod="p0"}`, Labels: map[string]string{"model": "m", "pod": "p0"},
+		Status: StatusFiring, Time: levelT0.Add(75 * time.Minute), ActiveAt: levelT0.Add(72 * time.Minute),
+		LastAnomalousAt: levelT0.Add(75 * time.Minute), Value: 3, Expected: 1, Score: 2}
+	inc, _ := JoinIncident(Incident{}, alert, p, s)
+	want := "✓ (rate up or load above the forecast's interval): rate on {model=\"m\"} read 11 at 2026-11-20T15:11:00Z, above the upper bound 10 of its forecast from 2026-11-20T15:10:00Z"
+	if inc.Diagnosis.Name != "surge" || inc.ForecastMiss == nil || !strings.Contains(inc.Diagnosis.String(), want) {
+		t.Errorf("diagnosis %s, miss %+v, want surge with %q:\n%s", inc.Diagnosis.Name, inc.ForecastMiss, want, inc.Diagnosis)
+	}
+	alert.ActiveAt, alert.Time, alert.LastAnomalousAt = levelT0.Add(95*time.Minute), levelT0.Add(95*time.Minute), levelT0.Add(95*time.Minute)
+	if inc, _ := JoinIncident(Incident{}, alert, p, s); inc.Diagnosis.Name != DiagnosisNone || inc.ForecastMiss != nil {
+		t.Errorf("a miss more than the gap before the start counts: %s %+v", inc.Diagnosis.Name, inc.ForecastMiss)
 	}
 }

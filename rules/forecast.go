@@ -236,6 +236,9 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 				continue
 			}
 			snapTo(t)
+			if up, ok := s.missedAt(t, b.v[i], stepMs); ok {
+				res.Misses = append(res.Misses, r.miss(s, t, b.v[i], up))
+			}
 			if err := s.update(r.opts, &it, i, stepMs, refits); err != nil {
 				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
 				break
@@ -384,6 +387,39 @@ func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs in
 	o.ForecastInto(&s.fc)
 	s.track(stepMs)
 	return nil
+}
+
+// missedAt reports whether v at t lies above the interval the series'
+// last forecast gave for t by at least the interval's upper half-width
+// (the upper bound less the mean; a millionth of the bound at least), and
+// that bound. A point just above the bound is what the level leaves out
+// (a 0.9 interval leaves out one point in twenty above it); one as far
+// again above is not.
+func (s *fcSeries) missedAt(t int64, v float64, stepMs int64) (float64, bool) {
+	if (s.f == nil && s.sum == nil) || len(s.fc.Upper) == 0 || len(s.fc.Mean) != len(s.fc.Upper) || (t-s.fc.Origin)%stepMs != 0 || !num.Finite(v) {
+		return 0, false
+	}
+	lead := int((t - s.fc.Origin) / stepMs)
+	if lead < 1 || lead > len(s.fc.Upper) {
+		return 0, false
+	}
+	up, mean := s.fc.Upper[lead-1], s.fc.Mean[lead-1]
+	if !num.Finite(up) || !num.Finite(mean) {
+		return 0, false
+	}
+	return up, v > up+max(up-mean, 1e-6*math.Abs(up))
+}
+
+// miss is the forecast miss of series s at t: v above the upper bound up
+// of its last forecast.
+func (r *forecastRule) miss(s *fcSeries, t int64, v, up float64) alerting.ForecastMiss {
+	labels := s.labels.Map()
+	for k, lv := range r.cfg.Labels {
+		labels[k] = lv
+	}
+	return alerting.ForecastMiss{Group: r.group, Rule: r.cfg.Name, Labels: labels, Series: s.labels.String(),
+		Time: time.UnixMilli(t).UTC(), Value: alerting.JSONFloat(v), Upper: alerting.JSONFloat(up),
+		Origin: time.UnixMilli(s.fc.Origin).UTC()}
 }
 
 // track remembers the forecast at the horizon for scoring when its

@@ -144,6 +144,40 @@ func TestForecastRulePublishesTheOutlook(t *testing.T) {
 	}
 }
 
+// TestForecastRuleReportsMisses: a forecast rule replaying a backfill
+// reports the points far above the interval of its own last forecast:
+// the first point of a surge to twice the load, none before it.
+func TestForecastRuleReportsMisses(t *testing.T) {
+	n := 8 * 60
+	surge := n - 30
+	series := hourly("a", n, 2, surge, n)
+	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {series}}}
+	out := &recorder{}
+	now := t0.Add(time.Duration(n-1) * time.Minute)
+	e, err := newTestManager(testOptions{Groups: forecastGroups()[:1], Querier: store, Output: out, Backfill: 2 * time.Hour,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.misses) == 0 {
+		t.Fatal("no misses reported")
+	}
+	first := out.misses[0]
+	if want := t0.Add(time.Duration(surge) * time.Minute); !first.Time.Equal(want) {
+		t.Errorf("the first miss at %v, want the surge's first point %v (%d misses)", first.Time, want, len(out.misses))
+	}
+	for _, m := range out.misses {
+		k := int(m.Time.Sub(t0) / time.Minute)
+		if k < surge || float64(m.Value) != series.Values[k] || !(m.Value > m.Upper*1.01) || !m.Origin.Before(m.Time) ||
+			m.Labels["model"] != "a" || m.Labels["team"] != "serving" || m.Rule != "rate" || m.Group != "fc" {
+			t.Errorf("miss %+v: want one of the surge's points (from minute %d), above the upper bound of an earlier forecast", m, surge)
+		}
+	}
+}
+
 func TestForecastRuleWithTooLittleHistorySaysSo(t *testing.T) {
 	store := &exprStore{byExpr: map[string][]ingest.Series{"rate": {hourly("a", 30, 1, 0, 0)}}}
 	events := &eventRecorder{}

@@ -61,6 +61,7 @@ func (s *testSink) Send(ctx context.Context, b alerting.Batch) error {
 	s.o.Output.mu.Lock()
 	s.o.Output.scores = append(s.o.Output.scores, b.Scores...)
 	s.o.Output.readings = append(s.o.Output.readings, b.Readings...)
+	s.o.Output.misses = append(s.o.Output.misses, b.Misses...)
 	s.o.Output.mu.Unlock()
 	if s.o.Events == nil {
 		return nil
@@ -89,6 +90,7 @@ type recorder struct {
 	alerts   []alerting.AlertData
 	scores   []alerting.Scores
 	readings []alerting.Readings
+	misses   []alerting.ForecastMiss
 }
 
 func (r *recorder) add(fs []alerting.Finding) {

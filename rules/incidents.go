@@ -12,7 +12,8 @@ import (
 func IncidentPolicy(cfg *rulefmt.Config) alerting.IncidentPolicy {
 	in := cfg.Incidents
 	p := alerting.IncidentPolicy{By: in.By, List: in.List, Gap: in.Gap, MaxAge: in.MaxAge, MaxOpen: in.MaxOpen,
-		MaxMembers: in.MaxMembers, Signals: rulefmt.PresetSignals()}
+		MaxMembers: in.MaxMembers, Signals: rulefmt.PresetSignals(), ChangeWithin: in.ChangeWithin,
+		ChangeLabels: in.ChangeLabels}
 	if in.By == nil { // a configuration made in code, not read from a file
 		p.By, p.List = nil, nil
 	}
@@ -36,7 +37,8 @@ func conditions(cs []rulefmt.Condition) []alerting.Condition {
 	var out []alerting.Condition
 	for _, c := range cs {
 		out = append(out, alerting.Condition{Signal: c.Signal, Is: c.Is, Detail: c.Detail, Above: c.Above, Below: c.Below,
-			LevelAbove: c.LevelAbove, LevelBelow: c.LevelBelow, Any: conditions(c.Any)})
+			LevelAbove: c.LevelAbove, LevelBelow: c.LevelBelow, LabelChanged: c.LabelChanged, Labels: c.Labels,
+			ForecastMissed: c.ForecastMissed, Any: conditions(c.Any)})
 	}
 	return out
 }

@@ -694,6 +694,7 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		batch.Scales = append(batch.Scales, res.Scales...)
 		batch.Scores = append(batch.Scores, res.Scores...)
 		batch.Readings = append(batch.Readings, res.Readings...)
+		batch.Misses = append(batch.Misses, res.Misses...)
 		m.log.Debug("rule evaluated", "group", g.cfg.Name, "rule", r.Name(), "kind", r.Kind(), "at", at.UTC(),
 			"scored", res.Scored, "series", res.Series, "observations", len(res.Observations), "forecasts", len(res.Forecasts),
 			"scale_signals", len(res.Scales), "took", took)

@@ -69,6 +69,9 @@ type Result struct {
 	Scores       []alerting.Scores
 	// Readings are the levels of the series an anomaly rule reported on.
 	Readings []alerting.Readings
+	// Misses are the points a forecast rule saw above its last
+	// forecast's interval.
+	Misses []alerting.ForecastMiss
 	// Outlook is a forecast rule's outlook for the scale rules.
 	Outlook *Outlook
 	// Scored counts the samples judged, Dropped the non-finite and stale

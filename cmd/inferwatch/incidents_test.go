@@ -34,12 +34,29 @@ func (r readings) Peak(unit, signal string, from, to time.Time) (alerting.Level,
 	return alerting.Level{Rule: signal, Series: `{model="m", pod="p0"}`, Time: at, Value: alerting.JSONFloat(v)}, true
 }
 
+// rollout is readings with a version change 30 minutes before the alerts.
+type rollout struct{ readings }
+
+func (rollout) Changes(unit string, from, to time.Time) []alerting.LabelChange {
+	at := time.Date(2026, 11, 25, 13, 30, 0, 0, time.UTC)
+	if unit != "model=m" || at.Before(from) || at.After(to) {
+		return nil
+	}
+	return []alerting.LabelChange{{Label: "version", Old: "0.6.1", New: "0.6.2", Time: at, Series: `{model="m", pod="p0", version="0.6.2"}`}}
+}
+
+func (r readings) Changes(string, time.Time, time.Time) []alerting.LabelChange { return nil }
+
+func (r readings) Missed(string, time.Time, time.Time) (alerting.ForecastMiss, bool) {
+	return alerting.ForecastMiss{}, false
+}
+
 // TestDefaultDiagnoses gives the default table, through the daemon's
 // policy, one incident per diagnosis made of the preset rules' alerts
 // and the levels of the unit's signals, and one that none fits.
 func TestDefaultDiagnoses(t *testing.T) {
 	p := rules.IncidentPolicy(&rulefmt.Config{})
-	levels := readings{"gpu_util": 60}
+	var levels alerting.Levels = readings{"gpu_util": 60}
 	f := func(want string, alerts ...alerting.AlertData) {
 		t.Helper()
 		var inc alerting.Incident
@@ -78,8 +95,12 @@ func TestDefaultDiagnoses(t *testing.T) {
 	f("engine_stall", ttft, waiting)
 	// With no reading of the GPU, a stall is not told from saturation by
 	// it: one condition less holds.
-	levels = nil
+	levels = readings(nil)
 	f("engine_stall", ttft, waiting)
+	// Latency up right after a new version is a regression, decay or not.
+	levels = rollout{readings{"gpu_util": 60, "kv_cache": 0.5}}
+	f("regression", ttft, waiting)
+	f("regression", firingOf("vllm_decode_throughput_decay", 0.35, 0, map[string]any{"eta_current": 0.35}), ttft)
 }
 
 // TestTailShowsAnIncidentAsABlock: tail prints an incident as its head
@@ -110,7 +131,7 @@ func TestTailShowsAnIncidentAsABlock(t *testing.T) {
 		"2026-11-25T14:00:00Z  incident    warning   fleet/model=m  updated: traffic surge (confidence 0.50), 2 alerts, pod p0, from 2026-11-25T14:00:00Z",
 		"    14:00:00  fired    vllm_request_rate up on {model=\"m\", pod=\"p0\"}: 9 against an expected 3 (score 2)",
 		"    14:00:00  fired    vllm_ttft_mean up on {model=\"m\", pod=\"p0\"}: 2.4 against an expected 0.3 (score 2)",
-		"    ✓ request_rate up: vllm_request_rate up on",
+		"    ✓ (request_rate up or load above the forecast's interval): vllm_request_rate up on",
 		"    ✓ latency up: vllm_ttft_mean up on",
 		"    ✗ queue up: no alert of it",
 		"    ✗ kv_cache up: no alert of it",

@@ -378,6 +378,7 @@ func events(t *testing.T) map[string][]byte {
 		Timeline: []alerting.IncidentEntry{{Time: at.Add(-3 * time.Minute), What: "fired", Rule: "vllm_ttft_mean", Series: series, Text: "…"}},
 		Levels: map[string]alerting.Level{"gpu_util": {Rule: "dcgm_gpu_util", Series: series, Time: at.Add(-4 * time.Minute), Value: 62},
 			"kv_cache": {Rule: "vllm_kv_cache_usage", Series: series, Time: at, Value: undefined}},
+		Changes:   []alerting.LabelChange{{Label: "version", Old: "0.6.1", New: "0.6.2", Time: at.Add(-40 * time.Minute), Series: series}},
 		Diagnosis: alerting.Diagnosis{Name: "engine_stall", Title: "stalled engine", Check: "…", Confidence: 0.5, Held: 3, Total: 6, Evidence: []string{"✓ latency up: …"}},
 	}, Summary: "…", Description: "…"}
 	ev, err = alerting.NewIncidentEvent(incident, "")

@@ -24,6 +24,11 @@ type Incidents struct {
 	// MaxOpen bounds the open incidents of a group (default 1000),
 	// MaxMembers the alerts one incident lists (default 100).
 	MaxOpen, MaxMembers int
+	// ChangeLabels are the labels whose new value on a unit's series is a
+	// label change (default DefaultChangeLabels); ChangeWithin how long
+	// before an incident's start one counts (default 2h).
+	ChangeLabels []string
+	ChangeWithin time.Duration
 	// Diagnoses are the diagnosis rules: DefaultDiagnoses, with those the
 	// file names replaced or removed and its others added; nil when the
 	// file has no diagnoses (the defaults apply).
@@ -36,6 +41,7 @@ const (
 	DefaultIncidentMaxAge     = 24 * time.Hour
 	DefaultIncidentMaxOpen    = 1000
 	DefaultIncidentMaxMembers = 100
+	DefaultChangeWithin       = 2 * time.Hour
 )
 
 // DefaultIncidentBy and DefaultIncidentList are the defaults of
@@ -43,6 +49,8 @@ const (
 var (
 	DefaultIncidentBy   = []string{"model", "model_name"}
 	DefaultIncidentList = []string{"pod", "Hostname"}
+	// DefaultChangeLabels are what a rollout changes.
+	DefaultChangeLabels = []string{"version", "image", "model_version", "revision"}
 )
 
 // DiagnosisRule is one row of the diagnosis table: it applies to an
@@ -54,7 +62,10 @@ type DiagnosisRule struct {
 	Pos                Pos
 }
 
-// Condition is one condition of a diagnosis rule on the alerts of one
+// Condition is one condition of a diagnosis rule: LabelChanged asks for a
+// change of one of Labels (none: any of incidents.change_labels) on the
+// unit shortly before or during the incident, ForecastMissed for load
+// above a forecast rule's interval around it; the others are on one
 // signal: Is asks for a direction (up, down, anomalous, normal: no alert
 // of it), Above and Below for a reading (the alerts' value, or their
 // Detail, a figure the rule kind measured such as a correlation's x_max);
@@ -65,6 +76,9 @@ type Condition struct {
 	Signal, Is, Detail     string
 	Above, Below           *float64
 	LevelAbove, LevelBelow *float64
+	LabelChanged           bool
+	Labels                 []string
+	ForecastMissed         bool
 	Any                    []Condition
 	Pos                    Pos
 }
@@ -145,12 +159,12 @@ func above(x float64) *float64 { return &x }
 var DefaultDiagnoses = []DiagnosisRule{
 	{Name: "traffic_surge", Title: "traffic surge",
 		Check: "load is above what the detector expected: check the scale signal's desired replicas and that the autoscaler follows it; scale out",
-		When:  []Condition{{Signal: "request_rate", Is: "up"}},
+		When:  []Condition{{Any: []Condition{{Signal: "request_rate", Is: "up"}, {ForecastMissed: true}}}},
 		Also:  []Condition{{Signal: "latency", Is: "up"}, {Signal: "queue", Is: "up"}, {Signal: "kv_cache", Is: "up"}}},
 	{Name: "regression", Title: "throughput regression, e.g. after a rollout",
 		Check: "what changed shortly before the start (a new version, image, engine flag or driver); roll back if so",
-		When:  []Condition{{Signal: "throughput_decay", Is: "anomalous"}},
-		Also:  []Condition{{Signal: "latency", Is: "up"}, {Signal: "request_rate", Is: "normal"}}},
+		When:  []Condition{{Any: []Condition{{Signal: "throughput_decay", Is: "anomalous"}, {LabelChanged: true}}}},
+		Also:  []Condition{{Signal: "latency", Is: "up"}, {Signal: "request_rate", Is: "normal"}, {LabelChanged: true}}},
 	{Name: "gpu_saturation", Title: "GPU saturation",
 		Check: "batch size and model against the GPU: the GPU runs at its limit and latency follows; scale out (the scale signal's desired replicas) or lower the batch size",
 		When: []Condition{{Any: []Condition{{Signal: "gpu_util", Is: "up", Above: above(90)},
@@ -172,13 +186,15 @@ var DefaultDiagnoses = []DiagnosisRule{
 		Also:  []Condition{{Signal: "queue", Is: "up"}, {Signal: "gpu_util", LevelBelow: above(90)}, {Signal: "gpu_latency_jitter", Is: "normal"}}},
 }
 
-var incidentKeys = []string{"by", "list", "gap", "max_age", "max_open", "max_members", "diagnoses"}
+var incidentKeys = []string{"by", "list", "gap", "max_age", "max_open", "max_members", "change_labels", "change_within", "diagnoses"}
 
 // incidents reads the incidents: section (absent: the defaults).
 func (p *parser) incidents(kv pair, groups []Group) Incidents {
 	out := Incidents{By: slices.Clone(DefaultIncidentBy), List: slices.Clone(DefaultIncidentList),
-		Gap: DefaultIncidentGap, MaxAge: DefaultIncidentMaxAge, MaxOpen: DefaultIncidentMaxOpen, MaxMembers: DefaultIncidentMaxMembers}
+		Gap: DefaultIncidentGap, MaxAge: DefaultIncidentMaxAge, MaxOpen: DefaultIncidentMaxOpen, MaxMembers: DefaultIncidentMaxMembers,
+		ChangeLabels: slices.Clone(DefaultChangeLabels), ChangeWithin: DefaultChangeWithin}
 	p.checkSignalLabels(groups)
+	p.changeLabels = out.ChangeLabels
 	if kv.v == nil || isNull(resolve(kv.v)) {
 		return out
 	}
@@ -208,6 +224,15 @@ func (p *parser) incidents(kv pair, groups []Group) Incidents {
 	if e, ok := f["max_members"]; ok {
 		out.MaxMembers = int(p.integer(e, "incidents.max_members", DefaultIncidentMaxMembers, 1, 1e5))
 	}
+	if e, ok := f["change_labels"]; ok {
+		out.ChangeLabels = p.labelList(resolve(e.v), "incidents.change_labels")
+		if out.ChangeLabels == nil {
+			out.ChangeLabels = []string{}
+		}
+		p.changeLabels = out.ChangeLabels
+	}
+	e, ok = f["change_within"]
+	out.ChangeWithin, _ = p.positive(e, ok, "incidents.change_within", DefaultChangeWithin, false)
 	if out.MaxAge <= out.Gap {
 		p.errorf(n, "incidents.max_age (%s) must be longer than incidents.gap (%s)", out.MaxAge, out.Gap)
 	}
@@ -349,7 +374,7 @@ func (p *parser) condition(n *yaml.Node, where, rule string) (Condition, bool) {
 		p.errorf(n, "a condition of diagnosis %q must be a mapping, e.g. {signal: latency, is: up}, got %s", rule, kind(n))
 		return Condition{}, false
 	}
-	f := p.fields(n, "a condition of diagnosis "+rule, []string{"signal", "is", "above", "below", "detail", "level_above", "level_below", "any"}, nil)
+	f := p.fields(n, "a condition of diagnosis "+rule, []string{"signal", "is", "above", "below", "detail", "level_above", "level_below", "label_changed", "forecast_missed", "any"}, nil)
 	c := Condition{Pos: p.pos(n)}
 	if e, ok := f["any"]; ok {
 		if len(f) > 1 {
@@ -359,9 +384,27 @@ func (p *parser) condition(n *yaml.Node, where, rule string) (Condition, bool) {
 		c.Any = p.conditions(e.v, where+".any", rule)
 		return c, len(c.Any) > 0
 	}
+	if e, ok := f["label_changed"]; ok {
+		if len(f) > 1 {
+			p.errorf(resolve(e.k), "a condition with label_changed asks for a label change only; give the signal's in a condition of its own")
+			return c, false
+		}
+		return p.labelChanged(c, resolve(e.v), rule)
+	}
+	if e, ok := f["forecast_missed"]; ok {
+		if len(f) > 1 {
+			p.errorf(resolve(e.k), "a condition with forecast_missed asks for load above a forecast's interval only; give the signal's in a condition of its own")
+			return c, false
+		}
+		c.ForecastMissed, _ = p.boolean(e.v, "forecast_missed")
+		if !c.ForecastMissed {
+			p.errorf(resolve(e.v), "forecast_missed: false in diagnosis %q says nothing; give true, or leave the condition out", rule)
+		}
+		return c, c.ForecastMissed
+	}
 	e, ok := f["signal"]
 	if !ok {
-		p.errorf(n, "a condition of diagnosis %q needs a signal (%s)", rule, strings.Join(SignalNames(), ", "))
+		p.errorf(n, "a condition of diagnosis %q needs a signal (%s), label_changed or forecast_missed", rule, strings.Join(SignalNames(), ", "))
 		return c, false
 	}
 	c.Signal, _ = p.str(e.v, "signal")
@@ -408,6 +451,37 @@ func (p *parser) condition(n *yaml.Node, where, rule string) (Condition, bool) {
 		good = false
 	case c.Is == "normal" && (c.Above != nil || c.Below != nil):
 		p.errorf(n, "a condition on %s in diagnosis %q asks for no alert (is: normal) and for a reading: it cannot hold", c.Signal, rule)
+		good = false
+	}
+	return c, good
+}
+
+// labelChanged reads label_changed: any, or a list of change labels.
+func (p *parser) labelChanged(c Condition, v *yaml.Node, rule string) (Condition, bool) {
+	c.LabelChanged = true
+	if v.Kind == yaml.ScalarNode && v.Value == "any" {
+		return c, true
+	}
+	if v.Kind != yaml.SequenceNode {
+		p.errorf(v, "label_changed in diagnosis %q must be any or a list of incidents.change_labels, e.g. [version], got %s", rule, kind(v))
+		return c, false
+	}
+	good := true
+	for _, item := range v.Content {
+		item = resolve(item)
+		if item.Kind != yaml.ScalarNode || !slices.Contains(p.changeLabels, item.Value) {
+			known := "none: incidents.change_labels is empty"
+			if len(p.changeLabels) > 0 {
+				known = "incidents.change_labels are " + strings.Join(p.changeLabels, ", ")
+			}
+			p.errorf(item, "label_changed in diagnosis %q names %q, which is not a change label; %s", rule, item.Value, known)
+			good = false
+			continue
+		}
+		c.Labels = append(c.Labels, item.Value)
+	}
+	if good && len(c.Labels) == 0 {
+		p.errorf(v, "label_changed in diagnosis %q names no label; give any or a list, e.g. [version]", rule)
 		good = false
 	}
 	return c, good

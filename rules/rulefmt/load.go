@@ -167,6 +167,9 @@ type parser struct {
 	// origin is the merge key being expanded, where running out of budget
 	// is reported.
 	origin *yaml.Node
+	// changeLabels are the incidents' change labels, for the diagnoses'
+	// conditions on them.
+	changeLabels []string
 }
 
 type pair struct{ k, v *yaml.Node }

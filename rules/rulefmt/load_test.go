@@ -90,19 +90,23 @@ var badFiles = map[string][]string{
 		`incidents.bad.yaml:10:3: incidents.max_age (1h0m0s) must be longer than incidents.gap (2h0m0s)`,
 		`incidents.bad.yaml:12:13: incidents.max_open must be in [1, 1e+06], got 0`,
 		`incidents.bad.yaml:13:3: unknown field "shape" in incidents`,
-		`incidents.bad.yaml:17:20: unknown signal "gpu_utilisation" in diagnosis "hot"; known signals: gpu_latency_jitter, gpu_memory, gpu_util,`,
-		`incidents.bad.yaml:18:33: unknown condition is: "upward" in diagnosis "hot"; it must be one of up, down, anomalous, normal`,
-		`incidents.bad.yaml:19:11: a condition on latency in diagnosis "hot" says nothing`,
-		`incidents.bad.yaml:20:11: a condition on latency in diagnosis "hot" asks for no alert (is: normal) and for a reading`,
-		`incidents.bad.yaml:21:11: a condition of diagnosis "hot" needs a signal`,
-		`incidents.bad.yaml:22:11: a condition on gpu_util in diagnosis "hot" asks for a level (level_above, level_below) and of its alerts (is, above, below, detail): give them as two conditions`,
-		`incidents.bad.yaml:23:11: a condition on gpu_util in diagnosis "hot" asks for a level of at least 95 and under 90: it cannot hold`,
-		`incidents.bad.yaml:24:11: a condition on kv_cache in diagnosis "hot" says nothing`,
-		`incidents.bad.yaml:24:30: unknown field "level_abov" in a condition of diagnosis hot; did you mean "level_above"?`,
-		`incidents.bad.yaml:25:7: diagnosis "empty" needs at least one condition under when`,
-		`incidents.bad.yaml:29:17: diagnosis "cold" is not a default one; only defaults can be disabled`,
-		`incidents.bad.yaml:30:13: diagnosis "hot" is given twice (first at line 15)`,
-		`incidents.bad.yaml:34:21: alertmanager.send must be a list of alerts and incidents, e.g. [incidents]; "pages" is neither`,
+		`incidents.bad.yaml:15:18: incidents.change_within must be greater than 0, got -1h`,
+		`incidents.bad.yaml:19:20: unknown signal "gpu_utilisation" in diagnosis "hot"; known signals: gpu_latency_jitter, gpu_memory, gpu_util,`,
+		`incidents.bad.yaml:20:33: unknown condition is: "upward" in diagnosis "hot"; it must be one of up, down, anomalous, normal`,
+		`incidents.bad.yaml:21:11: a condition on latency in diagnosis "hot" says nothing`,
+		`incidents.bad.yaml:22:11: a condition on latency in diagnosis "hot" asks for no alert (is: normal) and for a reading`,
+		`incidents.bad.yaml:23:11: a condition of diagnosis "hot" needs a signal`,
+		`incidents.bad.yaml:24:11: a condition on gpu_util in diagnosis "hot" asks for a level (level_above, level_below) and of its alerts (is, above, below, detail): give them as two conditions`,
+		`incidents.bad.yaml:25:11: a condition on gpu_util in diagnosis "hot" asks for a level of at least 95 and under 90: it cannot hold`,
+		`incidents.bad.yaml:26:11: a condition on kv_cache in diagnosis "hot" says nothing`,
+		`incidents.bad.yaml:26:30: unknown field "level_abov" in a condition of diagnosis hot; did you mean "level_above"?`,
+		`incidents.bad.yaml:27:28: label_changed in diagnosis "hot" names "verison", which is not a change label; incidents.change_labels are version, image`,
+		`incidents.bad.yaml:28:12: a condition with label_changed asks for a label change only`,
+		`incidents.bad.yaml:29:29: forecast_missed: false in diagnosis "hot" says nothing; give true, or leave the condition out`,
+		`incidents.bad.yaml:30:7: diagnosis "empty" needs at least one condition under when`,
+		`incidents.bad.yaml:34:17: diagnosis "cold" is not a default one; only defaults can be disabled`,
+		`incidents.bad.yaml:35:13: diagnosis "hot" is given twice (first at line 17)`,
+		`incidents.bad.yaml:39:21: alertmanager.send must be a list of alerts and incidents, e.g. [incidents]; "pages" is neither`,
 	},
 	"min-dev.bad.yaml": {
 		`min-dev.bad.yaml:9:19: group "g": rule "a": min_dev must be a finite number ≥ 0, got -1`,
@@ -637,7 +641,8 @@ func TestIncidentsSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := cfg.Incidents
-	if in.Gap != DefaultIncidentGap || in.MaxAge != DefaultIncidentMaxAge || in.Diagnoses != nil ||
+	if in.Gap != DefaultIncidentGap || in.MaxAge != DefaultIncidentMaxAge || in.Diagnoses != nil || in.ChangeWithin != DefaultChangeWithin ||
+		strings.Join(in.ChangeLabels, ",") != "version,image,model_version,revision" ||
 		strings.Join(in.By, ",") != "model,model_name" {
 		t.Errorf("defaults: %+v", in)
 	}
@@ -654,18 +659,20 @@ func TestIncidentsSection(t *testing.T) {
 		t.Errorf("diagnoses %s", got)
 	}
 	gpu := in.Diagnoses[2]
-	if gpu.Title != "GPU saturation" || len(gpu.When) != 1 || *gpu.When[0].Above != 95 || gpu.Pos.Line != 21 {
+	if gpu.Title != "GPU saturation" || len(gpu.When) != 1 || *gpu.When[0].Above != 95 || gpu.Pos.Line != 23 {
 		t.Errorf("the replaced default: %+v", gpu)
 	}
 	leak := in.Diagnoses[5]
 	if len(leak.When) != 1 || len(leak.When[0].Any) != 2 || leak.When[0].Any[1].Signal != "kv_cache" ||
-		len(leak.Also) != 1 || leak.Also[0].LevelBelow == nil || *leak.Also[0].LevelBelow != 90 || leak.Also[0].LevelAbove != nil {
+		len(leak.Also) != 3 || !leak.Also[2].ForecastMissed || leak.Also[0].LevelBelow == nil || *leak.Also[0].LevelBelow != 90 || leak.Also[0].LevelAbove != nil ||
+		!leak.Also[1].LabelChanged || strings.Join(leak.Also[1].Labels, ",") != "app_version" {
 		t.Errorf("the added rule: %+v", leak)
 	}
 	if am := cfg.Alertmanager; am == nil || am.SendAlerts || !am.SendIncidents {
 		t.Errorf("alertmanager.send [incidents]: %+v", am)
 	}
-	if in.Gap != 15*time.Minute || in.MaxAge != 48*time.Hour || in.MaxOpen != 50 || in.MaxMembers != 20 || strings.Join(in.List, ",") != "pod" {
+	if in.Gap != 15*time.Minute || in.MaxAge != 48*time.Hour || in.MaxOpen != 50 || in.MaxMembers != 20 || strings.Join(in.List, ",") != "pod" ||
+		strings.Join(in.ChangeLabels, ",") != "app_version" || in.ChangeWithin != 30*time.Minute {
 		t.Errorf("settings: %+v", in)
 	}
 	// Every preset rule has a signal, and every signal is known.
