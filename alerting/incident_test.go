@@ -2,6 +2,7 @@ package alerting
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -255,5 +256,66 @@ func TestIncidentsTakeLateGroups(t *testing.T) {
 	}
 	if b2.Incidents[0].ID != b.Incidents[0].ID || len(b2.Incidents[1].Members) != 2 || b2.Incidents[2].ID == b.Incidents[0].ID {
 		t.Errorf("the late alert did not join the incident it lies in: %+v", b2.Incidents)
+	}
+}
+
+// TestIncidentsIndependentOfArrival: two groups' first batches, as a
+// backfill judges them at once, make the same incidents (ids, groups,
+// events) whichever comes first once the tracker expects both; without,
+// the incident belongs to the group whose batch came first.
+func TestIncidentsIndependentOfArrival(t *testing.T) {
+	batches := func() []Batch {
+		// The capacity alert's window starts first but it fires after the
+		// latency alert: the latter opens the incident.
+		rate := fired("request_rate", "m1", "", 0, 4)
+		rate.Group, rate.Series = "capacity", `{model="m1"}`
+		ttft := fired("ttft", "m1", "p0", 1, 2)
+		ttft.Group = "latency"
+		return []Batch{
+			{Group: "capacity", At: atMin(600), Alerts: []AlertData{rate, resolved(rate, 20, 21)}},
+			{Group: "latency", At: atMin(600), Alerts: []AlertData{ttft, resolved(ttft, 15, 16)}},
+		}
+	}
+	run := func(expect bool, order ...int) string {
+		t.Helper()
+		tr := NewIncidents(IncidentOptions{})
+		if expect {
+			tr.Expect([]string{"capacity", "latency"}, 5*time.Minute)
+		}
+		bs := batches()
+		var out []string
+		for _, i := range order {
+			b := bs[i]
+			tr.Process(context.Background(), &b)
+			for _, e := range b.Incidents {
+				out = append(out, fmt.Sprintf("%s %s %s v%d %d alerts, start %s", e.Status, e.ID, e.Group, e.Version, len(e.Members), e.Start.Sub(t0)))
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	capacityFirst, latencyFirst := run(true, 0, 1), run(true, 1, 0)
+	if capacityFirst != latencyFirst {
+		t.Errorf("the incidents depend on which group came first:\ncapacity first:\n%s\nlatency first:\n%s", capacityFirst, latencyFirst)
+	}
+	if !strings.HasPrefix(capacityFirst, "opened ") || !strings.Contains(strings.SplitN(capacityFirst, "\n", 2)[0], " latency v1 ") ||
+		!strings.Contains(capacityFirst, "resolved ") || !strings.Contains(capacityFirst, "2 alerts, start 0s") {
+		t.Errorf("want the incident opened by the alert that fired first (latency), resolved with both alerts from minute 0:\n%s", capacityFirst)
+	}
+	if a, b := run(false, 0, 1), run(false, 1, 0); a == b {
+		t.Errorf("without Expect the groups' order shows, want it to (the case Expect is for):\n%s", a)
+	}
+	// A group that never comes holds the others no longer than hold.
+	tr := NewIncidents(IncidentOptions{})
+	tr.Expect([]string{"capacity", "latency", "gone"}, 5*time.Minute)
+	bs := batches()
+	tr.Process(context.Background(), &bs[0])
+	tr.Process(context.Background(), &bs[1])
+	if len(bs[0].Incidents)+len(bs[1].Incidents) != 0 {
+		t.Fatalf("incidents before every group came: %s", incidentStatuses(append(bs[0].Incidents, bs[1].Incidents...)))
+	}
+	next := Batch{Group: "latency", At: atMin(605)}
+	tr.Process(context.Background(), &next)
+	if s := incidentStatuses(next.Incidents); s != "opened model=m1 2m0s; updated model=m1 4m0s; resolved model=m1 30m0s" {
+		t.Errorf("after hold: %s", s)
 	}
 }

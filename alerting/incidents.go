@@ -43,6 +43,13 @@ type Incidents struct {
 	open   map[string]*Incident // unit → its open incident
 	recent map[string]*Incident // unit → its last resolved incident, for alerts that come late (at most MaxOpen)
 	groups map[string]int       // group → open incidents
+	// waiting are the groups whose first batch Expect awaits, held the
+	// alerts of the first batches come so far, from heldSince (the first
+	// one's time) for at most hold.
+	waiting   map[string]bool
+	held      []AlertData
+	heldSince time.Time
+	hold      time.Duration
 
 	events                 map[IncidentStatus]*metrics.Counter
 	overOpen, overMembers  *metrics.Counter
@@ -82,14 +89,70 @@ func (t *Incidents) writeOpen(w io.Writer) {
 	fmt.Fprintf(w, "%s %d\n", name, n)
 }
 
+// Expect tells the tracker the groups whose first batches are coming: it
+// holds the alerts of each first batch until every one of them has come, or
+// until a batch comes hold or more after the first, and then takes them all
+// at once, in the order of their times. A first evaluation with a backfill
+// judges much history at once, and the groups' evaluations finish in any
+// order: without it, an incident would belong to whichever group's batch
+// came first (its id and subject are its opening alert's group's), not to
+// the group whose alert fired first.
+func (t *Incidents) Expect(groups []string, hold time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.waiting, t.held, t.heldSince, t.hold = map[string]bool{}, nil, time.Time{}, hold
+	for _, g := range groups {
+		t.waiting[g] = true
+	}
+	if len(t.waiting) == 0 {
+		t.waiting = nil
+	}
+}
+
+// alertsBefore orders alerts by their times, then by their windows'
+// starts, groups, rules and series: the same alerts come out in one order
+// whatever order their batches came in.
+func alertsBefore(a, b *AlertData) bool {
+	switch {
+	case !a.Time.Equal(b.Time):
+		return a.Time.Before(b.Time)
+	case !a.ActiveAt.Equal(b.ActiveAt):
+		return a.ActiveAt.Before(b.ActiveAt)
+	case a.Group != b.Group:
+		return a.Group < b.Group
+	case a.Rule != b.Rule:
+		return a.Rule < b.Rule
+	}
+	return a.Series < b.Series
+}
+
 // Process runs the alert events of b through the incidents, in the order
 // of their times, resolves the incidents whose gap has passed by b.At,
 // appends the incident events to b and saves the incidents that changed.
+// While Expect awaits first batches, it holds b's alerts instead.
 func (t *Incidents) Process(ctx context.Context, b *Batch) {
-	alerts := slices.Clone(b.Alerts)
-	sort.SliceStable(alerts, func(i, j int) bool { return alerts[i].Time.Before(alerts[j].Time) })
-	changed := map[string]bool{}
 	t.mu.Lock()
+	var alerts []AlertData
+	if t.waiting != nil {
+		if t.heldSince.IsZero() {
+			t.heldSince = b.At
+		}
+		delete(t.waiting, b.Group)
+		t.held = append(t.held, b.Alerts...)
+		if len(t.waiting) > 0 && b.At.Sub(t.heldSince) < t.hold {
+			t.mu.Unlock()
+			return
+		}
+		if len(t.waiting) > 0 {
+			t.log.Warn("incidents waited as long as the longest group interval for the first evaluations of some groups; they go on without them",
+				"groups", slices.Sorted(maps.Keys(t.waiting)))
+		}
+		alerts, t.held, t.waiting = t.held, nil, nil
+	} else {
+		alerts = slices.Clone(b.Alerts)
+	}
+	sort.SliceStable(alerts, func(i, j int) bool { return alertsBefore(&alerts[i], &alerts[j]) })
+	changed := map[string]bool{}
 	for _, d := range alerts {
 		// The unit's incident is brought to the alert's time first: one
 		// whose gap passed before the alert's window starts resolves

@@ -314,25 +314,29 @@ func (f *fixture) publish(ctx context.Context) error {
 	}
 	policy := rules.IncidentPolicy(cfg)
 	levels := alerting.NewLevelStore(alerting.LevelOptions{Policy: policy})
+	incidents := alerting.NewIncidents(alerting.IncidentOptions{Policy: policy, Levels: levels})
 	sink := &alerting.Pipeline{Lifecycle: alerting.NewLifecycle(alerting.LifecycleOptions{}), Levels: levels,
-		Incidents: alerting.NewIncidents(alerting.IncidentOptions{Policy: policy, Levels: levels}), Receivers: []alerting.Receiver{pub}}
+		Incidents: incidents, Receivers: []alerting.Receiver{pub}}
 	client, err := ingest.NewClient(ingest.ClientOptions{URL: f.vm.URL()})
 	if err != nil {
 		return err
 	}
 	now := day(24).Add(30 * time.Second)
-	// One group after another, in the file's order: an incident belongs to
-	// the group whose alert opened it, so groups judged at once could open
-	// the fixture's incidents under either.
+	// The groups are judged at once, as the daemon's run --once does; the
+	// incidents wait for every group's first batch, so the group whose
+	// alert fired first opens each, whichever evaluation finishes first.
+	var names []string
 	for _, g := range built {
-		m, err := rules.NewManager(rules.ManagerOptions{Querier: client, Sink: sink, EvaluationDelay: 30 * time.Second,
-			Backfill: 3 * 24 * time.Hour, Now: func() time.Time { return now }, SummaryEvery: -1}, []*rules.Group{g})
-		if err != nil {
-			return err
-		}
-		if err := m.RunOnce(ctx); err != nil {
-			return fmt.Errorf("running the rules of group %s once: %w", g.Name(), err)
-		}
+		names = append(names, g.Name())
+	}
+	incidents.Expect(names, time.Hour)
+	m, err := rules.NewManager(rules.ManagerOptions{Querier: client, Sink: sink, EvaluationDelay: 30 * time.Second,
+		Backfill: 3 * 24 * time.Hour, Now: func() time.Time { return now }, SummaryEvery: -1}, built)
+	if err != nil {
+		return err
+	}
+	if err := m.RunOnce(ctx); err != nil {
+		return fmt.Errorf("running the rules once: %w", err)
 	}
 	if err := pub.Flush(ctx); err != nil {
 		return err

@@ -24,6 +24,18 @@ func newIncidents(cfg *rulefmt.Config, store alerting.StateStore, logger *slog.L
 	return alerting.NewIncidents(alerting.IncidentOptions{Policy: p, Store: store, Levels: levels, Logger: logger, Metrics: set}), levels
 }
 
+// expectFirstBatches makes the incidents wait for the first evaluation of
+// every group, at most the longest group interval, so that a backfill's
+// groups judged at once open each incident by the alert that fired first,
+// whichever group's evaluation finishes first.
+func expectFirstBatches(incidents *alerting.Incidents, groups []*rules.Group) {
+	var longest time.Duration
+	for _, g := range groups {
+		longest = max(longest, g.Interval())
+	}
+	incidents.Expect(groupNames(groups), longest)
+}
+
 var incidentColours = map[alerting.IncidentStatus]string{
 	alerting.IncidentOpened:   ansiBoldRed,
 	alerting.IncidentUpdated:  ansiMagenta,

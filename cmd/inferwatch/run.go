@@ -460,6 +460,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	expectFirstBatches(incidents, manager.Groups())
 	if _, err := manager.Resume(ctx); err != nil {
 		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
