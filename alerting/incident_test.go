@@ -319,3 +319,33 @@ func TestIncidentsIndependentOfArrival(t *testing.T) {
 		t.Errorf("after hold: %s", s)
 	}
 }
+
+// TestIncidentsSetPolicy: after SetPolicy, what comes next follows the new
+// policy: with a gap of a minute, two alerts five minutes apart are two
+// incidents, which the default gap of ten minutes makes one.
+func TestIncidentsSetPolicy(t *testing.T) {
+	f := func(p *IncidentPolicy) int {
+		t.Helper()
+		tr := NewIncidents(IncidentOptions{})
+		if p != nil {
+			tr.SetPolicy(*p)
+		}
+		a := fired("ttft", "m1", "p0", 0, 1)
+		b := fired("e2e", "m1", "p0", 7, 8)
+		batch := Batch{Group: "fleet", At: atMin(100), Alerts: []AlertData{a, resolved(a, 2, 3), b, resolved(b, 9, 10)}}
+		tr.Process(context.Background(), &batch)
+		opened := 0
+		for _, e := range batch.Incidents {
+			if e.Status == IncidentOpened {
+				opened++
+			}
+		}
+		return opened
+	}
+	if n := f(nil); n != 1 {
+		t.Errorf("default gap: %d incidents, want 1", n)
+	}
+	if n := f(&IncidentPolicy{Gap: time.Minute}); n != 2 {
+		t.Errorf("a gap of a minute: %d incidents, want 2", n)
+	}
+}

@@ -109,6 +109,15 @@ func (t *Incidents) Expect(groups []string, hold time.Duration) {
 	}
 }
 
+// SetPolicy makes p the policy of what comes next (a reload): open
+// incidents keep their members and diagnosis until their next event,
+// which follows p; the MaxOpen of a group bounds only new incidents.
+func (t *Incidents) SetPolicy(p IncidentPolicy) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.o.Policy, t.p = p, p.withDefaults()
+}
+
 // alertsBefore orders alerts by their times, then by their windows'
 // starts, groups, rules and series: the same alerts come out in one order
 // whatever order their batches came in.

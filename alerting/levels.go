@@ -104,6 +104,15 @@ func NewLevelStore(o LevelOptions) *LevelStore {
 		values: map[levelKey]map[string]*seenValue{}, misses: map[string][]ForecastMiss{}}
 }
 
+// SetPolicy makes p name the unit, signal and change labels of the
+// readings recorded from now on (a reload); those recorded keep theirs.
+func (s *LevelStore) SetPolicy(p IncidentPolicy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.p = p.withDefaults()
+	s.change = s.p.ChangeLabels
+}
+
 // Record keeps the readings of b whose rule has a signal, then forgets
 // the readings older than Retain before the oldest of b's: a backfill's
 // batch stays whole until the next batch comes.

@@ -281,8 +281,9 @@ func TestDaemonReloadsOnSIGHUP(t *testing.T) {
 		return counterAtLeast(page(), `inferwatch_group_evaluations_total{group="first"}`, before+2)
 	}, show)
 
-	// A valid file with a second group: both run.
-	write(head + group("first") + group("second"))
+	// A valid file with a second group and an incidents section: both
+	// groups run, and the incidents follow the new section.
+	write(head + group("first") + group("second") + "incidents:\n  gap: 20m\n  diagnoses:\n    - name: engine_stall\n      disabled: true\n")
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -290,6 +291,7 @@ func TestDaemonReloadsOnSIGHUP(t *testing.T) {
 		return strings.Contains(stderr.String(), `msg="group evaluated" group=second`)
 	}, show)
 	if log := stderr.String(); !strings.Contains(log, "configuration reloaded") || !strings.Contains(log, "rules_kept=1") ||
+		!strings.Contains(log, `msg="incidents section applied" gap=20m0s diagnoses=5`) ||
 		!strings.Contains(page(), "inferwatch_config_last_reload_successful 1") {
 		t.Errorf("the reload was not reported:\n%s", show())
 	}

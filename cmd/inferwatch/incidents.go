@@ -24,6 +24,17 @@ func newIncidents(cfg *rulefmt.Config, store alerting.StateStore, logger *slog.L
 	return alerting.NewIncidents(alerting.IncidentOptions{Policy: p, Store: store, Levels: levels, Logger: logger, Metrics: set}), levels
 }
 
+// incidentsReloader applies the incidents section of a reloaded
+// configuration to the tracker and the level store.
+func incidentsReloader(incidents *alerting.Incidents, levels *alerting.LevelStore, logger *slog.Logger) func(*rulefmt.Config) {
+	return func(cfg *rulefmt.Config) {
+		p := rules.IncidentPolicy(cfg)
+		levels.SetPolicy(p)
+		incidents.SetPolicy(p)
+		logger.Info("incidents section applied", "gap", p.Gap, "diagnoses", len(p.Diagnoses))
+	}
+}
+
 // expectFirstBatches makes the incidents wait for the first evaluation of
 // every group, at most the longest group interval, so that a backfill's
 // groups judged at once open each incident by the alert that fired first,

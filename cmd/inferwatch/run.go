@@ -507,7 +507,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			closePublisher()
 			return nil
 		case <-hup:
-			if reload(f, cfg, manager, logger, reloadOK, reloadAt) {
+			if reload(f, cfg, manager, incidentsReloader(incidents, levels, logger), logger, reloadOK, reloadAt) {
 				retain(ctx, life, kv, manager.Groups(), retained, logger)
 				if member != nil {
 					member.SetGroups(groupNames(manager.Groups()))
@@ -518,10 +518,10 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 }
 
 // reload reads the configuration again and hands its groups to the
-// manager; an invalid configuration is logged and the running one kept.
-// Sections the running daemon cannot change (source, nats) are reported
-// as needing a restart.
-func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.Logger, ok, at *metrics.Gauge) bool {
+// manager and its incidents section to apply; an invalid configuration is
+// logged and the running one kept. Sections the running daemon cannot
+// change (source, nats) are reported as needing a restart.
+func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, apply func(*rulefmt.Config), logger *slog.Logger, ok, at *metrics.Gauge) bool {
 	logger.Info("SIGHUP: reloading the configuration", "config", f.configFile)
 	cfg, groups, err := f.load()
 	if err != nil {
@@ -536,6 +536,7 @@ func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.
 		logger.Warn("the source, nats, alertmanager, export, writeback, slos or reports sections changed: they take effect at the next restart; the groups are reloaded now")
 	}
 	kept := m.Update(groups)
+	apply(cfg)
 	ok.Set(1)
 	at.Set(float64(time.Now().Unix()))
 	logger.Info("configuration reloaded", "config", f.configFile, "groups", len(groups), "rules", countRules(groups), "rules_kept", kept)
