@@ -174,7 +174,9 @@ func (t *Incidents) Process(ctx context.Context, b *Batch) {
 		if p := t.open[k]; p != nil {
 			next, evs := TickIncident(*p, at, t.p, t.o.Levels)
 			if len(evs) > 0 {
-				t.set(k, *p, next)
+				if gone := t.set(k, *p, next); gone != "" {
+					changed[gone] = true
+				}
 				changed[k] = true
 				b.Incidents = append(b.Incidents, t.record(evs)...)
 			}
@@ -194,7 +196,9 @@ func (t *Incidents) Process(ctx context.Context, b *Batch) {
 		if next.Dropped > prev.Dropped && next.ID == prev.ID {
 			t.overMembers.Add(next.Dropped - prev.Dropped)
 		}
-		t.set(k, prev, next)
+		if gone := t.set(k, prev, next); gone != "" {
+			changed[gone] = true
+		}
 		changed[k] = true
 		b.Incidents = append(b.Incidents, t.record(evs)...)
 	}
@@ -215,7 +219,9 @@ func (t *Incidents) tick(now time.Time, changed map[string]bool) []IncidentData 
 		if len(evs) == 0 {
 			continue
 		}
-		t.set(k, prev, next)
+		if gone := t.set(k, prev, next); gone != "" {
+			changed[gone] = true
+		}
 		changed[k] = true
 		out = append(out, t.record(evs)...)
 	}
@@ -223,8 +229,9 @@ func (t *Incidents) tick(now time.Time, changed map[string]bool) []IncidentData 
 }
 
 // set makes next the unit k's incident, keeping the count of open
-// incidents per group; t.mu is held.
-func (t *Incidents) set(k string, prev, next Incident) {
+// incidents per group, and returns the unit whose resolved incident it
+// forgot to keep within MaxOpen (""); t.mu is held.
+func (t *Incidents) set(k string, prev, next Incident) string {
 	if prev.Open() {
 		t.groups[prev.Group]--
 	}
@@ -232,23 +239,30 @@ func (t *Incidents) set(k string, prev, next Incident) {
 		t.groups[next.Group]++
 		t.open[k] = &next
 		delete(t.recent, k)
-		return
+		return ""
 	}
 	delete(t.open, k)
 	if next.ID == "" {
-		return
+		return ""
 	}
 	t.recent[k] = &next
-	if len(t.recent) > t.p.MaxOpen {
-		// Past the bound, the incident that resolved first is forgotten.
-		oldest := k
-		for u, r := range t.recent {
-			if r.ResolvedAt.Before(*t.recent[oldest].ResolvedAt) {
-				oldest = u
-			}
-		}
-		delete(t.recent, oldest)
+	return t.forgetOldest()
+}
+
+// forgetOldest forgets, past MaxOpen resolved incidents, the one that
+// resolved first, and returns its unit (""); t.mu is held.
+func (t *Incidents) forgetOldest() string {
+	if len(t.recent) <= t.p.MaxOpen {
+		return ""
 	}
+	oldest := ""
+	for u, r := range t.recent {
+		if oldest == "" || r.ResolvedAt.Before(*t.recent[oldest].ResolvedAt) || r.ResolvedAt.Equal(*t.recent[oldest].ResolvedAt) && u < oldest {
+			oldest = u
+		}
+	}
+	delete(t.recent, oldest)
+	return oldest
 }
 
 // record counts and logs incident events.
@@ -267,8 +281,9 @@ type storedIncident struct {
 	Incident Incident `json:"incident"`
 }
 
-// encode returns the states to save of the changed units (nil: delete);
-// t.mu is held.
+// encode returns the states to save of the changed units: the open
+// incident, else the last resolved one (kept for an alert that comes
+// late, across a restart too), else nil (delete); t.mu is held.
 func (t *Incidents) encode(changed map[string]bool) map[string][]byte {
 	if t.o.Store == nil || len(changed) == 0 {
 		return nil
@@ -276,6 +291,9 @@ func (t *Incidents) encode(changed map[string]bool) map[string][]byte {
 	out := make(map[string][]byte, len(changed))
 	for k := range changed {
 		inc := t.open[k]
+		if inc == nil {
+			inc = t.recent[k]
+		}
 		if inc == nil {
 			out[k] = nil
 			continue
@@ -301,8 +319,9 @@ func (t *Incidents) save(ctx context.Context, states map[string][]byte) {
 	}
 }
 
-// Restore loads the stored open incidents and returns how many. An entry
-// it cannot read is logged and skipped.
+// Restore loads the stored incidents and returns how many open ones. The
+// resolved ones are kept for alerts that come late, as before the
+// restart. An entry it cannot read is logged and skipped.
 func (t *Incidents) Restore(ctx context.Context) (int, error) {
 	if t.o.Store == nil {
 		return 0, nil
@@ -312,15 +331,22 @@ func (t *Incidents) Restore(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("restoring incidents: %w", err)
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
+	n, resolved := 0, 0
 	for _, k := range slices.Sorted(maps.Keys(entries)) {
 		var s storedIncident
-		if err := json.Unmarshal(entries[k], &s); err != nil || s.Version != 1 || s.Key == "" || !s.Incident.Open() {
+		if err := json.Unmarshal(entries[k], &s); err != nil || s.Version != 1 || s.Key == "" || s.Incident.ID == "" {
 			t.log.Warn("skipping a stored incident that is not one of ours", "key", k, "err", err)
 			continue
 		}
 		inc := s.Incident
+		if inc.ResolvedAt != nil {
+			if t.open[s.Key] == nil {
+				t.recent[s.Key] = &inc
+				resolved++
+			}
+			continue
+		}
+		delete(t.recent, s.Key)
 		if old := t.open[s.Key]; old != nil {
 			t.groups[old.Group]--
 		}
@@ -328,8 +354,14 @@ func (t *Incidents) Restore(ctx context.Context) (int, error) {
 		t.groups[inc.Group]++
 		n++
 	}
+	gone := map[string][]byte{}
+	for k := t.forgetOldest(); k != ""; k = t.forgetOldest() {
+		gone[k] = nil // past MaxOpen (a lower one than before the restart)
+	}
 	t.restored.Add(n)
-	t.log.Info("incidents restored", "incidents", n)
+	t.log.Info("incidents restored", "incidents", n, "resolved", resolved-len(gone))
+	t.mu.Unlock()
+	t.save(ctx, gone)
 	return n, nil
 }
 

@@ -217,8 +217,9 @@ func (k *KV) reread(ctx context.Context, kk string) ([]byte, error) {
 	return e.Value(), nil
 }
 
-// Incidents returns the store of the open incidents in the same bucket
-// (alerting.StateStore). Another writer's change is overwritten: an
+// Incidents returns the store of the incidents in the same bucket
+// (alerting.StateStore): each unit's open incident, or its last resolved
+// one. Another writer's change is overwritten: an
 // incident's state is made again from the alert events at its next
 // change.
 func (k *KV) Incidents() alerting.StateStore { return incidentStore{k} }
@@ -230,7 +231,7 @@ func (s incidentStore) Load(ctx context.Context) (map[string][]byte, error) {
 	return s.k.load(ctx, kvIncident)
 }
 
-// Save stores an open incident of a unit, or deletes it when state is nil.
+// Save stores the incident of a unit, or deletes it when state is nil.
 func (s incidentStore) Save(ctx context.Context, unit string, state []byte) error {
 	if err := s.k.ready(); err != nil {
 		return err
