@@ -421,11 +421,19 @@ func (l *Lifecycle) Retain(now time.Time, keep func(group, rule string) bool) []
 	return out
 }
 
+// ErrStatesUnsaved says that states of a group's alerts did not reach the
+// Store: they are saved again with the group's next batch. Until then the
+// group's progress must stay where it was, so that a process taking the
+// group over judges those points again instead of going on without the
+// alerts.
+var ErrStatesUnsaved = errors.New("alert states not saved")
+
 // Process runs the observations of b through the lifecycle, in order,
 // appends to b the findings of the alerts that fired and the alert
 // events, ticks the group's firing alerts at b.At (repeats), and saves the
-// states that changed. Observations are consumed.
-func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
+// states that changed. Observations are consumed. When states of b's
+// group are left unsaved, the error wraps ErrStatesUnsaved.
+func (l *Lifecycle) Process(ctx context.Context, b *Batch) error {
 	l.mu.Lock()
 	as := l.alerts[b.Group]
 	if as == nil {
@@ -481,7 +489,7 @@ func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
 		clear(l.dirty)
 		clear(l.ended)
 		l.mu.Unlock()
-		return
+		return nil
 	}
 	save := map[string][]byte{}
 	for k, g := range l.dirty {
@@ -498,6 +506,18 @@ func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
 	}
 	l.mu.Unlock()
 	l.save(ctx, save)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, g := range l.dirty {
+		if g == b.Group {
+			n++
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("group %q: %d %w; saved again with the next evaluation", b.Group, n, ErrStatesUnsaved)
+	}
+	return nil
 }
 
 // absent ends the alerts of the rules b says were evaluated whose series
@@ -680,16 +700,19 @@ type Pipeline struct {
 	Receivers []Receiver
 }
 
-// Send processes b and hands it on; it returns the receivers' joined
-// errors.
+// Send processes b and hands it on; it returns the lifecycle's and the
+// receivers' joined errors. The batch is handed on with states unsaved:
+// its events are out, and the group's progress waits for the states.
 func (p *Pipeline) Send(ctx context.Context, b Batch) error {
+	var errs []error
 	if p.Lifecycle != nil {
-		p.Lifecycle.Process(ctx, &b)
+		if err := p.Lifecycle.Process(ctx, &b); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if p.Incidents != nil {
 		p.Incidents.Process(ctx, &b)
 	}
-	var errs []error
 	for _, r := range p.Receivers {
 		if err := r.Send(ctx, b); err != nil {
 			errs = append(errs, err)

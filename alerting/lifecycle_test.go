@@ -306,12 +306,19 @@ func TestLifecycleRetriesStateSavesAndResolvesRemovedRules(t *testing.T) {
 	store := &memStore{fail: true}
 	ctx := context.Background()
 	l := NewLifecycle(LifecycleOptions{Store: store})
-	l.Process(ctx, batchOf(point{0, true, 3}, point{1, true, 3}))
+	if err := l.Process(ctx, batchOf(point{0, true, 3}, point{1, true, 3})); !errors.Is(err, ErrStatesUnsaved) {
+		t.Fatalf("a failed save returned %v, want ErrStatesUnsaved", err)
+	}
 	if len(store.m) != 0 {
 		t.Fatal("saved while the store fails")
 	}
+	if err := l.Process(ctx, &Batch{Group: "other", At: at(2)}); err != nil {
+		t.Fatalf("another group's batch returned %v: its states are saved", err)
+	}
 	store.fail = false
-	l.Process(ctx, &Batch{Group: "g", At: at(2)})
+	if err := l.Process(ctx, &Batch{Group: "g", At: at(2)}); err != nil {
+		t.Fatalf("the retried save returned %v", err)
+	}
 	if len(store.m) != 1 {
 		t.Fatalf("the failed save was not retried: %d stored", len(store.m))
 	}

@@ -167,6 +167,7 @@ type Manager struct {
 	droppedStale           *metrics.Counter
 	unreported             *metrics.Counter
 	progressFailures       *metrics.Counter
+	progressHeld           *metrics.Counter
 	late, forgotten        *metrics.Counter
 	paused                 *metrics.Counter
 
@@ -236,6 +237,7 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 	m.droppedStale = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "stale"))
 	m.unreported = set.GetOrCreateCounter("inferwatch_points_not_reported_total")
 	m.progressFailures = set.GetOrCreateCounter("inferwatch_progress_save_failures_total")
+	m.progressHeld = set.GetOrCreateCounter("inferwatch_progress_held_total")
 	m.late = set.GetOrCreateCounter("inferwatch_samples_late_total")
 	m.forgotten = set.GetOrCreateCounter("inferwatch_series_forgotten_total")
 	m.paused = set.GetOrCreateCounter("inferwatch_evaluation_pauses_total")
@@ -712,13 +714,20 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	m.sumScales.Add(int64(len(batch.Scales)))
 	// An empty batch is sent too: it retries what the sink kept, and
 	// moves the alerts' clocks.
-	if err := m.o.Sink.Send(ctx, batch); err != nil {
+	err, unsaved := splitUnsaved(m.o.Sink.Send(ctx, batch))
+	if err != nil {
 		errs = append(errs, fmt.Errorf("group %q: %w", g.cfg.Name, err))
 	}
 	// Progress is saved once the results are handed over: a restart
 	// between the two reports them again, which the stable event ids make
-	// harmless, rather than not at all.
-	if m.o.Progress != nil && len(progress) > 0 {
+	// harmless, rather than not at all. While alert states are unsaved it
+	// stays: a process that takes the group over judges those points
+	// again and restores the alerts they raise.
+	if unsaved != nil {
+		m.progressHeld.Inc()
+		m.log.Debug("the rules' progress is kept back until the alert states are saved", "group", g.cfg.Name, "err", unsaved)
+	}
+	if m.o.Progress != nil && len(progress) > 0 && unsaved == nil {
 		if err := m.o.Progress.SaveProgress(ctx, progress); err != nil {
 			m.progressFailures.Inc()
 			m.log.Debug("saving the rules' progress failed; retried after the next evaluation", "group", g.cfg.Name, "err", err)
@@ -732,6 +741,27 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	m.log.Debug("group evaluated", "group", g.cfg.Name, "at", at.UTC(), "findings", len(batch.Findings), "alerts", len(batch.Alerts),
 		"forecasts", len(batch.Forecasts), "scale_signals", len(batch.Scales), "failed", len(errs) > 0, "took", time.Since(start))
 	return errors.Join(errs...)
+}
+
+// splitUnsaved takes the alerting.ErrStatesUnsaved out of a Sink's error:
+// rest is what is left of err, unsaved the part that says so (nil: none).
+func splitUnsaved(err error) (rest, unsaved error) {
+	if !errors.Is(err, alerting.ErrStatesUnsaved) {
+		return err, nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil, err
+	}
+	var others []error
+	for _, e := range j.Unwrap() {
+		if errors.Is(e, alerting.ErrStatesUnsaved) {
+			unsaved = e
+		} else {
+			others = append(others, e)
+		}
+	}
+	return errors.Join(others...), unsaved
 }
 
 // watch follows whether rule r still judges: the newest sample it judged,
