@@ -22,7 +22,9 @@ import (
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
 	"github.com/inferwatch/inferwatch/alerting/cluster"
+	"github.com/inferwatch/inferwatch/alerting/keda"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
+	"github.com/inferwatch/inferwatch/alerting/promexport"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -128,9 +130,10 @@ func groupNames(groups []*rules.Group) []string {
 // handover moves a group's alerts in and out of this process as its lease
 // comes and goes (rules.Handover).
 type handover struct {
-	life *alerting.Lifecycle
-	fwd  *alertmanager.Forwarder // nil without Alertmanager
-	log  *slog.Logger
+	life     *alerting.Lifecycle
+	fwd      *alertmanager.Forwarder // nil without Alertmanager
+	exported *promexport.Exporter    // nil without the exported metrics
+	log      *slog.Logger
 }
 
 func (h *handover) Gained(ctx context.Context, group string) error {
@@ -156,6 +159,29 @@ func (h *handover) Lost(group string) {
 	if h.fwd != nil {
 		h.fwd.Forget(group)
 	}
+	if h.exported != nil {
+		h.exported.Forget(group)
+	}
+}
+
+// followScales feeds sigs the scale signals every member publishes, the
+// last forget of them first, so that each member's KEDA endpoints serve
+// every target, whoever owns its group. It returns a function that stops
+// it and waits.
+func followScales(ctx context.Context, js *natsjs.JetStream, prefix string, sigs *keda.Signals, forget time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = js.Follow(ctx, []string{alerting.ScaleSubject(prefix, ">")}, time.Now().Add(-forget), func(_ string, ev alerting.Event) {
+			if d, err := alerting.DecodeData(ev); err == nil {
+				if sd, ok := d.(*alerting.ScaleData); ok {
+					_ = sigs.Send(ctx, alerting.Batch{Group: sd.Group, Scales: []alerting.ScaleData{*sd}})
+				}
+			}
+		})
+	}()
+	return func() { cancel(); <-done }
 }
 
 const membersHelp = `Usage: inferwatch members --config FILE [flags]

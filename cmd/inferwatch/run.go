@@ -227,12 +227,16 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	var receivers []alerting.Receiver
 	web := map[string]http.Handler{}
 	ex := cfg.Export
+	var exported *promexport.Exporter
+	var sigs *keda.Signals
 	if ex.Metrics.Enabled {
-		receivers = append(receivers, promexport.New(promexport.Options{Metrics: set, MaxSeries: ex.Metrics.MaxSeries,
-			Expiry: ex.Metrics.Expiry, Leads: ex.Metrics.Leads, Logger: logger}))
+		exported = promexport.New(promexport.Options{Metrics: set, MaxSeries: ex.Metrics.MaxSeries,
+			Expiry: ex.Metrics.Expiry, Leads: ex.Metrics.Leads, Logger: logger})
+		receivers = append(receivers, exported)
 	}
 	if ex.KEDA.MetricsAPI || ex.KEDA.Listen != "" {
-		sigs, err := keda.New(keda.Options{MaxTargets: ex.KEDA.MaxTargets, Grace: ex.KEDA.Grace, Forget: ex.KEDA.Forget,
+		var err error
+		sigs, err = keda.New(keda.Options{MaxTargets: ex.KEDA.MaxTargets, Grace: ex.KEDA.Grace, Forget: ex.KEDA.Forget,
 			MaxStreams: ex.KEDA.MaxStreams, Logger: logger, Metrics: set})
 		if err != nil {
 			return err
@@ -416,7 +420,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	sink := &alerting.Pipeline{Lifecycle: life, Incidents: incidents, Receivers: append(receivers, pub)}
 	// The alerts of removed rules resolve through the incidents too.
 	retained := &alerting.Pipeline{Incidents: incidents, Receivers: []alerting.Receiver{pub}}
-	hand := &handover{life: life, log: logger}
+	hand := &handover{life: life, exported: exported, log: logger}
 	if am := cfg.Alertmanager; am != nil {
 		notifier, err := alertmanager.New(alertmanager.Options{URLs: am.URLs, HTTPClientConfig: &am.HTTPClientConfig,
 			Timeout: am.Timeout, Logger: logger, Metrics: set})
@@ -455,6 +459,10 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	}
 	if member != nil {
 		mo.Leases, mo.Handover = member, hand
+		if sigs != nil {
+			stop := followScales(ctx, js, cfg.NATS.SubjectPrefix, sigs, ex.KEDA.Forget)
+			defer stop()
+		}
 	}
 	manager, err := rules.NewManager(mo, groups)
 	if err != nil {
