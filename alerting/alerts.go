@@ -428,6 +428,57 @@ func (l *Lifecycle) Retain(now time.Time, keep func(group, rule string) bool) []
 // alerts.
 var ErrStatesUnsaved = errors.New("alert states not saved")
 
+// RetainStored resolves, at time now, the alerts the Store holds of rules
+// keep says are gone and that this lifecycle does not hold (Retain ends
+// those): alerts that the processes sharing the Store left behind, such as
+// the replicas of a configuration that removed a rule or a group. Each is
+// deleted from the Store on the revision read, so that of several
+// processes doing this at once only the one whose delete lands resolves
+// it. It returns the resolutions' events.
+func (l *Lifecycle) RetainStored(ctx context.Context, now time.Time, keep func(group, rule string) bool) ([]AlertData, error) {
+	if l.o.Store == nil {
+		return nil, nil
+	}
+	entries, err := l.o.Store.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the stored alert states: %w", err)
+	}
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []AlertData
+	for _, k := range keys {
+		var s storedAlert
+		if json.Unmarshal(entries[k], &s) != nil || s.Version != 1 || s.Alert.State == StateInactive {
+			continue
+		}
+		a := s.Alert.alert()
+		g := a.Peak.Group
+		if alertKey(g, a.Peak.Rule, a.Peak.Series) != s.Key || keep(g, a.Peak.Rule) {
+			continue
+		}
+		l.mu.Lock()
+		_, held := l.alerts[g][s.Key]
+		l.mu.Unlock()
+		if held {
+			continue
+		}
+		if err := l.o.Store.Save(ctx, s.Key, nil); err != nil {
+			continue // another process resolved it, or the next call does
+		}
+		_, trs := end(a, now, ReasonRuleRemoved)
+		l.mu.Lock()
+		for _, tr := range trs {
+			out = append(out, alertData(tr))
+			l.transitions[tr.Status].Inc()
+		}
+		l.mu.Unlock()
+	}
+	return out, nil
+}
+
 // Process runs the observations of b through the lifecycle, in order,
 // appends to b the findings of the alerts that fired and the alert
 // events, ticks the group's firing alerts at b.At (repeats), and saves the

@@ -114,3 +114,62 @@ groups:
 		t.Errorf("%d replicas export the scale gauge, want 1 (its group's owner)", exported)
 	}
 }
+
+// TestReplicaResolvesWhatARemovedGroupLeft: a replica fires an alert in
+// group g0 and stops; a replica started with a configuration without g0
+// holds no g0 alert in memory, and resolves the one left in the state
+// bucket, once, as its rule removed.
+func TestReplicaResolvesWhatARemovedGroupLeft(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two daemons")
+	}
+	t.Parallel() // waits on the clock, not the CPU
+	bin := daemonBinary(t)
+	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	srv := natstest.Start(t)
+	now := time.Now().Truncate(time.Second)
+	spiked := func(ts time.Time) float64 {
+		if ts.After(now.Add(-5 * time.Second)) {
+			return 50
+		}
+		return steady(ts)
+	}
+	importSeries(t, vm, podSeries("p", now.Add(-3*time.Minute), now, spiked))
+	group := func(name string) string {
+		return fmt.Sprintf(`  - name: %s
+    interval: 2s
+    rules:
+      - name: load
+        expr: load
+        step: 1s
+        lookback: 2m
+        detector: {name: sigma, k: 4, min_points: 30}
+`, name)
+	}
+	write := func(groups ...string) string {
+		file := filepath.Join(t.TempDir(), "cfg.yml")
+		body := fmt.Sprintf("source: {url: %s, evaluation_delay: 1s}\nnats: {url: %s, lease_ttl: 3s, heartbeat: 1s}\ngroups:\n%s",
+			vm.URL(), srv.ClientURL(), strings.Join(groups, ""))
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	collect := natstest.Collect(t, srv.ClientURL(), "inferwatch.alerts.>")
+	firing := func(evs []alertEvent) bool { return strings.Contains(statuses(evs, "p"), "firing") }
+	log, _, stop := daemon(t, bin, "run", "--config", write(group("g0")), "--web.listen-address", "", "--outbox.dir", t.TempDir(),
+		"--backfill", "1m")
+	waitFor(t, "the first replica starts", func() bool { return strings.Contains(log.String(), `msg="inferwatch started"`) }, log.String)
+	evs := alertEvents(t, collect, nil, firing)
+	stop()
+	if !firing(evs) {
+		t.Fatalf("no alert fired: %q\n%s", statuses(evs, "p"), log.String())
+	}
+	log, _, stop = daemon(t, bin, "run", "--config", write(group("g1")), "--web.listen-address", "", "--outbox.dir", t.TempDir())
+	t.Cleanup(stop)
+	resolved := func(evs []alertEvent) bool { return strings.Contains(statuses(evs, "p"), "resolved") }
+	evs = alertEvents(t, collect, evs, resolved)
+	if got := statuses(evs, "p"); !strings.HasSuffix(got, "firing resolved(rule_removed)") || strings.Count(got, "resolved") != 1 {
+		t.Fatalf("events %q, want the firing alert resolved once as its rule removed\n%s", got, log.String())
+	}
+}

@@ -472,8 +472,13 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
 	ready.set("rules", func(context.Context) error { return manager.Stalled() })
-	retain(ctx, life, kv, groups, retained, logger)
-	stopPurge := purgeState(ctx, kv, logger)
+	shared := member != nil
+	retain(ctx, life, kv, groups, shared, retained, logger)
+	var retainStored func(context.Context)
+	if shared { // what replicas with another configuration left behind
+		retainStored = func(ctx context.Context) { retain(ctx, life, kv, manager.Groups(), shared, retained, logger) }
+	}
+	stopPurge := purgeState(ctx, kv, retainStored, logger)
 	defer stopPurge()
 	logger.Info("inferwatch started", "config", cfg.File, "source", redact(cfg.Source.URL),
 		"groups", len(groups), "rules", countRules(groups), "once", f.once)
@@ -515,7 +520,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return nil
 		case <-hup:
 			if reload(f, cfg, manager, logger, reloadOK, reloadAt) {
-				retain(ctx, life, kv, manager.Groups(), retained, logger)
+				retain(ctx, life, kv, manager.Groups(), shared, retained, logger)
 				if member != nil {
 					member.SetGroups(groupNames(manager.Groups()))
 				}
@@ -582,8 +587,10 @@ const maxRestoredAlerts = 1_000_000
 
 // retain resolves the restored or running alerts of rules the
 // configuration no longer has, publishes their resolved events, and
-// deletes those rules' progress from the state bucket.
-func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups []*rules.Group, out alerting.Receiver, logger *slog.Logger) {
+// deletes those rules' progress from the state bucket; with shared, also
+// the alerts of such rules that other replicas left in the bucket.
+func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups []*rules.Group, shared bool, out alerting.Receiver,
+	logger *slog.Logger) {
 	have, progress := map[string]bool{}, map[string]bool{}
 	for _, g := range groups {
 		for _, r := range g.Rules() {
@@ -596,7 +603,15 @@ func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups
 	} else if n > 0 {
 		logger.Info("deleted the progress of rules the configuration no longer has", "rules", n)
 	}
-	evs := life.Retain(time.Now(), func(group, rule string) bool { return have[group+"\x00"+rule] })
+	keep := func(group, rule string) bool { return have[group+"\x00"+rule] }
+	evs := life.Retain(time.Now(), keep)
+	if shared {
+		left, err := life.RetainStored(ctx, time.Now(), keep)
+		if err != nil {
+			logger.Warn("resolving the alerts other replicas left of rules the configuration no longer has", "err", err)
+		}
+		evs = append(evs, left...)
+	}
 	if len(evs) == 0 {
 		return
 	}
@@ -643,9 +658,10 @@ func releaseForgotten(logger *slog.Logger) func(forgotten, tracked int) {
 // states leave in the state bucket, and how old a marker must be.
 const purgeEvery = 10 * time.Minute
 
-// purgeState purges the state bucket's delete markers every purgeEvery
-// until ctx is done or the returned function is called.
-func purgeState(ctx context.Context, kv *natsjs.KV, logger *slog.Logger) func() {
+// purgeState purges the state bucket's delete markers, and then calls
+// also when set, every purgeEvery until ctx is done or the returned
+// function is called.
+func purgeState(ctx context.Context, kv *natsjs.KV, also func(context.Context), logger *slog.Logger) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -661,6 +677,9 @@ func purgeState(ctx context.Context, kv *natsjs.KV, logger *slog.Logger) func() 
 			pctx, pcancel := context.WithTimeout(ctx, time.Minute)
 			if err := kv.PurgeDeletes(pctx, purgeEvery); err != nil {
 				logger.Debug("purging the state bucket's delete markers failed; tried again later", "err", err)
+			}
+			if also != nil {
+				also(pctx)
 			}
 			pcancel()
 		}
