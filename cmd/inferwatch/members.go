@@ -173,7 +173,7 @@ func followScales(ctx context.Context, js *natsjs.JetStream, prefix string, sigs
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = js.Follow(ctx, []string{alerting.ScaleSubject(prefix, ">")}, time.Now().Add(-forget), func(_ string, ev alerting.Event) {
+		_ = js.FollowEvents(ctx, []string{alerting.ScaleSubject(prefix, ">")}, time.Now().Add(-forget), func(_ string, ev alerting.Event) {
 			if d, err := alerting.DecodeData(ev); err == nil {
 				if sd, ok := d.(*alerting.ScaleData); ok {
 					_ = sigs.Send(ctx, alerting.Batch{Group: sd.Group, Scales: []alerting.ScaleData{*sd}})

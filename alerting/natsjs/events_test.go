@@ -10,9 +10,9 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 )
 
-// TestFollow: a follower gets the events on its subjects published before
+// TestFollowEvents: a follower gets the events on its subjects published before
 // it started (from since on) and after, and nothing else.
-func TestFollow(t *testing.T) {
+func TestFollowEvents(t *testing.T) {
 	srv := natstest.Start(t)
 	j := connect(t, natsjs.Options{URL: srv.ClientURL()})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -38,7 +38,7 @@ func TestFollow(t *testing.T) {
 	fctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- j.Follow(fctx, []string{testSubjectsPrefix + ".scale.>"}, time.Now().Add(-time.Minute), func(subject string, ev alerting.Event) {
+		done <- j.FollowEvents(fctx, []string{testSubjectsPrefix + ".scale.>"}, time.Now().Add(-time.Minute), func(subject string, ev alerting.Event) {
 			d, err := alerting.DecodeData(ev)
 			if err != nil {
 				t.Errorf("%s: %v", subject, err)
@@ -62,7 +62,7 @@ func TestFollow(t *testing.T) {
 	}
 	stop()
 	if err := <-done; err != context.Canceled {
-		t.Errorf("Follow returned %v after its context ended, want context.Canceled", err)
+		t.Errorf("FollowEvents returned %v after its context ended, want context.Canceled", err)
 	}
 	select {
 	case d := <-got:

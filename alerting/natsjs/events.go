@@ -9,13 +9,13 @@ import (
 	"github.com/inferwatch/inferwatch/alerting"
 )
 
-// Follow hands handle every event of the stream on the subject filters
+// FollowEvents hands handle every event of the stream on the subject filters
 // (e.g. "inferwatch.scale.>") published from since on, then each as it is
 // published, until ctx ends; it returns ctx's error. Messages that are not
 // events are skipped. While the stream cannot be read (NATS away, the
 // stream not yet made) it tries again with a backoff from the newest
 // message handled, so an event may be handed twice but none is skipped.
-func (j *JetStream) Follow(ctx context.Context, subjects []string, since time.Time, handle func(subject string, ev alerting.Event)) error {
+func (j *JetStream) FollowEvents(ctx context.Context, subjects []string, since time.Time, handle func(subject string, ev alerting.Event)) error {
 	js, err := jetstream.New(j.nc)
 	if err != nil {
 		return err
