@@ -36,6 +36,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/writeback"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/metricname"
+	"github.com/inferwatch/inferwatch/internal/process"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
@@ -109,8 +110,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log.format", "logfmt", "log format: logfmt or json")
 	fs.DurationVar(&f.connectWait, "nats.connect-timeout", 2*time.Minute, "how long to keep retrying to reach NATS at start")
-	fs.Float64Var(&f.memRatio, "auto-gomemlimit.ratio", DefaultMemLimitRatio, "unless GOMEMLIMIT is set, set Go's soft memory limit to this share of the container's memory limit (cgroup), in (0, 1]; 0: none")
-	fs.IntVar(&f.gcPercent, "runtime.gogc", DefaultGCPercent, "unless GOGC is set, the garbage collector's target: collect once the heap has grown by this percentage of the live data (Go's default is 100; a lower one keeps the peak nearer the live data for more CPU)")
+	fs.Float64Var(&f.memRatio, "auto-gomemlimit.ratio", process.DefaultMemLimitRatio, "unless GOMEMLIMIT is set, set Go's soft memory limit to this share of the container's memory limit (cgroup), in (0, 1]; 0: none")
+	fs.IntVar(&f.gcPercent, "runtime.gogc", process.DefaultGCPercent, "unless GOGC is set, the garbage collector's target: collect once the heap has grown by this percentage of the live data (Go's default is 100; a lower one keeps the peak nearer the live data for more CPU)")
 	fs.DurationVar(&f.catchUp, "catch-up", rules.DefaultCatchUp, "after a delayed evaluation (a store or broker outage, a restart), report what was judged since the previous one, back to at most this long")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
@@ -131,18 +132,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, fs, err.Error())
 	}
-	if gc, why := applyGCPercent(f.gcPercent); gc > 0 {
+	if gc, why := process.ApplyGCPercent(f.gcPercent); gc > 0 {
 		logger.Debug("garbage collector target set", "percent", gc, "from", why)
 	} else {
 		logger.Debug("garbage collector target left as GOGC sets it", "GOGC", os.Getenv("GOGC"))
 	}
-	plan, err := applyMemLimit(f.memRatio)
+	plan, err := process.ApplyMemLimit(f.memRatio)
 	if err != nil {
 		logger.Error("inferwatch stopped", "err", err)
 		return 1
 	}
 	if plan.Limit > 0 {
-		logger.Info("Go's soft memory limit set", "limit", mib(plan.Limit), "from", plan.Reason)
+		logger.Info("Go's soft memory limit set", "limit", process.MiB(plan.Limit), "from", plan.Reason)
 	} else {
 		logger.Debug("no soft memory limit set by inferwatch", "why", plan.Reason)
 	}
@@ -683,7 +684,7 @@ func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, ready
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		metricname.WritePrometheus(w, set)
-		writeProcessMetrics(w, started)
+		process.WriteMetrics(w, started)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "ok\n")

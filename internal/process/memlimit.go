@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"errors"
@@ -23,11 +23,11 @@ const DefaultMemLimitRatio = 0.9
 // below the root: cgroup v2, then v1.
 var cgroupMemoryFiles = []string{"sys/fs/cgroup/memory.max", "sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// containerMemoryLimit returns the memory limit of the cgroup the process
+// ContainerMemoryLimit returns the memory limit of the cgroup the process
 // runs in, in bytes, read below root ("/" in the daemon), and the file it
 // read; 0 when there is none (no cgroup file, "max", or v1's
 // no-limit value).
-func containerMemoryLimit(root string) (int64, string, error) {
+func ContainerMemoryLimit(root string) (int64, string, error) {
 	for _, name := range cgroupMemoryFiles {
 		p := filepath.Join(root, name)
 		b, err := os.ReadFile(p)
@@ -54,38 +54,38 @@ func containerMemoryLimit(root string) (int64, string, error) {
 	return 0, "", nil
 }
 
-// memLimitPlan is what applyMemLimit decided: the soft limit set (0:
+// MemLimitPlan is what ApplyMemLimit decided: the soft limit set (0:
 // none) and why, to log.
-type memLimitPlan struct {
+type MemLimitPlan struct {
 	Limit  int64
 	Reason string
 }
 
-// planMemLimit decides Go's soft memory limit: GOMEMLIMIT, when set, wins
+// PlanMemLimit decides Go's soft memory limit: GOMEMLIMIT, when set, wins
 // (the runtime has applied it); otherwise ratio of the container's limit,
 // when there is one and ratio is in (0, 1].
-func planMemLimit(envSet bool, ratio float64, limit int64, from string) memLimitPlan {
+func PlanMemLimit(envSet bool, ratio float64, limit int64, from string) MemLimitPlan {
 	switch {
 	case envSet:
-		return memLimitPlan{Reason: "GOMEMLIMIT is set"}
+		return MemLimitPlan{Reason: "GOMEMLIMIT is set"}
 	case ratio == 0:
-		return memLimitPlan{Reason: "--auto-gomemlimit.ratio is 0"}
+		return MemLimitPlan{Reason: "--auto-gomemlimit.ratio is 0"}
 	case limit <= 0:
-		return memLimitPlan{Reason: "no container memory limit"}
+		return MemLimitPlan{Reason: "no container memory limit"}
 	}
-	return memLimitPlan{Limit: int64(float64(limit) * ratio),
-		Reason: fmt.Sprintf("%s of the container's limit of %s (%s)", strconv.FormatFloat(ratio, 'g', -1, 64), mib(limit), from)}
+	return MemLimitPlan{Limit: int64(float64(limit) * ratio),
+		Reason: fmt.Sprintf("%s of the container's limit of %s (%s)", strconv.FormatFloat(ratio, 'g', -1, 64), MiB(limit), from)}
 }
 
-// applyMemLimit sets Go's soft memory limit from the container's, as
-// planMemLimit decides, and returns the plan.
-func applyMemLimit(ratio float64) (memLimitPlan, error) {
+// ApplyMemLimit sets Go's soft memory limit from the container's, as
+// PlanMemLimit decides, and returns the plan.
+func ApplyMemLimit(ratio float64) (MemLimitPlan, error) {
 	_, envSet := os.LookupEnv("GOMEMLIMIT")
-	limit, from, err := containerMemoryLimit("/")
+	limit, from, err := ContainerMemoryLimit("/")
 	if err != nil && !envSet {
-		return memLimitPlan{}, fmt.Errorf("reading the container's memory limit: %w (set GOMEMLIMIT, or --auto-gomemlimit.ratio 0)", err)
+		return MemLimitPlan{}, fmt.Errorf("reading the container's memory limit: %w (set GOMEMLIMIT, or --auto-gomemlimit.ratio 0)", err)
 	}
-	p := planMemLimit(envSet, ratio, limit, from)
+	p := PlanMemLimit(envSet, ratio, limit, from)
 	if p.Limit > 0 {
 		debug.SetMemoryLimit(p.Limit)
 	}
@@ -101,27 +101,27 @@ func applyMemLimit(ratio float64) (memLimitPlan, error) {
 // for up to 10 % more wall time.
 const DefaultGCPercent = 75
 
-// planGCPercent decides the collector's target: GOGC, when set, wins (the
+// PlanGCPercent decides the collector's target: GOGC, when set, wins (the
 // runtime has applied it); otherwise percent.
-func planGCPercent(envSet bool, percent int) (int, string) {
+func PlanGCPercent(envSet bool, percent int) (int, string) {
 	if envSet {
 		return 0, "GOGC is set"
 	}
 	return percent, "--runtime.gogc"
 }
 
-// applyGCPercent sets the collector's target as planGCPercent decides and
+// ApplyGCPercent sets the collector's target as PlanGCPercent decides and
 // returns the percent set (0: none) and why.
-func applyGCPercent(percent int) (int, string) {
+func ApplyGCPercent(percent int) (int, string) {
 	_, envSet := os.LookupEnv("GOGC")
-	p, why := planGCPercent(envSet, percent)
+	p, why := PlanGCPercent(envSet, percent)
 	if p > 0 {
 		debug.SetGCPercent(p)
 	}
 	return p, why
 }
 
-// mib formats n bytes in MiB: 1024 MiB, 921.6 MiB.
-func mib(n int64) string {
+// MiB formats n bytes in MiB: 1024 MiB, 921.6 MiB.
+func MiB(n int64) string {
 	return strconv.FormatFloat(math.Round(float64(n)/(1<<20)*10)/10, 'f', -1, 64) + " MiB"
 }
