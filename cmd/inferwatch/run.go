@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,9 +34,9 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/promexport"
 	"github.com/inferwatch/inferwatch/alerting/writeback"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/internal/metricname"
 	"github.com/inferwatch/inferwatch/internal/process"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
+	"github.com/inferwatch/inferwatch/internal/web"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -99,7 +98,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.configFile, "config", "", "configuration `FILE`")
 	fs.BoolVar(&f.once, "once", false, "evaluate every group once, publish, and exit (non-zero if any evaluation failed)")
 	fs.Var(&f.backfill, "backfill", "on the first evaluation of each rule, also report the anomalies of this much history (e.g. 7d)")
-	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for "+strings.Join(webPaths, ", ")+
+	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for "+strings.Join(web.Paths(), ", ")+
 		" and, unless export.keda.metrics_api is false, "+keda.PathPrefix+" (empty: none)")
 	fs.BoolVar(&f.enablePprof, "web.enable-pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, ...) under /debug/pprof/ on --web.listen-address")
 	fs.StringVar(&f.sourceURL, "source.url", "", "override source.url of the configuration")
@@ -221,12 +220,12 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	reloadOK.Set(1)
 	reloadAt.Set(float64(time.Now().Unix()))
 
-	ready := newReadiness()
-	ready.set("config", func(context.Context) error { return nil })
+	ready := web.NewReadiness("config", "nats", "store")
+	ready.Set("config", func(context.Context) error { return nil })
 	// The outputs that never wait come before NATS in the pipeline: an
 	// autoscaler reads them while the publisher may be retrying.
 	var receivers []alerting.Receiver
-	web := map[string]http.Handler{}
+	handlers := map[string]http.Handler{}
 	ex := cfg.Export
 	if ex.Metrics.Enabled {
 		receivers = append(receivers, promexport.New(promexport.Options{Metrics: set, MaxSeries: ex.Metrics.MaxSeries,
@@ -241,7 +240,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		defer sigs.Close()
 		receivers = append(receivers, sigs)
 		if ex.KEDA.MetricsAPI {
-			web[keda.PathPrefix] = sigs.Handler()
+			handlers[keda.PathPrefix] = sigs.Handler()
 		}
 		if ex.KEDA.Listen != "" {
 			stop, err := serveScaler(ex.KEDA.Listen, sigs, logger)
@@ -266,18 +265,18 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		receivers = append(receivers, wb)
 	}
 	if f.enablePprof {
-		web["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
-		web["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
-		web["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
-		web["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
-		web["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+		handlers["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		handlers["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
+		handlers["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		handlers["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
+		handlers["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
 	}
 	if f.listenAddr != "" {
-		stopWeb, err := serveWeb(f.listenAddr, set, web, ready, logger)
+		srv, err := web.Serve(web.Options{Addr: f.listenAddr, Metrics: set, Handlers: handlers, Ready: ready, Logger: logger})
 		if err != nil {
-			return err
+			return fmt.Errorf("--web.listen-address: %w", err)
 		}
-		defer stopWeb()
+		defer srv.Stop()
 	}
 
 	natsURL := cfg.NATS.URL
@@ -324,7 +323,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			logger.Warn("draining the NATS connection", "err", err)
 		}
 	}()
-	ready.set("nats", func(context.Context) error { return js.Ready() })
+	ready.Set("nats", func(context.Context) error { return js.Ready() })
 	var box alerting.Outbox // a nil interface when there is no outbox
 	outboxDir := defaultOutboxDir(cfg.NATS, natsURL)
 	if outboxDir != "" {
@@ -380,7 +379,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ready.set("store", func(ctx context.Context) error {
+	ready.Set("store", func(ctx context.Context) error {
 		_, err := client.Query(ctx, "vector(1)", time.Now())
 		return err
 	})
@@ -399,7 +398,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return err
 		}
 		defer leave()
-		ready.set("members", func(context.Context) error { return m.Joined() })
+		ready.Set("members", func(context.Context) error { return m.Joined() })
 		if cfg.NATS.URL != "" {
 			member = m
 		}
@@ -464,7 +463,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if _, err := manager.Resume(ctx); err != nil {
 		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
-	ready.set("rules", func(context.Context) error { return manager.Stalled() })
+	ready.Set("rules", func(context.Context) error { return manager.Stalled() })
 	retain(ctx, life, kv, groups, retained, logger)
 	stopPurge := purgeState(ctx, kv, logger)
 	defer stopPurge()
@@ -667,47 +666,6 @@ func countRules(groups []*rules.Group) int {
 		n += len(g.Rules())
 	}
 	return n
-}
-
-// webPaths are what the HTTP listener always serves.
-var webPaths = []string{"/metrics", "/healthz", "/readyz"}
-
-// serveWeb serves webPaths and the handlers of more (by path pattern) and
-// returns a function that stops the listener.
-func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, ready http.Handler, logger *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--web.listen-address: %w", err)
-	}
-	started := time.Now()
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		metricname.WritePrometheus(w, set)
-		process.WriteMetrics(w, started)
-	})
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "ok\n")
-	})
-	mux.Handle("/readyz", ready)
-	paths := slices.Clone(webPaths)
-	for pattern, h := range more {
-		mux.Handle(pattern, h)
-		paths = append(paths, pattern)
-	}
-	slices.Sort(paths)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("HTTP listener failed", "addr", addr, "err", err)
-		}
-	}()
-	logger.Info("serving HTTP", "addr", ln.Addr().String(), "paths", strings.Join(paths, " "))
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	}, nil
 }
 
 // serveScaler serves KEDA's external scaler over gRPC on addr and returns a
