@@ -416,7 +416,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	sink := &alerting.Pipeline{Lifecycle: life, Incidents: incidents, Receivers: append(receivers, pub)}
 	// The alerts of removed rules resolve through the incidents too.
 	retained := &alerting.Pipeline{Incidents: incidents, Receivers: []alerting.Receiver{pub}}
-	hand := &handover{life: life, log: logger}
+	hand := &alerting.Handover{Lifecycle: life, Logger: logger}
 	if am := cfg.Alertmanager; am != nil {
 		notifier, err := alertmanager.New(alertmanager.Options{URLs: am.URLs, HTTPClientConfig: &am.HTTPClientConfig,
 			Timeout: am.Timeout, Logger: logger, Metrics: set})
@@ -438,7 +438,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		fwd.Seed(life.Firing())
 		fwd.SeedIncidents(incidents.Open())
 		sink.Receivers = append(sink.Receivers, fwd)
-		hand.fwd = fwd
+		hand.Forwarder = fwd
 		logger.Info("forwarding alerts to Alertmanager", "urls", redactAll(am.URLs), "resend_delay", am.ResendDelay)
 	}
 	mo := rules.ManagerOptions{
