@@ -15,15 +15,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/VictoriaMetrics/metricsql"
-	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
@@ -33,7 +30,6 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/outbox"
 	"github.com/inferwatch/inferwatch/alerting/promexport"
 	"github.com/inferwatch/inferwatch/alerting/writeback"
-	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/process"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/inferwatch/inferwatch/internal/web"
@@ -243,11 +239,12 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			handlers[keda.PathPrefix] = sigs.Handler()
 		}
 		if ex.KEDA.Listen != "" {
-			stop, err := serveScaler(ex.KEDA.Listen, sigs, logger)
+			ln, err := net.Listen("tcp", ex.KEDA.Listen)
 			if err != nil {
-				return err
+				return fmt.Errorf("export.keda.listen (--keda.listen-address): %w", err)
 			}
-			defer stop()
+			stopScaler := sigs.ServeGRPC(ln)
+			defer stopScaler()
 		}
 	}
 	if wc := cfg.Writeback; wc != nil {
@@ -360,22 +357,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		}
 	}
 
-	httpClient, err := config.NewClientFromConfig(cfg.Source.HTTPClientConfig, "inferwatch")
-	if err != nil {
-		return fmt.Errorf("%s: source: %w", cfg.File, err)
-	}
-	client, err := ingest.NewClient(ingest.ClientOptions{
-		URL:        cfg.Source.URL,
-		HTTPClient: httpClient,
-		Timeout:    cfg.Source.Timeout,
-		UsePOST:    cfg.Source.UsePOST,
-
-		MaxResponseBytes:  cfg.Source.MaxResponseBytes,
-		MaxResponseSeries: cfg.Source.MaxResponseSeries,
-		MaxResponsePoints: cfg.Source.MaxResponsePoints,
-		Metrics:           set,
-		Logger:            logger,
-	})
+	client, err := newStoreClient(cfg, set, logger)
 	if err != nil {
 		return err
 	}
@@ -449,7 +431,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Scores:          scorePoints(ex.Metrics.Enabled, cfg.Writeback != nil && cfg.Writeback.Scores),
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
-		Forgotten:       releaseForgotten(logger),
+		Forgotten:       process.ReleaseForgotten(logger),
 		Logger:          logger,
 		Metrics:         set,
 	}
@@ -465,7 +447,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	}
 	ready.Set("rules", func(context.Context) error { return manager.Stalled() })
 	retain(ctx, life, kv, groups, retained, logger)
-	stopPurge := purgeState(ctx, kv, logger)
+	stopPurge := kv.PurgeDeletesEvery(ctx, purgeEvery)
 	defer stopPurge()
 	logger.Info("inferwatch started", "config", cfg.File, "source", redact(cfg.Source.URL),
 		"groups", len(groups), "rules", countRules(groups), "once", f.once)
@@ -598,67 +580,9 @@ func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups
 	}
 }
 
-// releaseForgotten returns the memory of series forgotten in bulk (a
-// burst of pods that stopped) to the system at once, rather than as the
-// runtime's collector and scavenger get to it over minutes: once the series
-// forgotten since the last release reach 1,000 and a tenth of those
-// tracked, at most once a minute (a release held back by that waits for
-// the minute's end).
-func releaseForgotten(logger *slog.Logger) func(forgotten, tracked int) {
-	var (
-		mu      sync.Mutex
-		pending int       // forgotten since the last release
-		last    time.Time // the last release
-		timer   *time.Timer
-	)
-	release := func() {
-		mu.Lock()
-		n := pending
-		pending, last, timer = 0, time.Now(), nil
-		mu.Unlock()
-		began := time.Now()
-		debug.FreeOSMemory()
-		logger.Debug("returned the memory of forgotten series to the system", "forgotten", n, "took", time.Since(began))
-	}
-	return func(forgotten, tracked int) {
-		mu.Lock()
-		defer mu.Unlock()
-		pending += forgotten
-		if pending < 1000 || 10*pending < tracked+pending || timer != nil {
-			return
-		}
-		timer = time.AfterFunc(max(0, time.Minute-time.Since(last)), release)
-	}
-}
-
 // purgeEvery is how often the daemon purges the markers deleted alert
 // states leave in the state bucket, and how old a marker must be.
 const purgeEvery = 10 * time.Minute
-
-// purgeState purges the state bucket's delete markers every purgeEvery
-// until ctx is done or the returned function is called.
-func purgeState(ctx context.Context, kv *natsjs.KV, logger *slog.Logger) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(purgeEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			pctx, pcancel := context.WithTimeout(ctx, time.Minute)
-			if err := kv.PurgeDeletes(pctx, purgeEvery); err != nil {
-				logger.Debug("purging the state bucket's delete markers failed; tried again later", "err", err)
-			}
-			pcancel()
-		}
-	}()
-	return func() { cancel(); <-done }
-}
 
 func countRules(groups []*rules.Group) int {
 	n := 0
@@ -666,32 +590,6 @@ func countRules(groups []*rules.Group) int {
 		n += len(g.Rules())
 	}
 	return n
-}
-
-// serveScaler serves KEDA's external scaler over gRPC on addr and returns a
-// function that ends its streams and stops it.
-func serveScaler(addr string, sigs *keda.Signals, logger *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("export.keda.listen (--keda.listen-address): %w", err)
-	}
-	gs := sigs.NewGRPCServer()
-	go func() {
-		if err := gs.Serve(ln); err != nil {
-			logger.Error("KEDA external scaler listener failed", "addr", addr, "err", err)
-		}
-	}()
-	logger.Info("serving the KEDA external scaler (gRPC externalscaler.ExternalScaler)", "addr", ln.Addr().String())
-	return func() {
-		sigs.Close() // ends StreamIsActive, so GracefulStop does not wait for KEDA
-		done := make(chan struct{})
-		go func() { gs.GracefulStop(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			gs.Stop()
-		}
-	}, nil
 }
 
 func redactAll(us []string) []string {

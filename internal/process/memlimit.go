@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // DefaultMemLimitRatio is the share of a container's memory limit that
@@ -124,4 +127,38 @@ func ApplyGCPercent(percent int) (int, string) {
 // MiB formats n bytes in MiB: 1024 MiB, 921.6 MiB.
 func MiB(n int64) string {
 	return strconv.FormatFloat(math.Round(float64(n)/(1<<20)*10)/10, 'f', -1, 64) + " MiB"
+}
+
+// ReleaseForgotten returns a function, to call with the series forgotten
+// and those still tracked, that returns the memory of series forgotten in
+// bulk (a burst of pods that stopped) to the system at once, rather than
+// as the runtime's collector and scavenger get to it over minutes: once
+// the series forgotten since the last release reach 1,000 and a tenth of
+// those tracked, at most once a minute (a release held back by that waits
+// for the minute's end).
+func ReleaseForgotten(logger *slog.Logger) func(forgotten, tracked int) {
+	var (
+		mu      sync.Mutex
+		pending int       // forgotten since the last release
+		last    time.Time // the last release
+		timer   *time.Timer
+	)
+	release := func() {
+		mu.Lock()
+		n := pending
+		pending, last, timer = 0, time.Now(), nil
+		mu.Unlock()
+		began := time.Now()
+		debug.FreeOSMemory()
+		logger.Debug("returned the memory of forgotten series to the system", "forgotten", n, "took", time.Since(began))
+	}
+	return func(forgotten, tracked int) {
+		mu.Lock()
+		defer mu.Unlock()
+		pending += forgotten
+		if pending < 1000 || 10*pending < tracked+pending || timer != nil {
+			return
+		}
+		timer = time.AfterFunc(max(0, time.Minute-time.Since(last)), release)
+	}
 }
