@@ -446,7 +446,8 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
 	ready.Set("rules", func(context.Context) error { return manager.Stalled() })
-	retain(ctx, life, kv, groups, retained, logger)
+	retain := rules.RetainOptions{Progress: kv, Alerts: life, Out: retained, Logger: logger}
+	rules.Retain(ctx, groups, time.Now(), retain)
 	stopPurge := kv.PurgeDeletesEvery(ctx, purgeEvery)
 	defer stopPurge()
 	logger.Info("inferwatch started", "config", cfg.File, "source", redact(cfg.Source.URL),
@@ -489,7 +490,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return nil
 		case <-hup:
 			if reload(f, cfg, manager, logger, reloadOK, reloadAt) {
-				retain(ctx, life, kv, manager.Groups(), retained, logger)
+				rules.Retain(ctx, manager.Groups(), time.Now(), retain)
 				if member != nil {
 					member.SetGroups(groupNames(manager.Groups()))
 				}
@@ -553,32 +554,6 @@ func defaultOutboxDir(n rulefmt.NATS, natsURL string) string {
 
 // maxRestoredAlerts bounds the alert states restored at start-up.
 const maxRestoredAlerts = 1_000_000
-
-// retain resolves the restored or running alerts of rules the
-// configuration no longer has, publishes their resolved events, and
-// deletes those rules' progress from the state bucket.
-func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups []*rules.Group, out alerting.Receiver, logger *slog.Logger) {
-	have, progress := map[string]bool{}, map[string]bool{}
-	for _, g := range groups {
-		for _, r := range g.Rules() {
-			have[g.Name()+"\x00"+r.Name()] = true
-			progress[rules.ProgressKey(g.Name(), r.Name())] = true
-		}
-	}
-	if n, err := kv.RetainProgress(ctx, func(rule string) bool { return progress[rule] }); err != nil {
-		logger.Warn("deleting the progress of rules the configuration no longer has", "err", err)
-	} else if n > 0 {
-		logger.Info("deleted the progress of rules the configuration no longer has", "rules", n)
-	}
-	evs := life.Retain(time.Now(), func(group, rule string) bool { return have[group+"\x00"+rule] })
-	if len(evs) == 0 {
-		return
-	}
-	logger.Info("resolving the alerts of rules the configuration no longer has", "alerts", len(evs))
-	if err := out.Send(ctx, alerting.Batch{Alerts: evs}); err != nil {
-		logger.Warn("publishing the resolved alerts of removed rules", "err", err)
-	}
-}
 
 // purgeEvery is how often the daemon purges the markers deleted alert
 // states leave in the state bucket, and how old a marker must be.
