@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -526,8 +524,7 @@ func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, logger *slog.
 
 // defaultOutboxDir is where the outbox lives: nats.outbox_dir ("none": no
 // outbox), else beside an embedded server's store, else under the user's
-// state directory, named by the stream and the server so that two NATS
-// never share one.
+// state directory (outbox.StateDir).
 func defaultOutboxDir(n rulefmt.NATS, natsURL string) string {
 	switch {
 	case n.OutboxDir == "none":
@@ -539,17 +536,7 @@ func defaultOutboxDir(n rulefmt.NATS, natsURL string) string {
 	case n.URL == "":
 		return "" // a temporary store: the stream goes with the daemon
 	}
-	state := os.Getenv("XDG_STATE_HOME")
-	if state == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			state = os.TempDir()
-		} else {
-			state = filepath.Join(home, ".local", "state")
-		}
-	}
-	h := sha256.Sum256([]byte(redact(natsURL)))
-	return filepath.Join(state, "inferwatch", "outbox", n.Stream+"-"+hex.EncodeToString(h[:4]))
+	return outbox.StateDir(n.Stream, redact(natsURL))
 }
 
 // maxRestoredAlerts bounds the alert states restored at start-up.
