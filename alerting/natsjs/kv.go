@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ type KV struct {
 	kv     jetstream.KeyValue
 	bucket string
 	nc     interface{ IsConnected() bool }
+	log    *slog.Logger
 
 	mu   sync.Mutex
 	revs map[string]uint64 // by hashed key: the revision last read or written
@@ -86,7 +88,7 @@ func (j *JetStream) KV(ctx context.Context, bucket string) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating or updating the key-value bucket %s on %s: %w", bucket, j.url, err)
 	}
-	return &KV{kv: kv, bucket: bucket, nc: j.nc, revs: map[string]uint64{},
+	return &KV{kv: kv, bucket: bucket, nc: j.nc, log: j.o.Logger, revs: map[string]uint64{},
 		progressConflicts: j.o.Metrics.GetOrCreateCounter("inferwatch_progress_write_conflicts_total")}, nil
 }
 
@@ -343,6 +345,32 @@ func (k *KV) PurgeDeletes(ctx context.Context, olderThan time.Duration) error {
 		return fmt.Errorf("purging the delete markers of bucket %s: %w", k.bucket, err)
 	}
 	return nil
+}
+
+// PurgeDeletesEvery purges the bucket's delete markers older than every
+// (PurgeDeletes), every that long, until ctx is done or the returned
+// function is called; a purge that fails is logged and tried at the next.
+func (k *KV) PurgeDeletesEvery(ctx context.Context, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, time.Minute)
+			if err := k.PurgeDeletes(pctx, every); err != nil {
+				k.log.Debug("purging the state bucket's delete markers failed; tried again later", "err", err)
+			}
+			pcancel()
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // Entries counts the messages the bucket holds: live values and the
