@@ -185,7 +185,8 @@ type AutoConfig struct {
 //
 // A band resting on few samples is widened by how little they say: s_eff
 // and the tails' spreads (not the floors below) are multiplied by
-// youngWidth(n), n the samples held since the summaries were last empty,
+// youngWidth(n), n the samples held since the summaries were last empty
+// (at most as many as the horizon spans at the step),
 // a Student's t prediction bound's ratio to the normal one at the tail
 // P/3, which is 2.47 at ten samples, 1.07 at a hundred and tends to 1. On
 // a burst of new series of Gaussian noise or of counts, a young series
@@ -531,9 +532,14 @@ func (a *Auto) observe(t int64, v float64) Result {
 	u, l := a.hi.at(hi), a.lo.at(lo)
 	abs := sigmaFloor * max(1, math.Abs(m))
 	// A spread read from few samples is widened by how little they say
-	// (the floors are not estimates, and are not widened).
+	// (the floors are not estimates, and are not widened): those held,
+	// at most as many as the horizon spans.
 	if a.held >= a.widthAt {
-		a.width = youngWidth(a.held-1, a.p)
+		n := a.held - 1
+		if st := cmp.Or(a.step, a.minStep); st > 0 && st < math.MaxInt64 {
+			n = min(n, max(1, a.thin.w.window/st))
+		}
+		a.width = youngWidth(n, a.p)
 		a.widthAt = a.held + max(1, a.held/50)
 	}
 	w := a.width
