@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -82,6 +83,11 @@ var youngBurst = flag.Int("young.burst", 2000, "how many new series of each nois
 // (its 11th) to four hours at a minute's step.
 var burstAges = []int{10, 12, 15, 20, 30, 45, 60, 90, 120, 180, 240}
 
+// bandAges are the ages at which TestAutoYoungBurst reads how far the band
+// reaches above the median, in the series' units (the noise's standard
+// deviation is 5 for Gaussian noise, 8.7 for t₃ of scale 5, 2 for counts).
+var bandAges = []int{10, 60, 239}
+
 // TestAutoYoungBurst: a burst of new series of plain noise (Gaussian,
 // Student's t with 3 degrees of freedom, Poisson counts; at 15 s and
 // 1 m), each judged by a new detector from its first samples, as a rule
@@ -103,11 +109,16 @@ func TestAutoYoungBurst(t *testing.T) {
 			draw := families.NoiseSource(shape, rng)
 			young := make([]int, len(burstAges)) // alarms starting, by age class
 			hits, judged := 0, 0
+			widths := make([][]float64, len(bandAges)) // Upper − Expected
 			for range n {
 				a := NewAuto(AutoConfig{Step: step})
 				prev := false
 				for i := range burstAges[len(burstAges)-1] {
-					alarm := a.Observe(int64(i)*step, draw()).Score >= 1
+					r := a.Observe(int64(i)*step, draw())
+					alarm := r.Score >= 1
+					if k := slices.Index(bandAges, i); k >= 0 && !math.IsNaN(r.Upper) {
+						widths[k] = append(widths[k], r.Upper-r.Expected)
+					}
 					if i >= burstAges[0] {
 						judged++
 						if alarm {
@@ -139,6 +150,11 @@ func TestAutoYoungBurst(t *testing.T) {
 				shape, step/1000, n, ry, ro)
 			for k := range young[:len(young)-1] {
 				fmt.Fprintf(&b, " %d–%d: %d", burstAges[k], burstAges[k+1]-1, young[k])
+			}
+			b.WriteString("; the median Upper − Expected at age")
+			for k, w := range widths {
+				slices.Sort(w)
+				fmt.Fprintf(&b, " %d: %.2f", bandAges[k], w[len(w)/2])
 			}
 			b.WriteString("\n")
 			if shape != families.HeavyTailed && ry > ro {
