@@ -686,11 +686,13 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 				gm.accepted[r.Name()].Add(res.Accepted)
 			}
 			// Once an evaluation at most: one series and sample for all.
-			args := []any{"group", g.cfg.Name, "rule", r.Name(), "samples", res.SetAside, "shifts_accepted", res.Accepted}
-			if a := res.Aside; a != nil {
-				args = append(args, "series", a.Series, "value", a.Value, "at", a.At.UTC())
+			if m.log.Enabled(ctx, slog.LevelInfo) {
+				args := []any{"group", g.cfg.Name, "rule", r.Name(), "samples", res.SetAside, "shifts_accepted", res.Accepted}
+				if a := res.Aside; a != nil {
+					args = append(args, "series", a.Series, "value", a.Value, "at", a.At.UTC())
+				}
+				m.log.Info("samples set aside as extreme: left out of what defines normal", args...)
 			}
-			m.log.Info("samples set aside as extreme: left out of what defines normal", args...)
 		}
 		m.scored.Add(res.Scored)
 		m.late.Add(res.Late)
