@@ -202,7 +202,8 @@ type groupMetrics struct {
 	evals, failures, missed *metrics.Counter
 	duration                *metrics.PrometheusHistogram
 	ruleFailures            map[string]*metrics.Counter
-	health                  map[string]*ruleHealth // by rule
+	setAside, accepted      map[string]*metrics.Counter // anomaly rules
+	health                  map[string]*ruleHealth      // by rule
 }
 
 // NewManager prepares the groups Build made.
@@ -332,7 +333,7 @@ func (m *Manager) setGroups(groups []*Group) {
 	gm := map[string]*groupMetrics{}
 	for _, g := range groups {
 		name := g.cfg.Name
-		x := &groupMetrics{ruleFailures: map[string]*metrics.Counter{}}
+		x := &groupMetrics{ruleFailures: map[string]*metrics.Counter{}, setAside: map[string]*metrics.Counter{}, accepted: map[string]*metrics.Counter{}}
 		counter := func(n string) *metrics.Counter {
 			x.names = append(x.names, n)
 			keep[n] = true
@@ -348,6 +349,10 @@ func (m *Manager) setGroups(groups []*Group) {
 		x.health = map[string]*ruleHealth{}
 		for _, r := range g.rules {
 			x.ruleFailures[r.Name()] = counter(metricname.Name("inferwatch_rule_evaluation_failures_total", "group", name, "rule", r.Name()))
+			if _, ok := r.(*anomalyRule); ok {
+				x.setAside[r.Name()] = counter(metricname.Name("inferwatch_rule_samples_set_aside_total", "group", name, "rule", r.Name()))
+				x.accepted[r.Name()] = counter(metricname.Name("inferwatch_rule_shifts_accepted_total", "group", name, "rule", r.Name()))
+			}
 			h := &ruleHealth{group: name, rule: r.Name()}
 			if old := m.gm[name]; old != nil && old.health[r.Name()] != nil {
 				h = old.health[r.Name()]
@@ -676,6 +681,20 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		}
 		if err == nil {
 			m.watch(ctx, g, r, gm.health[r.Name()], res, at)
+		}
+		if res.SetAside > 0 || res.Accepted > 0 {
+			if c := gm.setAside[r.Name()]; c != nil {
+				c.Add(res.SetAside)
+				gm.accepted[r.Name()].Add(res.Accepted)
+			}
+			// Once an evaluation at most: one series and sample for all.
+			if m.log.Enabled(ctx, slog.LevelInfo) {
+				args := []any{"group", g.cfg.Name, "rule", r.Name(), "samples", res.SetAside, "shifts_accepted", res.Accepted}
+				if a := res.Aside; a != nil {
+					args = append(args, "series", a.Series, "value", a.Value, "at", a.At.UTC())
+				}
+				m.log.Info("samples set aside as extreme: left out of what defines normal", args...)
+			}
 		}
 		m.scored.Add(res.Scored)
 		m.late.Add(res.Late)
