@@ -26,6 +26,7 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/metricname"
+	"github.com/inferwatch/inferwatch/internal/tick"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -916,14 +917,7 @@ func (m *Manager) evalRules(ctx context.Context, g *Group, at time.Time) []ruleR
 
 // summarise logs what the manager did every SummaryEvery until ctx is done.
 func (m *Manager) summarise(ctx context.Context) {
-	t := time.NewTicker(m.o.SummaryEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, m.o.SummaryEvery, func(context.Context, time.Time) {
 		m.mu.Lock()
 		series := 0
 		for _, n := range m.tracked {
@@ -934,5 +928,5 @@ func (m *Manager) summarise(ctx context.Context) {
 			"failed", m.sumFailures.Swap(0), "points_observed", m.sumObservations.Swap(0), "forecasts", m.sumForecasts.Swap(0),
 			"scale_signals", m.sumScales.Swap(0), "ticks_skipped", m.sumMissed.Swap(0), "series_tracked", series,
 			"series_forgotten", m.sumForgotten.Swap(0), "samples_late", m.sumLate.Swap(0))
-	}
+	})
 }

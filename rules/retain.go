@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/inferwatch/inferwatch/alerting"
+	"github.com/inferwatch/inferwatch/internal/tick"
 )
 
 // ProgressRetainer deletes the progress of the rules keep refuses and
@@ -81,20 +82,5 @@ func Retain(ctx context.Context, groups []*Group, now time.Time, o RetainOptions
 // in flight): replicas resolve what processes with another configuration
 // left behind in a rolling update, after those processes stopped.
 func RetainEvery(ctx context.Context, every time.Duration, groups func() []*Group, o RetainOptions) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-t.C:
-				Retain(ctx, groups(), now, o)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return tick.Start(ctx, every, func(ctx context.Context, now time.Time) { Retain(ctx, groups(), now, o) })
 }

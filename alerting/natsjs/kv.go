@@ -18,6 +18,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
+	"github.com/inferwatch/inferwatch/internal/tick"
 )
 
 // KV keeps the daemon's state across restarts in a JetStream key-value
@@ -351,26 +352,13 @@ func (k *KV) PurgeDeletes(ctx context.Context, olderThan time.Duration) error {
 // (PurgeDeletes), every that long, until ctx is done or the returned
 // function is called; a purge that fails is logged and tried at the next.
 func (k *KV) PurgeDeletesEvery(ctx context.Context, every time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			pctx, pcancel := context.WithTimeout(ctx, time.Minute)
-			if err := k.PurgeDeletes(pctx, every); err != nil {
-				k.log.Debug("purging the state bucket's delete markers failed; tried again later", "err", err)
-			}
-			pcancel()
+	return tick.Start(ctx, every, func(ctx context.Context, _ time.Time) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := k.PurgeDeletes(ctx, every); err != nil {
+			k.log.Debug("purging the state bucket's delete markers failed; tried again later", "err", err)
 		}
-	}()
-	return func() { cancel(); <-done }
+	})
 }
 
 // Entries counts the messages the bucket holds: live values and the
