@@ -421,11 +421,70 @@ func (l *Lifecycle) Retain(now time.Time, keep func(group, rule string) bool) []
 	return out
 }
 
+// ErrStatesUnsaved says that states of a group's alerts did not reach the
+// Store: they are saved again with the group's next batch. Until then the
+// group's progress must stay where it was, so that a process taking the
+// group over judges those points again instead of going on without the
+// alerts.
+var ErrStatesUnsaved = errors.New("alert states not saved")
+
+// RetainStored resolves, at time now, the alerts the Store holds of rules
+// keep says are gone and that this lifecycle does not hold (Retain ends
+// those): alerts that the processes sharing the Store left behind, such as
+// the replicas of a configuration that removed a rule or a group. Each is
+// deleted from the Store on the revision read, so that of several
+// processes doing this at once only the one whose delete lands resolves
+// it. It returns the resolutions' events.
+func (l *Lifecycle) RetainStored(ctx context.Context, now time.Time, keep func(group, rule string) bool) ([]AlertData, error) {
+	if l.o.Store == nil {
+		return nil, nil
+	}
+	entries, err := l.o.Store.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the stored alert states: %w", err)
+	}
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []AlertData
+	for _, k := range keys {
+		var s storedAlert
+		if json.Unmarshal(entries[k], &s) != nil || s.Version != 1 || s.Alert.State == StateInactive {
+			continue
+		}
+		a := s.Alert.alert()
+		g := a.Peak.Group
+		if alertKey(g, a.Peak.Rule, a.Peak.Series) != s.Key || keep(g, a.Peak.Rule) {
+			continue
+		}
+		l.mu.Lock()
+		_, held := l.alerts[g][s.Key]
+		l.mu.Unlock()
+		if held {
+			continue
+		}
+		if err := l.o.Store.Save(ctx, s.Key, nil); err != nil {
+			continue // another process resolved it, or the next call does
+		}
+		_, trs := end(a, now, ReasonRuleRemoved)
+		l.mu.Lock()
+		for _, tr := range trs {
+			out = append(out, alertData(tr))
+			l.transitions[tr.Status].Inc()
+		}
+		l.mu.Unlock()
+	}
+	return out, nil
+}
+
 // Process runs the observations of b through the lifecycle, in order,
 // appends to b the findings of the alerts that fired and the alert
 // events, ticks the group's firing alerts at b.At (repeats), and saves the
-// states that changed. Observations are consumed.
-func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
+// states that changed. Observations are consumed. When states of b's
+// group are left unsaved, the error wraps ErrStatesUnsaved.
+func (l *Lifecycle) Process(ctx context.Context, b *Batch) error {
 	l.mu.Lock()
 	as := l.alerts[b.Group]
 	if as == nil {
@@ -481,7 +540,7 @@ func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
 		clear(l.dirty)
 		clear(l.ended)
 		l.mu.Unlock()
-		return
+		return nil
 	}
 	save := map[string][]byte{}
 	for k, g := range l.dirty {
@@ -498,6 +557,18 @@ func (l *Lifecycle) Process(ctx context.Context, b *Batch) {
 	}
 	l.mu.Unlock()
 	l.save(ctx, save)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, g := range l.dirty {
+		if g == b.Group {
+			n++
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("group %q: %d %w; saved again with the next evaluation", b.Group, n, ErrStatesUnsaved)
+	}
+	return nil
 }
 
 // absent ends the alerts of the rules b says were evaluated whose series
@@ -683,11 +754,15 @@ type Pipeline struct {
 	Receivers []Receiver
 }
 
-// Send processes b and hands it on; it returns the receivers' joined
-// errors.
+// Send processes b and hands it on; it returns the lifecycle's and the
+// receivers' joined errors. The batch is handed on with states unsaved:
+// its events are out, and the group's progress waits for the states.
 func (p *Pipeline) Send(ctx context.Context, b Batch) error {
+	var errs []error
 	if p.Lifecycle != nil {
-		p.Lifecycle.Process(ctx, &b)
+		if err := p.Lifecycle.Process(ctx, &b); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if p.Levels != nil {
 		p.Levels.Record(&b)
@@ -695,7 +770,6 @@ func (p *Pipeline) Send(ctx context.Context, b Batch) error {
 	if p.Incidents != nil {
 		p.Incidents.Process(ctx, &b)
 	}
-	var errs []error
 	for _, r := range p.Receivers {
 		if err := r.Send(ctx, b); err != nil {
 			errs = append(errs, err)

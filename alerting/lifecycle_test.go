@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"sync"
@@ -306,12 +307,19 @@ func TestLifecycleRetriesStateSavesAndResolvesRemovedRules(t *testing.T) {
 	store := &memStore{fail: true}
 	ctx := context.Background()
 	l := NewLifecycle(LifecycleOptions{Store: store})
-	l.Process(ctx, batchOf(point{0, true, 3}, point{1, true, 3}))
+	if err := l.Process(ctx, batchOf(point{0, true, 3}, point{1, true, 3})); !errors.Is(err, ErrStatesUnsaved) {
+		t.Fatalf("a failed save returned %v, want ErrStatesUnsaved", err)
+	}
 	if len(store.m) != 0 {
 		t.Fatal("saved while the store fails")
 	}
+	if err := l.Process(ctx, &Batch{Group: "other", At: at(2)}); err != nil {
+		t.Fatalf("another group's batch returned %v: its states are saved", err)
+	}
 	store.fail = false
-	l.Process(ctx, &Batch{Group: "g", At: at(2)})
+	if err := l.Process(ctx, &Batch{Group: "g", At: at(2)}); err != nil {
+		t.Fatalf("the retried save returned %v", err)
+	}
 	if len(store.m) != 1 {
 		t.Fatalf("the failed save was not retried: %d stored", len(store.m))
 	}
@@ -322,6 +330,45 @@ func TestLifecycleRetriesStateSavesAndResolvesRemovedRules(t *testing.T) {
 	l.Process(ctx, &Batch{Group: "g", At: at(4)})
 	if len(store.m) != 0 {
 		t.Fatal("the removed rule's alert stayed in the store")
+	}
+}
+
+// TestRetainStored: a process that holds no alerts resolves, once, the
+// stored alerts of a rule its configuration no longer has, and deletes
+// them; those of kept rules stay.
+func TestRetainStored(t *testing.T) {
+	store := &memStore{}
+	ctx := context.Background()
+	owner := NewLifecycle(LifecycleOptions{Store: store})
+	if err := owner.Process(ctx, batchOf(point{0, true, 3}, point{1, true, 3})); err != nil {
+		t.Fatal(err)
+	}
+	if len(owner.Firing()) != 1 || len(store.m) != 1 {
+		t.Fatalf("%d firing, %d stored; want 1 and 1", len(owner.Firing()), len(store.m))
+	}
+	saved := maps.Clone(store.m)
+	other := NewLifecycle(LifecycleOptions{Store: store})
+	evs, err := other.RetainStored(ctx, at(5), func(group, rule string) bool { return true })
+	if err != nil || len(evs) != 0 || len(store.m) != 1 {
+		t.Fatalf("keeping every rule: %d events, %d stored, %v", len(evs), len(store.m), err)
+	}
+	evs, err = other.RetainStored(ctx, at(5), func(group, rule string) bool { return rule != "r" })
+	if err != nil || len(evs) != 1 || evs[0].Status != StatusResolved || evs[0].Reason != ReasonRuleRemoved || !evs[0].Time.Equal(at(5)) {
+		t.Fatalf("the removed rule's alert: %+v, %v", evs, err)
+	}
+	if len(store.m) != 0 {
+		t.Fatal("the removed rule's alert stayed in the store")
+	}
+	if evs, _ := NewLifecycle(LifecycleOptions{Store: store}).RetainStored(ctx, at(6), func(string, string) bool { return false }); len(evs) != 0 {
+		t.Fatalf("resolved again by a third process: %+v", evs)
+	}
+	// The owner holds the alert: RetainStored leaves it to Retain.
+	store.m = saved
+	if evs, _ := owner.RetainStored(ctx, at(8), func(string, string) bool { return false }); len(evs) != 0 {
+		t.Fatalf("resolved an alert the process holds: %+v", evs)
+	}
+	if len(store.m) != 1 {
+		t.Fatal("deleted the state of an alert the process holds")
 	}
 }
 

@@ -104,21 +104,15 @@ func ExampleSeasonal() {
 // m = 5, MAD = 2, s_eff = 1.4826·2 = 2.9652; with P = 0.25 the bins' maxima
 // have Q(0.75) = 7.5 (read at rank 0.75·(9+1)) and their minima Q(0.25) =
 // 2.5, and Φ⁻¹(1 − P/3) = 1.3830, so each side's spread is max(2.9652,
-// 2.5/1.3830) = 2.9652. The band is 5 ∓ 3·2.9652 = [−3.8956, 13.8956] and
-// 20 scores 15/8.8956 = 1.6862. The next 20 goes on with the incident:
-// against 1 … 9 20, m = 5.5, the MAD 2.5, s_eff = 3.7065, and it scores
-// 14.5/11.1195 = 1.3040. The 5 ends it; for the rest of the refractory
-// period (4 s from the alarm) scores are capped at 0.99 and the band is not
-// given, so the 20 at 13 s does not alarm again. The first 20 scored at
-// least 1.5, an incident: its bin stays out of the tails, while the bins
-// of the 20s that scored less enter them. At 14 s the 20 is judged against
-// m = 6, s_eff = 1.4826·3 = 4.4478 and the 12 bins other than the
-// incident's, whose Q(0.75), at rank 9.75, is 8.75, below m + s_eff·1.3830:
-// it scores 14/13.3434 = 1.0492, capped at 0.99 as the refractory period
-// lasts through 14 s. At 15 s three of the 13 bins reached 20 and Q(0.75),
-// at rank 10.5, is 9 + 0.5·11 = 14.5, so s_hi = (14.5 − 6.5)/1.3830 =
-// 5.7846 and 20 scores 13.5/17.3537 = 0.7779: the spikes already seen
-// widen the upper side only, and the incident does not.
+// 2.5/1.3830) = 2.9652. Nine samples say little: the spreads are widened
+// by youngWidth(9), with ν = max(2, 0.3675·8) = 2.94 degrees of freedom,
+// t_2.94(1 − P/3)/1.3830·√(1 + π/18) = 1.8293/1.3830·1.0838 = 1.4338. The
+// band is 5 ∓ 3·2.9652·1.4338 = [−7.7548, 17.7548] and 20 scores
+// 15/12.7548 = 1.1760. The next 20, against a median of 5.5 and a wider
+// MAD, scores below 1: the alarm ends, and for the rest of the refractory
+// period (4 s from the alarm) scores are capped at 0.99 and the band is
+// not given, so the 20 at 13 s does not alarm again. At 15 s the 20s seen
+// since widen the upper side only: the band is [−10.0892, 42.9076].
 func ExampleAuto() {
 	a := analysis.NewAuto(analysis.AutoConfig{K: 3, P: 0.25, Refractory: 4000, MinPoints: 9, Bin: 1000, Period: -1})
 	for i, x := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 20, 20, 5, 20, 20, 20} {
@@ -128,10 +122,10 @@ func ExampleAuto() {
 		}
 	}
 	// Output:
-	// t=10000 x=20 ready=true score=1.6862 expected=5.0000 band=[-3.8956, 13.8956] anomalous=true
-	// t=11000 x=20 ready=true score=1.3040 expected=5.5000 band=[-5.6195, 16.6195] anomalous=true
-	// t=12000 x=5 ready=true score=0.0749 expected=6.0000 band=[NaN, NaN] anomalous=false
+	// t=10000 x=20 ready=true score=1.1760 expected=5.0000 band=[-7.7548, 17.7548] anomalous=true
+	// t=11000 x=20 ready=true score=0.9483 expected=5.5000 band=[NaN, NaN] anomalous=false
+	// t=12000 x=5 ready=true score=0.0563 expected=6.0000 band=[NaN, NaN] anomalous=false
 	// t=13000 x=20 ready=true score=0.9900 expected=5.5000 band=[NaN, NaN] anomalous=false
-	// t=14000 x=20 ready=true score=0.9900 expected=6.0000 band=[NaN, NaN] anomalous=false
-	// t=15000 x=20 ready=true score=0.7779 expected=6.5000 band=[-6.8434, 23.8537] anomalous=false
+	// t=14000 x=20 ready=true score=0.5994 expected=6.0000 band=[NaN, NaN] anomalous=false
+	// t=15000 x=20 ready=true score=0.3708 expected=6.5000 band=[-10.0892, 42.9076] anomalous=false
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -114,6 +115,25 @@ func ReadArrivalTrace(r io.Reader, file string) (*ArrivalTrace, error) {
 		return nil, fmt.Errorf("%s: %d windows: want at least 2, to know their span", file, len(tr.Windows))
 	}
 	return tr, nil
+}
+
+// ReadArrivalTraces reads the ServeGen client traces in files
+// (ReadArrivalTrace).
+func ReadArrivalTraces(files []string) ([]*ArrivalTrace, error) {
+	var traces []*ArrivalTrace
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		tr, err := ReadArrivalTrace(r, f)
+		r.Close()
+		if err != nil {
+			return nil, err
+		}
+		traces = append(traces, tr)
+	}
+	return traces, nil
 }
 
 // SynthesizeArrivals draws requests from the traces' arrival processes

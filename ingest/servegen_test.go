@@ -1,8 +1,11 @@
 package ingest
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -112,5 +115,31 @@ func TestSynthesizeArrivals(t *testing.T) {
 	}
 	if _, err := SynthesizeArrivals([]*ArrivalTrace{a}, 7*time.Minute, 1); err == nil || !strings.Contains(err.Error(), "does not divide") {
 		t.Errorf("a step that does not divide the span: %v", err)
+	}
+}
+
+// TestReadArrivalTraces reads each file in order and stops at the first
+// that does not read, naming it.
+func TestReadArrivalTraces(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("a.csv", "0,1,1,Gamma,1,1\n600,2,1,Gamma,1,1\n")
+	b := write("b.csv", "0,3,1,Gamma,1,1\n600,4,1,Gamma,1,1\n")
+	bad := write("bad.csv", "0,1,1,Gamma,1,1\n")
+	trs, err := ReadArrivalTraces([]string{a, b})
+	if err != nil || len(trs) != 2 || trs[0].File != a || trs[1].Windows[1].Rate != 4 {
+		t.Fatalf("ReadArrivalTraces = %+v, %v; want a's and b's", trs, err)
+	}
+	if _, err := ReadArrivalTraces([]string{a, bad}); err == nil || !strings.HasPrefix(err.Error(), bad+": 1 windows") {
+		t.Errorf("with a bad file: %v, want its error", err)
+	}
+	if _, err := ReadArrivalTraces([]string{filepath.Join(dir, "none.csv")}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v, want os.ErrNotExist", err)
 	}
 }

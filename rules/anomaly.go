@@ -257,11 +257,19 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs,
 		st.lastT = bt[len(bt)-1]
 	}
 	r.br = slices.Grow(r.br[:0], len(bt))[:len(bt)]
+	aside, accepted := setAside(st.det)
 	if bd, ok := st.det.(analysis.BatchDetector); ok {
 		bd.ObserveBatch(bt, bv, r.br)
 	} else {
 		for j, t := range bt {
 			r.br[j] = st.det.Observe(t, bv[j])
+		}
+	}
+	if a, acc := setAside(st.det); a > aside || acc > accepted {
+		res.SetAside += int(a - aside)
+		res.Accepted += int(acc - accepted)
+		if res.Aside == nil {
+			res.Aside = highest(st.key, bt, bv, r.br)
 		}
 	}
 	res.Scored += len(bt)
@@ -345,6 +353,43 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs,
 		r.observe(res, st, t, bv[j], r.br[j], details, r.detector, t >= fromMs)
 	}
 	return st
+}
+
+// ignorer is a detector that counts the samples it left out of what
+// defines normal and the incidents it took for a new normal (auto).
+type ignorer interface {
+	Ignored() (samples, accepted int64)
+}
+
+// clipper is a detector that counts the samples it clipped (sigma).
+type clipper interface {
+	Clipped() int64
+}
+
+// setAside returns the samples d has set aside as extreme and the
+// incidents it has accepted, so far.
+func setAside(d analysis.Detector) (samples, accepted int64) {
+	switch d := d.(type) {
+	case ignorer:
+		return d.Ignored()
+	case clipper:
+		return d.Clipped(), 0
+	}
+	return 0, 0
+}
+
+// highest returns the sample of a series' batch that scored highest.
+func highest(series string, ts []int64, vs []float64, rs []analysis.Result) *Aside {
+	best := -1
+	for j := range rs {
+		if rs[j].Ready && (best < 0 || rs[j].Score > rs[best].Score) {
+			best = j
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return &Aside{Series: series, At: msTime(ts[best]), Value: vs[best]}
 }
 
 // appendLabelsKey appends the identity of a series to dst: each label's

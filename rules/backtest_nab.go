@@ -119,3 +119,42 @@ func replayNABFile(ctx context.Context, dir, key string, limits [][2]int64, rule
 	}
 	return run, nil
 }
+
+// NABReport is the result of a NAB backtest (backtest nab --json).
+type NABReport struct {
+	// Detector, Params and Window describe the rule replayed.
+	Detector string            `json:"detector"`
+	Params   map[string]string `json:"params"`
+	Window   string            `json:"window"`
+	Files    int               `json:"files"`
+	Rows     int               `json:"rows"`
+	Windows  int               `json:"windows"`
+	// Behind counts the rows that step back in time, scored in file order
+	// but not fed to the detector.
+	Behind int `json:"rows_stepping_back"`
+	// Seconds is how long the backtest took.
+	Seconds  float64             `json:"seconds"`
+	Profiles []nab.ProfileScores `json:"profiles"`
+}
+
+// ScoreNAB scores the runs of ReplayNAB under each profile and counts the
+// corpus: files, rows, scored windows and rows stepping back. The rule's
+// description and the time taken are the caller's to fill in.
+func ScoreNAB(runs []NABRun, profiles []nab.Profile) (*NABReport, error) {
+	rep := &NABReport{Files: len(runs)}
+	scored := make([]nab.Run, len(runs))
+	for i, r := range runs {
+		rep.Rows += r.File.Rows()
+		rep.Windows += r.File.ScoredWindows()
+		rep.Behind += r.Behind
+		scored[i] = r.Run
+	}
+	for _, p := range profiles {
+		pr, err := nab.ScoreProfile(p, scored)
+		if err != nil {
+			return nil, err
+		}
+		rep.Profiles = append(rep.Profiles, pr)
+	}
+	return rep, nil
+}

@@ -49,6 +49,48 @@ type ScaleBacktest struct {
 	Waiting []float64
 }
 
+// ScaleSettings are the keys of the forecast and scale rules an offline
+// replay sets; the others keep the rules' defaults.
+type ScaleSettings struct {
+	Model  string
+	Period time.Duration
+	// Horizon is forecast.horizon and scale.horizon, rounded up to whole
+	// steps; 0: the rules' defaults (a forecast to 10m, and a decision on
+	// the peak until the replicas the next decision asks for serve).
+	Horizon                                   time.Duration
+	Startup, Cooldown, Hold                   time.Duration
+	MinReplicas, MaxReplicas, StableIntervals int
+	ScaleDownMargin, WaitingPerReplica        float64
+	// BottomUp forecasts the sum of the parts (forecast.sum_by).
+	BottomUp bool
+}
+
+// ScaleRules are the forecast and scale rules of s on a series of step,
+// each decided once a step, as a configuration setting those keys gives
+// them.
+func ScaleRules(step time.Duration, s ScaleSettings) (rulefmt.Forecast, rulefmt.Scale) {
+	fc := rulefmt.DefaultForecast(step)
+	fc.Model, fc.Period, fc.BottomUp = s.Model, s.Period, s.BottomUp
+	sc := rulefmt.DefaultScale()
+	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals = s.MinReplicas, s.MaxReplicas, s.StableIntervals
+	sc.Cooldown, sc.Hold, sc.Startup = s.Cooldown, s.Hold, s.Startup
+	sc.ScaleDownMargin, sc.WaitingPerReplica = s.ScaleDownMargin, s.WaitingPerReplica
+	if s.Horizon == 0 {
+		sc.Horizon = rulefmt.DefaultScaleHorizon(step, step, s.Startup, fc.Horizon)
+		return fc, sc
+	}
+	fc.Horizon = (s.Horizon + step - 1) / step * step
+	fc.Horizons = []time.Duration{fc.Horizon}
+	sc.Horizon = fc.Horizon
+	return fc, sc
+}
+
+// DefaultWarmup is the steps of history before a replay's first
+// decision: one period, at most a quarter of the n steps replayed.
+func DefaultWarmup(period, step time.Duration, n int) int {
+	return min(int(period/step), n/4)
+}
+
 // ScaleReport is what a replay measured.
 type ScaleReport struct {
 	Input          string  `json:"input"`

@@ -38,6 +38,16 @@ type FrontierOptions struct {
 	Seed      uint64
 }
 
+// DefaultFrontierTargets are the HPA targets a frontier study sweeps
+// unless asked for others: 0.4 to 1 by 0.05.
+func DefaultFrontierTargets() []float64 {
+	var ts []float64
+	for i := 8; i <= 20; i++ {
+		ts = append(ts, float64(i)/20)
+	}
+	return ts
+}
+
 // FrontierReport is a frontier study's result.
 type FrontierReport struct {
 	Input       string  `json:"input"`

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
 	"testing"
@@ -79,10 +80,10 @@ type member struct {
 }
 
 func (p *member) Send(ctx context.Context, b alerting.Batch) error {
-	p.life.Process(ctx, &b)
+	err := p.life.Process(ctx, &b)
 	p.alerts = append(p.alerts, b.Alerts...)
 	p.evals = append(p.evals, b.At)
-	return nil
+	return err
 }
 
 func (p *member) Gained(ctx context.Context, group string) error {
@@ -96,18 +97,38 @@ func (p *member) Lost(group string) {
 	p.life.ForgetGroup(group)
 }
 
-// A group handed from one process to another mid-episode: the alert
-// fires once, on the first, and resolves once, on the second, which
-// restored its state; every tick is evaluated by exactly one of them, and
-// the second judges the points from where the first stopped.
-func TestHandoverNeitherRepeatsNorMisses(t *testing.T) {
+// flaky is a's view of the shared store: its alert states do not reach
+// it while fail says so.
+type flaky struct {
+	*memState
+	fail func() bool
+}
+
+func (f flaky) Save(ctx context.Context, key string, state []byte) error {
+	if f.fail() {
+		return errors.New("bucket unreachable")
+	}
+	return f.memState.Save(ctx, key, state)
+}
+
+// handOver runs one group on processes a and b from minute 120 to 199,
+// over a series with a spike at minutes 148 to 151; a holds the lease
+// until minute 151, b after. a's alert states do not reach the shared
+// store from minute unsavedFrom up to the handover (0: they all do).
+func handOver(t *testing.T, unsavedFrom int) (a, b *member, state *memState) {
+	t.Helper()
 	store := &memStore{series: []ingest.Series{minuteSeries("ttft", 240, map[int]float64{148: 50, 149: 60, 150: 55, 151: 58})}}
-	state := &memState{alerts: map[string][]byte{}, progress: map[string]time.Time{}}
+	state = &memState{alerts: map[string][]byte{}, progress: map[string]time.Time{}}
 	lease := map[string]*holder{}
 	var now time.Time
+	minute := 0
 	mk := func(name string) *member {
 		t.Helper()
-		p := &member{life: alerting.NewLifecycle(alerting.LifecycleOptions{Store: state})}
+		var st alerting.StateStore = state
+		if name == "a" && unsavedFrom > 0 {
+			st = flaky{state, func() bool { return minute >= unsavedFrom }}
+		}
+		p := &member{life: alerting.NewLifecycle(alerting.LifecycleOptions{Store: st})}
 		groups, err := Build(testGroups(time.Minute))
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +142,7 @@ func TestHandoverNeitherRepeatsNorMisses(t *testing.T) {
 		}
 		return p
 	}
-	a, b := mk("a"), mk("b")
+	a, b = mk("a"), mk("b")
 	handTo := func(owner string, term uint64) {
 		for _, h := range lease {
 			h.mu.Lock()
@@ -130,27 +151,37 @@ func TestHandoverNeitherRepeatsNorMisses(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	for i := 120; i < 200; i++ {
-		if i == 151 {
+	for minute = 120; minute < 200; minute++ {
+		if minute == 151 {
 			handTo("b", 2) // a's lease is taken over between two ticks
 		}
-		now = t0.Add(time.Duration(i) * time.Minute)
+		now = t0.Add(time.Duration(minute) * time.Minute)
 		for _, p := range []*member{a, b} {
 			g := p.m.Groups()[0]
 			p.m.evalHeld(ctx, g, now)
 		}
 	}
+	return a, b, state
+}
+
+func count(p *member, st alerting.Status) int {
+	n := 0
+	for _, d := range p.alerts {
+		if d.Status == st {
+			n++
+		}
+	}
+	return n
+}
+
+// A group handed from one process to another mid-episode: the alert
+// fires once, on the first, and resolves once, on the second, which
+// restored its state; every tick is evaluated by exactly one of them, and
+// the second judges the points from where the first stopped.
+func TestHandoverNeitherRepeatsNorMisses(t *testing.T) {
+	a, b, state := handOver(t, 0)
 	if len(a.evals)+len(b.evals) != 80 || len(a.evals) != 31 {
 		t.Errorf("a evaluated %d ticks and b %d, want 31 and 49", len(a.evals), len(b.evals))
-	}
-	count := func(p *member, st alerting.Status) int {
-		n := 0
-		for _, d := range p.alerts {
-			if d.Status == st {
-				n++
-			}
-		}
-		return n
 	}
 	if count(a, alerting.StatusFiring) != 1 || count(b, alerting.StatusFiring) != 0 {
 		t.Errorf("firing: a %d, b %d; want 1 and 0", count(a, alerting.StatusFiring), count(b, alerting.StatusFiring))
@@ -165,6 +196,34 @@ func TestHandoverNeitherRepeatsNorMisses(t *testing.T) {
 	}
 	if len(b.gained) != 1 || len(a.gained) != 1 || len(a.lost) != 1 || len(b.lost) != 0 {
 		t.Errorf("gained: a %v b %v; lost: a %v b %v", a.gained, b.gained, a.lost, b.lost)
+	}
+	if len(state.alerts) != 0 {
+		t.Errorf("%d alert states left in the store after the resolution", len(state.alerts))
+	}
+}
+
+// The first process's alert fires but its state never reaches the store
+// before the group is handed over: its progress stays before the episode,
+// so the second judges the episode again, fires the same alert (one event
+// id: the stream keeps one) and resolves it.
+func TestHandoverOfUnsavedStates(t *testing.T) {
+	a, b, state := handOver(t, 148)
+	if got := state.progress[ProgressKey("latency", "ttft")]; !got.Equal(t0.Add(199 * time.Minute)) {
+		t.Errorf("progress %v at the end, want minute 199", got)
+	}
+	fired := map[time.Time]int{}
+	for _, p := range []*member{a, b} {
+		for _, d := range p.alerts {
+			if d.Status == alerting.StatusFiring {
+				fired[d.ActiveAt]++
+			}
+		}
+	}
+	if count(a, alerting.StatusFiring) != 1 || count(b, alerting.StatusFiring) != 1 || fired[t0.Add(148*time.Minute)] != 2 {
+		t.Errorf("firing: a %d, b %d, by start %v; want one each, of the episode at minute 148", count(a, alerting.StatusFiring), count(b, alerting.StatusFiring), fired)
+	}
+	if count(a, alerting.StatusResolved) != 0 || count(b, alerting.StatusResolved) != 1 {
+		t.Errorf("resolved: a %d, b %d; want 0 and 1", count(a, alerting.StatusResolved), count(b, alerting.StatusResolved))
 	}
 	if len(state.alerts) != 0 {
 		t.Errorf("%d alert states left in the store after the resolution", len(state.alerts))

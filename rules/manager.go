@@ -26,6 +26,7 @@ import (
 	"github.com/inferwatch/inferwatch/forecasting"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/internal/metricname"
+	"github.com/inferwatch/inferwatch/internal/tick"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
@@ -167,6 +168,7 @@ type Manager struct {
 	droppedStale           *metrics.Counter
 	unreported             *metrics.Counter
 	progressFailures       *metrics.Counter
+	progressHeld           *metrics.Counter
 	late, forgotten        *metrics.Counter
 	paused                 *metrics.Counter
 
@@ -201,7 +203,8 @@ type groupMetrics struct {
 	evals, failures, missed *metrics.Counter
 	duration                *metrics.PrometheusHistogram
 	ruleFailures            map[string]*metrics.Counter
-	health                  map[string]*ruleHealth // by rule
+	setAside, accepted      map[string]*metrics.Counter // anomaly rules
+	health                  map[string]*ruleHealth      // by rule
 }
 
 // NewManager prepares the groups Build made.
@@ -236,6 +239,7 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 	m.droppedStale = set.GetOrCreateCounter(metricname.Name("inferwatch_samples_dropped_total", "reason", "stale"))
 	m.unreported = set.GetOrCreateCounter("inferwatch_points_not_reported_total")
 	m.progressFailures = set.GetOrCreateCounter("inferwatch_progress_save_failures_total")
+	m.progressHeld = set.GetOrCreateCounter("inferwatch_progress_held_total")
 	m.late = set.GetOrCreateCounter("inferwatch_samples_late_total")
 	m.forgotten = set.GetOrCreateCounter("inferwatch_series_forgotten_total")
 	m.paused = set.GetOrCreateCounter("inferwatch_evaluation_pauses_total")
@@ -330,7 +334,7 @@ func (m *Manager) setGroups(groups []*Group) {
 	gm := map[string]*groupMetrics{}
 	for _, g := range groups {
 		name := g.cfg.Name
-		x := &groupMetrics{ruleFailures: map[string]*metrics.Counter{}}
+		x := &groupMetrics{ruleFailures: map[string]*metrics.Counter{}, setAside: map[string]*metrics.Counter{}, accepted: map[string]*metrics.Counter{}}
 		counter := func(n string) *metrics.Counter {
 			x.names = append(x.names, n)
 			keep[n] = true
@@ -346,6 +350,10 @@ func (m *Manager) setGroups(groups []*Group) {
 		x.health = map[string]*ruleHealth{}
 		for _, r := range g.rules {
 			x.ruleFailures[r.Name()] = counter(metricname.Name("inferwatch_rule_evaluation_failures_total", "group", name, "rule", r.Name()))
+			if _, ok := r.(*anomalyRule); ok {
+				x.setAside[r.Name()] = counter(metricname.Name("inferwatch_rule_samples_set_aside_total", "group", name, "rule", r.Name()))
+				x.accepted[r.Name()] = counter(metricname.Name("inferwatch_rule_shifts_accepted_total", "group", name, "rule", r.Name()))
+			}
 			h := &ruleHealth{group: name, rule: r.Name()}
 			if old := m.gm[name]; old != nil && old.health[r.Name()] != nil {
 				h = old.health[r.Name()]
@@ -675,6 +683,20 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		if err == nil {
 			m.watch(ctx, g, r, gm.health[r.Name()], res, at)
 		}
+		if res.SetAside > 0 || res.Accepted > 0 {
+			if c := gm.setAside[r.Name()]; c != nil {
+				c.Add(res.SetAside)
+				gm.accepted[r.Name()].Add(res.Accepted)
+			}
+			// Once an evaluation at most: one series and sample for all.
+			if m.log.Enabled(ctx, slog.LevelInfo) {
+				args := []any{"group", g.cfg.Name, "rule", r.Name(), "samples", res.SetAside, "shifts_accepted", res.Accepted}
+				if a := res.Aside; a != nil {
+					args = append(args, "series", a.Series, "value", a.Value, "at", a.At.UTC())
+				}
+				m.log.Info("samples set aside as extreme: left out of what defines normal", args...)
+			}
+		}
 		m.scored.Add(res.Scored)
 		m.late.Add(res.Late)
 		m.sumLate.Add(int64(res.Late))
@@ -714,13 +736,20 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	m.sumScales.Add(int64(len(batch.Scales)))
 	// An empty batch is sent too: it retries what the sink kept, and
 	// moves the alerts' clocks.
-	if err := m.o.Sink.Send(ctx, batch); err != nil {
+	err, unsaved := splitUnsaved(m.o.Sink.Send(ctx, batch))
+	if err != nil {
 		errs = append(errs, fmt.Errorf("group %q: %w", g.cfg.Name, err))
 	}
 	// Progress is saved once the results are handed over: a restart
 	// between the two reports them again, which the stable event ids make
-	// harmless, rather than not at all.
-	if m.o.Progress != nil && len(progress) > 0 {
+	// harmless, rather than not at all. While alert states are unsaved it
+	// stays: a process that takes the group over judges those points
+	// again and restores the alerts they raise.
+	if unsaved != nil {
+		m.progressHeld.Inc()
+		m.log.Debug("the rules' progress is kept back until the alert states are saved", "group", g.cfg.Name, "err", unsaved)
+	}
+	if m.o.Progress != nil && len(progress) > 0 && unsaved == nil {
 		if err := m.o.Progress.SaveProgress(ctx, progress); err != nil {
 			m.progressFailures.Inc()
 			m.log.Debug("saving the rules' progress failed; retried after the next evaluation", "group", g.cfg.Name, "err", err)
@@ -734,6 +763,27 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 	m.log.Debug("group evaluated", "group", g.cfg.Name, "at", at.UTC(), "findings", len(batch.Findings), "alerts", len(batch.Alerts),
 		"forecasts", len(batch.Forecasts), "scale_signals", len(batch.Scales), "failed", len(errs) > 0, "took", time.Since(start))
 	return errors.Join(errs...)
+}
+
+// splitUnsaved takes the alerting.ErrStatesUnsaved out of a Sink's error:
+// rest is what is left of err, unsaved the part that says so (nil: none).
+func splitUnsaved(err error) (rest, unsaved error) {
+	if !errors.Is(err, alerting.ErrStatesUnsaved) {
+		return err, nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil, err
+	}
+	var others []error
+	for _, e := range j.Unwrap() {
+		if errors.Is(e, alerting.ErrStatesUnsaved) {
+			unsaved = e
+		} else {
+			others = append(others, e)
+		}
+	}
+	return errors.Join(others...), unsaved
 }
 
 // watch follows whether rule r still judges: the newest sample it judged,
@@ -869,14 +919,7 @@ func (m *Manager) evalRules(ctx context.Context, g *Group, at time.Time) []ruleR
 
 // summarise logs what the manager did every SummaryEvery until ctx is done.
 func (m *Manager) summarise(ctx context.Context) {
-	t := time.NewTicker(m.o.SummaryEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, m.o.SummaryEvery, func(context.Context, time.Time) {
 		m.mu.Lock()
 		series := 0
 		for _, n := range m.tracked {
@@ -887,5 +930,5 @@ func (m *Manager) summarise(ctx context.Context) {
 			"failed", m.sumFailures.Swap(0), "points_observed", m.sumObservations.Swap(0), "forecasts", m.sumForecasts.Swap(0),
 			"scale_signals", m.sumScales.Swap(0), "ticks_skipped", m.sumMissed.Swap(0), "series_tracked", series,
 			"series_forgotten", m.sumForgotten.Swap(0), "samples_late", m.sumLate.Swap(0))
-	}
+	})
 }

@@ -93,10 +93,24 @@ type Result struct {
 	Lag             time.Duration
 	// ForgottenSome names a few of the series forgotten, for the log.
 	ForgottenSome []string
+	// SetAside counts the samples the detectors left out of what defines
+	// normal as extreme (auto's incidents' samples, those sigma clipped),
+	// Accepted the incidents auto took for a new normal; Aside is the
+	// first series in the evaluation that set a sample aside, for the log.
+	SetAside, Accepted int
+	Aside              *Aside
 	// Notes are what a person should know about the rule's evaluation,
 	// reported once (a detector that cannot run all its tests at the
 	// rule's step, a store that returned less history than asked for).
 	Notes []string
+}
+
+// Aside is a sample a detector set aside: the series, and, of its
+// samples judged in the evaluation, the one that scored highest.
+type Aside struct {
+	Series string
+	At     time.Time
+	Value  float64
 }
 
 // Gap is a stretch of time [From, To) not reported, about Points points

@@ -16,6 +16,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/inferwatch/inferwatch/internal/tick"
 )
 
 // Bucket is what a Member needs of a JetStream key-value bucket;
@@ -244,16 +246,7 @@ func (m *Member) Join(ctx context.Context) error {
 // leases of groups the member should own, and releases those it should
 // not, until ctx is done. Join comes first.
 func (m *Member) Run(ctx context.Context) {
-	t := time.NewTicker(m.o.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		m.cycle(ctx)
-	}
+	tick.Every(ctx, m.o.Heartbeat, func(ctx context.Context, _ time.Time) { m.cycle(ctx) })
 }
 
 // cycle is one heartbeat: announce, look, act.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -281,4 +282,28 @@ func describe(ref *externalscaler.ScaledObjectRef) string {
 		return ""
 	}
 	return fmt.Sprintf("ScaledObject %s/%s: ", ref.GetNamespace(), ref.GetName())
+}
+
+// ServeGRPC serves the external scaler (NewGRPCServer) on ln until the
+// returned function is called, which ends the streams (Close), so that
+// the server stops without waiting for KEDA, and stops it within 5
+// seconds.
+func (s *Signals) ServeGRPC(ln net.Listener) (stop func()) {
+	gs := s.NewGRPCServer()
+	go func() {
+		if err := gs.Serve(ln); err != nil {
+			s.log.Error("KEDA external scaler listener failed", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	s.log.Info("serving the KEDA external scaler (gRPC externalscaler.ExternalScaler)", "addr", ln.Addr().String())
+	return func() {
+		s.Close()
+		done := make(chan struct{})
+		go func() { gs.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			gs.Stop()
+		}
+	}
 }

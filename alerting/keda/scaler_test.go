@@ -275,3 +275,36 @@ func TestSendDoesNotWaitForStreams(t *testing.T) {
 		t.Fatal("Send blocked behind streams whose clients do not read")
 	}
 }
+
+// TestServeGRPC serves the scaler on a listener until stop, which ends
+// an open stream instead of waiting for it.
+func TestServeGRPC(t *testing.T) {
+	s, _ := newSignals(t, Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := s.ServeGRPC(ln)
+	client, _ := dial(t, ln.Addr().String())
+	ctx := context.Background()
+	m := map[string]string{"model": "qwen"}
+	s.Send(ctx, alerting.Batch{Scales: []alerting.ScaleData{signal("r", m, t0, 2)}})
+	md := map[string]string{"rule": "r", "target": "model=qwen"}
+	if resp, err := client.IsActive(ctx, ref(md)); err != nil || !resp.Result {
+		t.Fatalf("IsActive: %v, %v; want active", resp, err)
+	}
+	stream, err := client.StreamIsActive(ctx, ref(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := stream.Recv(); err != nil || !resp.Result {
+		t.Fatalf("the stream's first message: %v, %v; want active", resp, err)
+	}
+	stop()
+	if _, err := stream.Recv(); err == nil {
+		t.Fatal("the stream is open after stop")
+	}
+	if _, err := client.IsActive(ctx, ref(md)); err == nil {
+		t.Fatal("IsActive answered after stop")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/internal/httpretry"
+	"github.com/inferwatch/inferwatch/internal/tick"
 )
 
 // KV keeps the daemon's state across restarts in a JetStream key-value
@@ -35,6 +37,7 @@ type KV struct {
 	kv     jetstream.KeyValue
 	bucket string
 	nc     interface{ IsConnected() bool }
+	log    *slog.Logger
 
 	mu   sync.Mutex
 	revs map[string]uint64 // by hashed key: the revision last read or written
@@ -86,7 +89,7 @@ func (j *JetStream) KV(ctx context.Context, bucket string) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating or updating the key-value bucket %s on %s: %w", bucket, j.url, err)
 	}
-	return &KV{kv: kv, bucket: bucket, nc: j.nc, revs: map[string]uint64{},
+	return &KV{kv: kv, bucket: bucket, nc: j.nc, log: j.o.Logger, revs: map[string]uint64{},
 		progressConflicts: j.o.Metrics.GetOrCreateCounter("inferwatch_progress_write_conflicts_total")}, nil
 }
 
@@ -344,6 +347,19 @@ func (k *KV) PurgeDeletes(ctx context.Context, olderThan time.Duration) error {
 		return fmt.Errorf("purging the delete markers of bucket %s: %w", k.bucket, err)
 	}
 	return nil
+}
+
+// PurgeDeletesEvery purges the bucket's delete markers older than every
+// (PurgeDeletes), every that long, until ctx is done or the returned
+// function is called; a purge that fails is logged and tried at the next.
+func (k *KV) PurgeDeletesEvery(ctx context.Context, every time.Duration) (stop func()) {
+	return tick.Start(ctx, every, func(ctx context.Context, _ time.Time) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := k.PurgeDeletes(ctx, every); err != nil {
+			k.log.Debug("purging the state bucket's delete markers failed; tried again later", "err", err)
+		}
+	})
 }
 
 // Entries counts the messages the bucket holds: live values and the

@@ -210,3 +210,30 @@ func TestKVKeepsIncidentsApart(t *testing.T) {
 		t.Errorf("after the delete: %v, %v", got, err)
 	}
 }
+
+// TestKVPurgeDeletesEvery purges the markers of deleted keys on its own,
+// and stops when asked.
+func TestKVPurgeDeletesEvery(t *testing.T) {
+	a, _, _ := twoWriters(t)
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		if err := a.Save(ctx, k, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Save(ctx, k, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := a.Entries(ctx); err != nil || n != 3 {
+		t.Fatalf("%d entries before the purges (%v), want 3 markers", n, err)
+	}
+	stop := a.PurgeDeletesEvery(ctx, 50*time.Millisecond)
+	deadline := time.Now().Add(20 * time.Second)
+	for n, err := a.Entries(ctx); n != 0; n, err = a.Entries(ctx) {
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("%d entries left (%v), want the markers purged", n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+}

@@ -139,8 +139,9 @@ type family struct {
 }
 
 type sample struct {
-	v    float64
-	seen time.Time
+	v     float64
+	seen  time.Time
+	group string // of the evaluation that set it
 }
 
 // scoreID names a watched series: its rule and its labels as the rule
@@ -285,8 +286,8 @@ func (e *Exporter) forecastLocked(f *alerting.ForecastData, now time.Time) {
 			point{seriesKey(FamilyForecast, base, "rule", f.Rule, "horizon", h, "quantile", lo), float64(p.Lower)},
 			point{seriesKey(FamilyForecast, base, "rule", f.Rule, "horizon", h, "quantile", hi), float64(p.Upper)})
 	}
-	e.putLocked(e.byName[FamilyForecast], fc, st, now)
-	e.putLocked(e.byName[FamilyForecastPeak], peak, labelStats{}, now)
+	e.putLocked(e.byName[FamilyForecast], f.Group, fc, st, now)
+	e.putLocked(e.byName[FamilyForecastPeak], f.Group, peak, labelStats{}, now)
 }
 
 // pointAt returns the forecast point lead after the origin.
@@ -312,12 +313,12 @@ func (e *Exporter) scaleLocked(s *alerting.ScaleData, now time.Time) {
 	}
 	// The target's series are created together: the desired replicas
 	// family decides whether there is room.
-	if !e.putLocked(e.byName[FamilyScaleDesired], []point{{key(FamilyScaleDesired), float64(s.DesiredReplicas)}}, st, now) {
+	if !e.putLocked(e.byName[FamilyScaleDesired], s.Group, []point{{key(FamilyScaleDesired), float64(s.DesiredReplicas)}}, st, now) {
 		return
 	}
-	e.putLocked(e.byName[FamilyScaleTier], []point{{key(FamilyScaleTier), float64(s.Tier)}}, labelStats{}, now)
-	e.putLocked(e.byName[FamilyScaleValidUntil], []point{{key(FamilyScaleValidUntil), validUntil}}, labelStats{}, now)
-	e.putLocked(e.byName[FamilyScaleCurrent], []point{{key(FamilyScaleCurrent), current}}, labelStats{}, now)
+	e.putLocked(e.byName[FamilyScaleTier], s.Group, []point{{key(FamilyScaleTier), float64(s.Tier)}}, labelStats{}, now)
+	e.putLocked(e.byName[FamilyScaleValidUntil], s.Group, []point{{key(FamilyScaleValidUntil), validUntil}}, labelStats{}, now)
+	e.putLocked(e.byName[FamilyScaleCurrent], s.Group, []point{{key(FamilyScaleCurrent), current}}, labelStats{}, now)
 }
 
 func (e *Exporter) scoreLocked(sc *alerting.Scores, now time.Time) {
@@ -351,7 +352,7 @@ func (e *Exporter) scoreLocked(sc *alerting.Scores, now time.Time) {
 	// came while there was room may be kept out later, after a reload).
 	ck.seen = now
 	e.scoreKeys[id] = ck
-	e.putLocked(f, []point{{ck.key, v}}, ck.st, now)
+	e.putLocked(f, sc.Group, []point{{ck.key, v}}, ck.st, now)
 }
 
 // labelsSum is a hash of a label set, whatever the order of its map.
@@ -374,7 +375,7 @@ func (e *Exporter) labelsSum(labels map[string]string) uint64 {
 // (else they are counted as dropped). A non-finite value removes its
 // series. It reports whether every finite point is now exposed, and counts
 // st when it created a series.
-func (e *Exporter) putLocked(f *family, ps []point, st labelStats, now time.Time) bool {
+func (e *Exporter) putLocked(f *family, group string, ps []point, st labelStats, now time.Time) bool {
 	fresh := 0
 	for _, p := range ps {
 		if finite(p.v) && f.series[p.key] == nil {
@@ -386,7 +387,7 @@ func (e *Exporter) putLocked(f *family, ps []point, st labelStats, now time.Time
 		e.logCapLocked(f)
 		for _, p := range ps {
 			if s := f.series[p.key]; s != nil && finite(p.v) {
-				s.v, s.seen = p.v, now
+				s.v, s.seen, s.group = p.v, now, group
 			}
 		}
 		return false
@@ -397,9 +398,9 @@ func (e *Exporter) putLocked(f *family, ps []point, st labelStats, now time.Time
 			continue
 		}
 		if s := f.series[p.key]; s != nil {
-			s.v, s.seen = p.v, now
+			s.v, s.seen, s.group = p.v, now, group
 		} else {
-			f.series[p.key] = &sample{v: p.v, seen: now}
+			f.series[p.key] = &sample{v: p.v, seen: now, group: group}
 		}
 	}
 	if fresh > 0 {
@@ -418,6 +419,28 @@ func (e *Exporter) logCapLocked(f *family) {
 		f.capLogged = true
 		e.log.Warn("an exported metric family reached its series cap; new series are dropped and counted",
 			"family", f.name, "cap", e.o.MaxSeries, "series", len(f.series))
+	}
+}
+
+// Forget removes the series of group at once: another process evaluates
+// the group now and exports them.
+func (e *Exporter) Forget(group string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, f := range e.fams {
+		for k, s := range f.series {
+			if s.group == group {
+				delete(f.series, k)
+			}
+		}
+		if len(f.series) < e.o.MaxSeries {
+			f.capLogged = false
+		}
+	}
+	for id := range e.scoreKeys {
+		if id.group == group {
+			delete(e.scoreKeys, id)
+		}
 	}
 }
 

@@ -485,3 +485,37 @@ func TestScoreCap(t *testing.T) {
 		t.Fatalf("dropped %v, want 3 (b, each cycle)", d)
 	}
 }
+
+// TestForgetGroup: a group evaluated elsewhere now takes its series with
+// it at once; another group's stay.
+func TestForgetGroup(t *testing.T) {
+	e := New(Options{})
+	mine := scale("s", map[string]string{"model": "a"}, t0, 3, 2, 3)
+	mine.Group = "g1"
+	other := scale("s", map[string]string{"model": "b"}, t0, 5, 4, 3)
+	other.Group = "g2"
+	scores := []alerting.Scores{
+		{Group: "g1", Rule: "r", Series: `{pod="p1"}`, Labels: map[string]string{"pod": "p1"}, Score: []float64{0.4}},
+		{Group: "g2", Rule: "r", Series: `{pod="p2"}`, Labels: map[string]string{"pod": "p2"}, Score: []float64{0.6}},
+	}
+	if err := e.Send(context.Background(), alerting.Batch{Scales: []alerting.ScaleData{mine, other}, Scores: scores}); err != nil {
+		t.Fatal(err)
+	}
+	e.Forget("g1")
+	mfs := scrapeExporter(t, e)
+	if _, ok := value(mfs, FamilyScaleDesired, map[string]string{"rule": "s", "model": "a"}); ok {
+		t.Error("the forgotten group's scale signal is still exported")
+	}
+	if _, ok := value(mfs, FamilyAnomalyScore, map[string]string{"rule": "r", "pod": "p1"}); ok {
+		t.Error("the forgotten group's score is still exported")
+	}
+	if v, ok := value(mfs, FamilyScaleDesired, map[string]string{"rule": "s", "model": "b"}); !ok || v != 5 {
+		t.Errorf("the other group's signal: %v (%v), want 5", v, ok)
+	}
+	if v, ok := value(mfs, FamilyAnomalyScore, map[string]string{"rule": "r", "pod": "p2"}); !ok || v != 0.6 {
+		t.Errorf("the other group's score: %v (%v), want 0.6", v, ok)
+	}
+	if count(mfs, FamilyScaleTier) != 1 || len(e.scoreKeys) != 1 {
+		t.Errorf("%d tier series and %d score keys left, want 1 and 1", count(mfs, FamilyScaleTier), len(e.scoreKeys))
+	}
+}

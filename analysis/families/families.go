@@ -202,6 +202,48 @@ func YoungNoise(seed uint64, n int) []Series {
 	return out
 }
 
+// Noise shapes of NoiseSource.
+const (
+	Gaussian    = "gaussian"    // 100 + 5·N(0, 1)
+	HeavyTailed = "heavytailed" // 100 + 5·t₃: Student's t with 3 degrees of freedom
+	Counts      = "counts"      // a Poisson count of mean 4: integers, many ties
+)
+
+// NoiseShapes are the shapes NoiseSource draws, in a fixed order.
+var NoiseShapes = []string{Gaussian, HeavyTailed, Counts}
+
+// NoiseSource returns a draw of plain noise of the given shape from rng,
+// one sample a call; it panics on an unknown shape.
+func NoiseSource(shape string, rng *rand.Rand) func() float64 {
+	switch shape {
+	case Gaussian:
+		return func() float64 { return 100 + 5*rng.NormFloat64() }
+	case HeavyTailed:
+		return func() float64 {
+			var chi2 float64
+			for range 3 {
+				z := rng.NormFloat64()
+				chi2 += z * z
+			}
+			return 100 + 5*rng.NormFloat64()/math.Sqrt(chi2/3)
+		}
+	case Counts:
+		return func() float64 {
+			// Knuth's product of uniforms: the count of draws before it
+			// falls below e⁻⁴.
+			limit, k, p := math.Exp(-4), 0.0, 1.0
+			for {
+				p *= rng.Float64()
+				if p <= limit {
+					return k
+				}
+				k++
+			}
+		}
+	}
+	panic(fmt.Sprintf("families.NoiseSource: unknown shape %q", shape))
+}
+
 // YoungSpikes returns n young series of plain noise (level 100, noise 5,
 // 1-minute steps) whose value triples at the 16th sample and stays there
 // for ten samples: every one of those ten is the incident.

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,47 +14,6 @@ import (
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
-
-// liveSeries writes one series with a sample a second from from to to
-// (inclusive) into vm, value v(t).
-func liveSeries(t *testing.T, vm *localvm.VM, from, to time.Time, v func(time.Time) float64) {
-	t.Helper()
-	s := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "ttft"}, {Name: "pod", Value: "p0"}}}
-	for ts := from; !ts.After(to); ts = ts.Add(time.Second) {
-		s.Timestamps = append(s.Timestamps, ts.UnixMilli())
-		s.Values = append(s.Values, v(ts))
-	}
-	importSeries(t, vm, s)
-}
-
-// amAlerts reads the alerts Alertmanager holds for alertname.
-func amAlerts(t *testing.T, base, alertname string) []struct {
-	Labels   map[string]string `json:"labels"`
-	StartsAt time.Time         `json:"startsAt"`
-	EndsAt   time.Time         `json:"endsAt"`
-	Status   struct {
-		State string `json:"state"`
-	} `json:"status"`
-} {
-	t.Helper()
-	resp, err := http.Get(base + "/api/v2/alerts?filter=" + "alertname%3D%22" + alertname + "%22")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out []struct {
-		Labels   map[string]string `json:"labels"`
-		StartsAt time.Time         `json:"startsAt"`
-		EndsAt   time.Time         `json:"endsAt"`
-		Status   struct {
-			State string `json:"state"`
-		} `json:"status"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // An alert goes pending, firing and resolved on NATS and in Alertmanager, and a restart does not fire it again.
 func TestAlertLifecycleAcrossRestarts(t *testing.T) {
@@ -99,29 +55,13 @@ groups:
 		t.Helper()
 		var out []alerting.AlertData
 		for _, m := range alerts(want, 5*time.Second) {
-			var ev struct {
-				Type string             `json:"type"`
-				Data alerting.AlertData `json:"data"`
-			}
-			if err := json.Unmarshal(m.Data(), &ev); err != nil || ev.Type != alerting.AlertEventType {
-				t.Fatalf("alert event %s: %v", m.Data(), err)
-			}
 			if m.Subject() != "inferwatch.alerts.latency.ttft_spike" {
 				t.Errorf("subject %q", m.Subject())
 			}
-			out = append(out, ev.Data)
+			out = append(out, eventData[alerting.AlertData](t, m, alerting.AlertEventType))
 		}
 		return out
 	}
-	runOnce := func(extra ...string) {
-		t.Helper()
-		args := append([]string{"run", "--config", cfg, "--once", "--web.listen-address", ""}, extra...)
-		if code, _, errOut := runCmd(t, context.Background(), args...); code != 0 {
-			t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
-		}
-	}
-	// Wait until the wall clock has passed t, so the evaluation reaches it.
-	until := func(ts time.Time) { time.Sleep(time.Until(ts.Add(1100 * time.Millisecond))) }
 
 	// Eleven minutes of normal latency, then a spike: the last 6 seconds.
 	// (A sustained spike becomes the detector's new normal as it fills the
@@ -130,8 +70,8 @@ groups:
 	start := now.Add(-11 * time.Minute)
 	liveSeries(t, vm, start, now.Add(-7*time.Second), normal)
 	liveSeries(t, vm, now.Add(-6*time.Second), now, spike)
-	until(now)
-	runOnce("--backfill", "1m")
+	waitPast(now)
+	runOnce(t, cfg, "--backfill", "1m")
 	got := statuses(2)
 	if len(got) != 2 || got[0].Status != alerting.StatusPending || got[1].Status != alerting.StatusFiring ||
 		got[1].Labels["team"] != "serving" || got[1].Series != `ttft{pod="p0"}` || got[1].Severity != "critical" ||
@@ -153,8 +93,8 @@ groups:
 	// The spike goes on while the daemon restarts: not fired again.
 	next := time.Now().Truncate(time.Second)
 	liveSeries(t, vm, now.Add(time.Second), next, spike)
-	until(next)
-	runOnce()
+	waitPast(next)
+	runOnce(t, cfg)
 	if more := statuses(1); len(more) != 0 {
 		t.Fatalf("after a restart with the spike going on: %+v, want nothing (the alert fires already)", more)
 	}
@@ -162,8 +102,8 @@ groups:
 	// The latency clears: the restarted daemon resolves the alert.
 	clear := time.Now().Truncate(time.Second)
 	liveSeries(t, vm, next.Add(time.Second), clear.Add(2*time.Second), normal)
-	until(clear.Add(2 * time.Second))
-	runOnce()
+	waitPast(clear.Add(2 * time.Second))
+	runOnce(t, cfg)
 	got = statuses(1)
 	if len(got) != 1 || got[0].Status != alerting.StatusResolved || got[0].ResolvedAt == nil ||
 		got[0].ResolvedAt.Before(next) || !got[0].ActiveAt.Equal(now.Add(-6*time.Second)) {
@@ -215,27 +155,16 @@ groups:
 `, vm.URL(), srv.ClientURL())), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(now.Add(1100 * time.Millisecond)))
-	if code, _, errOut := runCmd(t, context.Background(), "run", "--config", cfg, "--once", "--backfill", "1m", "--web.listen-address", ""); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, errOut)
-	}
+	waitPast(now)
+	runOnce(t, cfg, "--backfill", "1m")
 	msgs := natstest.Collect(t, srv.ClientURL(), "inferwatch.findings.>")(3, 3*time.Second)
 	series := map[string]bool{}
 	ids := map[string]bool{}
 	for _, m := range msgs {
-		var ev struct {
-			ID   string `json:"id"`
-			Data struct {
-				Series string            `json:"series"`
-				Labels map[string]string `json:"labels"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(m.Data(), &ev); err != nil {
-			t.Fatal(err)
-		}
-		series[ev.Data.Series], ids[ev.ID] = true, true
-		if ev.Data.Labels["team"] != "serving" {
-			t.Errorf("the rule's label did not override: %v", ev.Data.Labels)
+		id, f := eventOf[alerting.Finding](t, m, alerting.FindingEventType)
+		series[f.Series], ids[id] = true, true
+		if f.Labels["team"] != "serving" {
+			t.Errorf("the rule's label did not override: %v", f.Labels)
 		}
 	}
 	t.Logf("two series differing only in an overridden label: findings expected 2, received %d, duplicated %d", len(series), len(msgs)-len(series))

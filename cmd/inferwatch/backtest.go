@@ -115,30 +115,20 @@ func cmdBacktestNAB(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 1
 	}
 
-	rep := nabReport{Detector: det.name, Params: det.params, Window: det.window, Files: len(runs)}
-	if rep.Window == "" {
-		rep.Window = "default"
-	}
 	for _, r := range runs {
-		rep.Rows += r.File.Rows()
-		rep.Windows += r.File.ScoredWindows()
-		rep.Behind += r.Behind
 		if r.Behind > 0 {
 			fmt.Fprintf(stderr, "inferwatch backtest nab: %s: %d row%s behind the newest time before them, the first on line %d where the timestamps step back: scored in file order as NAB does, not fed to the detector (score 0, no detection)\n",
 				r.Key, r.Behind, pluralS(r.Behind), r.BehindLine)
 		}
 	}
-	scored := make([]nab.Run, len(runs))
-	for i, r := range runs {
-		scored[i] = r.Run
+	rep, err := rules.ScoreNAB(runs, profiles)
+	if err != nil {
+		fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
+		return 1
 	}
-	for _, p := range profiles {
-		pr, err := nab.ScoreProfile(p, scored)
-		if err != nil {
-			fmt.Fprintln(stderr, "inferwatch backtest nab:", err)
-			return 1
-		}
-		rep.Profiles = append(rep.Profiles, pr)
+	rep.Detector, rep.Params, rep.Window = det.name, det.params, det.window
+	if rep.Window == "" {
+		rep.Window = "default"
 	}
 	rep.Seconds = time.Since(start).Seconds()
 
@@ -186,22 +176,7 @@ func listNABFiles(dir string, windows map[string][][2]int64, windowsFile string)
 	return keys, nil
 }
 
-// nabReport is the result of a backtest, as --json writes it.
-type nabReport struct {
-	Detector string            `json:"detector"`
-	Params   map[string]string `json:"params"`
-	Window   string            `json:"window"`
-	Files    int               `json:"files"`
-	Rows     int               `json:"rows"`
-	Windows  int               `json:"windows"`
-	// Behind counts the rows that step back in time, scored in file order
-	// but not fed to the detector.
-	Behind   int                 `json:"rows_stepping_back"`
-	Seconds  float64             `json:"seconds"`
-	Profiles []nab.ProfileScores `json:"profiles"`
-}
-
-func writeNABText(w io.Writer, det *detectorFlags, rep nabReport) {
+func writeNABText(w io.Writer, det *detectorFlags, rep *rules.NABReport) {
 	behind := ""
 	if rep.Behind > 0 {
 		behind = fmt.Sprintf(" (%d stepping back in time, not fed to the detector)", rep.Behind)

@@ -27,16 +27,6 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// frontierTargets are the HPA targets a frontier study sweeps unless
-// --hpa-target lists its own: 0.4 to 1 by 0.05.
-func frontierTargets() []float64 {
-	var ts []float64
-	for i := 8; i <= 20; i++ {
-		ts = append(ts, float64(i)/20)
-	}
-	return ts
-}
-
 // frontierFlags reads the flags of --frontier into its options (the
 // margins, horizon and targets the caller adds).
 func frontierFlags(fs *flag.FlagSet, on bool, startupsS, ablationS, model string, bootstrap int, seed uint64, drawn bool) (rules.FrontierOptions, error) {
@@ -80,7 +70,7 @@ func frontierFlags(fs *flag.FlagSet, on bool, startupsS, ablationS, model string
 		}
 	}
 	if !set["hpa-target"] {
-		fo.Targets = frontierTargets()
+		fo.Targets = rules.DefaultFrontierTargets()
 	}
 	return fo, nil
 }
@@ -95,16 +85,7 @@ func readWaiting(path string, load *ingest.EvenSeries) ([]float64, error) {
 	if q.Step != load.Step {
 		return nil, fmt.Errorf("--gentd26-queue %s: a step of %v, the load's is %v", path, q.Step, load.Step)
 	}
-	out := make([]float64, len(load.Values))
-	step := load.Step.Milliseconds()
-	for i := range out {
-		j := (load.Start - q.Start + int64(i)*step) / step
-		out[i] = math.NaN()
-		if (load.Start-q.Start)%step == 0 && j >= 0 && j < int64(len(q.Values)) {
-			out[i] = q.Values[j]
-		}
-	}
-	return out, nil
+	return q.Align(load.Start, len(load.Values)), nil
 }
 
 // drawServeGen reads the ServeGen client traces matching glob and draws
@@ -117,18 +98,9 @@ func drawServeGen(glob string, step time.Duration, seed uint64) (*ingest.EvenSer
 	if len(files) == 0 {
 		return nil, fmt.Errorf("--servegen-clients %q: no file matches", glob)
 	}
-	var traces []*ingest.ArrivalTrace
-	for _, f := range files {
-		r, err := os.Open(f)
-		if err != nil {
-			return nil, err
-		}
-		tr, err := ingest.ReadArrivalTrace(r, f)
-		r.Close()
-		if err != nil {
-			return nil, err
-		}
-		traces = append(traces, tr)
+	traces, err := ingest.ReadArrivalTraces(files)
+	if err != nil {
+		return nil, err
 	}
 	s, err := ingest.SynthesizeArrivals(traces, step, seed)
 	if err != nil {

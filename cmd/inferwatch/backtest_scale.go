@@ -346,7 +346,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "inferwatch backtest scale:", err)
 		return 1
 	}
-	if note := snapNote(name, series); note != "" {
+	if note := series.GridNote(name); note != "" {
 		fmt.Fprintln(stderr, "inferwatch backtest scale:", note)
 	}
 	if *counts {
@@ -380,33 +380,20 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 			return 1
 		}
 	}
-	fc := rulefmt.DefaultForecast(series.Step)
-	fc.Model, fc.Period = *model, period
-	sc := rulefmt.DefaultScale()
-	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals, sc.Cooldown, sc.Hold, sc.Startup = *minReplicas, *maxReplicas, *stable, cooldown, hold, startup
-	if horizon == 0 {
-		// The rules' defaults: a decision a step, on the peak until the
-		// replicas the next decision asks for serve.
-		sc.Horizon = rulefmt.DefaultScaleHorizon(series.Step, series.Step, startup, fc.Horizon)
-	} else {
-		fc.Horizon = (horizon + series.Step - 1) / series.Step * series.Step
-		if fc.Horizon/series.Step > 10_000 {
-			fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", dur.Format(horizon), series.Step)
-			return 2
-		}
-		fc.Horizons = []time.Duration{fc.Horizon}
-		sc.Horizon = fc.Horizon
+	if horizon > 0 && (horizon+series.Step-1)/series.Step > 10_000 {
+		fmt.Fprintf(stderr, "inferwatch backtest scale: --horizon %s is more than 10000 steps of %s\n", dur.Format(horizon), series.Step)
+		return 2
 	}
-	fc.BottomUp = parts != nil
-	sc.ScaleDownMargin = margins[0]
-	sc.WaitingPerReplica = *waitingPer
 	if int(period/series.Step) < 2 {
 		fmt.Fprintf(stderr, "inferwatch backtest scale: --period %s is less than two steps of %s\n", *periodS, series.Step)
 		return 2
 	}
+	fc, sc := rules.ScaleRules(series.Step, rules.ScaleSettings{Model: *model, Period: period, Horizon: horizon, Startup: startup,
+		Cooldown: cooldown, Hold: hold, MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, StableIntervals: *stable,
+		ScaleDownMargin: margins[0], WaitingPerReplica: *waitingPer, BottomUp: parts != nil})
 	warm := int(warmup / series.Step)
 	if warmup == 0 {
-		warm = min(int(period/series.Step), len(series.Values)/4)
+		warm = rules.DefaultWarmup(period, series.Step, len(series.Values))
 	}
 	b := rules.ScaleBacktest{T0: series.Start, Step: series.Step, Load: series.Values, Parts: parts, Capacity: *perReplica,
 		PeakReplicas: *peakReplicas, Startup: startup, Warmup: warm, Forecast: fc, Scale: sc,

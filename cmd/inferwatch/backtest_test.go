@@ -61,7 +61,7 @@ func TestBacktestNABOnATinyCorpus(t *testing.T) {
 	if errOut != "" {
 		t.Errorf("stderr without --progress and not a terminal: %q", errOut)
 	}
-	var rep nabReport
+	var rep rules.NABReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -159,7 +159,7 @@ func TestBacktestNABCorpus(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep nabReport
+	var rep rules.NABReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestBacktestNABRowsSteppingBack(t *testing.T) {
 	if want := "synthetic/late_rows.csv: 12 rows behind the newest time before them, the first on line 101 where the timestamps step back"; !strings.Contains(errOut, want) {
 		t.Errorf("stderr %q lacks %q", errOut, want)
 	}
-	var rep nabReport
+	var rep rules.NABReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

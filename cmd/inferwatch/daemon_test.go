@@ -1,68 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/inferwatch/inferwatch/alerting/natstest"
-	"github.com/inferwatch/inferwatch/internal/testbin"
 )
-
-// servingAddr waits (bounded) for the daemon started with
-// --web.listen-address 127.0.0.1:0 to log the address it bound, and returns
-// it: the kernel's choice, so no other process can take it in between.
-func servingAddr(t *testing.T, stderr *syncBuffer) string {
-	t.Helper()
-	var addr string
-	waitFor(t, "the daemon logs the address it serves HTTP on", func() bool {
-		m := servingRE.FindStringSubmatch(stderr.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	}, stderr.String)
-	return addr
-}
-
-var servingRE = regexp.MustCompile(`msg="serving HTTP" addr=(127\.0\.0\.1:\d+)`)
-
-// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
-type syncBuffer struct {
-	mu chan struct{}
-	b  bytes.Buffer
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{mu: make(chan struct{}, 1)} }
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.b.String()
-}
-
-func get(url string) (int, string, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
 
 // TestDaemonKeepsRunningThroughStoreFailuresAndStopsOnSIGTERM runs the real
 // binary as a daemon against a store that refuses connections: evaluations
@@ -163,53 +112,6 @@ groups:
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
-	}
-}
-
-func counterAtLeast(metrics, name string, n int) bool {
-	for _, line := range strings.Split(metrics, "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			var v int
-			if _, err := fmt.Sscan(rest, &v); err == nil && v >= n {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// bin is the inferwatch binary the tests run.
-var bin testbin.Binary
-
-// TestMain gives the package's tests a state directory of their own
-// (XDG_STATE_HOME, where a daemon on an external NATS keeps its outbox),
-// so that they write nothing under the home directory, and removes it and
-// the binary daemonBinary built (some 50 MB) once the tests are done.
-func TestMain(m *testing.M) {
-	state, err := os.MkdirTemp("", "inferwatch-state-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("XDG_STATE_HOME", state)
-	code := m.Run()
-	os.RemoveAll(state)
-	bin.Remove()
-	os.Exit(code)
-}
-
-// daemonBinary is the inferwatch binary, built once per test run.
-func daemonBinary(t *testing.T) string { return bin.Path(t) }
-
-// waitFor polls cond every 100ms until it holds or 30s have passed.
-func waitFor(t *testing.T, what string, cond func() bool, show func() string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30s\n%s", what, show())
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -315,13 +217,4 @@ func TestDaemonReloadsOnSIGHUP(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(tmp, "inferwatch-nats-*")); len(left) != 0 {
 		t.Errorf("temporary JetStream store left behind: %v", left)
 	}
-}
-
-func grepLine(page, prefix string) string {
-	for _, l := range strings.Split(page, "\n") {
-		if strings.HasPrefix(l, prefix) {
-			return l
-		}
-	}
-	return ""
 }

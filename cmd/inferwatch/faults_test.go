@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
@@ -203,17 +203,9 @@ groups:
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && len(got) < len(spikes) {
 		for _, m := range collect(100, time.Second) {
-			var ev struct {
-				ID   string `json:"id"`
-				Data struct {
-					WindowEnd time.Time `json:"window_end"`
-				} `json:"data"`
-			}
-			if err := json.Unmarshal(m.Data(), &ev); err != nil {
-				t.Fatal(err)
-			}
-			got[ev.Data.WindowEnd.UTC().Format(time.RFC3339)]++
-			ids[ev.ID]++
+			id, f := eventOf[alerting.Finding](t, m, alerting.FindingEventType)
+			got[f.WindowEnd.UTC().Format(time.RFC3339)]++
+			ids[id]++
 		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,23 +16,8 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/examples/fleet"
-	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
-
-// importSeries writes the series into vm.
-func importSeries(t testing.TB, vm *localvm.VM, ss ...ingest.Series) {
-	t.Helper()
-	var body bytes.Buffer
-	for _, s := range ss {
-		if err := ingest.WriteImportJSONL(&body, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := vm.Import(context.Background(), &body); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // natsClient starts a NATS server for the test and connects to it; the
 // connection closes when the test ends, before the server stops.

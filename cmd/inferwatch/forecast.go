@@ -111,7 +111,7 @@ func cmdForecast(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "inferwatch forecast:", err)
 		return 1
 	}
-	if note := snapNote(name, series); note != "" {
+	if note := series.GridNote(name); note != "" {
 		fmt.Fprintln(stderr, "inferwatch forecast:", note)
 	}
 	step := series.Step
@@ -253,19 +253,6 @@ func cliDuration(name, s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s %q: want a duration > 0 such as 10m, 1h or 1d", name, s)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
-}
-
-// snapNote is the note on how the samples were laid on the grid: how many
-// ingest.OnGrid moved to their nearest step, or how many --resample took
-// into how many steps; "" when none moved.
-func snapNote(name string, r *ingest.EvenSeries) string {
-	switch {
-	case r.Resampled > 0:
-		return fmt.Sprintf("note: %s: %d samples were taken into %d steps of %s, %d of which held more than one", name, r.Resampled, len(r.Values), r.Step, r.Crowded)
-	case r.Snapped > 0:
-		return fmt.Sprintf("note: %s: %d samples up to %s off the %s grid were taken at their nearest step", name, r.Snapped, r.MaxSnap, r.Step)
-	}
-	return ""
 }
 
 // resampleHint is what an error about uneven samples ends with: the flag

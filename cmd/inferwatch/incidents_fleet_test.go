@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -64,25 +63,16 @@ func runFleetIncidents(t *testing.T, seed int64) fleetRun {
 	}
 	incidents := natstest.Collect(t, srv.ClientURL(), "inferwatch.incidents.>")
 	findings := natstest.Collect(t, srv.ClientURL(), "inferwatch.findings.>")
-	if code, _, errOut := runCmd(t, context.Background(), "run", "--config", file, "--once", "--backfill", fleetBackfill(end),
-		"--source.url", vm.URL(), "--nats.url", srv.ClientURL(), "--web.listen-address", ""); code != 0 {
-		t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
-	}
+	runOnce(t, file, "--backfill", fleetBackfill(end), "--source.url", vm.URL(), "--nats.url", srv.ClientURL())
 	run := fleetRun{fleet: f, findings: len(findings(10000, 2*time.Second))}
 	newest := map[string]alerting.IncidentData{}
 	for _, m := range incidents(10000, 2*time.Second) {
-		var ev struct {
-			Type string                `json:"type"`
-			Data alerting.IncidentData `json:"data"`
-		}
-		if err := json.Unmarshal(m.Data(), &ev); err != nil || ev.Type != alerting.IncidentEventType {
-			t.Fatalf("incident event %s: %v", m.Data(), err)
-		}
-		if want := "inferwatch.incidents." + ev.Data.Group; m.Subject() != want {
+		d := eventData[alerting.IncidentData](t, m, alerting.IncidentEventType)
+		if want := "inferwatch.incidents." + d.Group; m.Subject() != want {
 			t.Errorf("incident on %s, want %s", m.Subject(), want)
 		}
-		if old, ok := newest[ev.Data.ID]; !ok || ev.Data.Version > old.Version {
-			newest[ev.Data.ID] = ev.Data
+		if old, ok := newest[d.ID]; !ok || d.Version > old.Version {
+			newest[d.ID] = d
 		}
 	}
 	for _, d := range newest {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,27 +74,13 @@ incidents:
 		t.Helper()
 		var out []alerting.IncidentData
 		for _, m := range incidents(want, 5*time.Second) {
-			var ev struct {
-				Data alerting.IncidentData `json:"data"`
-			}
-			if err := json.Unmarshal(m.Data(), &ev); err != nil {
-				t.Fatal(err)
-			}
 			if m.Subject() != "inferwatch.incidents.latency" {
 				t.Errorf("subject %q", m.Subject())
 			}
-			out = append(out, ev.Data)
+			out = append(out, eventData[alerting.IncidentData](t, m, alerting.IncidentEventType))
 		}
 		return out
 	}
-	runOnce := func(extra ...string) {
-		t.Helper()
-		args := append([]string{"run", "--config", cfg, "--once", "--web.listen-address", ""}, extra...)
-		if code, _, errOut := runCmd(t, context.Background(), args...); code != 0 {
-			t.Fatalf("inferwatch run exited %d:\n%s", code, errOut)
-		}
-	}
-	until := func(ts time.Time) { time.Sleep(time.Until(ts.Add(1100 * time.Millisecond))) }
 	amIncident := func(what string, done func(n int, labels map[string]string) bool) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
@@ -121,8 +105,8 @@ incidents:
 	now := time.Now().Truncate(time.Second)
 	write(now.Add(-11*time.Minute), now.Add(-7*time.Second), normal)
 	write(now.Add(-6*time.Second), now, spike)
-	until(now)
-	runOnce("--backfill", "1m")
+	waitPast(now)
+	runOnce(t, cfg, "--backfill", "1m")
 	got := events(2)
 	if len(got) != 2 || got[0].Status != alerting.IncidentOpened || got[1].Status != alerting.IncidentUpdated || got[0].ID != got[1].ID {
 		t.Fatalf("first run: incident events %+v, want opened and updated", got)
@@ -139,8 +123,8 @@ incidents:
 	// restored, and nothing is opened again.
 	next := time.Now().Truncate(time.Second)
 	write(now.Add(time.Second), next, spike)
-	until(next)
-	runOnce()
+	waitPast(next)
+	runOnce(t, cfg)
 	if more := events(1); len(more) != 0 {
 		t.Fatalf("after a restart with the spike going on: %+v, want nothing", more)
 	}
@@ -149,8 +133,8 @@ incidents:
 	// for, 4s) pass: the restarted daemon resolves the incident.
 	clear := time.Now().Truncate(time.Second)
 	write(next.Add(time.Second), clear.Add(9*time.Second), normal)
-	until(clear.Add(9 * time.Second))
-	runOnce()
+	waitPast(clear.Add(9 * time.Second))
+	runOnce(t, cfg)
 	got = events(1)
 	if len(got) != 1 || got[0].Status != alerting.IncidentResolved || got[0].ID != inc.ID || got[0].ResolvedAt == nil {
 		t.Fatalf("after clearing: %+v, want the incident resolved", got)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,48 +15,6 @@ import (
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
-
-// daemon runs the binary with args, its log in the returned buffer; it is
-// killed when the test ends unless stop was called. stop sends SIGTERM and
-// waits (bounded) for a clean exit.
-func daemon(t *testing.T, bin string, args ...string) (log *syncBuffer, pid int, stop func()) {
-	t.Helper()
-	log = newSyncBuffer()
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	stopped := false
-	stop = func() {
-		t.Helper()
-		if stopped {
-			return
-		}
-		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("exit after SIGTERM: %v\n%s", err, log.String())
-			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("still running 30s after SIGTERM\n%s", log.String())
-		}
-	}
-	t.Cleanup(func() {
-		if !stopped {
-			stopped = true
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	return log, cmd.Process.Pid, stop
-}
 
 // podSeries is one sample a second of load{pod=pod} from from to to, each
 // valued by v.
@@ -91,13 +47,7 @@ func alertEvents(t *testing.T, collect func(int, time.Duration) []jetstream.Msg,
 	deadline := time.Now().Add(40 * time.Second)
 	for !want(got) && time.Now().Before(deadline) {
 		for _, m := range collect(100, 500*time.Millisecond) {
-			var ev struct {
-				Data alertEvent `json:"data"`
-			}
-			if err := json.Unmarshal(m.Data(), &ev); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, ev.Data)
+			got = append(got, eventData[alertEvent](t, m, ""))
 		}
 	}
 	return got

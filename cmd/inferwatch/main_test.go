@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -17,13 +16,6 @@ import (
 )
 
 const exampleConfig = "../../examples/inferwatch.yml"
-
-func runCmd(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = runMain(ctx, args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestCheckAcceptsTheExampleConfig(t *testing.T) {
 	code, out, errOut := runCmd(t, context.Background(), "check", "--config", exampleConfig)

@@ -2,16 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -20,41 +14,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/inferwatch/inferwatch/alerting"
-	"github.com/inferwatch/inferwatch/alerting/alertmanager"
 	"github.com/inferwatch/inferwatch/alerting/cluster"
+	"github.com/inferwatch/inferwatch/alerting/keda"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
-
-// memberName is this process' name in the set: the host and a hash of the
-// outbox directory, which one process at a time holds, so that a replica
-// restarted on the same host and disk takes its leases back at once; a
-// random one without an outbox.
-func memberName(outboxDir string) string {
-	host, _ := os.Hostname()
-	host = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return '-'
-	}, host)
-	if len(host) > 40 {
-		host = host[:40]
-	}
-	var id []byte
-	if outboxDir != "" {
-		h := sha256.Sum256([]byte(host + "\x00" + outboxDir))
-		id = h[:4]
-	} else {
-		id = make([]byte, 4)
-		rand.Read(id)
-	}
-	if host == "" {
-		host = "inferwatch"
-	}
-	return host + "-" + hex.EncodeToString(id)
-}
 
 // joinSet makes this process a member of the set of its configuration:
 // with an external NATS it leases the groups it evaluates; with the
@@ -65,56 +30,16 @@ func memberName(outboxDir string) string {
 func joinSet(ctx context.Context, cfg *rulefmt.Config, js *natsjs.JetStream, outboxDir string, groups []*rules.Group,
 	wait time.Duration, logger *slog.Logger, set *metrics.Set) (m *cluster.Member, stop func(), err error) {
 	embedded := cfg.NATS.URL == ""
+	host, _ := os.Hostname()
 	o := cluster.Options{
-		Info: cluster.Info{Name: memberName(outboxDir), PID: os.Getpid(), Started: time.Now().UTC(), Embedded: embedded},
+		Info: cluster.Info{Name: cluster.MemberName(host, outboxDir), Host: host, PID: os.Getpid(), Started: time.Now().UTC(), Embedded: embedded},
 		TTL:  cfg.NATS.LeaseTTL, Heartbeat: cfg.NATS.Heartbeat, Logger: logger, Metrics: set,
 	}
-	o.Info.Host, _ = os.Hostname()
 	if !embedded {
 		o.Groups = groupNames(groups)
 	}
-	deadline := time.Now().Add(wait)
-	for attempt := 0; ; attempt++ {
-		var bctx context.Context
-		var cancel context.CancelFunc
-		bctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-		o.Bucket, err = js.MembersBucket(bctx, 4*o.TTL)
-		if err == nil {
-			if m, err = cluster.New(o); err != nil {
-				cancel()
-				return nil, nil, err
-			}
-			err = m.Join(bctx)
-		}
-		cancel()
-		if err == nil || errors.Is(err, cluster.ErrEmbedded) || ctx.Err() != nil || time.Now().After(deadline) {
-			break
-		}
-		logger.Warn("joining the set of members failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("joining the set of members in bucket %s: %w", natsjs.DefaultMembersBucket(cfg.NATS.Stream), err)
-	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.Run(rctx)
-	}()
-	var once sync.Once
-	return m, func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer lcancel()
-			m.Leave(lctx)
-		})
-	}, nil
+	return cluster.Start(ctx, cluster.StartOptions{Member: o, Wait: wait, BucketName: natsjs.DefaultMembersBucket(cfg.NATS.Stream),
+		OpenBucket: func(ctx context.Context) (cluster.Bucket, error) { return js.MembersBucket(ctx, 4*o.TTL) }})
 }
 
 func groupNames(groups []*rules.Group) []string {
@@ -125,37 +50,24 @@ func groupNames(groups []*rules.Group) []string {
 	return out
 }
 
-// handover moves a group's alerts in and out of this process as its lease
-// comes and goes (rules.Handover).
-type handover struct {
-	life *alerting.Lifecycle
-	fwd  *alertmanager.Forwarder // nil without Alertmanager
-	log  *slog.Logger
-}
-
-func (h *handover) Gained(ctx context.Context, group string) error {
-	n, err := h.life.RestoreGroup(ctx, group)
-	if err != nil {
-		return err
-	}
-	if h.fwd != nil {
-		var firing []alerting.AlertData
-		for _, d := range h.life.Firing() {
-			if d.Group == group {
-				firing = append(firing, d)
+// followScales feeds sigs the scale signals every member publishes, the
+// last forget of them first, so that each member's KEDA endpoints serve
+// every target, whoever owns its group. It returns a function that stops
+// it and waits.
+func followScales(ctx context.Context, js *natsjs.JetStream, prefix string, sigs *keda.Signals, forget time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = js.FollowEvents(ctx, []string{alerting.ScaleSubject(prefix, ">")}, time.Now().Add(-forget), func(_ string, ev alerting.Event) {
+			if d, err := alerting.DecodeData(ev); err == nil {
+				if sd, ok := d.(*alerting.ScaleData); ok {
+					_ = sigs.Send(ctx, alerting.Batch{Group: sd.Group, Scales: []alerting.ScaleData{*sd}})
+				}
 			}
-		}
-		h.fwd.Seed(firing)
-	}
-	h.log.Info("the group's alert states restored", "group", group, "alerts", n)
-	return nil
-}
-
-func (h *handover) Lost(group string) {
-	h.life.ForgetGroup(group)
-	if h.fwd != nil {
-		h.fwd.Forget(group)
-	}
+		})
+	}()
+	return func() { cancel(); <-done }
 }
 
 const membersHelp = `Usage: inferwatch members --config FILE [flags]

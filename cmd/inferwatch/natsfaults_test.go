@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
@@ -164,17 +164,10 @@ func (b *brokerFaults) count() (expected, received, duplicated int, seen string)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && len(got) < len(b.spikes) {
 		for _, m := range collect(100, time.Second) {
-			var ev struct {
-				Data struct {
-					WindowEnd time.Time `json:"window_end"`
-				} `json:"data"`
-			}
-			if err := json.Unmarshal(m.Data(), &ev); err != nil {
-				b.t.Fatal(err)
-			}
-			s := ev.Data.WindowEnd.Unix()
+			end := eventData[alerting.Finding](b.t, m, alerting.FindingEventType).WindowEnd
+			s := end.Unix()
 			if !b.spikes[s] {
-				extra = append(extra, ev.Data.WindowEnd.UTC().Format(time.TimeOnly))
+				extra = append(extra, end.UTC().Format(time.TimeOnly))
 				continue
 			}
 			got[s]++

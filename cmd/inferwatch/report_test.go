@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -145,8 +143,8 @@ func TestStartReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := metrics.NewSet()
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	logs := newSyncBuffer()
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	client, err := newStoreClient(cfg, set, logger)
 	if err != nil {
 		t.Fatal(err)
@@ -181,15 +179,4 @@ func TestStartReports(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].Headers().Get("Nats-Msg-Id") == "" {
 		t.Errorf("%d announcements on inferwatch.reports.daily", len(msgs))
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

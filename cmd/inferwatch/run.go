@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,16 +13,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
-	"runtime/debug"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/VictoriaMetrics/metricsql"
-	"github.com/prometheus/common/config"
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
@@ -34,9 +28,9 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/outbox"
 	"github.com/inferwatch/inferwatch/alerting/promexport"
 	"github.com/inferwatch/inferwatch/alerting/writeback"
-	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/internal/metricname"
+	"github.com/inferwatch/inferwatch/internal/process"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
+	"github.com/inferwatch/inferwatch/internal/web"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -98,7 +92,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.configFile, "config", "", "configuration `FILE`")
 	fs.BoolVar(&f.once, "once", false, "evaluate every group once, publish, and exit (non-zero if any evaluation failed)")
 	fs.Var(&f.backfill, "backfill", "on the first evaluation of each rule, also report the anomalies of this much history (e.g. 7d)")
-	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for "+strings.Join(webPaths, ", ")+
+	fs.StringVar(&f.listenAddr, "web.listen-address", "127.0.0.1:9464", "address of the HTTP listener for "+strings.Join(web.Paths(), ", ")+
 		" and, unless export.keda.metrics_api is false, "+keda.PathPrefix+" (empty: none)")
 	fs.BoolVar(&f.enablePprof, "web.enable-pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, ...) under /debug/pprof/ on --web.listen-address")
 	fs.StringVar(&f.sourceURL, "source.url", "", "override source.url of the configuration")
@@ -109,8 +103,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log.format", "logfmt", "log format: logfmt or json")
 	fs.DurationVar(&f.connectWait, "nats.connect-timeout", 2*time.Minute, "how long to keep retrying to reach NATS at start")
-	fs.Float64Var(&f.memRatio, "auto-gomemlimit.ratio", DefaultMemLimitRatio, "unless GOMEMLIMIT is set, set Go's soft memory limit to this share of the container's memory limit (cgroup), in (0, 1]; 0: none")
-	fs.IntVar(&f.gcPercent, "runtime.gogc", DefaultGCPercent, "unless GOGC is set, the garbage collector's target: collect once the heap has grown by this percentage of the live data (Go's default is 100; a lower one keeps the peak nearer the live data for more CPU)")
+	fs.Float64Var(&f.memRatio, "auto-gomemlimit.ratio", process.DefaultMemLimitRatio, "unless GOMEMLIMIT is set, set Go's soft memory limit to this share of the container's memory limit (cgroup), in (0, 1]; 0: none")
+	fs.IntVar(&f.gcPercent, "runtime.gogc", process.DefaultGCPercent, "unless GOGC is set, the garbage collector's target: collect once the heap has grown by this percentage of the live data (Go's default is 100; a lower one keeps the peak nearer the live data for more CPU)")
 	fs.DurationVar(&f.catchUp, "catch-up", rules.DefaultCatchUp, "after a delayed evaluation (a store or broker outage, a restart), report what was judged since the previous one, back to at most this long")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
@@ -131,18 +125,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, fs, err.Error())
 	}
-	if gc, why := applyGCPercent(f.gcPercent); gc > 0 {
+	if gc, why := process.ApplyGCPercent(f.gcPercent); gc > 0 {
 		logger.Debug("garbage collector target set", "percent", gc, "from", why)
 	} else {
 		logger.Debug("garbage collector target left as GOGC sets it", "GOGC", os.Getenv("GOGC"))
 	}
-	plan, err := applyMemLimit(f.memRatio)
+	plan, err := process.ApplyMemLimit(f.memRatio)
 	if err != nil {
 		logger.Error("inferwatch stopped", "err", err)
 		return 1
 	}
 	if plan.Limit > 0 {
-		logger.Info("Go's soft memory limit set", "limit", mib(plan.Limit), "from", plan.Reason)
+		logger.Info("Go's soft memory limit set", "limit", process.MiB(plan.Limit), "from", plan.Reason)
 	} else {
 		logger.Debug("no soft memory limit set by inferwatch", "why", plan.Reason)
 	}
@@ -220,19 +214,23 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	reloadOK.Set(1)
 	reloadAt.Set(float64(time.Now().Unix()))
 
-	ready := newReadiness()
-	ready.set("config", func(context.Context) error { return nil })
+	ready := web.NewReadiness("config", "nats", "store")
+	ready.Set("config", func(context.Context) error { return nil })
 	// The outputs that never wait come before NATS in the pipeline: an
 	// autoscaler reads them while the publisher may be retrying.
 	var receivers []alerting.Receiver
-	web := map[string]http.Handler{}
+	handlers := map[string]http.Handler{}
 	ex := cfg.Export
+	var exported *promexport.Exporter
+	var sigs *keda.Signals
 	if ex.Metrics.Enabled {
-		receivers = append(receivers, promexport.New(promexport.Options{Metrics: set, MaxSeries: ex.Metrics.MaxSeries,
-			Expiry: ex.Metrics.Expiry, Leads: ex.Metrics.Leads, Logger: logger}))
+		exported = promexport.New(promexport.Options{Metrics: set, MaxSeries: ex.Metrics.MaxSeries,
+			Expiry: ex.Metrics.Expiry, Leads: ex.Metrics.Leads, Logger: logger})
+		receivers = append(receivers, exported)
 	}
 	if ex.KEDA.MetricsAPI || ex.KEDA.Listen != "" {
-		sigs, err := keda.New(keda.Options{MaxTargets: ex.KEDA.MaxTargets, Grace: ex.KEDA.Grace, Forget: ex.KEDA.Forget,
+		var err error
+		sigs, err = keda.New(keda.Options{MaxTargets: ex.KEDA.MaxTargets, Grace: ex.KEDA.Grace, Forget: ex.KEDA.Forget,
 			MaxStreams: ex.KEDA.MaxStreams, Logger: logger, Metrics: set})
 		if err != nil {
 			return err
@@ -240,14 +238,15 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		defer sigs.Close()
 		receivers = append(receivers, sigs)
 		if ex.KEDA.MetricsAPI {
-			web[keda.PathPrefix] = sigs.Handler()
+			handlers[keda.PathPrefix] = sigs.Handler()
 		}
 		if ex.KEDA.Listen != "" {
-			stop, err := serveScaler(ex.KEDA.Listen, sigs, logger)
+			ln, err := net.Listen("tcp", ex.KEDA.Listen)
 			if err != nil {
-				return err
+				return fmt.Errorf("export.keda.listen (--keda.listen-address): %w", err)
 			}
-			defer stop()
+			stopScaler := sigs.ServeGRPC(ln)
+			defer stopScaler()
 		}
 	}
 	if wc := cfg.Writeback; wc != nil {
@@ -265,18 +264,18 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		receivers = append(receivers, wb)
 	}
 	if f.enablePprof {
-		web["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
-		web["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
-		web["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
-		web["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
-		web["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+		handlers["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		handlers["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
+		handlers["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		handlers["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
+		handlers["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
 	}
 	if f.listenAddr != "" {
-		stopWeb, err := serveWeb(f.listenAddr, set, web, ready, logger)
+		srv, err := web.Serve(web.Options{Addr: f.listenAddr, Metrics: set, Handlers: handlers, Ready: ready, Logger: logger})
 		if err != nil {
-			return err
+			return fmt.Errorf("--web.listen-address: %w", err)
 		}
-		defer stopWeb()
+		defer srv.Stop()
 	}
 
 	natsURL := cfg.NATS.URL
@@ -323,7 +322,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			logger.Warn("draining the NATS connection", "err", err)
 		}
 	}()
-	ready.set("nats", func(context.Context) error { return js.Ready() })
+	ready.Set("nats", func(context.Context) error { return js.Ready() })
 	var box alerting.Outbox // a nil interface when there is no outbox
 	outboxDir := defaultOutboxDir(cfg.NATS, natsURL)
 	if outboxDir != "" {
@@ -360,26 +359,11 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		}
 	}
 
-	httpClient, err := config.NewClientFromConfig(cfg.Source.HTTPClientConfig, "inferwatch")
-	if err != nil {
-		return fmt.Errorf("%s: source: %w", cfg.File, err)
-	}
-	client, err := ingest.NewClient(ingest.ClientOptions{
-		URL:        cfg.Source.URL,
-		HTTPClient: httpClient,
-		Timeout:    cfg.Source.Timeout,
-		UsePOST:    cfg.Source.UsePOST,
-
-		MaxResponseBytes:  cfg.Source.MaxResponseBytes,
-		MaxResponseSeries: cfg.Source.MaxResponseSeries,
-		MaxResponsePoints: cfg.Source.MaxResponsePoints,
-		Metrics:           set,
-		Logger:            logger,
-	})
+	client, err := newStoreClient(cfg, set, logger)
 	if err != nil {
 		return err
 	}
-	ready.set("store", func(ctx context.Context) error {
+	ready.Set("store", func(ctx context.Context) error {
 		_, err := client.Query(ctx, "vector(1)", time.Now())
 		return err
 	})
@@ -398,7 +382,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return err
 		}
 		defer leave()
-		ready.set("members", func(context.Context) error { return m.Joined() })
+		ready.Set("members", func(context.Context) error { return m.Joined() })
 		if cfg.NATS.URL != "" {
 			member = m
 		}
@@ -416,7 +400,10 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	sink := &alerting.Pipeline{Lifecycle: life, Levels: levels, Incidents: incidents, Receivers: append(receivers, pub)}
 	// The alerts of removed rules resolve through the incidents too.
 	retained := &alerting.Pipeline{Incidents: incidents, Receivers: []alerting.Receiver{pub}}
-	hand := &handover{life: life, log: logger}
+	hand := &alerting.Handover{Lifecycle: life, Logger: logger}
+	if exported != nil {
+		hand.Forget = append(hand.Forget, exported)
+	}
 	if am := cfg.Alertmanager; am != nil {
 		notifier, err := alertmanager.New(alertmanager.Options{URLs: am.URLs, HTTPClientConfig: &am.HTTPClientConfig,
 			Timeout: am.Timeout, Logger: logger, Metrics: set})
@@ -438,7 +425,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		fwd.Seed(life.Firing())
 		fwd.SeedIncidents(incidents.Open())
 		sink.Receivers = append(sink.Receivers, fwd)
-		hand.fwd = fwd
+		hand.Forwarder = fwd
 		logger.Info("forwarding alerts to Alertmanager", "urls", redactAll(am.URLs), "resend_delay", am.ResendDelay)
 	}
 	mo := rules.ManagerOptions{
@@ -449,12 +436,16 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Scores:          scorePoints(ex.Metrics.Enabled, cfg.Writeback != nil && cfg.Writeback.Scores),
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
-		Forgotten:       releaseForgotten(logger),
+		Forgotten:       process.ReleaseForgotten(logger),
 		Logger:          logger,
 		Metrics:         set,
 	}
 	if member != nil {
 		mo.Leases, mo.Handover = member, hand
+		if sigs != nil {
+			stop := followScales(ctx, js, cfg.NATS.SubjectPrefix, sigs, ex.KEDA.Forget)
+			defer stop()
+		}
 	}
 	manager, err := rules.NewManager(mo, groups)
 	if err != nil {
@@ -464,10 +455,15 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	if _, err := manager.Resume(ctx); err != nil {
 		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
-	ready.set("rules", func(context.Context) error { return manager.Stalled() })
-	retain(ctx, life, kv, groups, retained, logger)
-	stopPurge := purgeState(ctx, kv, logger)
+	ready.Set("rules", func(context.Context) error { return manager.Stalled() })
+	retain := rules.RetainOptions{Progress: kv, Alerts: life, Out: retained, Shared: member != nil, Logger: logger}
+	rules.Retain(ctx, groups, time.Now(), retain)
+	stopPurge := kv.PurgeDeletesEvery(ctx, purgeEvery)
 	defer stopPurge()
+	if member != nil { // what replicas with another configuration leave behind
+		stopRetain := rules.RetainEvery(ctx, purgeEvery, manager.Groups, retain)
+		defer stopRetain()
+	}
 	logger.Info("inferwatch started", "config", cfg.File, "source", redact(cfg.Source.URL),
 		"groups", len(groups), "rules", countRules(groups), "once", f.once)
 	if f.once {
@@ -508,7 +504,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 			return nil
 		case <-hup:
 			if reload(f, cfg, manager, incidentsReloader(incidents, levels, logger), logger, reloadOK, reloadAt) {
-				retain(ctx, life, kv, manager.Groups(), retained, logger)
+				rules.Retain(ctx, manager.Groups(), time.Now(), retain)
 				if member != nil {
 					member.SetGroups(groupNames(manager.Groups()))
 				}
@@ -545,8 +541,7 @@ func reload(f runFlags, running *rulefmt.Config, m *rules.Manager, apply func(*r
 
 // defaultOutboxDir is where the outbox lives: nats.outbox_dir ("none": no
 // outbox), else beside an embedded server's store, else under the user's
-// state directory, named by the stream and the server so that two NATS
-// never share one.
+// state directory (outbox.StateDir).
 func defaultOutboxDir(n rulefmt.NATS, natsURL string) string {
 	switch {
 	case n.OutboxDir == "none":
@@ -558,109 +553,15 @@ func defaultOutboxDir(n rulefmt.NATS, natsURL string) string {
 	case n.URL == "":
 		return "" // a temporary store: the stream goes with the daemon
 	}
-	state := os.Getenv("XDG_STATE_HOME")
-	if state == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			state = os.TempDir()
-		} else {
-			state = filepath.Join(home, ".local", "state")
-		}
-	}
-	h := sha256.Sum256([]byte(redact(natsURL)))
-	return filepath.Join(state, "inferwatch", "outbox", n.Stream+"-"+hex.EncodeToString(h[:4]))
+	return outbox.StateDir(n.Stream, redact(natsURL))
 }
 
 // maxRestoredAlerts bounds the alert states restored at start-up.
 const maxRestoredAlerts = 1_000_000
 
-// retain resolves the restored or running alerts of rules the
-// configuration no longer has, publishes their resolved events, and
-// deletes those rules' progress from the state bucket.
-func retain(ctx context.Context, life *alerting.Lifecycle, kv *natsjs.KV, groups []*rules.Group, out alerting.Receiver, logger *slog.Logger) {
-	have, progress := map[string]bool{}, map[string]bool{}
-	for _, g := range groups {
-		for _, r := range g.Rules() {
-			have[g.Name()+"\x00"+r.Name()] = true
-			progress[rules.ProgressKey(g.Name(), r.Name())] = true
-		}
-	}
-	if n, err := kv.RetainProgress(ctx, func(rule string) bool { return progress[rule] }); err != nil {
-		logger.Warn("deleting the progress of rules the configuration no longer has", "err", err)
-	} else if n > 0 {
-		logger.Info("deleted the progress of rules the configuration no longer has", "rules", n)
-	}
-	evs := life.Retain(time.Now(), func(group, rule string) bool { return have[group+"\x00"+rule] })
-	if len(evs) == 0 {
-		return
-	}
-	logger.Info("resolving the alerts of rules the configuration no longer has", "alerts", len(evs))
-	if err := out.Send(ctx, alerting.Batch{Alerts: evs}); err != nil {
-		logger.Warn("publishing the resolved alerts of removed rules", "err", err)
-	}
-}
-
-// releaseForgotten returns the memory of series forgotten in bulk (a
-// burst of pods that stopped) to the system at once, rather than as the
-// runtime's collector and scavenger get to it over minutes: once the series
-// forgotten since the last release reach 1,000 and a tenth of those
-// tracked, at most once a minute (a release held back by that waits for
-// the minute's end).
-func releaseForgotten(logger *slog.Logger) func(forgotten, tracked int) {
-	var (
-		mu      sync.Mutex
-		pending int       // forgotten since the last release
-		last    time.Time // the last release
-		timer   *time.Timer
-	)
-	release := func() {
-		mu.Lock()
-		n := pending
-		pending, last, timer = 0, time.Now(), nil
-		mu.Unlock()
-		began := time.Now()
-		debug.FreeOSMemory()
-		logger.Debug("returned the memory of forgotten series to the system", "forgotten", n, "took", time.Since(began))
-	}
-	return func(forgotten, tracked int) {
-		mu.Lock()
-		defer mu.Unlock()
-		pending += forgotten
-		if pending < 1000 || 10*pending < tracked+pending || timer != nil {
-			return
-		}
-		timer = time.AfterFunc(max(0, time.Minute-time.Since(last)), release)
-	}
-}
-
 // purgeEvery is how often the daemon purges the markers deleted alert
 // states leave in the state bucket, and how old a marker must be.
 const purgeEvery = 10 * time.Minute
-
-// purgeState purges the state bucket's delete markers every purgeEvery
-// until ctx is done or the returned function is called.
-func purgeState(ctx context.Context, kv *natsjs.KV, logger *slog.Logger) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(purgeEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			pctx, pcancel := context.WithTimeout(ctx, time.Minute)
-			if err := kv.PurgeDeletes(pctx, purgeEvery); err != nil {
-				logger.Debug("purging the state bucket's delete markers failed; tried again later", "err", err)
-			}
-			pcancel()
-		}
-	}()
-	return func() { cancel(); <-done }
-}
 
 func countRules(groups []*rules.Group) int {
 	n := 0
@@ -668,73 +569,6 @@ func countRules(groups []*rules.Group) int {
 		n += len(g.Rules())
 	}
 	return n
-}
-
-// webPaths are what the HTTP listener always serves.
-var webPaths = []string{"/metrics", "/healthz", "/readyz"}
-
-// serveWeb serves webPaths and the handlers of more (by path pattern) and
-// returns a function that stops the listener.
-func serveWeb(addr string, set *metrics.Set, more map[string]http.Handler, ready http.Handler, logger *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--web.listen-address: %w", err)
-	}
-	started := time.Now()
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		metricname.WritePrometheus(w, set)
-		writeProcessMetrics(w, started)
-	})
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "ok\n")
-	})
-	mux.Handle("/readyz", ready)
-	paths := slices.Clone(webPaths)
-	for pattern, h := range more {
-		mux.Handle(pattern, h)
-		paths = append(paths, pattern)
-	}
-	slices.Sort(paths)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("HTTP listener failed", "addr", addr, "err", err)
-		}
-	}()
-	logger.Info("serving HTTP", "addr", ln.Addr().String(), "paths", strings.Join(paths, " "))
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	}, nil
-}
-
-// serveScaler serves KEDA's external scaler over gRPC on addr and returns a
-// function that ends its streams and stops it.
-func serveScaler(addr string, sigs *keda.Signals, logger *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("export.keda.listen (--keda.listen-address): %w", err)
-	}
-	gs := sigs.NewGRPCServer()
-	go func() {
-		if err := gs.Serve(ln); err != nil {
-			logger.Error("KEDA external scaler listener failed", "addr", addr, "err", err)
-		}
-	}()
-	logger.Info("serving the KEDA external scaler (gRPC externalscaler.ExternalScaler)", "addr", ln.Addr().String())
-	return func() {
-		sigs.Close() // ends StreamIsActive, so GracefulStop does not wait for KEDA
-		done := make(chan struct{})
-		go func() { gs.GracefulStop(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			gs.Stop()
-		}
-	}, nil
 }
 
 func redactAll(us []string) []string {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
@@ -281,141 +279,57 @@ func embeddedURL(listen string) (string, error) {
 	return "nats://" + net.JoinHostPort(host, port), nil
 }
 
-// tail connects, checks the stream and prints its events until ctx is
-// done or f.count events were printed.
+// tail follows the stream and prints its events until ctx is done or
+// f.count events were printed.
 func tail(ctx context.Context, t tailTarget, f tailFlags, p *tailPrinter, stderr io.Writer) error {
-	nc, err := nats.Connect(t.url, append([]nats.Option{
-		nats.Name("inferwatch-tail"),
-		nats.Timeout(f.connectWait),
-		nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
-			if !nc.IsClosed() && !nc.IsDraining() {
-				fmt.Fprintf(stderr, "inferwatch tail: disconnected from NATS at %s (%v); reconnecting\n", t.shown, redactErr(err, t.url))
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) {
-			fmt.Fprintf(stderr, "inferwatch tail: reconnected to NATS at %s\n", t.shown)
-		}),
-	}, t.opts...)...)
-	if err != nil {
-		return connectError(t, err)
+	o := natsjs.FollowOptions{URL: t.url, Options: t.opts, Name: "inferwatch-tail", Stream: t.stream, Subjects: t.subjects, Timeout: f.connectWait,
+		Disconnected: func(reason string) {
+			fmt.Fprintf(stderr, "inferwatch tail: disconnected from NATS at %s (%s); reconnecting\n", t.shown, reason)
+		},
+		Reconnected: func() { fmt.Fprintf(stderr, "inferwatch tail: reconnected to NATS at %s\n", t.shown) },
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("opening JetStream on %s: %w", t.shown, err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, f.connectWait)
-	defer cancel()
-	st, err := js.Stream(sctx, t.stream)
-	if err != nil {
-		return streamError(sctx, js, t, err)
-	}
-	if err := checkSubjects(t, st.CachedInfo().Config.Subjects); err != nil {
-		return err
-	}
-	// The server removes the consumer this long after tail stopped
-	// (heartbeats keep it while tail runs).
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: t.subjects, DeliverPolicy: jetstream.DeliverNewPolicy,
-		InactiveThreshold: 30 * time.Second}
 	if f.since.set {
-		start := f.since.start(time.Now())
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+		o.Since = f.since.start(time.Now())
 	}
-	cons, err := js.OrderedConsumer(sctx, t.stream, cfg)
-	if err != nil {
-		return fmt.Errorf("reading stream %s on %s: %w", t.stream, t.shown, err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("reading stream %s on %s for %s: %w", t.stream, t.shown, strings.Join(t.subjects, ", "), err)
-	}
-	defer it.Stop()
-	cancel()
-	for n := 0; f.count == 0 || n < f.count; {
-		msg, err := it.Next(jetstream.NextContext(ctx))
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return nil // interrupted
-		default:
-			return fmt.Errorf("reading stream %s on %s: %w", t.stream, t.shown, err)
-		}
-		printed, err := p.print(msg.Subject(), msg.Data())
-		if err != nil {
-			if errors.Is(err, errNotEvent) {
-				fmt.Fprintf(stderr, "inferwatch tail: skipping a message on %s: %v\n", msg.Subject(), err)
-				continue
-			}
-			return err
+	n := 0
+	err := natsjs.Follow(ctx, o, func(subject string, data []byte) (bool, error) {
+		printed, err := p.print(subject, data)
+		if errors.Is(err, errNotEvent) {
+			fmt.Fprintf(stderr, "inferwatch tail: skipping a message on %s: %v\n", subject, err)
+			return false, nil
 		}
 		if printed {
 			n++
 		}
-	}
-	return nil
+		return f.count > 0 && n >= f.count, err
+	})
+	return followError(t, err)
 }
 
-// connectError says why NATS could not be reached and what to check.
-func connectError(t tailTarget, err error) error {
-	msg := redactErr(err, t.url)
+// followError says what to check when the stream cannot be followed.
+func followError(t tailTarget, err error) error {
+	var ce *natsjs.ConnectError
+	var nf *natsjs.StreamNotFoundError
+	var se *natsjs.SubjectError
 	switch {
-	case errors.Is(err, nats.ErrAuthorization), strings.Contains(strings.ToLower(msg), "authorization"):
+	case errors.As(err, &ce) && ce.Refused:
 		creds := "the user and password or token in the URL (from " + t.from + ")"
 		if t.auth != "" {
 			creds = "the credentials in " + t.auth
 		}
-		return fmt.Errorf("NATS at %s refused the connection (%s): check %s", t.shown, msg, creds)
-	case errors.Is(err, nats.ErrNoServers):
-		// nats.go keeps the dial error to itself: dial once to say it.
-		if u, perr := url.Parse(strings.TrimSpace(strings.Split(t.url, ",")[0])); perr == nil && u.Host != "" {
-			if c, derr := net.DialTimeout("tcp", u.Host, time.Second); derr != nil {
-				msg = redactErr(derr, t.url)
-			} else {
-				c.Close()
-			}
-		}
+		return fmt.Errorf("NATS at %s refused the connection (%s): check %s", t.shown, ce.Reason, creds)
+	case errors.As(err, &ce):
+		return fmt.Errorf("cannot reach NATS at %s (%s). Check that a NATS server with JetStream runs there (the daemon's embedded one, when its configuration has no nats.url) and the URL (from %s)", t.shown, ce.Reason, t.from)
+	case errors.As(err, &nf) && nf.HeldBy != "":
+		return fmt.Errorf("NATS at %s has no stream %s; stream %s holds %s: give --nats.stream %s (or set nats.stream)", t.shown, t.stream, nf.HeldBy, nf.Subject, nf.HeldBy)
+	case errors.As(err, &nf) && len(nf.Streams) > 0:
+		return fmt.Errorf("NATS at %s has no stream %s, nor one holding %s; its streams: %s. Give --nats.stream and --nats.subject-prefix (or --config FILE) as the daemon publishes", t.shown, t.stream, nf.Subject, strings.Join(nf.Streams, ", "))
+	case errors.As(err, &nf):
+		return fmt.Errorf("NATS at %s has no stream %s yet: the daemon creates it over %s.> when it starts (inferwatch run --config FILE with this nats.url), or create it: nats stream add %s --subjects '%s.>' --storage file", t.shown, t.stream, t.prefix, t.stream, t.prefix)
+	case errors.As(err, &se):
+		return fmt.Errorf("--subject %s: stream %s on %s holds only %s, so nothing could match; inferwatch publishes under %s.> (findings, alerts, forecasts, scale, reports)", se.Subject, t.stream, t.shown, strings.Join(se.StreamSubjects, ", "), t.prefix)
 	}
-	return fmt.Errorf("cannot reach NATS at %s (%s). Check that a NATS server with JetStream runs there (the daemon's embedded one, when its configuration has no nats.url) and the URL (from %s)", t.shown, msg, t.from)
-}
-
-// streamError says what went wrong looking the stream up: no JetStream,
-// no such stream (and which stream holds the subjects, or which exist).
-func streamError(ctx context.Context, js jetstream.JetStream, t tailTarget, err error) error {
-	switch {
-	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-		return fmt.Errorf("NATS at %s has no JetStream: run nats-server with -js (the daemon's embedded server has it)", t.shown)
-	case !errors.Is(err, jetstream.ErrStreamNotFound):
-		return fmt.Errorf("looking up stream %s on %s: %w", t.stream, t.shown, err)
-	}
-	if name, err := js.StreamNameBySubject(ctx, t.subjects[0]); err == nil && name != "" {
-		return fmt.Errorf("NATS at %s has no stream %s; stream %s holds %s: give --nats.stream %s (or set nats.stream)", t.shown, t.stream, name, t.subjects[0], name)
-	}
-	var names []string
-	for n := range js.StreamNames(ctx).Name() {
-		if !strings.HasPrefix(n, "KV_") && !strings.HasPrefix(n, "OBJ_") {
-			names = append(names, n)
-		}
-	}
-	if len(names) > 0 {
-		return fmt.Errorf("NATS at %s has no stream %s, nor one holding %s; its streams: %s. Give --nats.stream and --nats.subject-prefix (or --config FILE) as the daemon publishes", t.shown, t.stream, t.subjects[0], strings.Join(names, ", "))
-	}
-	return fmt.Errorf("NATS at %s has no stream %s yet: the daemon creates it over %s.> when it starts (inferwatch run --config FILE with this nats.url), or create it: nats stream add %s --subjects '%s.>' --storage file", t.shown, t.stream, t.prefix, t.stream, t.prefix)
-}
-
-// checkSubjects refuses filters that no subject of the stream can match:
-// the consumer would wait forever.
-func checkSubjects(t tailTarget, streamSubjects []string) error {
-	for _, s := range t.subjects {
-		ok := false
-		for _, ss := range streamSubjects {
-			ok = ok || server.SubjectsCollide(s, ss)
-		}
-		if !ok {
-			return fmt.Errorf("--subject %s: stream %s on %s holds only %s, so nothing could match; inferwatch publishes under %s.> (findings, alerts, forecasts, scale, reports)", s, t.stream, t.shown, strings.Join(streamSubjects, ", "), t.prefix)
-		}
-	}
-	return nil
+	return err
 }
 
 func redactErr(err error, url string) string {

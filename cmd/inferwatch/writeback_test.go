@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -109,11 +108,8 @@ groups:
 `, vm.URL(), srv.ClientURL(), vm.URL())), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(now.Add(1100 * time.Millisecond)))
-	code, _, errOut := runCmd(t, context.Background(), "run", "--config", cfg, "--once", "--backfill", "1m", "--web.listen-address", "")
-	if code != 0 {
-		t.Fatalf("exit %d:\n%s", code, errOut)
-	}
+	waitPast(now)
+	runOnce(t, cfg, "--backfill", "1m")
 
 	scores := exported(t, vm, `anomaly_score{for="ttft_spike"}`)
 	if len(scores) != 1 {

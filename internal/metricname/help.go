@@ -40,6 +40,9 @@ var help = map[string]string{
 	"inferwatch_series_tracked":                       "Series with state in a detector, window or forecaster.",
 	"inferwatch_points_not_reported_total":            "Judged points older than --catch-up after a gap, not reported.",
 	"inferwatch_progress_save_failures_total":         "Failed saves of a rule's last judged point to the state bucket.",
+	"inferwatch_progress_held_total":                  "Evaluations whose progress was not saved because alert states of the group were not saved.",
+	"inferwatch_rule_samples_set_aside_total":         "Samples an anomaly rule's detectors left out of what defines normal as extreme.",
+	"inferwatch_rule_shifts_accepted_total":           "Incidents auto took for a new normal after they lasted accept.",
 
 	// alerting: findings, alerts and the publisher.
 	"inferwatch_findings_total":                     "Findings produced, by group, rule and severity.",

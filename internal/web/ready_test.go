@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestReadiness(t *testing.T) {
-	r := newReadiness()
+	r := NewReadiness("config", "nats", "store")
 	get := func() (int, string) {
 		w := httptest.NewRecorder()
 		r.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
@@ -19,15 +19,15 @@ func TestReadiness(t *testing.T) {
 	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "store: starting") {
 		t.Fatalf("before start: %d %q", code, body)
 	}
-	r.set("config", func(context.Context) error { return nil })
-	r.set("nats", func(context.Context) error { return nil })
+	r.Set("config", func(context.Context) error { return nil })
+	r.Set("nats", func(context.Context) error { return nil })
 	storeErr := errors.New("query_range http://vm:8428: connection refused")
-	r.set("store", func(context.Context) error { return storeErr })
+	r.Set("store", func(context.Context) error { return storeErr })
 	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "store: query_range http://vm:8428: connection refused") ||
 		!strings.Contains(body, "nats: ok") {
 		t.Fatalf("store down: %d %q", code, body)
 	}
-	r.set("store", func(context.Context) error { return nil })
+	r.Set("store", func(context.Context) error { return nil })
 	clear(r.cachedAt)
 	if code, body := get(); code != http.StatusOK || !strings.HasPrefix(body, "ready\n") {
 		t.Fatalf("all up: %d %q", code, body)

@@ -1,34 +1,40 @@
-package main
+package web
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 )
 
-// readiness answers /readyz: the configuration is loaded, the store
-// answers a query and NATS is connected. Each check is set once its
-// component is up; until then the daemon is not ready.
-type readiness struct {
-	mu     sync.Mutex
-	checks map[string]func(context.Context) error
-	// the store's answer is kept a few seconds, so a scrape of /readyz
+// Readiness answers /readyz from named checks: ready when every required
+// name has a check and every check passes. Each check is set once its
+// component is up; until then a required name reads "starting".
+type Readiness struct {
+	mu       sync.Mutex
+	required []string
+	checks   map[string]func(context.Context) error
+	// each check's answer is kept a few seconds, so a scrape of /readyz
 	// every second does not query the store every second
 	cached   map[string]error
 	cachedAt map[string]time.Time
 }
 
-func newReadiness() *readiness {
-	return &readiness{checks: map[string]func(context.Context) error{}, cached: map[string]error{}, cachedAt: map[string]time.Time{}}
+// NewReadiness returns a Readiness that is not ready until each of the
+// required names has a check.
+func NewReadiness(required ...string) *Readiness {
+	return &Readiness{required: slices.Clone(required), checks: map[string]func(context.Context) error{},
+		cached: map[string]error{}, cachedAt: map[string]time.Time{}}
 }
 
-// set adds (or replaces) the named check.
-func (r *readiness) set(name string, check func(context.Context) error) {
+// Set adds (or replaces) the named check.
+func (r *Readiness) Set(name string, check func(context.Context) error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.checks[name] = check
@@ -38,7 +44,7 @@ const readyCacheFor = 5 * time.Second
 
 // ServeHTTP answers 200 "ready" with each check's state, or 503 with what
 // is not ready.
-func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *Readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	ctx, cancel := context.WithTimeout(req.Context(), 3*time.Second)
 	defer cancel()
 	r.mu.Lock()
@@ -46,12 +52,12 @@ func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	for n := range r.checks {
 		names = append(names, n)
 	}
-	checks := r.checks
+	checks := maps.Clone(r.checks)
 	r.mu.Unlock()
 	sort.Strings(names)
 	var lines []string
 	failed := false
-	for _, want := range []string{"config", "nats", "store"} {
+	for _, want := range r.required {
 		if _, ok := checks[want]; !ok {
 			lines = append(lines, want+": starting")
 			failed = true
@@ -79,7 +85,7 @@ func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-func (r *readiness) run(ctx context.Context, name string, check func(context.Context) error) error {
+func (r *Readiness) run(ctx context.Context, name string, check func(context.Context) error) error {
 	r.mu.Lock()
 	if at, ok := r.cachedAt[name]; ok && time.Since(at) < readyCacheFor {
 		err := r.cached[name]

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"fmt"
@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// writeProcessMetrics writes the process' and the Go runtime's own
+// WriteMetrics writes the process' and the Go runtime's own
 // metrics, with the names and help texts Prometheus' client libraries give
 // them, so the dashboards and alerts people have for those work as they
 // are. What the system does not tell (no /proc) is left out.
-func writeProcessMetrics(w io.Writer, start time.Time) {
+func WriteMetrics(w io.Writer, start time.Time) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	family(w, "go_goroutines", "gauge", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))

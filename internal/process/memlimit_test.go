@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"os"
@@ -38,7 +38,7 @@ func TestContainerMemoryLimit(t *testing.T) {
 			if c.file != "" {
 				write(t, root, c.file, c.content)
 			}
-			got, _, err := containerMemoryLimit(root)
+			got, _, err := ContainerMemoryLimit(root)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err %v, want one containing %q", err, c.err)
@@ -67,38 +67,19 @@ func TestPlanMemLimit(t *testing.T) {
 		{false, 0.9, 0, 0, "no container memory limit"},
 		{false, 0.9, 1000 << 20, 900 << 20, "0.9 of the container's limit of 1000 MiB (memory.max)"},
 	} {
-		p := planMemLimit(c.env, c.ratio, c.limit, "memory.max")
+		p := PlanMemLimit(c.env, c.ratio, c.limit, "memory.max")
 		if p.Limit != c.want || p.Reason != c.why {
-			t.Errorf("planMemLimit(%v, %v, %d) = %d, %q; want %d, %q", c.env, c.ratio, c.limit, p.Limit, p.Reason, c.want, c.why)
+			t.Errorf("PlanMemLimit(%v, %v, %d) = %d, %q; want %d, %q", c.env, c.ratio, c.limit, p.Limit, p.Reason, c.want, c.why)
 		}
-	}
-}
-
-// TestRunRefusesABadMemLimitRatio: the ratio is a share.
-func TestRunRefusesABadMemLimitRatio(t *testing.T) {
-	var out, errb strings.Builder
-	code := cmdRun(t.Context(), []string{"--config", "x.yml", "--auto-gomemlimit.ratio", "1.5"}, &out, &errb)
-	if code != 2 || !strings.Contains(errb.String(), "--auto-gomemlimit.ratio 1.5: want a share in (0, 1], or 0 for none") {
-		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
 
 // TestPlanGCPercent: GOGC wins; otherwise the flag's percent is set.
 func TestPlanGCPercent(t *testing.T) {
-	if p, why := planGCPercent(true, 50); p != 0 || why != "GOGC is set" {
+	if p, why := PlanGCPercent(true, 50); p != 0 || why != "GOGC is set" {
 		t.Errorf("with GOGC set: %d, %q; want 0, GOGC is set", p, why)
 	}
-	if p, why := planGCPercent(false, 70); p != 70 || why != "--runtime.gogc" {
+	if p, why := PlanGCPercent(false, 70); p != 70 || why != "--runtime.gogc" {
 		t.Errorf("without GOGC: %d, %q; want 70, --runtime.gogc", p, why)
-	}
-}
-
-// TestRunRefusesABadGCPercent: the target is a percentage of at least 1,
-// and the message says how to turn the collector off instead.
-func TestRunRefusesABadGCPercent(t *testing.T) {
-	var out, errb strings.Builder
-	code := cmdRun(t.Context(), []string{"--config", "x.yml", "--runtime.gogc", "0"}, &out, &errb)
-	if code != 2 || !strings.Contains(errb.String(), "--runtime.gogc 0: want a percentage of at least 1 (GOGC=off turns the collector off)") {
-		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
