@@ -113,6 +113,27 @@ func (s *LevelStore) SetPolicy(p IncidentPolicy) {
 	s.change = s.p.ChangeLabels
 }
 
+// Reads says whether the levels of every series of rule are wanted: its
+// signal (the policy's for the rule, or its signal label) is one a
+// diagnosis asks the level of.
+func (s *LevelStore) Reads(rule string, ruleLabels map[string]string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	signal := s.p.Signals[rule]
+	if v := ruleLabels["signal"]; v != "" {
+		signal = v
+	}
+	return signal != "" && slices.Contains(levelSignals(s.p.Diagnoses), signal)
+}
+
+// ChangeLabels are the labels whose changes the store reports: the
+// levels of a series that carries one are wanted too.
+func (s *LevelStore) ChangeLabels() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.change
+}
+
 // Record keeps the readings of b whose rule has a signal, then forgets
 // the readings older than Retain before the oldest of b's: a backfill's
 // batch stays whole until the next batch comes.

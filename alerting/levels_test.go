@@ -265,3 +265,30 @@ func TestForecastMisses(t *testing.T) {
 		t.Errorf("a miss more than the gap before the start counts: %s %+v", inc.Diagnosis.Name, inc.ForecastMiss)
 	}
 }
+
+// TestLevelStoreReads: the levels wanted are those of rules whose signal
+// a diagnosis asks the level of, by the policy or the rule's signal
+// label, and of series with a change label.
+func TestLevelStoreReads(t *testing.T) {
+	above := 90.0
+	p := IncidentPolicy{Signals: map[string]string{"gpu": "gpu_util", "ttft": "ttft"},
+		Diagnoses: []DiagnosisRule{{Name: "x", When: []Condition{{Signal: "gpu_util", LevelAbove: &above}, {Signal: "ttft", Is: IsUp}}}}}
+	s := NewLevelStore(LevelOptions{Policy: p})
+	for _, tc := range []struct {
+		rule   string
+		labels map[string]string
+		want   bool
+	}{
+		{"gpu", nil, true},
+		{"ttft", nil, false},  // asked of its direction only
+		{"other", nil, false}, // no signal
+		{"other", map[string]string{"signal": "gpu_util"}, true},
+	} {
+		if got := s.Reads(tc.rule, tc.labels); got != tc.want {
+			t.Errorf("Reads(%s, %v) = %v, want %v", tc.rule, tc.labels, got, tc.want)
+		}
+	}
+	if got := s.ChangeLabels(); !slices.Equal(got, DefaultChangeLabels) {
+		t.Errorf("change labels %v, want the defaults %v", got, DefaultChangeLabels)
+	}
+}

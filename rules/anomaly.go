@@ -50,10 +50,16 @@ type anomalyRule struct {
 	// scratch, reused from one evaluation to the next
 	scoreAt map[*seriesState]int // a series' entry in Result.Scores
 	readAt  map[*seriesState]int // a series' entry in Result.Readings
-	bt      []int64
-	bv      []float64
-	br      []analysis.Result
-	key     []byte
+	// readAll says every series' readings are handed on this evaluation;
+	// readLabels are the change labels whose carriers' are, as of
+	// generation readGen (a series caches its answer by it).
+	readAll    bool
+	readLabels []string
+	readGen    uint32
+	bt         []int64
+	bv         []float64
+	br         []analysis.Result
+	key        []byte
 }
 
 func newAnomalyRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
@@ -75,6 +81,24 @@ func newAnomalyRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 }
 
 func (r *anomalyRule) judged() time.Time { return r.last }
+
+// reads says whether st's levels are handed on this evaluation: all the
+// rule's are, or st carries a change label.
+func (r *anomalyRule) reads(st *seriesState) bool {
+	if r.readAll {
+		return true
+	}
+	if st.readGen != r.readGen {
+		st.reads, st.readGen = false, r.readGen
+		for _, l := range st.labels {
+			if slices.Contains(r.readLabels, l.Name) {
+				st.reads = true
+				break
+			}
+		}
+	}
+	return st.reads
+}
 func (r *anomalyRule) resume(t time.Time) {
 	if r.last.IsZero() {
 		r.last, r.resumed = t, true
@@ -133,6 +157,15 @@ func (r *anomalyRule) Eval(ctx context.Context, at time.Time, env *Env) (res Res
 	oldest := int64(math.MaxInt64)
 	clear(r.scoreAt)
 	clear(r.readAt)
+	r.readAll = false
+	if f := env.Readings; f != nil {
+		r.readAll = f.Reads(r.cfg.Name, r.cfg.Labels)
+		if cl := f.ChangeLabels(); r.readGen == 0 || !slices.Equal(cl, r.readLabels) {
+			r.readLabels, r.readGen = slices.Clone(cl), r.readGen+1
+		}
+	} else if r.readLabels != nil || r.readGen == 0 {
+		r.readLabels, r.readGen = nil, r.readGen+1
+	}
 	r.seen = 0
 	if first && !r.fetched.Before(start) && r.fetched.Before(end) {
 		// A first evaluation that failed part of the way scored the
@@ -306,7 +339,7 @@ func (r *anomalyRule) judge(res *Result, s *ingest.Series, at time.Time, fromMs,
 			addScore(&res.Scores[k], bt[j], bv[j], r.br[j], scores)
 		}
 	}
-	if n := len(bt); n > 0 && bt[n-1] >= fromMs {
+	if n := len(bt); n > 0 && bt[n-1] >= fromMs && r.reads(st) {
 		// The levels of the points reported, for the incidents'
 		// diagnoses: one entry per series and evaluation.
 		k, ok := r.readAt[st]

@@ -25,6 +25,7 @@ type testOptions struct {
 	Now             func() time.Time
 	Metrics         *metrics.Set
 	Scores          ScorePoints
+	Readings        ReadingFilter
 }
 
 // newTestManager builds the groups and a manager over them whose sink hands
@@ -42,7 +43,7 @@ func newTestManager(o testOptions) (*Manager, error) {
 		o.EventPrefix = alerting.DefaultSubjectPrefix
 	}
 	return NewManager(ManagerOptions{Querier: o.Querier, Sink: &testSink{o: o, life: alerting.NewLifecycle(alerting.LifecycleOptions{})}, EvaluationDelay: o.EvaluationDelay,
-		Backfill: o.Backfill, Now: o.Now, Metrics: o.Metrics, Scores: o.Scores}, groups)
+		Backfill: o.Backfill, Now: o.Now, Metrics: o.Metrics, Scores: o.Scores, Readings: o.Readings}, groups)
 }
 
 // testSink runs the observations through an alert lifecycle, as the

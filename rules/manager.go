@@ -77,6 +77,9 @@ type ManagerOptions struct {
 	// outputs that expose them (ScoresNewest), or every point judged, for
 	// outputs that write them back to the store (ScoresEvery).
 	Scores ScorePoints
+	// Readings says which series' levels anomaly rules hand on
+	// (alerting.Batch.Readings, for the incidents' diagnoses); nil: none.
+	Readings ReadingFilter
 	// MaxConcurrentRules bounds the rules of one group evaluated at once
 	// (default 4; 1 evaluates them one after another). A rule that reads
 	// another's result (a scale rule its forecast rule's outlook) starts
@@ -898,7 +901,7 @@ func (m *Manager) evalRules(ctx context.Context, g *Group, at time.Time) []ruleR
 		// dependency's among them, in a map of its own.
 		mu.Lock()
 		env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
-			CatchUp: m.o.CatchUp, Scores: m.o.Scores, Outlooks: maps.Clone(outlooks), rewrite: m.rewrite}
+			CatchUp: m.o.CatchUp, Scores: m.o.Scores, Readings: m.o.Readings, Outlooks: maps.Clone(outlooks), rewrite: m.rewrite}
 		mu.Unlock()
 		wg.Go(func() {
 			defer func() { <-sem }()

@@ -449,7 +449,8 @@ func TestReadingsArePassedOn(t *testing.T) {
 	store := &memStore{series: []ingest.Series{series}}
 	out := &recorder{}
 	now := t0.Add(199 * time.Minute)
-	m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: store, Output: out, Backfill: time.Hour, Now: func() time.Time { return now }})
+	m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: store, Output: out, Backfill: time.Hour, Now: func() time.Time { return now },
+		Readings: readFilter{rules: []string{"ttft"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,6 +492,47 @@ func TestReadingsArePassedOn(t *testing.T) {
 	}
 	if len(out.readings) != 0 {
 		t.Errorf("a cycle without new points handed on %d readings", len(out.readings))
+	}
+}
+
+// readFilter reads the levels of rules, and of series with labels.
+type readFilter struct{ rules, labels []string }
+
+func (f readFilter) Reads(rule string, _ map[string]string) bool {
+	return slices.Contains(f.rules, rule)
+}
+func (f readFilter) ChangeLabels() []string { return f.labels }
+
+// TestReadingsOfWhatIsAskedOnly: a rule hands on the levels of its
+// series only when asked for the rule's, or for series that carry a
+// change label; without a filter, none.
+func TestReadingsOfWhatIsAskedOnly(t *testing.T) {
+	versioned := minuteSeries("ttft", 200, nil)
+	versioned.Labels = append(versioned.Labels, ingest.Label{Name: "version", Value: "v2"})
+	plain := minuteSeries("ttft", 200, nil)
+	plain.Labels[len(plain.Labels)-1].Value = "p1"
+	for _, tc := range []struct {
+		name string
+		f    ReadingFilter
+		want int
+	}{
+		{"no filter", nil, 0},
+		{"another rule", readFilter{rules: []string{"gpu"}}, 0},
+		{"the rule", readFilter{rules: []string{"ttft"}}, 2},
+		{"a change label", readFilter{labels: []string{"image", "version"}}, 1},
+	} {
+		out := &recorder{}
+		m, err := newTestManager(testOptions{Groups: testGroups(0), Querier: &memStore{series: []ingest.Series{versioned, plain}}, Output: out,
+			Now: func() time.Time { return t0.Add(199 * time.Minute) }, Readings: tc.f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(out.readings) != tc.want {
+			t.Errorf("%s: readings of %d series, want %d", tc.name, len(out.readings), tc.want)
+		}
 	}
 }
 

@@ -45,6 +45,9 @@ type Env struct {
 	// Scores says which of the points anomaly and window rules judged
 	// they hand on in Result.Scores.
 	Scores ScorePoints
+	// Readings says which series' levels anomaly rules hand on in
+	// Result.Readings (nil: none).
+	Readings ReadingFilter
 	// CatchUp bounds what an evaluation after a gap (a store outage, a slow
 	// cycle, a restart) reports: everything judged since the previous
 	// evaluation, back to at most this long before now.
@@ -263,7 +266,11 @@ type seriesState struct {
 	// points, then normal ones until one at or after quietFrom (the last
 	// anomalous point plus keep_firing_for), which resolves it.
 	anomalous, open bool
-	quietFrom       int64
+	// reads caches whether the series carries a change label, for the
+	// anomaly rule's readings generation readGen.
+	reads     bool
+	readGen   uint32
+	quietFrom int64
 }
 
 // series holds the states of the series of one rule.
@@ -362,6 +369,15 @@ func (b *base) observation(st *seriesState, t int64, v float64, r analysis.Resul
 		At:     time.UnixMilli(t).UTC(), Value: v, Expected: r.Expected, Lower: r.Lower, Upper: r.Upper, Score: r.Score,
 		Severity: severity, Details: details,
 	}
+}
+
+// ReadingFilter says which series' levels anomaly rules hand on in
+// Result.Readings: every series of the rules Reads accepts, and the
+// series that carry one of ChangeLabels. *alerting.LevelStore implements
+// it.
+type ReadingFilter interface {
+	Reads(rule string, ruleLabels map[string]string) bool
+	ChangeLabels() []string
 }
 
 // ScorePoints says which judged points rules hand on in Result.Scores.

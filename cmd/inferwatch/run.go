@@ -433,6 +433,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		Sink:            sink,
 		CatchUp:         f.catchUp,
 		Progress:        kv,
+		Readings:        levels,
 		Scores:          scorePoints(ex.Metrics.Enabled, cfg.Writeback != nil && cfg.Writeback.Scores),
 		EvaluationDelay: cfg.Source.EvaluationDelay,
 		Backfill:        f.backfill.d,
