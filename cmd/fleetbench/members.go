@@ -40,6 +40,9 @@ type memberFigures struct {
 	Evals    float64  `json:"evaluations"`
 	Missed   float64  `json:"missed_iterations"`
 	Failures float64  `json:"failed_evaluations"`
+	// Failed are the last lines the member logged at error level, when
+	// an evaluation failed in the window.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // scaleOutResult is what the scale-out mode measured for one case.
@@ -234,6 +237,9 @@ func (b *bench) runScaleOut(ctx context.Context, st *store, dir string, c benchC
 		for u := range owned[i] {
 			f.Units = append(f.Units, u)
 		}
+		if f.Failures > 0 {
+			f.Failed = errorLines(d.out.String(), 3)
+		}
 		slices.Sort(f.Units)
 		res.PerMem = append(res.PerMem, f)
 	}
@@ -278,6 +284,17 @@ func (b *bench) runScaleOut(ctx context.Context, st *store, dir string, c benchC
 			return fmt.Errorf("%d of the killed member's %d shards taken over within %v", len(first), len(owned[victim]), onceTimeout)
 		}
 	}
+}
+
+// errorLines are the last n lines of log at error level.
+func errorLines(log string, n int) []string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			out = append(out, line)
+		}
+	}
+	return out[max(0, len(out)-n):]
 }
 
 // wait waits for d or until ctx ends or a member exits.
@@ -409,6 +426,11 @@ func (b *bench) reportScaleOut(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, r := range b.scaleOuts {
+		for i, m := range r.PerMem {
+			for _, line := range m.Failed {
+				fmt.Fprintf(w, "%s: member %d: %s\n", r.Name, i, line)
+			}
+		}
 		for _, e := range r.Errors {
 			fmt.Fprintf(w, "%s: error: %s\n", r.Name, e)
 		}
