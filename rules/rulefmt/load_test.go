@@ -162,6 +162,8 @@ var badFiles = map[string][]string{
 		`shards.bad.yaml:27:9: group "summed": rule "by_model": the group's shards split this rule's series by pod, and its expr aggregates with sum by (model), without pod`,
 		`shards.bad.yaml:28:9: group "summed": rule "all": the group's shards split this rule's series by pod, and its expr aggregates all series with max`,
 		`shards.bad.yaml:29:9: group "summed": rule "joined": the group's shards split this rule's series by pod, and its expr matches with on (model), without pod`,
+		`shards.bad.yaml:31:9: group "summed": rule "ignored": the group's shards split this rule's series by pod, and its expr matches with ignoring (pod)`,
+		`shards.bad.yaml:32:9: group "summed": rule "relabeled": the group's shards split this rule's series by pod, and its expr rewrites pod with label_replace`,
 	},
 	"bad-lease.bad.yaml":     {`bad-lease.bad.yaml:5:14: nats.lease_ttl must be at least 1s, got 500ms`},
 	"bad-heartbeat.bad.yaml": {`bad-heartbeat.bad.yaml:6:14: nats.heartbeat 4s is more than a third of nats.lease_ttl 9s`},
