@@ -103,6 +103,15 @@ func units(g rulefmt.Group) []unit {
 	return out
 }
 
+// unsharded is groups with their shards left out: each evaluated whole.
+func unsharded(groups []rulefmt.Group) []rulefmt.Group {
+	out := slices.Clone(groups)
+	for i := range out {
+		out[i].Shards, out[i].ShardBy = 0, nil
+	}
+	return out
+}
+
 // LabelValuer lists the values of a label among the series of the
 // selector match over [start, end], as the store's
 // /api/v1/label/<name>/values does. A Manager whose groups have shards

@@ -315,3 +315,29 @@ func TestManagerEvaluatesOnlyLeasedShards(t *testing.T) {
 		}
 	}
 }
+
+// A replay judges a group with shards whole, over a store that cannot
+// list a label's values.
+func TestReplayShardedGroupWhole(t *testing.T) {
+	cfg := testGroups(0)
+	cfg[0].Shards, cfg[0].ShardBy = 4, []string{"pod"}
+	store := NewMemoryStore()
+	s := minuteSeries("ttft", 60, map[int]float64{50: 80})
+	if err := store.Add("ttft", s.Labels, s.Timestamps, s.Values); err != nil {
+		t.Fatal(err)
+	}
+	groups := map[string]bool{}
+	findings := 0
+	err := Replay(context.Background(), ReplayOptions{Groups: cfg, Querier: store, From: t0.Add(59 * time.Minute), Backfill: time.Hour},
+		func(b alerting.Batch) error {
+			groups[b.Group] = true
+			findings += len(b.Findings)
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !groups["latency"] || len(groups) != 1 || findings != 1 {
+		t.Errorf("replayed groups %v with %d findings, want latency alone with 1", groups, findings)
+	}
+}
