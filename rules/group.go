@@ -54,7 +54,8 @@ func Build(groups []rulefmt.Group) ([]*Group, error) {
 	for _, cg := range groups {
 		for _, u := range units(cg) {
 			if other, dup := names[u.cfg.Name]; dup && other != cg.Name {
-				errs.Add(cg.Pos, cg.Name, "", "the group %q of this group's shards has the name of group %q; rename one", u.cfg.Name, other)
+				errs.Add(cg.Pos, cg.Name, "", "the name %q is taken by group %q and by group %q, a group with shards naming each <group>:shard-<i>-of-<n>; rename one",
+					u.cfg.Name, other, cg.Name)
 				continue
 			}
 			names[u.cfg.Name] = cg.Name

@@ -170,7 +170,7 @@ groups:
 		t.Errorf("units:\n got %q\nwant %q", got, want)
 	}
 	other := rulefmt.Group{Name: "latency:shard-2-of-3", Interval: time.Minute, Rules: g.Rules[:1]}
-	if _, err := Build([]rulefmt.Group{g, other}); err == nil || !strings.Contains(err.Error(), `has the name of group "latency"`) {
+	if _, err := Build([]rulefmt.Group{g, other}); err == nil || !strings.Contains(err.Error(), `the name "latency:shard-2-of-3" is taken by group "latency" and by group "latency:shard-2-of-3"`) {
 		t.Errorf("a group named as another's shard: err %v", err)
 	}
 }
