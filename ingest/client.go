@@ -35,6 +35,7 @@ type ClientOptions struct {
 	// included. Default 30s.
 	Timeout time.Duration
 	// UsePOST sends the parameters as a POST form instead of a GET query.
+	// A query string longer than 4 KiB is sent as a POST form either way.
 	UsePOST bool
 	// MaxRetries is how many times a request is retried after a 5xx, a 429
 	// or a connection error. 0 means the default, 3; negative means none.
@@ -402,6 +403,11 @@ type attemptResult struct {
 	retryAfter  time.Duration // from a Retry-After header, or -1
 }
 
+// maxGetForm is the longest query string a request sends in its URL: a
+// longer one (a shard's matcher on many values) goes in a POST form, as
+// servers and proxies bound the length of a URL.
+const maxGetForm = 4 << 10
+
 // attempt sends one request and decodes a 2xx body as it is read, within
 // the per-attempt timeout.
 func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, prior int, decode decodeFunc, idle bool) attemptResult {
@@ -420,7 +426,7 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, pri
 	defer cancel()
 	var req *http.Request
 	var err error
-	if c.o.UsePOST {
+	if c.o.UsePOST || len(form) > maxGetForm {
 		req, err = http.NewRequestWithContext(actx, http.MethodPost, u.String(), strings.NewReader(form))
 		if err == nil {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -538,5 +539,34 @@ func TestFormatSeconds(t *testing.T) {
 		if got := formatSeconds(ms); got != want {
 			t.Errorf("formatSeconds(%d) = %q, want %q", ms, got, want)
 		}
+	}
+}
+
+// A query too long for a URL (one shard's matcher on many values) goes in
+// a POST form, a short one in the URL.
+func TestClientPostsLongQueries(t *testing.T) {
+	var methods, queries []string
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Error(err)
+		}
+		methods, queries = append(methods, r.Method), append(queries, r.Form.Get("query"))
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"status":"success","data":{"resultType":"matrix","result":[]}}`))
+	})
+	c, _ := newTestClient(t, ClientOptions{URL: srv.URL})
+	var pods []string
+	for i := range 500 {
+		pods = append(pods, fmt.Sprintf("vllm-%d", i))
+	}
+	long := `ttft{pod=~"` + strings.Join(pods, "|") + `"}`
+	end := time.UnixMilli(1600000000000)
+	for _, q := range []string{"ttft", long} {
+		if _, err := c.QueryRange(context.Background(), q, end.Add(-time.Minute), end, 15*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"GET", "POST"}; !slices.Equal(methods, want) || queries[0] != "ttft" || queries[1] != long {
+		t.Errorf("methods %q, want %q; the long query arrived whole: %v", methods, want, queries[1] == long)
 	}
 }

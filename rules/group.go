@@ -16,10 +16,23 @@ type Group struct {
 	cfg    rulefmt.Group
 	offset time.Duration
 	rules  []Rule
+	// shard is the shard of a configured group's series the group
+	// evaluates, nil when it evaluates all of them.
+	shard *shardSpec
 }
 
-// Name is the group's name.
+// Name is the group's name: the configured group's, or for one shard of a
+// group with shards its UnitName.
 func (g *Group) Name() string { return g.cfg.Name }
+
+// Shard says which shard of which configured group g evaluates: ok is
+// false when g evaluates all of its group's series.
+func (g *Group) Shard() (group, label string, index, count int, ok bool) {
+	if g.shard == nil {
+		return g.cfg.Name, "", 0, 0, false
+	}
+	return g.shard.group, g.shard.label, g.shard.index, g.shard.count, true
+}
 
 // Interval is the group's evaluation interval.
 func (g *Group) Interval() time.Duration { return g.cfg.Interval }
@@ -31,40 +44,65 @@ func (g *Group) Rules() []Rule { return g.rules }
 // evaluation can check — detector names and parameters, forecast models —
 // and reports every problem with its position, as rulefmt.Errors. The
 // daemon and inferwatch check both call it once; a Manager takes what it
-// returns and checks nothing again.
+// returns and checks nothing again. A group with shards becomes several
+// groups: one per shard, named by UnitName, and one named after it with
+// the rules that run whole (see rulefmt.Splits).
 func Build(groups []rulefmt.Group) ([]*Group, error) {
 	var errs rulefmt.Errors
 	out := make([]*Group, 0, len(groups))
-	for _, gc := range groups {
-		g := &Group{cfg: gc, offset: groupOffset(gc.Name, gc.Interval)}
-		byName := map[string]Rule{}
-		built := make([]Rule, 0, len(gc.Rules))
-		for _, rc := range gc.Rules {
-			mk := constructors[rc.Kind]
-			if mk == nil {
-				errs.Add(rc.Pos, gc.Name, rc.Name, "rule kind %q has no evaluation", rc.Kind)
+	names := map[string]string{} // the configured group of each name
+	for _, cg := range groups {
+		for _, u := range units(cg) {
+			if other, dup := names[u.cfg.Name]; dup && other != cg.Name {
+				errs.Add(cg.Pos, cg.Name, "", "the name %q is taken by group %q and by group %q, a group with shards naming each <group>:shard-<i>-of-<n>; rename one",
+					u.cfg.Name, other, cg.Name)
 				continue
 			}
-			r, err := mk(gc, rc)
-			if err != nil {
-				var es rulefmt.Errors
-				if errors.As(err, &es) {
-					errs = append(errs, es...)
-				} else {
-					errs.Add(rc.Pos, gc.Name, rc.Name, "%v", err)
+			names[u.cfg.Name] = cg.Name
+			g, es := buildGroup(u.cfg)
+			if u.shard == nil || u.shard.index == 0 { // the other shards' are the same
+				for _, e := range es {
+					e.Group = cg.Name
+					errs = append(errs, e)
 				}
-				continue
 			}
-			byName[rc.Name] = r
-			built = append(built, r)
+			g.shard = u.shard
+			out = append(out, g)
 		}
-		g.rules = evalOrder(built, byName)
-		out = append(out, g)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// buildGroup makes the rules of one group, every problem in errs.
+func buildGroup(gc rulefmt.Group) (*Group, rulefmt.Errors) {
+	var errs rulefmt.Errors
+	g := &Group{cfg: gc, offset: groupOffset(gc.Name, gc.Interval)}
+	byName := map[string]Rule{}
+	built := make([]Rule, 0, len(gc.Rules))
+	for _, rc := range gc.Rules {
+		mk := constructors[rc.Kind]
+		if mk == nil {
+			errs.Add(rc.Pos, gc.Name, rc.Name, "rule kind %q has no evaluation", rc.Kind)
+			continue
+		}
+		r, err := mk(gc, rc)
+		if err != nil {
+			var es rulefmt.Errors
+			if errors.As(err, &es) {
+				errs = append(errs, es...)
+			} else {
+				errs.Add(rc.Pos, gc.Name, rc.Name, "%v", err)
+			}
+			continue
+		}
+		byName[rc.Name] = r
+		built = append(built, r)
+	}
+	g.rules = evalOrder(built, byName)
+	return g, errs
 }
 
 // dependent is a rule that reads the result of another rule of its group

@@ -55,6 +55,9 @@ type Sink interface {
 
 // ManagerOptions configure a Manager. Querier and Sink are required.
 type ManagerOptions struct {
+	// Querier is the store. For groups with shards it must also be a
+	// LabelValuer: each shard lists the values of its label to read only
+	// its own series.
 	Querier Querier
 	Sink    Sink
 	// EvaluationDelay is subtracted from the evaluation time: the newest
@@ -215,6 +218,13 @@ func NewManager(o ManagerOptions, groups []*Group) (*Manager, error) {
 	if o.Querier == nil || o.Sink == nil {
 		return nil, errors.New("rules: ManagerOptions needs a Querier and a Sink")
 	}
+	for _, g := range groups {
+		if g.shard != nil {
+			if _, err := newShardQuerier(o.Querier, g.shard); err != nil {
+				return nil, fmt.Errorf("rules: %w", err)
+			}
+		}
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -305,7 +315,7 @@ func (m *Manager) Update(groups []*Group) (kept int) {
 	}
 	for _, g := range groups {
 		og := old[g.cfg.Name]
-		if og == nil || og.cfg.Interval != g.cfg.Interval {
+		if og == nil || og.cfg.Interval != g.cfg.Interval || !sameShard(og.shard, g.shard) {
 			continue
 		}
 		byName := map[string]Rule{}
@@ -576,7 +586,7 @@ func (m *Manager) gain(ctx context.Context, g *Group) (*Group, error) {
 			return nil, err
 		}
 	}
-	ng := &Group{cfg: g.cfg, offset: g.offset, rules: rs}
+	ng := &Group{cfg: g.cfg, offset: g.offset, rules: rs, shard: g.shard}
 	m.mu.Lock()
 	groups := slices.Clone(m.groups) // readers of Groups keep theirs
 	for i, x := range groups {
@@ -821,7 +831,11 @@ func (m *Manager) watch(ctx context.Context, g *Group, r Rule, h *ruleHealth, re
 	if !ok || h.quiet%quietEvaluations != 0 {
 		return
 	}
-	env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Interval: g.cfg.Interval, CatchUp: m.o.CatchUp}
+	q, err := m.querier(g)
+	if err != nil {
+		return
+	}
+	env := &Env{Querier: q, Delay: m.o.EvaluationDelay, Interval: g.cfg.Interval, CatchUp: m.o.CatchUp}
 	behind, newest, err := p.probe(ctx, env, max(m.o.CatchUp, time.Hour))
 	if err != nil {
 		m.log.Debug("asking the store for samples a quiet rule has not judged failed", "group", g.cfg.Name, "rule", r.Name(), "err", err)
@@ -878,6 +892,13 @@ type ruleResult struct {
 // depends on another starts once that one has finished, with its outlook.
 func (m *Manager) evalRules(ctx context.Context, g *Group, at time.Time) []ruleResult {
 	results := make([]ruleResult, len(g.rules))
+	q, err := m.querier(g)
+	if err != nil {
+		for i := range results {
+			results[i].err = err
+		}
+		return results
+	}
 	done := make(map[string]chan struct{}, len(g.rules))
 	for _, r := range g.rules {
 		done[r.Name()] = make(chan struct{})
@@ -900,7 +921,7 @@ func (m *Manager) evalRules(ctx context.Context, g *Group, at time.Time) []ruleR
 		// Each rule sees the outlooks finished before it started, its
 		// dependency's among them, in a map of its own.
 		mu.Lock()
-		env := &Env{Querier: m.o.Querier, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
+		env := &Env{Querier: q, Delay: m.o.EvaluationDelay, Backfill: m.o.Backfill, Interval: g.cfg.Interval,
 			CatchUp: m.o.CatchUp, Scores: m.o.Scores, Readings: m.o.Readings, Outlooks: maps.Clone(outlooks), rewrite: m.rewrite}
 		mu.Unlock()
 		wg.Go(func() {
@@ -918,6 +939,15 @@ func (m *Manager) evalRules(ctx context.Context, g *Group, at time.Time) []ruleR
 	}
 	wg.Wait()
 	return results
+}
+
+// querier is the store as g reads it: only its shard's series when it
+// evaluates one shard of a group.
+func (m *Manager) querier(g *Group) (Querier, error) {
+	if g.shard == nil {
+		return m.o.Querier, nil
+	}
+	return newShardQuerier(m.o.Querier, g.shard)
 }
 
 // summarise logs what the manager did every SummaryEvery until ctx is done.

@@ -57,7 +57,8 @@ type ReplayOptions struct {
 // hands each group's batch of every evaluation to each, once the alert
 // lifecycle has processed it (findings and alert events added), in the
 // order of the groups. It stops at the first evaluation that fails, at
-// the first error each returns, or when ctx is done.
+// the first error each returns, or when ctx is done. A group with shards
+// is replayed whole, as one group: one process judges all its series.
 func Replay(ctx context.Context, o ReplayOptions, each func(alerting.Batch) error) error {
 	switch {
 	case o.Querier == nil:
@@ -67,7 +68,7 @@ func Replay(ctx context.Context, o ReplayOptions, each func(alerting.Batch) erro
 	case o.Step <= 0 && !o.To.Equal(o.From) && !o.To.IsZero():
 		return errors.New("rules: a replay over a span needs a Step")
 	}
-	groups, err := Build(o.Groups)
+	groups, err := Build(unsharded(o.Groups))
 	if err != nil {
 		return err
 	}

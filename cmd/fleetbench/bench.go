@@ -66,6 +66,8 @@ type bench struct {
 	machine machine
 	results []*caseResult
 	publish *publishResult
+	// scaleOuts are the figures of the scale-out mode (-members).
+	scaleOuts []*scaleOutResult
 }
 
 // runAll measures the cases, one fresh store per series count in the
@@ -150,6 +152,17 @@ func (b *bench) runSize(ctx context.Context, n int) error {
 	}
 	defer os.RemoveAll(dir)
 	var errs []error
+	if b.o.members > 0 {
+		for _, c := range cases {
+			if err := b.scaleOut(ctx, st, dir, c); err != nil {
+				errs = append(errs, fmt.Errorf("case %s: %w", c, err))
+				if ctx.Err() != nil {
+					break
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
 	for _, c := range cases {
 		res := &caseResult{Case: c, Name: c.String()}
 		b.results = append(b.results, res)

@@ -31,24 +31,7 @@ const evaluationDelay = 30 * time.Second
 // writeConfig writes the daemon's configuration for case c to dir; without
 // exportMetrics, with export.metrics off.
 func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetrics bool, selector string) (string, error) {
-	var rule string
-	switch c.Rule {
-	case "forecast":
-		rule = fmt.Sprintf(`      - name: forecast
-        forecast:
-          expr: '%s'
-          step: %s
-          history: %s
-          horizon: 10m
-`, selector, dur.Format(step), dur.Format(c.Lookback))
-	default:
-		rule = fmt.Sprintf(`      - name: %s
-        expr: '%s'
-        step: %s
-        lookback: %s
-        detector: %s
-`, c.Rule, selector, dur.Format(step), dur.Format(c.Lookback), c.Rule)
-	}
+	rule := ruleText(c, step, selector)
 	export := ""
 	if !exportMetrics {
 		export = "export:\n  metrics:\n    enabled: false\n"
@@ -75,6 +58,27 @@ func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetri
 	return p, os.WriteFile(p, []byte(cfg), 0o644)
 }
 
+// ruleText is the configuration of case c's one rule, in a group's rules.
+func ruleText(c benchCase, step time.Duration, selector string) string {
+	switch c.Rule {
+	case "forecast":
+		return fmt.Sprintf(`      - name: forecast
+        forecast:
+          expr: '%s'
+          step: %s
+          history: %s
+          horizon: 10m
+`, selector, dur.Format(step), dur.Format(c.Lookback))
+	default:
+		return fmt.Sprintf(`      - name: %s
+        expr: '%s'
+        step: %s
+        lookback: %s
+        detector: %s
+`, c.Rule, selector, dur.Format(step), dur.Format(c.Lookback), c.Rule)
+	}
+}
+
 // coldRange is the range the first evaluation of a rule at now fetches:
 // its lookback before the newest interval.
 func coldRange(now time.Time, lookback, step time.Duration) (start, end time.Time) {
@@ -96,8 +100,9 @@ type daemon struct {
 
 // cycleEnd is a "group evaluated" line of the daemon's log.
 type cycleEnd struct {
-	at   time.Time     // when the bench read it
-	took time.Duration // as logged
+	at    time.Time     // when the bench read it
+	took  time.Duration // as logged
+	group string
 }
 
 // daemonTimeout bounds `run --once`, and the stop of a running daemon.
@@ -166,10 +171,11 @@ func (d *daemon) readLog(r io.ReadCloser) {
 		if len(line) > 0 {
 			at := time.Now()
 			if bytes.Contains(line, []byte(`msg="group evaluated"`)) {
+				group, _ := logField(line, "group")
 				if took, ok := logField(line, "took"); ok {
 					if dur, err := time.ParseDuration(took); err == nil {
 						select {
-						case d.cycles <- cycleEnd{at: at, took: dur}:
+						case d.cycles <- cycleEnd{at: at, took: dur, group: group}:
 						default:
 						}
 					}

@@ -16,6 +16,12 @@
 //	A_cold   `inferwatch run --once` as a process: wall time, its CPU time
 //	         (user+sys) and peak RSS, and the store's CPU time meanwhile
 //
+// With -members N it runs N daemons on one configuration and an embedded
+// NATS server on 127.0.0.1 instead, the group split into -shards shards by
+// -shard-by, and measures a window of steady cycles (each member's CPU per
+// interval and per series tracked, its RSS, the store's CPU) and, with more
+// than one member, the takeover of a killed member's shards (members.go).
+//
 // With -restart it then restarts the store (its caches empty) and measures
 // the first C_export, and restarts it again and measures the first A_cold.
 // -shape instances labels the series as one metric that differs only in
@@ -91,6 +97,11 @@ type options struct {
 	serve        bool
 	scores       bool
 	verbose      bool
+	// the scale-out mode (members.go)
+	members int
+	shards  int
+	shardBy string
+	window  time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -118,6 +129,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.scores, "export-metrics", true, "leave the daemon's export.metrics on (its default: every scored point's score handed to the Prometheus exporter); false turns it off, to see what it costs")
 	fs.BoolVar(&o.serve, "serve", false, "only fill a store for the series and longest lookback of the first case, print its URL and keep writing a point per series each step until interrupted (or -timeout), to measure by hand")
 	fs.BoolVar(&o.verbose, "v", false, "log each measurement as it is taken")
+	fs.IntVar(&o.members, "members", 0, "instead of the single-process phases, run this many daemons on one configuration and an embedded NATS, measure a window of steady cycles and, with more than one, the takeover of a killed member's shards (0: not)")
+	fs.IntVar(&o.shards, "shards", 0, "with -members, split the group into this many shards (below 2: one group)")
+	fs.StringVar(&o.shardBy, "shard-by", "cluster", "with -shards, the label the series are split by")
+	fs.DurationVar(&o.window, "window", 2*time.Minute, "with -members, the window of steady cycles measured")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -150,6 +165,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return o, fmt.Errorf("-daemon-env %q: want KEY=VALUE", kv)
 		}
+	}
+	if o.members < 0 || o.members > 16 {
+		return o, fmt.Errorf("-members %d: want 0 to 16", o.members)
+	}
+	if o.shards < 0 || o.shards > 256 {
+		return o, fmt.Errorf("-shards %d: want 0 to 256", o.shards)
+	}
+	if o.members > 0 && o.window < o.step {
+		return o, fmt.Errorf("-window %v: want at least a step, %v", o.window, o.step)
 	}
 	if o.profileDir != "" {
 		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {

@@ -95,6 +95,10 @@ func (b *bench) report(w io.Writer) {
 		fmt.Fprintf(w, "inferwatch run with flags %q and environment %q\n\n", b.o.daemonFlags, b.o.daemonEnv)
 	}
 
+	if b.o.members > 0 {
+		b.reportScaleOut(w)
+		return
+	}
 	fmt.Fprintln(w, "Cold: one evaluation's lookback fetched, every series warmed up")
 	fmt.Fprintln(w, "| case | points/series | C query_range | C export | B | A_cold wall | A_cold CPU | store CPU in A_cold | A_cold peak RSS | A_cold/C | A_cold/C_export | A_cold samples/s |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -157,15 +161,16 @@ func (b *bench) report(w io.Writer) {
 
 func (b *bench) writeJSON(path string) error {
 	out := struct {
-		Machine  machine        `json:"machine"`
-		Step     string         `json:"step"`
-		VMFlags  []string       `json:"victoriametrics_flags"`
-		Cases    []*caseResult  `json:"cases"`
-		Publish  *publishResult `json:"publish,omitempty"`
-		Rounds   int            `json:"rounds"`
-		Cycles   int            `json:"steady_cycles"`
-		Inferwat string         `json:"inferwatch"`
-	}{b.machine, dur.Format(b.o.step), vmFlags, b.results, b.publish, b.o.rounds, b.o.steadyCycles, b.o.bin}
+		Machine  machine           `json:"machine"`
+		Step     string            `json:"step"`
+		VMFlags  []string          `json:"victoriametrics_flags"`
+		Cases    []*caseResult     `json:"cases"`
+		ScaleOut []*scaleOutResult `json:"scale_out,omitempty"`
+		Publish  *publishResult    `json:"publish,omitempty"`
+		Rounds   int               `json:"rounds"`
+		Cycles   int               `json:"steady_cycles"`
+		Inferwat string            `json:"inferwatch"`
+	}{b.machine, dur.Format(b.o.step), vmFlags, b.results, b.scaleOuts, b.publish, b.o.rounds, b.o.steadyCycles, b.o.bin}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err

@@ -139,6 +139,12 @@ type Group struct {
 	Name     string
 	Interval time.Duration // default 1m
 	Rules    []Rule
+	// Shards, when 2 or more, splits the group's series into this many
+	// shards by the value of the ShardBy label: each shard is evaluated,
+	// leased and resumed as a group of its own (see Splits for the rules
+	// that run whole instead). 0 or 1: one group.
+	Shards  int
+	ShardBy []string
 
 	// Pos is where the group starts in the file.
 	Pos Pos

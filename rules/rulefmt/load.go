@@ -1050,7 +1050,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 		return g, false
 	}
 	p.group = peekName(n)
-	f := p.fields(n, "group", []string{"name", "interval", "rules", "preset", "selector", "by", "sensitivity"}, nil)
+	f := p.fields(n, "group", []string{"name", "interval", "rules", "preset", "selector", "by", "sensitivity", "shards", "shard_by"}, nil)
 	if e, ok := f["name"]; ok {
 		g.Name, _ = p.str(e.v, "name")
 		if strings.ContainsAny(g.Name, ".*>") || strings.IndexFunc(g.Name, isSpaceOrControl) >= 0 {
@@ -1069,6 +1069,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	e, ok := f["interval"]
 	var intervalOK bool
 	g.Interval, intervalOK = p.positive(e, ok, "interval", DefaultInterval, false)
+	p.groupShards(&g, f)
 	presetRules, hasPreset := p.presetKeys(f)
 	if e, ok := f["sensitivity"]; ok {
 		p.presetSensitivity(e, hasPreset, presetRules)
@@ -1076,6 +1077,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 	e, ok = f["rules"]
 	if hasPreset && (!ok || isNull(resolve(e.v)) || (resolve(e.v).Kind == yaml.SequenceNode && len(resolve(e.v).Content) == 0)) {
 		g.Rules = presetRules
+		p.checkShards(g)
 		return g, true
 	}
 	if !ok {
@@ -1111,6 +1113,7 @@ func (p *parser) group1(n *yaml.Node, names map[string]int) (Group, bool) {
 		}
 	}
 	p.rule = ""
+	p.checkShards(g)
 	return g, true
 }
 
