@@ -13,9 +13,10 @@ import (
 // feeds that lead's calibration window (see leadKnots). A window takes the
 // error of every origin until it holds dense of them, then of one origin
 // in every two, three, … up to one in stride, thinning what it holds each
-// time, and then grows to its size: a full window spans the same time at
-// every step shorter than a minute, and a short history calibrates on its
-// errors at every origin as soon as a longer step would.
+// time, and then grows to its size: a full window spans its calibration's
+// origins in at most maxWindowErrors errors whatever the step, and a
+// short history calibrates on its errors at every origin as soon as a
+// longer step would.
 type tracker struct {
 	m       model
 	h       int
@@ -33,10 +34,11 @@ type tracker struct {
 	rows    [][]float64  // the forecasts from each origin, in order
 }
 
-// calibration is how a tracker keeps errors: windows of up to size errors,
-// from every origin until they hold dense, then thinned (to no fewer than
-// keep) until they keep one origin's in every stride.
-type calibration struct{ size, stride, dense, keep int }
+// calibration is how a tracker keeps errors: windows at lead 1, every
+// knot-th lead and the horizon, of up to size errors, from every origin
+// until they hold dense, then thinned (to no fewer than keep) until they
+// keep one origin's in every stride.
+type calibration struct{ size, stride, knot, dense, keep int }
 
 // newTracker returns a tracker of m over h leads that keeps errors as c
 // says.
@@ -48,7 +50,7 @@ func newTracker(m model, h int, c calibration, clip bool) *tracker {
 
 // newTrackerState returns a tracker with empty windows and no forecast.
 func newTrackerState(m model, h int, c calibration, clip bool) *tracker {
-	knots := leadKnots(h, c.stride)
+	knots := leadKnots(h, c.knot)
 	k := &tracker{m: m, h: h, clip: clip, knots: knots, stride: c.stride, dense: c.dense, keep: c.keep,
 		cur: make([]float64, h), preds: make([]float64, h*len(knots)),
 		win: make([]*errWindow, len(knots)), strides: make([]int, len(knots))}
@@ -198,7 +200,7 @@ func autoCandidates(n, p, h int, positive bool) []string {
 // absolute error at the horizon over the origins they share. The winner's
 // state and errors carry on.
 func (f *Forecaster) refit() error {
-	raw := f.hist
+	raw := f.history()
 	n, p, h := len(raw), f.opts.Period, f.opts.Horizon
 	vmin := max(minValidationPoints, 2*h)
 	positive := true
