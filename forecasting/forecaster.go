@@ -134,11 +134,12 @@ func (o *Options) setDefaults() error {
 // 1, at each whole minute of lead and at Horizon, each of the errors of
 // one origin in every originStride of CalibrationSize (at least
 // MinCalibration of them), taking every origin's until it holds four
-// times MinCalibration and never thinned below MinCalibration.
+// times MinCalibration (then one a minute's, then fewer once full) and
+// never thinned below MinCalibration.
 func (o *Options) calibration() calibration {
 	s := originStride(o.Step, o.CalibrationSize)
 	size := max((o.CalibrationSize+s-1)/s, o.MinCalibration)
-	return calibration{size: size, stride: s, knot: minuteSteps(o.Step), dense: min(size, 4*o.MinCalibration), keep: o.MinCalibration}
+	return calibration{size: size, stride: s, minute: minuteSteps(o.Step), dense: min(size, 4*o.MinCalibration), keep: o.MinCalibration}
 }
 
 // Forecast is the outlook from one origin. Slices are indexed by lead − 1.
