@@ -188,6 +188,7 @@ type Forecaster struct {
 	sigma0   float64 // one-step scale from the history, for cold intervals
 
 	hist     []float32 // recent raw samples (NaN for gaps), for refits: see sample
+	newest   float64   // the newest of them as it came (NaN for a gap)
 	t0       int64     // time of the sample at index 0
 	last     int64     // index of the last sample
 	gaps     int
@@ -237,6 +238,10 @@ func (f *Forecaster) Fit(t0 int64, data []float64) error {
 			f.gaps++
 		}
 		f.hist = append(f.hist, sample(v))
+		f.newest = v
+	}
+	if !num.Finite(f.newest) {
+		f.newest = math.NaN()
 	}
 	f.t0 = t0 + int64(first+cut)*f.opts.Step.Milliseconds()
 	f.last = int64(len(f.hist) - 1)
@@ -326,6 +331,7 @@ func (f *Forecaster) push(y float64) {
 		f.hist = f.hist[:n]
 	}
 	f.hist = append(grown(f.hist, 2*f.opts.MaxHistory), sample(y))
+	f.newest = y
 }
 
 // sample is y as the history keeps it: a float32, the largest at or below
@@ -347,11 +353,21 @@ func sample(y float64) float32 {
 	return v
 }
 
+// sampleAt returns kept sample i: the newest as it came, so that a
+// forecast from it (the last value's, above all) is exact, and the others
+// as float64s of their float32s.
+func (f *Forecaster) sampleAt(i int) float64 {
+	if i == len(f.hist)-1 {
+		return f.newest
+	}
+	return float64(f.hist[i])
+}
+
 // history returns the kept samples as float64s, for a refit.
 func (f *Forecaster) history() []float64 {
 	out := make([]float64, len(f.hist))
-	for i, v := range f.hist {
-		out[i] = float64(v)
+	for i := range f.hist {
+		out[i] = f.sampleAt(i)
 	}
 	return out
 }
@@ -367,7 +383,7 @@ func (f *Forecaster) ObservedPeak(from, to int64) (v float64, at int64, ok bool)
 		if t < from {
 			break
 		}
-		if y := float64(f.hist[i]); t <= to && num.Finite(y) && (!ok || y > v) {
+		if y := f.sampleAt(i); t <= to && num.Finite(y) && (!ok || y > v) {
 			v, at, ok = y, t, true
 		}
 	}
@@ -385,7 +401,7 @@ func (f *Forecaster) observedAt(t int64) float64 {
 	if t < f.t0 || back < 0 || back >= int64(len(f.hist)) {
 		return math.NaN()
 	}
-	return float64(f.hist[int64(len(f.hist))-1-back])
+	return f.sampleAt(len(f.hist) - 1 - int(back))
 }
 
 // Model returns the name of the model in use.
