@@ -455,7 +455,11 @@ func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, out
 		m := dst.Mean[i]
 		lo, hi := 0.0, 0.0
 		if c := tr.calibration(i+1, qlo, qhi); c.n >= o.MinCalibration {
-			lo, hi = m+c.lower, m+c.upper
+			// Errors replayed on the float32 history after a refit can be a
+			// rounding short of those of the samples as they came: the
+			// bounds keep two float32 roundings of room.
+			pad := math.Abs(m) * 0x1p-22
+			lo, hi = m+c.lower-pad, m+c.upper+pad
 			dst.Empirical[i] = true
 			if se := 1.2533 * c.rmsErr / math.Sqrt(float64(c.n)); math.Abs(c.median) > 3*se {
 				m += c.median
