@@ -25,7 +25,7 @@ func TestCombineTrackersMatchesReplay(t *testing.T) {
 			if err := m.fit(y[:n-v]); err != nil {
 				t.Fatal(err)
 			}
-			tr := newTracker(m, h, calibration{size: calib, stride: stride, dense: 40, keep: 10}, true)
+			tr := newTracker(m, h, calibration{size: calib, stride: stride, minute: stride, dense: 40, keep: 10}, true)
 			tr.record = true
 			tr.rows = [][]float64{append([]float64(nil), tr.current()...)}
 			for _, x := range y[n-v:] {
@@ -35,13 +35,13 @@ func TestCombineTrackersMatchesReplay(t *testing.T) {
 			m2, _ := newModel(name, 144, h)
 			models = append(models, m2)
 		}
-		got := combineTrackers(vals, y, n-v-1, h, calibration{size: calib, stride: stride, dense: 40, keep: 10}, true)
+		got := combineTrackers(vals, y, n-v-1, h, calibration{size: calib, stride: stride, minute: stride, dense: 40, keep: 10}, true)
 
 		c := &combo{members: models, clip: true}
 		if err := c.fit(y[:n-v]); err != nil {
 			t.Fatal(err)
 		}
-		want := newTracker(c, h, calibration{size: calib, stride: stride, dense: 40, keep: 10}, true)
+		want := newTracker(c, h, calibration{size: calib, stride: stride, minute: stride, dense: 40, keep: 10}, true)
 		for _, x := range y[n-v:] {
 			want.observe(x)
 		}

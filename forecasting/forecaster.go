@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/inferwatch/inferwatch/internal/num"
@@ -30,13 +31,15 @@ type Options struct {
 	Period int
 	// CalibrationSize is how many recent origins' out-of-sample errors
 	// calibrate the interval at each lead; default one period of origins,
-	// at least 200 and at most 2880. At most 65,536. At steps shorter than
-	// a minute a window keeps the errors of one origin a minute (the steps
-	// of a minute, rounded down: see errorStride) once it holds four times
-	// MinCalibration, so up to CalibrationSize/stride of them (at least
-	// MinCalibration), and only lead 1, the leads at whole minutes and
-	// Horizon keep errors: the leads between take their interval from the
-	// two nearest that do, by linear interpolation.
+	// at least 200 and at most 2880. At most 65,536. Once a window holds
+	// four times MinCalibration errors it keeps those of one origin in
+	// every stride: the steps of a minute (rounded down), or more where
+	// that would keep more than 360 errors (CalibrationSize/360, rounded
+	// up: see originStride), so it holds up to CalibrationSize/stride of
+	// them (at least MinCalibration) whatever the step. At steps shorter
+	// than a minute only lead 1, the leads at whole minutes and Horizon
+	// keep errors: the leads between take their interval from the two
+	// nearest that do, by linear interpolation.
 	CalibrationSize int
 	// MinCalibration is how many errors a lead needs before its interval
 	// comes from their empirical quantiles instead of a scaled σ√h;
@@ -52,9 +55,9 @@ type Options struct {
 	// need two weeks of it: MaxHistory defaults to two weeks plus
 	// CalibrationSize, so auto validates them on CalibrationSize origins
 	// once the series has that much history. Off by default, since it
-	// doubles the samples a series keeps (8 bytes each, up to twice
-	// MaxHistory of them between compactions: about 350 KB a series at
-	// one-minute steps against 160 KB). Naming a weekly model sets it.
+	// doubles the samples a series keeps (4 bytes each, up to twice
+	// MaxHistory of them between compactions: about 170 KB a series at
+	// one-minute steps against 80 KB). Naming a weekly model sets it.
 	// Whatever MaxHistory is, auto offers the weekly models only when the
 	// history holds two weeks and a validation window.
 	Weekly bool
@@ -127,14 +130,16 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-// calibration returns how a tracker keeps errors for o: windows of the
-// errors of one origin in every errorStride of CalibrationSize (at least
-// MinCalibration), which take every origin's until they hold four times
-// MinCalibration and are never thinned below MinCalibration.
+// calibration returns how a tracker keeps errors for o: a window at lead
+// 1, at each whole minute of lead and at Horizon, each of the errors of
+// one origin in every originStride of CalibrationSize (at least
+// MinCalibration of them), taking every origin's until it holds four
+// times MinCalibration (then one a minute's, then fewer once full) and
+// never thinned below MinCalibration.
 func (o *Options) calibration() calibration {
-	s := errorStride(o.Step)
+	s := originStride(o.Step, o.CalibrationSize)
 	size := max((o.CalibrationSize+s-1)/s, o.MinCalibration)
-	return calibration{size: size, stride: s, dense: min(size, 4*o.MinCalibration), keep: o.MinCalibration}
+	return calibration{size: size, stride: s, minute: minuteSteps(o.Step), dense: min(size, 4*o.MinCalibration), keep: o.MinCalibration}
 }
 
 // Forecast is the outlook from one origin. Slices are indexed by lead − 1.
@@ -182,7 +187,8 @@ type Forecaster struct {
 	need     int
 	sigma0   float64 // one-step scale from the history, for cold intervals
 
-	hist     []float64 // recent raw samples (NaN for gaps), for refits
+	hist     []float32 // recent raw samples (NaN for gaps), for refits: see sample
+	newest   float64   // the newest of them as it came (NaN for a gap)
 	t0       int64     // time of the sample at index 0
 	last     int64     // index of the last sample
 	gaps     int
@@ -226,14 +232,19 @@ func (f *Forecaster) Fit(t0 int64, data []float64) error {
 	}
 	data = data[first:]
 	cut := max(len(data)-f.opts.MaxHistory, 0)
-	f.hist = append(f.hist[:0], data[cut:]...)
-	f.t0 = t0 + int64(first+cut)*f.opts.Step.Milliseconds()
-	f.last = int64(len(f.hist) - 1)
-	for _, v := range f.hist {
+	f.hist = slices.Grow(f.hist[:0], len(data)-cut)
+	for _, v := range data[cut:] {
 		if !num.Finite(v) {
 			f.gaps++
 		}
+		f.hist = append(f.hist, sample(v))
+		f.newest = v
 	}
+	if !num.Finite(f.newest) {
+		f.newest = math.NaN()
+	}
+	f.t0 = t0 + int64(first+cut)*f.opts.Step.Milliseconds()
+	f.last = int64(len(f.hist) - 1)
 	return f.refit()
 }
 
@@ -319,7 +330,46 @@ func (f *Forecaster) push(y float64) {
 		n := copy(f.hist, f.hist[len(f.hist)-f.opts.MaxHistory+1:])
 		f.hist = f.hist[:n]
 	}
-	f.hist = append(grown(f.hist, 2*f.opts.MaxHistory), y)
+	f.hist = append(grown(f.hist, 2*f.opts.MaxHistory), sample(y))
+	f.newest = y
+}
+
+// sample is y as the history keeps it: a float32, the largest at or below
+// y, or NaN for a gap (NaN or ±Inf). Seven digits are more than a refit
+// needs, and 4 bytes a sample (where float64 takes 8) is what a series at
+// a short step holds most of: a day at 15 s is 23 KB. Rounded down, a
+// peak of the history is never above the sample it comes from, so replicas
+// sized on it are never one more than the sample asks for. Beyond
+// float32's range (±3.4·10³⁸) a finite sample is kept as its largest
+// finite value.
+func sample(y float64) float32 {
+	if !num.Finite(y) {
+		return float32(math.NaN())
+	}
+	v := float32(max(min(y, math.MaxFloat32), -math.MaxFloat32))
+	if float64(v) > y {
+		v = math.Nextafter32(v, float32(math.Inf(-1)))
+	}
+	return v
+}
+
+// sampleAt returns kept sample i: the newest as it came, so that a
+// forecast from it (the last value's, above all) is exact, and the others
+// as float64s of their float32s.
+func (f *Forecaster) sampleAt(i int) float64 {
+	if i == len(f.hist)-1 {
+		return f.newest
+	}
+	return float64(f.hist[i])
+}
+
+// history returns the kept samples as float64s, for a refit.
+func (f *Forecaster) history() []float64 {
+	out := make([]float64, len(f.hist))
+	for i := range f.hist {
+		out[i] = f.sampleAt(i)
+	}
+	return out
 }
 
 // ObservedPeak returns the highest sample the forecaster holds at a time
@@ -333,7 +383,7 @@ func (f *Forecaster) ObservedPeak(from, to int64) (v float64, at int64, ok bool)
 		if t < from {
 			break
 		}
-		if y := f.hist[i]; t <= to && num.Finite(y) && (!ok || y > v) {
+		if y := f.sampleAt(i); t <= to && num.Finite(y) && (!ok || y > v) {
 			v, at, ok = y, t, true
 		}
 	}
@@ -351,7 +401,7 @@ func (f *Forecaster) observedAt(t int64) float64 {
 	if t < f.t0 || back < 0 || back >= int64(len(f.hist)) {
 		return math.NaN()
 	}
-	return f.hist[int64(len(f.hist))-1-back]
+	return f.sampleAt(len(f.hist) - 1 - int(back))
 }
 
 // Model returns the name of the model in use.
@@ -405,7 +455,11 @@ func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, out
 		m := dst.Mean[i]
 		lo, hi := 0.0, 0.0
 		if c := tr.calibration(i+1, qlo, qhi); c.n >= o.MinCalibration {
-			lo, hi = m+c.lower, m+c.upper
+			// Errors replayed on the float32 history after a refit can be a
+			// rounding short of those of the samples as they came: the
+			// bounds keep two float32 roundings of room.
+			pad := math.Abs(m) * 0x1p-22
+			lo, hi = m+c.lower-pad, m+c.upper+pad
 			dst.Empirical[i] = true
 			if se := 1.2533 * c.rmsErr / math.Sqrt(float64(c.n)); math.Abs(c.median) > 3*se {
 				m += c.median

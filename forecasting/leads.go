@@ -5,23 +5,36 @@ import (
 	"time"
 )
 
-// errorStride is how many origins a calibration window has per error it
-// keeps: the steps in a minute (rounded down) for steps shorter than a
-// minute, else 1. Errors from origins a few seconds apart are nearly the
-// same error, so a window keeps one a minute of origins and spans as much
-// time at 15 s as at one minute.
-func errorStride(step time.Duration) int {
+// minuteSteps is the steps in a minute (rounded down) for steps shorter
+// than a minute, else 1: the spacing, in leads, of the leads that keep a
+// calibration window, and the fewest origins a window keeps one error of.
+// Errors from origins a few seconds apart are nearly the same error.
+func minuteSteps(step time.Duration) int {
 	return max(1, int(time.Minute/step))
 }
 
+// maxWindowErrors is the most errors a calibration window keeps, whatever
+// the step: 2,160 bytes a window (6 bytes an error). A window of
+// CalibrationSize origins that would hold more keeps the errors of one
+// origin in every originStride.
+const maxWindowErrors = 360
+
+// originStride is how many origins a full calibration window of size
+// origins has per error it keeps: a minute of steps, or more when that
+// would keep more than maxWindowErrors (at one-minute steps and a day of
+// origins, one in four).
+func originStride(step time.Duration, size int) int {
+	return max(minuteSteps(step), (size+maxWindowErrors-1)/maxWindowErrors)
+}
+
 // leadKnots returns the leads, of h, that keep a calibration window: lead
-// 1, every multiple of stride (a whole minute of lead when the stride is
-// a minute of steps) and h. With a stride of 1 that is every lead. The
+// 1, every multiple of spacing (a whole minute of lead when the spacing is
+// a minute of steps) and h. With a spacing of 1 that is every lead. The
 // leads between two knots take their interval from both (see
 // tracker.calibration).
-func leadKnots(h, stride int) []int {
+func leadKnots(h, spacing int) []int {
 	knots := []int{1}
-	for l := stride; l < h; l += stride {
+	for l := spacing; l < h; l += spacing {
 		if l > 1 {
 			knots = append(knots, l)
 		}

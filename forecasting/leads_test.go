@@ -26,8 +26,33 @@ func TestLeadKnots(t *testing.T) {
 		step time.Duration
 		want int
 	}{{15 * time.Second, 4}, {30 * time.Second, 2}, {45 * time.Second, 1}, {7 * time.Second, 8}, {time.Minute, 1}, {10 * time.Minute, 1}} {
-		if got := errorStride(c.step); got != c.want {
-			t.Errorf("errorStride(%v) = %d, want %d", c.step, got, c.want)
+		if got := minuteSteps(c.step); got != c.want {
+			t.Errorf("minuteSteps(%v) = %d, want %d", c.step, got, c.want)
+		}
+	}
+}
+
+// A window keeps one origin's error a minute, or fewer where a minute's
+// would be more than 360 of them: a day of origins at 1 m keeps one in 4.
+func TestOriginStride(t *testing.T) {
+	for _, c := range []struct {
+		step time.Duration
+		size int
+		want int
+	}{
+		{time.Minute, 1440, 4},        // 360 errors
+		{30 * time.Second, 2880, 8},   // 360
+		{15 * time.Second, 2880, 8},   // 360, where a minute's would be 720
+		{10 * time.Second, 2880, 8},   // 360, where a minute's would be 480
+		{15 * time.Second, 1000, 4},   // a minute's: 250
+		{10 * time.Minute, 200, 1},    // every origin's
+		{time.Minute, 360, 1},         // every origin's: 360
+		{time.Minute, 361, 2},         // 181
+		{5 * time.Second, 65536, 183}, // 359
+		{time.Hour, 65536, 183},       // 359
+	} {
+		if got := originStride(c.step, c.size); got != c.want {
+			t.Errorf("originStride(%v, %d) = %d, want %d", c.step, c.size, got, c.want)
 		}
 	}
 }
@@ -35,7 +60,7 @@ func TestLeadKnots(t *testing.T) {
 // Between two knots a lead's bounds, median and RMS are the linear
 // interpolation of theirs; at a knot they are its window's own.
 func TestTrackerCalibrationBetweenKnots(t *testing.T) {
-	k := newTrackerState(nil, 7, calibration{size: 100, stride: 3, dense: 100, keep: 30}, false) // knots 1, 3, 6, 7
+	k := newTrackerState(nil, 7, calibration{size: 100, stride: 3, minute: 3, dense: 100, keep: 30}, false) // knots 1, 3, 6, 7
 	// Lead 3: 1..19; lead 6: 4, 8, …, 76. At level 0.8 (0.1 and 0.9),
 	// with 19 errors, the bounds are the 2nd smallest (⌊20·0.1⌋) and the
 	// 18th (⌈20·0.9⌉): 2 and 18 at lead 3, 8 and 72 at lead 6; the
@@ -107,7 +132,7 @@ func TestErrWindowThin(t *testing.T) {
 // then one in four (the tracker's stride): full, it spans four times as
 // many origins as it holds errors.
 func TestTrackerScoreStrides(t *testing.T) {
-	k := newTrackerState(nil, 1, calibration{size: 4, stride: 4, dense: 4, keep: 2}, false)
+	k := newTrackerState(nil, 1, calibration{size: 4, stride: 4, minute: 1, dense: 4, keep: 2}, false)
 	var pushed []int
 	for o := range 21 {
 		k.score(0, o, float64(o))
@@ -136,7 +161,7 @@ func TestTrackerScoreStrides(t *testing.T) {
 // A window is not thinned below keep errors: one of 5 that would keep 2
 // of them stays at every origin, evicting the oldest.
 func TestTrackerScoreKeeps(t *testing.T) {
-	k := newTrackerState(nil, 1, calibration{size: 5, stride: 4, dense: 5, keep: 3}, false)
+	k := newTrackerState(nil, 1, calibration{size: 5, stride: 4, minute: 1, dense: 5, keep: 3}, false)
 	for o := range 12 {
 		k.score(0, o, float64(o))
 	}
@@ -152,7 +177,7 @@ func TestTrackerScoreKeeps(t *testing.T) {
 // A window thins once it holds dense errors, then grows to its size at
 // the tracker's stride.
 func TestTrackerScoreDense(t *testing.T) {
-	k := newTrackerState(nil, 1, calibration{size: 6, stride: 4, dense: 4, keep: 2}, false)
+	k := newTrackerState(nil, 1, calibration{size: 6, stride: 4, minute: 4, dense: 4, keep: 2}, false)
 	for o := range 29 {
 		k.score(0, o, float64(o))
 	}
@@ -164,5 +189,31 @@ func TestTrackerScoreDense(t *testing.T) {
 	}
 	if want := []float64{8, 12, 16, 20, 24, 28}; !slices.Equal(held, want) || k.strides[0] != 4 {
 		t.Errorf("holds %v at stride %d, want %v at stride 4", held, k.strides[0], want)
+	}
+}
+
+// A window thins at dense errors up to a minute of origins (here 2), and
+// beyond it only once full.
+func TestTrackerScoreMinute(t *testing.T) {
+	k := newTrackerState(nil, 1, calibration{size: 6, stride: 4, minute: 2, dense: 4, keep: 2}, false)
+	var pushed []int
+	for o := range 29 {
+		k.score(0, o, float64(o))
+		if k.win[0].rankAbove(float32(o)) != k.win[0].rankOf(float32(o)) {
+			pushed = append(pushed, o)
+		}
+	}
+	// 0 1 2 3 (dense); at 4, one in two: 0 2 | 4, then 6, 8, 10 (full);
+	// at 12, one in four: 0 4 8 | 12, then 16, 20 (full); 24 and 28
+	// evict 0 and 4.
+	held := make([]float64, 0, 6)
+	for r := range k.win[0].len() {
+		held = append(held, k.win[0].at(r))
+	}
+	if want := []float64{8, 12, 16, 20, 24, 28}; !slices.Equal(held, want) || k.strides[0] != 4 {
+		t.Errorf("holds %v at stride %d, want %v at stride 4", held, k.strides[0], want)
+	}
+	if want := []int{0, 1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 28}; !slices.Equal(pushed, want) {
+		t.Errorf("kept the errors of origins %v, want %v", pushed, want)
 	}
 }

@@ -13,15 +13,17 @@ import (
 // feeds that lead's calibration window (see leadKnots). A window takes the
 // error of every origin until it holds dense of them, then of one origin
 // in every two, three, … up to one in stride, thinning what it holds each
-// time, and then grows to its size: a full window spans the same time at
-// every step shorter than a minute, and a short history calibrates on its
-// errors at every origin as soon as a longer step would.
+// time, and then grows to its size: a full window spans its calibration's
+// origins in at most maxWindowErrors errors whatever the step, and a
+// short history calibrates on its errors at every origin as soon as a
+// longer step would.
 type tracker struct {
 	m       model
 	h       int
 	clip    bool
 	knots   []int     // the leads with a calibration window, ascending
 	stride  int       // the most origins a window has per error it keeps
+	minute  int       // the steps of a minute: below that stride a window thins at dense
 	dense   int       // the errors a window holds before it moves to a longer stride
 	keep    int       // the fewest errors a window is thinned to
 	cur     []float64 // the H forecasts from the latest origin
@@ -33,10 +35,12 @@ type tracker struct {
 	rows    [][]float64  // the forecasts from each origin, in order
 }
 
-// calibration is how a tracker keeps errors: windows of up to size errors,
-// from every origin until they hold dense, then thinned (to no fewer than
-// keep) until they keep one origin's in every stride.
-type calibration struct{ size, stride, dense, keep int }
+// calibration is how a tracker keeps errors: windows at lead 1, every
+// minute-th lead and the horizon, of up to size errors, from every origin
+// until they hold dense, then thinned (to no fewer than keep) each time
+// they hold dense again until they keep one origin's in every minute, and
+// then each time they are full until they keep one in every stride.
+type calibration struct{ size, stride, minute, dense, keep int }
 
 // newTracker returns a tracker of m over h leads that keeps errors as c
 // says.
@@ -48,8 +52,8 @@ func newTracker(m model, h int, c calibration, clip bool) *tracker {
 
 // newTrackerState returns a tracker with empty windows and no forecast.
 func newTrackerState(m model, h int, c calibration, clip bool) *tracker {
-	knots := leadKnots(h, c.stride)
-	k := &tracker{m: m, h: h, clip: clip, knots: knots, stride: c.stride, dense: c.dense, keep: c.keep,
+	knots := leadKnots(h, c.minute)
+	k := &tracker{m: m, h: h, clip: clip, knots: knots, stride: c.stride, minute: c.minute, dense: c.dense, keep: c.keep,
 		cur: make([]float64, h), preds: make([]float64, h*len(knots)),
 		win: make([]*errWindow, len(knots)), strides: make([]int, len(knots))}
 	for i := range k.win {
@@ -73,17 +77,20 @@ func (k *tracker) reserve(m int) {
 }
 
 // score gives window i the error e of the forecast from origin o, if the
-// window keeps that origin's: a window that holds dense errors (or is
-// full) and whose stride is below the tracker's moves to the next one (the
-// least multiple of its stride that divides the tracker's) at the first
-// origin that is a multiple of it, keeping one in every so many of the
-// errors it holds, unless that would leave it fewer than keep.
+// window keeps that origin's: a window whose stride is below the tracker's
+// and that is full, or holds dense errors at a stride below a minute of
+// steps, moves to the next stride (the least multiple of its stride that
+// divides the tracker's) at the first origin that is a multiple of it,
+// keeping one in every so many of the errors it holds, unless that would
+// leave it fewer than keep. So windows span about as much time at every
+// step: dense errors within a minute of origins, then up to size of them
+// at one a minute, then thinned as they fill.
 func (k *tracker) score(i, o int, e float64) {
 	s, w := k.strides[i], k.win[i]
 	if o%s != 0 {
 		return
 	}
-	if (w.len() >= k.dense || w.full()) && s < k.stride {
+	if (w.len() >= k.dense && s < k.minute || w.full()) && s < k.stride {
 		next := s + s
 		for k.stride%next != 0 {
 			next += s
@@ -198,7 +205,7 @@ func autoCandidates(n, p, h int, positive bool) []string {
 // absolute error at the horizon over the origins they share. The winner's
 // state and errors carry on.
 func (f *Forecaster) refit() error {
-	raw := f.hist
+	raw := f.history()
 	n, p, h := len(raw), f.opts.Period, f.opts.Horizon
 	vmin := max(minValidationPoints, 2*h)
 	positive := true

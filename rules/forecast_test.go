@@ -279,8 +279,12 @@ func TestScaleRuleFollowsASurgeWithoutFlapping(t *testing.T) {
 	if peak < 8 || peakTier == 0 {
 		t.Errorf("peak desired %d (tier %d) during the surge, want at least 8", peak, peakTier)
 	}
+	// Fifty minutes on, the load (at most 40) needs 4, but 30 of each
+	// lead's 200 errors are still the surge's, more than the 5 % above the
+	// upper bound: 6 or 7, as the model auto keeps on this noiseless sine
+	// (which the float32 history's rounding can decide).
 	last := signals[len(signals)-1]
-	if !last.Time.Equal(now.Truncate(time.Minute)) || last.Tier != 3 || last.DesiredReplicas < 3 || last.DesiredReplicas > 6 {
+	if !last.Time.Equal(now.Truncate(time.Minute)) || last.Tier != 3 || last.DesiredReplicas < 3 || last.DesiredReplicas > 7 {
 		t.Errorf("newest signal %+v", last)
 	}
 	if ups > 40 || downs > 40 {
