@@ -180,7 +180,7 @@ var presets = map[string]preset{
 			watch("triton_compute_latency_mean", tritonMean("nv_inference_compute_infer_duration_us"), 2*time.Minute, 0),
 			watch("triton_pending_requests", "max by ($by) (nv_inference_pending_request_count$sel)", 2*time.Minute, 2),
 			watch("triton_request_rate", "sum by ($by) (rate(nv_inference_request_success$sel[2m]))", 2*time.Minute, 0),
-			watch("triton_gpu_util", "max by ($by) (nv_gpu_utilization$sel)", 5*time.Minute, 0.05),
+			watch("triton_gpu_util", "100 * max by ($by) (nv_gpu_utilization$sel)", 5*time.Minute, 5),
 		},
 		latency: tritonMean("nv_inference_request_duration_us"),
 	},
@@ -189,7 +189,7 @@ var presets = map[string]preset{
 		rules: []presetRule{
 			watch("dcgm_gpu_util", "max by ($by) (DCGM_FI_DEV_GPU_UTIL$sel)", 5*time.Minute, 5),
 			watch("dcgm_fb_used", "max by ($by) (DCGM_FI_DEV_FB_USED$sel)", 5*time.Minute, 512),
-			watch("dcgm_sm_active", "max by ($by) (DCGM_FI_PROF_SM_ACTIVE$sel)", 5*time.Minute, 0.05),
+			watch("dcgm_sm_active", "100 * max by ($by) (DCGM_FI_PROF_SM_ACTIVE$sel)", 5*time.Minute, 5),
 		},
 	},
 }
