@@ -185,6 +185,14 @@ func Diagnose(inc *Incident, rules []DiagnosisRule) Diagnosis {
 			best.Others = append(best.Others, fmt.Sprintf("%s (%.2f)", d.Title, d.Confidence))
 		}
 	}
+	if sc := inc.Scale; sc != nil {
+		running := "running unknown"
+		if sc.CurrentReplicas != nil {
+			running = fmt.Sprintf("%d running", *sc.CurrentReplicas)
+		}
+		best.Evidence = append(best.Evidence, fmt.Sprintf("the scale signal asks for %d replicas of %s (%s; rule %s at %s)",
+			sc.DesiredReplicas, sc.Target, running, sc.Rule, sc.Time.UTC().Format(time.RFC3339)))
+	}
 	return best
 }
 

@@ -198,7 +198,10 @@ type Incident struct {
 	// ForecastMiss is the unit's point furthest above its forecast's
 	// interval from the gap before Start to End, if one was.
 	ForecastMiss *ForecastMiss `json:"forecast_miss,omitempty"`
-	Diagnosis    Diagnosis     `json:"diagnosis"`
+	// Scale is the newest scale signal of the unit when it was diagnosed:
+	// the replicas to scale out to.
+	Scale     *IncidentScale `json:"scale,omitempty"`
+	Diagnosis Diagnosis      `json:"diagnosis"`
 }
 
 // Open reports whether the incident has not resolved.
@@ -438,6 +441,10 @@ func (inc *Incident) diagnose(p IncidentPolicy, lv Levels) {
 		inc.ForecastMiss = nil
 		if m, ok := lv.Missed(inc.Unit, inc.Start.Add(-p.Gap), maxTime(inc.End, inc.Start)); ok {
 			inc.ForecastMiss = &m
+		}
+		inc.Scale = nil
+		if sc, ok := lv.Scale(inc.Unit, maxTime(inc.End, inc.Start).Add(p.Gap)); ok {
+			inc.Scale = &sc
 		}
 		inc.Levels = nil
 		for _, sig := range levelSignals(p.Diagnoses) {

@@ -25,6 +25,20 @@ type Levels interface {
 	// forecast's interval (by value over upper bound), and false when
 	// none was above it.
 	Missed(unit string, from, to time.Time) (ForecastMiss, bool)
+	// Scale returns the newest scale signal of unit at or before to, and
+	// false when there is none.
+	Scale(unit string, to time.Time) (IncidentScale, bool)
+}
+
+// IncidentScale is what a scale rule last asked for the unit: the
+// replicas a diagnosis that says to scale out means.
+type IncidentScale struct {
+	Rule            string    `json:"rule"`
+	Target          string    `json:"target"`
+	Time            time.Time `json:"time"`
+	DesiredReplicas int       `json:"desired_replicas"`
+	// CurrentReplicas is what it saw running; absent when unknown.
+	CurrentReplicas *int `json:"current_replicas,omitempty"`
 }
 
 // LabelChange is a label of a unit's series that took a new value: the
@@ -77,6 +91,8 @@ type LevelStore struct {
 	values map[levelKey]map[string]*seenValue
 	// misses maps unit to its forecast misses, oldest first.
 	misses map[string][]ForecastMiss
+	// scales maps unit to its newest scale signal.
+	scales map[string]IncidentScale
 }
 
 // seenValue is when a label value of a unit was first and last seen
@@ -101,7 +117,7 @@ func NewLevelStore(o LevelOptions) *LevelStore {
 		o.Retain = p.MaxAge + p.Gap
 	}
 	return &LevelStore{p: p, retain: o.Retain, change: p.ChangeLabels, units: map[levelKey]map[string]*levelSeries{},
-		values: map[levelKey]map[string]*seenValue{}, misses: map[string][]ForecastMiss{}}
+		values: map[levelKey]map[string]*seenValue{}, misses: map[string][]ForecastMiss{}, scales: map[string]IncidentScale{}}
 }
 
 // SetPolicy makes p name the unit, signal and change labels of the
@@ -138,11 +154,23 @@ func (s *LevelStore) ChangeLabels() []string {
 // the readings older than Retain before the oldest of b's: a backfill's
 // batch stays whole until the next batch comes.
 func (s *LevelStore) Record(b *Batch) {
-	if len(b.Readings) == 0 && len(b.Misses) == 0 {
+	if len(b.Readings) == 0 && len(b.Misses) == 0 && len(b.Scales) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, sc := range b.Scales {
+		unit, _ := IncidentUnit(&AlertData{Group: sc.Group, Rule: sc.Rule, Series: sc.Target, Labels: sc.Labels}, s.p.By)
+		if old, ok := s.scales[unit]; ok && old.Time.After(sc.Time) {
+			continue
+		}
+		is := IncidentScale{Rule: sc.Rule, Target: sc.Target, Time: sc.Time, DesiredReplicas: sc.DesiredReplicas}
+		if sc.CurrentKnown {
+			n := sc.CurrentReplicas
+			is.CurrentReplicas = &n
+		}
+		s.scales[unit] = is
+	}
 	oldest := int64(0)
 	for _, m := range b.Misses {
 		unit, _ := IncidentUnit(&AlertData{Group: m.Group, Rule: m.Rule, Series: m.Series, Labels: m.Labels}, s.p.By)
@@ -333,6 +361,17 @@ func (s *LevelStore) Missed(unit string, from, to time.Time) (ForecastMiss, bool
 		}
 	}
 	return best, found
+}
+
+// Scale implements Levels.
+func (s *LevelStore) Scale(unit string, to time.Time) (IncidentScale, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc, ok := s.scales[unit]
+	if !ok || sc.Time.After(to) {
+		return IncidentScale{}, false
+	}
+	return sc, true
 }
 
 // excess is how far a miss lies above the interval, as a share of its

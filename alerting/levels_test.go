@@ -94,6 +94,7 @@ func (f fixedLevels) Peak(unit, signal string, from, to time.Time) (Level, bool)
 }
 
 func (f fixedLevels) Changes(string, time.Time, time.Time) []LabelChange { return nil }
+func (f fixedLevels) Scale(string, time.Time) (IncidentScale, bool)      { return IncidentScale{}, false }
 func (f fixedLevels) Missed(string, time.Time, time.Time) (ForecastMiss, bool) {
 	return ForecastMiss{}, false
 }
@@ -188,6 +189,7 @@ func TestLabelChanges(t *testing.T) {
 type changed LabelChange
 
 func (c changed) Peak(string, string, time.Time, time.Time) (Level, bool) { return Level{}, false }
+func (c changed) Scale(string, time.Time) (IncidentScale, bool)           { return IncidentScale{}, false }
 func (c changed) Missed(string, time.Time, time.Time) (ForecastMiss, bool) {
 	return ForecastMiss{}, false
 }
@@ -290,5 +292,36 @@ func TestLevelStoreReads(t *testing.T) {
 	}
 	if got := s.ChangeLabels(); !slices.Equal(got, DefaultChangeLabels) {
 		t.Errorf("change labels %v, want the defaults %v", got, DefaultChangeLabels)
+	}
+}
+
+// TestScaleInDiagnosis: the newest scale signal of the unit, by the
+// policy's grouping labels, is the incident's and its diagnosis quotes
+// its desired replicas; one newer than the incident is not.
+func TestScaleInDiagnosis(t *testing.T) {
+	p := IncidentPolicy{By: []string{"model"}}
+	s := NewLevelStore(LevelOptions{Policy: p})
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	sig := func(desired, current int, t time.Time) ScaleData {
+		return ScaleData{Group: "g", Rule: "deploy", Target: `{model="m"}`, Labels: map[string]string{"model": "m"}, Time: t,
+			DesiredReplicas: desired, CurrentReplicas: current, CurrentKnown: true}
+	}
+	s.Record(&Batch{Scales: []ScaleData{sig(5, 3, at), sig(4, 3, at.Add(-time.Minute))}})
+	got, ok := s.Scale("model=m", at)
+	if !ok || got.DesiredReplicas != 5 || got.CurrentReplicas == nil || *got.CurrentReplicas != 3 || got.Rule != "deploy" {
+		t.Fatalf("Scale = %+v, %v; want the newest, 5 desired and 3 running", got, ok)
+	}
+	if _, ok := s.Scale("model=m", at.Add(-time.Second)); ok {
+		t.Error("a signal newer than asked for was given")
+	}
+	if _, ok := s.Scale("model=other", at); ok {
+		t.Error("another unit's signal was given")
+	}
+	above := 90.0
+	inc := &Incident{Unit: "model=m", Scale: &got, Members: []IncidentMember{{Signal: "gpu_util", Direction: IsUp, Value: 97}}}
+	d := Diagnose(inc, []DiagnosisRule{{Name: "gpu_saturation", Title: "GPU saturation", When: []Condition{{Signal: "gpu_util", Is: IsUp, Above: &above}}}})
+	want := "the scale signal asks for 5 replicas of {model=\"m\"} (3 running; rule deploy at 2026-12-06T12:00:00Z)"
+	if d.Name != "gpu_saturation" || !slices.Contains(d.Evidence, want) {
+		t.Errorf("diagnosis %s with evidence %q; want %q among it", d.Name, d.Evidence, want)
 	}
 }
