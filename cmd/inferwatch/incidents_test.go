@@ -47,6 +47,10 @@ func (rollout) Changes(unit string, from, to time.Time) []alerting.LabelChange {
 
 func (r readings) Changes(string, time.Time, time.Time) []alerting.LabelChange { return nil }
 
+func (r readings) Scale(string, time.Time) (alerting.IncidentScale, bool) {
+	return alerting.IncidentScale{}, false
+}
+
 func (r readings) Missed(string, time.Time, time.Time) (alerting.ForecastMiss, bool) {
 	return alerting.ForecastMiss{}, false
 }
