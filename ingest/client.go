@@ -34,7 +34,9 @@ type ClientOptions struct {
 	// Timeout bounds each attempt, reading and decoding the response body
 	// included. Default 30s.
 	Timeout time.Duration
-	// UsePOST sends the parameters as a POST form instead of a GET query.
+	// UsePOST sends the parameters as a POST form instead of a GET query,
+	// except to label values and the TSDB status, which Prometheus serves
+	// to GET alone.
 	// A query string longer than 4 KiB is sent as a POST form either way.
 	UsePOST bool
 	// MaxRetries is how many times a request is retried after a 5xx, a 429
@@ -408,6 +410,15 @@ type attemptResult struct {
 // servers and proxies bound the length of a URL.
 const maxGetForm = 4 << 10
 
+// post says whether a request to path with the query string form goes as
+// a POST form: when asked (ClientOptions.UsePOST), except to the paths
+// Prometheus serves to GET alone (label values, the TSDB status), and
+// whenever form is longer than maxGetForm.
+func (c *Client) post(path, form string) bool {
+	getOnly := strings.HasPrefix(path, pathLabelValues) || strings.HasPrefix(path, "/api/v1/status/")
+	return (c.o.UsePOST && !getOnly) || len(form) > maxGetForm
+}
+
 // attempt sends one request and decodes a 2xx body as it is read, within
 // the per-attempt timeout.
 func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, prior int, decode decodeFunc, idle bool) attemptResult {
@@ -426,7 +437,7 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, path, form string, pri
 	defer cancel()
 	var req *http.Request
 	var err error
-	if c.o.UsePOST || len(form) > maxGetForm {
+	if c.post(path, form) {
 		req, err = http.NewRequestWithContext(actx, http.MethodPost, u.String(), strings.NewReader(form))
 		if err == nil {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -267,13 +267,13 @@ func (c *Client) getJSON(ctx context.Context, path string, params url.Values, v 
 	defer cancel()
 	var req *http.Request
 	var err error
-	if c.o.UsePOST {
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(params.Encode()))
+	if form := params.Encode(); c.post(path, form) {
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form))
 		if err == nil {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 	} else {
-		u.RawQuery = params.Encode()
+		u.RawQuery = form
 		req, err = http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	}
 	if err != nil {

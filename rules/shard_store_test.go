@@ -50,11 +50,24 @@ func TestShardsOnStores(t *testing.T) {
 	prom := localprom.Run(t, series)
 
 	start, end := t0.Add(5*step), t0.Add(30*step)
-	for store, url := range map[string]string{"VictoriaMetrics": vm.URL(), "Prometheus": prom.URL} {
-		c, err := ingest.NewClient(ingest.ClientOptions{URL: url})
-		if err != nil {
-			t.Fatal(err)
+	for name, url := range map[string]string{"VictoriaMetrics": vm.URL(), "Prometheus": prom.URL} {
+		for _, post := range []bool{false, true} {
+			store := fmt.Sprintf("%s (use_post %v)", name, post)
+			c, err := ingest.NewClient(ingest.ClientOptions{URL: url, UsePOST: post})
+			if err != nil {
+				t.Fatal(err)
+			}
+			shardsOf(t, store, c, series, start, end, step)
 		}
+	}
+}
+
+// shardsOf reads a selector and a query over it in three shards through
+// c and checks that each series of series came to exactly one shard, its
+// own.
+func shardsOf(t *testing.T, store string, c *ingest.Client, series []ingest.Series, start, end time.Time, step time.Duration) {
+	t.Helper()
+	{
 		for _, query := range []string{`load{job="vllm"}`, `load{job="vllm"} * 2`} {
 			seen := map[string]int{}
 			for i := range 3 {
