@@ -286,33 +286,41 @@ func (d *daemon) get(ctx context.Context, path string) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// scrape reads the daemon's /metrics.
-func (d *daemon) scrape(ctx context.Context) (selfMetrics, error) {
-	var m selfMetrics
+// eachSample reads the daemon's /metrics and hands f each sample: the
+// series (name and labels, as written) and its value.
+func (d *daemon) eachSample(ctx context.Context, f func(series string, v float64)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.web+"/metrics", nil)
 	if err != nil {
-		return m, err
+		return err
 	}
 	resp, err := metricsClient.Do(req)
 	if err != nil {
-		return m, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("GET /metrics: HTTP %s", resp.Status)
+		return fmt.Errorf("GET /metrics: HTTP %s", resp.Status)
 	}
-	group := `{group="` + groupName + `"}`
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
+		line := sc.Text()
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 || strings.HasPrefix(line, "#") {
 			continue
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			continue
+		if v, err := strconv.ParseFloat(line[sp+1:], 64); err == nil {
+			f(line[:sp], v)
 		}
+	}
+	return sc.Err()
+}
+
+// scrape reads the daemon's /metrics.
+func (d *daemon) scrape(ctx context.Context) (selfMetrics, error) {
+	var m selfMetrics
+	group := `{group="` + groupName + `"}`
+	err := d.eachSample(ctx, func(name string, v float64) {
 		switch name {
 		case "inferwatch_group_evaluations_total" + group:
 			m.evals = int64(v)
@@ -327,6 +335,6 @@ func (d *daemon) scrape(ctx context.Context) (selfMetrics, error) {
 		case "inferwatch_group_evaluation_failures_total" + group:
 			m.failures = v
 		}
-	}
-	return m, sc.Err()
+	})
+	return m, err
 }

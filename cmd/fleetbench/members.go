@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -324,31 +322,8 @@ type memberMetrics struct {
 
 func scrapeMember(ctx context.Context, d *daemon) (memberMetrics, error) {
 	var m memberMetrics
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.web+"/metrics", nil)
-	if err != nil {
-		return m, err
-	}
-	resp, err := metricsClient.Do(req)
-	if err != nil {
-		return m, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("GET /metrics: HTTP %s", resp.Status)
-	}
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 || strings.HasPrefix(line, "#") {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil {
-			continue
-		}
-		name, _, _ := strings.Cut(line[:sp], "{")
+	err := d.eachSample(ctx, func(series string, v float64) {
+		name, _, _ := strings.Cut(series, "{")
 		switch name {
 		case "inferwatch_series_tracked":
 			m.series = v
@@ -359,8 +334,8 @@ func scrapeMember(ctx context.Context, d *daemon) (memberMetrics, error) {
 		case "inferwatch_group_evaluation_failures_total":
 			m.failures += v
 		}
-	}
-	return m, sc.Err()
+	})
+	return m, err
 }
 
 // writeMembersConfig writes the members' configuration for case c: the

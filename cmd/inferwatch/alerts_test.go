@@ -12,7 +12,6 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/alertmanager/amtest"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
 // An alert goes pending, firing and resolved on NATS and in Alertmanager, and a restart does not fire it again.
@@ -20,7 +19,7 @@ func TestAlertLifecycleAcrossRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics, NATS and Alertmanager")
 	}
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	am := amtest.Start(t)
 	dir := t.TempDir()
@@ -125,7 +124,7 @@ func TestOverriddenLabelKeepsSeriesApart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	now := time.Now().Truncate(time.Second)
 	for _, team := range []string{"a", "b"} {

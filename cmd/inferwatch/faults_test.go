@@ -20,7 +20,6 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
 // storeFault is what the fault proxy does to each request.
@@ -119,7 +118,7 @@ func (c *captured) WriteHeader(code int)        { c.code = code }
 func TestStoreFaultsLoseNoFinding(t *testing.T) {
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	proxy, proxyURL := newFaultProxy(t, vm.URL())
 	srv := natstest.Start(t)
 	dir := t.TempDir()

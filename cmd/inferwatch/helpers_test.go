@@ -268,3 +268,10 @@ func eventData[T any](t testing.TB, m jetstream.Msg, evType string) T {
 	_, d := eventOf[T](t, m, evType)
 	return d
 }
+
+// liveVM starts VictoriaMetrics for a test of the live daemon: samples are
+// visible at once and answers are not cached, so what a test writes is
+// what the next evaluation reads.
+func liveVM(t *testing.T) *localvm.VM {
+	return localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/alertmanager/amtest"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
 // TestIncidentAcrossRestarts runs the daemon (`run --once`, one process per
@@ -29,7 +28,7 @@ func TestIncidentAcrossRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics, NATS and Alertmanager")
 	}
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	am := amtest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "cfg.yml")

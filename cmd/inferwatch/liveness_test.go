@@ -72,7 +72,7 @@ func statuses(evs []alertEvent, pod string) string {
 func TestDaemonJudgesSamplesThatReachTheStoreLate(t *testing.T) {
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "cfg.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source:
@@ -130,7 +130,7 @@ groups:
 func TestDaemonEndsAlertsOfVanishedSeries(t *testing.T) {
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "cfg.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source:
@@ -288,7 +288,7 @@ groups:
 func TestDaemonForgetsSeriesThatStopped(t *testing.T) {
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "cfg.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`source:

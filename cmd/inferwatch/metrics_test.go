@@ -13,7 +13,6 @@ import (
 
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localprom"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
 // metricsDaemon runs the daemon against a real VictoriaMetrics holding a
@@ -23,7 +22,7 @@ import (
 func metricsDaemon(t *testing.T) string {
 	t.Helper()
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	// A sample a second from 11 minutes ago to 3 minutes ahead: each
 	// evaluation finds new points, and every 20th second is a spike.
 	t0 := time.Now().Truncate(time.Second)

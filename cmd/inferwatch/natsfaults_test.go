@@ -34,7 +34,7 @@ type brokerFaults struct {
 
 func newBrokerFaults(t *testing.T) *brokerFaults {
 	b := &brokerFaults{t: t, bin: daemonBinary(t), spikes: map[int64]bool{}}
-	b.vm = localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	b.vm = liveVM(t)
 	// The first start takes a port the kernel chooses; restarts reuse it,
 	// as a broker that comes back does.
 	b.addr, b.storeDir = "127.0.0.1:0", t.TempDir()

@@ -13,7 +13,6 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/keda"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
 // TestReplicasServeEveryTargetToKEDA: two replicas share a scale rule's
@@ -27,7 +26,7 @@ func TestReplicasServeEveryTargetToKEDA(t *testing.T) {
 	}
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	now := time.Now().Truncate(time.Minute)
 	load := ingest.Series{Labels: ingest.Labels{{Name: "__name__", Value: "load"}, {Name: "model", Value: "m"}}}
@@ -125,7 +124,7 @@ func TestReplicaResolvesWhatARemovedGroupLeft(t *testing.T) {
 	}
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	now := time.Now().Truncate(time.Second)
 	spiked := func(ts time.Time) float64 {

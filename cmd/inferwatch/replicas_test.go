@@ -15,7 +15,6 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 )
 
 // evaluatedRE reads a daemon's debug line for one group evaluation.
@@ -36,7 +35,7 @@ func TestReplicasShareGroupsOnANATSCluster(t *testing.T) {
 	}
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	nc := natstest.StartCluster(t, 3)
 	const groups = 6
 	var cfg strings.Builder

@@ -13,7 +13,6 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
-	"github.com/inferwatch/inferwatch/ingest/localvm"
 	"github.com/inferwatch/inferwatch/rules"
 )
 
@@ -29,7 +28,7 @@ func TestReplicasSplitAShardedGroup(t *testing.T) {
 	}
 	t.Parallel() // waits on the clock, not the CPU
 	bin := daemonBinary(t)
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	const shards, pods = 8, 16
 	cfg := fmt.Sprintf(`source:

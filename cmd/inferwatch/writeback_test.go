@@ -70,7 +70,7 @@ func TestRunOnceWritesBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics and NATS")
 	}
-	vm := localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+	vm := liveVM(t)
 	srv := natstest.Start(t)
 	now := time.Now().Truncate(time.Second)
 	spikeAt := now.Add(-3 * time.Second)
