@@ -51,8 +51,9 @@ func JetStream(t testing.TB, url string) jetstream.JetStream {
 // it, through a JetStream ordered consumer, so nothing published before the
 // first read is missed. Each call returns the next messages, at most n,
 // waiting at most timeout for them; it returns fewer when fewer arrive.
-// The stream needs to exist only by the first call. The connection is closed
-// when the test ends.
+// The stream needs to exist only by the first call. A read that finds no
+// responder (a cluster between leaders) is retried until timeout. The
+// connection is closed when the test ends.
 func Collect(t testing.TB, url, subject string) func(n int, timeout time.Duration) []jetstream.Msg {
 	t.Helper()
 	js := JetStream(t, url)
@@ -87,6 +88,12 @@ func Collect(t testing.TB, url, subject string) func(n int, timeout time.Duratio
 				break
 			}
 			batch, err := cons.Fetch(n-len(got), jetstream.FetchMaxWait(left))
+			if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) {
+				// A cluster electing a leader answers no request for a
+				// while; the ordered consumer resumes from its cursor.
+				time.Sleep(min(100*time.Millisecond, max(left, 0)))
+				continue
+			}
 			if err != nil {
 				t.Fatalf("natstest: reading %s: %v", subject, err)
 			}
