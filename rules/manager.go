@@ -523,6 +523,13 @@ func (m *Manager) runGroup(ctx context.Context, g *Group, taken <-chan struct{})
 			evalCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(interval, time.Minute))
 			g = m.evalTaken(evalCtx, g, at)
 			cancel()
+			if !tick.After(at) {
+				// The timer's tick was due too and is done now: on to
+				// the next.
+				timer.Stop()
+				prev, tick = at, nextTick(m.o.Now(), interval, g.offset)
+				timer.Reset(time.Until(tick))
+			}
 			continue
 		case <-timer.C:
 		}
