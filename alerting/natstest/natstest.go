@@ -87,20 +87,25 @@ func Collect(t testing.TB, url, subject string) func(n int, timeout time.Duratio
 			if left <= 0 {
 				break
 			}
+			// A cluster electing a leader answers no request for a while;
+			// the ordered consumer resumes from its cursor.
 			batch, err := cons.Fetch(n-len(got), jetstream.FetchMaxWait(left))
 			if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) {
-				// A cluster electing a leader answers no request for a
-				// while; the ordered consumer resumes from its cursor.
 				time.Sleep(min(100*time.Millisecond, max(left, 0)))
 				continue
 			}
 			if err != nil {
-				t.Fatalf("natstest: reading %s: %v", subject, err)
+				t.Fatalf("natstest: asking for messages on %s: %v", subject, err)
 			}
 			for msg := range batch.Messages() {
 				got = append(got, msg)
 			}
-			if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+			err = batch.Error()
+			if errors.Is(err, nats.ErrNoResponders) {
+				time.Sleep(min(100*time.Millisecond, max(time.Until(deadline), 0)))
+				continue
+			}
+			if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 				t.Fatalf("natstest: reading %s: %v", subject, err)
 			}
 		}
