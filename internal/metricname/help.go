@@ -58,7 +58,7 @@ var help = map[string]string{
 	"inferwatch_incident_events_total":              "Incident events, by status: opened, updated, resolved.",
 	"inferwatch_incident_alerts_dropped_total":      "Alerts left out of incidents, by reason: max_open (the group's open incidents at the cap), max_members (the incident's members at the cap).",
 	"inferwatch_incident_state_save_failures_total": "Failed saves of an open incident to the state bucket.",
-	"inferwatch_incidents_restored_total":           "Open incidents restored from the state bucket at start.",
+	"inferwatch_incidents_restored_total":           "Open incidents restored from the state bucket: at start, or on a set of replicas when this one takes the incidents role.",
 	"inferwatch_incidents_open":                     "Incidents open now.",
 	"inferwatch_incident_feed_failures_total":       "Batches a replica could not hand to the replica that makes the incidents of the set.",
 	"inferwatch_findings_pending":                   "Findings and alert events waiting for NATS.",
