@@ -20,6 +20,7 @@ import (
 // again after the ack wait, before any later one, so the next holder
 // starts where the last one stopped.
 type Feed struct {
+	nc      *nats.Conn
 	js      jetstream.JetStream
 	subject string
 	stream  string
@@ -51,7 +52,7 @@ func (j *JetStream) Feed(ctx context.Context, o FeedOptions) (*Feed, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Feed{js: js, subject: j.o.Prefix + "-" + o.Name, stream: FeedStreamName(j.o.Stream, o.Name)}
+	f := &Feed{nc: j.nc, js: js, subject: j.o.Prefix + "-" + o.Name, stream: FeedStreamName(j.o.Stream, o.Name)}
 	cfg := jetstream.StreamConfig{
 		Name:        f.stream,
 		Description: "inferwatch: what the members of a set hand the holder of the " + o.Name + " role",
@@ -83,9 +84,16 @@ func (j *JetStream) Feed(ctx context.Context, o FeedOptions) (*Feed, error) {
 	return f, nil
 }
 
+// ErrFeedDisconnected is Put's answer, at once, while NATS is away.
+var ErrFeedDisconnected = errors.New("NATS is disconnected")
+
 // Put adds data to the feed; id, when not empty, makes a second Put of it
-// within two minutes a no-op (a batch sent again).
+// within two minutes a no-op (a batch sent again). While NATS is away it
+// fails at once with ErrFeedDisconnected.
 func (f *Feed) Put(ctx context.Context, data []byte, id string) error {
+	if !f.nc.IsConnected() {
+		return fmt.Errorf("putting on %s (stream %s): %w", f.subject, f.stream, ErrFeedDisconnected)
+	}
 	var opts []jetstream.PublishOpt
 	if id != "" {
 		opts = append(opts, jetstream.WithMsgID(id))

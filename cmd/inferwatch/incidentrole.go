@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -22,45 +23,68 @@ const roleIncidents = "incidents"
 
 // feedSender hands what the incidents need of each batch to the feed, for
 // the member that holds the incidents role. It is the last step of a
-// replica's pipeline in place of its own incidents.
+// replica's pipeline in place of its own incidents. The batches NATS has
+// not taken wait, in order, in memory (at most feedPending of them, the
+// oldest dropped past that), and go with the next batch.
 type feedSender struct {
-	feed     *natsjs.Feed
-	failures *metrics.Counter
+	feed    *natsjs.Feed
+	dropped *metrics.Counter
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	pending []feedItem
 }
 
-func newFeedSender(feed *natsjs.Feed, set *metrics.Set) *feedSender {
-	return &feedSender{feed: feed, failures: set.GetOrCreateCounter("inferwatch_incident_feed_failures_total")}
+type feedItem struct {
+	data []byte
+	id   string
 }
 
-// Send puts b's part on the feed, trying for at most feedPutTimeout. A
-// batch sent again (a retry) is put once.
+// feedPending bounds the batches waiting for NATS in a feedSender: at one
+// batch a group each 30 s, an outage of about an hour for 100 groups.
+const feedPending = 10_000
+
+// feedPutTimeout bounds one put on the feed.
+const feedPutTimeout = 2 * time.Second
+
+func newFeedSender(feed *natsjs.Feed, logger *slog.Logger, set *metrics.Set) *feedSender {
+	return &feedSender{feed: feed, log: logger, dropped: set.GetOrCreateCounter("inferwatch_incident_feed_dropped_total")}
+}
+
+// Send queues b's part and puts what waits on the feed, in order, until
+// NATS refuses one; a batch sent again (a retry) is put once. It fails
+// only on a batch it cannot encode: the others wait for NATS.
 func (s *feedSender) Send(ctx context.Context, b alerting.Batch) error {
 	data, err := alerting.EncodeFeed(&b)
 	if err != nil {
-		s.failures.Inc()
+		s.dropped.Inc()
 		return err
 	}
 	id := ""
 	if !b.At.IsZero() {
 		id = "batch:" + b.Group + ":" + strconv.FormatInt(b.At.UnixNano(), 10)
 	}
-	ctx, cancel := context.WithTimeout(ctx, feedPutTimeout)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		if err = s.feed.Put(ctx, data, id); err == nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = append(s.pending, feedItem{data: data, id: id})
+	if n := len(s.pending) - feedPending; n > 0 {
+		s.dropped.Add(n)
+		s.log.Warn("batches for the incidents dropped: too many waited for NATS", "dropped", n)
+		s.pending = slices.Delete(s.pending, 0, n)
+	}
+	for len(s.pending) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, feedPutTimeout)
+		err := s.feed.Put(pctx, s.pending[0].data, s.pending[0].id)
+		cancel()
+		if err != nil {
+			s.log.Debug("batches for the incidents wait for NATS", "waiting", len(s.pending), "err", err)
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			s.failures.Inc()
-			return fmt.Errorf("handing the group's alerts to the incidents: %w", err)
-		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
-		}
+		s.pending[0] = feedItem{}
+		s.pending = s.pending[1:]
 	}
+	return nil
 }
-
-// feedPutTimeout bounds the attempts at putting one batch on the feed.
-const feedPutTimeout = 5 * time.Second
 
 // incidentHolder makes the incidents of a set of replicas while its
 // member holds the incidents role: on taking it, it restores the

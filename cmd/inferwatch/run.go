@@ -411,7 +411,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		fs := newFeedSender(feed, set)
+		fs := newFeedSender(feed, logger, set)
 		sink = &alerting.Pipeline{Lifecycle: life, Receivers: append(receivers, pub, fs)}
 		retained = &alerting.Pipeline{Receivers: []alerting.Receiver{pub, fs}}
 	}

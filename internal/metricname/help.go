@@ -60,7 +60,7 @@ var help = map[string]string{
 	"inferwatch_incident_state_save_failures_total": "Failed saves of an open incident to the state bucket.",
 	"inferwatch_incidents_restored_total":           "Open incidents restored from the state bucket: at start, or on a set of replicas when this one takes the incidents role.",
 	"inferwatch_incidents_open":                     "Incidents open now.",
-	"inferwatch_incident_feed_failures_total":       "Batches a replica could not hand to the replica that makes the incidents of the set.",
+	"inferwatch_incident_feed_dropped_total":        "Batches a replica dropped instead of handing them to the replica that makes the incidents of the set: too many waited for NATS, or one could not be encoded.",
 	"inferwatch_findings_pending":                   "Findings and alert events waiting for NATS.",
 	"inferwatch_findings_dropped_total":             "Findings dropped, by reason: rejected for good by the output, or overflow of the pending queue.",
 	"inferwatch_events_dropped_total":               "Forecasts and scale signals not published, superseded by the next evaluation's, by kind.",
