@@ -137,6 +137,13 @@ groups:
 			kept = r
 		}
 	}
+	// holds reports whether r holds the incidents role now, by its log.
+	holds := func(r *replica) bool {
+		l := r.log.String()
+		gained := strings.LastIndex(l, `msg="this replica makes the incidents of the set now"`)
+		return gained >= 0 && gained > strings.LastIndex(l, `msg="another replica makes the incidents of the set now"`)
+	}
+	keptBefore := 0
 	for s := 1; s <= 36; s++ {
 		ts := t0.Add(time.Duration(s) * time.Second)
 		time.Sleep(time.Until(ts))
@@ -146,7 +153,11 @@ groups:
 		}
 		write(ts, ts, v)
 		if s == 11 {
+			if !holds(killed) {
+				t.Fatalf("%s, the replica the incidents role weighs most for, does not make the incidents:\n%s", killed.name, logs())
+			}
 			syscall.Kill(killed.pid, syscall.SIGKILL)
+			keptBefore = len(kept.log.String())
 		}
 	}
 
@@ -192,7 +203,7 @@ groups:
 	if !slices.Equal(groups, []string{"g0", "g1"}) || !slices.Equal(last.Where["pod"], []string{"p0", "p1"}) {
 		t.Errorf("the incident holds the alerts of groups %v, pods %v, want both:\n%s", groups, last.Where["pod"], show)
 	}
-	if !strings.Contains(kept.log.String(), `msg="this replica makes the incidents of the set now"`) || !strings.Contains(kept.log.String(), `msg="role taken" role=incidents`) {
+	if after := kept.log.String()[keptBefore:]; !strings.Contains(after, `msg="this replica makes the incidents of the set now"`) || !strings.Contains(after, `msg="role taken" role=incidents`) {
 		t.Errorf("%s did not log taking the incidents role after %s was killed:\n%s", kept.name, killed.name, kept.log.String())
 	}
 	if t.Failed() {
