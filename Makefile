@@ -38,7 +38,7 @@ victoria-metrics:
 # run. SKIPS_ALLOWED=FILE also fails it on a skip FILE does not allow
 # (.ci/run gives .ci/allowed-skips).
 test: victoria-metrics
-	$(GO) run ./internal/testrun -go $(GO) $(if $(SKIPS_ALLOWED),-allowed-skips $(SKIPS_ALLOWED)) -- -count=1 -timeout 12m ./...
+	$(GO) run ./internal/testrun -go $(GO) $(if $(SKIPS_ALLOWED),-allowed-skips $(SKIPS_ALLOWED)) -- -count=1 -timeout 20m ./...
 
 # Unit tests only (no VictoriaMetrics, no NATS server).
 test-short:

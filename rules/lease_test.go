@@ -229,3 +229,78 @@ func TestHandoverOfUnsavedStates(t *testing.T) {
 		t.Errorf("%d alert states left in the store after the resolution", len(state.alerts))
 	}
 }
+
+// A process that takes a group's lease between two ticks evaluates the
+// group at once at its newest tick, unless the previous owner evaluated
+// that tick (the group's progress says so): then from the next tick. No
+// tick is evaluated twice or missed, and the taker's catch-up judges the
+// points from where the previous owner stopped.
+func TestTakenGroupIsEvaluatedAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lastByA  int // the last minute a evaluates
+		takenAt  int // the minute b takes the lease in, half a minute after its tick
+		firstByB int // b's first evaluation, at once when a did not evaluate the minute
+	}{
+		{name: "the previous owner evaluated the newest tick", lastByA: 150, takenAt: 150, firstByB: 151},
+		{name: "the previous owner died before the newest tick", lastByA: 150, takenAt: 151, firstByB: 151},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &memStore{series: []ingest.Series{minuteSeries("ttft", 240, nil)}}
+			state := &memState{alerts: map[string][]byte{}, progress: map[string]time.Time{}}
+			var now time.Time
+			mk := func(name string, h *holder) *member {
+				p := &member{life: alerting.NewLifecycle(alerting.LifecycleOptions{Store: state})}
+				groups, err := Build(testGroups(time.Minute))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.m, err = NewManager(ManagerOptions{Querier: store, Sink: p, Progress: state, Leases: h, Handover: p,
+					Now: func() time.Time { return now }}, groups)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			ha, hb := &holder{me: "a", owner: "a", term: 1}, &holder{me: "b", owner: "a", term: 1}
+			a, b := mk("a", ha), mk("b", hb)
+			ctx := context.Background()
+			minute := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+			for m := 120; m <= tc.lastByA; m++ {
+				now = minute(m)
+				a.m.evalHeld(ctx, a.m.Groups()[0], now)
+				b.m.evalHeld(ctx, b.m.Groups()[0], now)
+			}
+			// a stops (its lease lapses or it releases it); b takes the
+			// lease half a minute after minute takenAt.
+			ha.mu.Lock()
+			ha.owner, ha.term = "b", 2
+			ha.mu.Unlock()
+			for m := tc.lastByA + 1; m <= tc.takenAt; m++ {
+				now = minute(m)
+				b.m.evalHeld(ctx, b.m.Groups()[0], now) // b does not hold the lease yet at these ticks
+			}
+			hb.mu.Lock()
+			hb.owner, hb.term = "b", 2
+			hb.mu.Unlock()
+			now = minute(tc.takenAt).Add(30 * time.Second)
+			b.m.evalTaken(ctx, b.m.Groups()[0], minute(tc.takenAt))
+			for m := tc.takenAt + 1; m < 160; m++ {
+				now = minute(m)
+				b.m.evalHeld(ctx, b.m.Groups()[0], now)
+			}
+			if got := a.evals[len(a.evals)-1]; !got.Equal(minute(tc.lastByA)) {
+				t.Errorf("a's last evaluation at %v, want minute %d", got, tc.lastByA)
+			}
+			if len(b.evals) == 0 || !b.evals[0].Equal(minute(tc.firstByB)) || len(b.evals) != 160-tc.firstByB {
+				t.Fatalf("b evaluated %d ticks from %v, want %d from minute %d", len(b.evals), b.evals, 160-tc.firstByB, tc.firstByB)
+			}
+			if got := state.progress[evaluatedKey("latency")]; !got.Equal(minute(159)) {
+				t.Errorf("the group's evaluated tick is %v, want minute 159", got)
+			}
+			if got := state.progress[ProgressKey("latency", "ttft")]; !got.Equal(minute(159)) {
+				t.Errorf("the rule's progress is %v, want minute 159", got)
+			}
+		})
+	}
+}

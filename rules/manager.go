@@ -138,6 +138,15 @@ type Leases interface {
 	Acquire(group string) (term uint64, done func(), ok bool)
 }
 
+// Takeovers is what Leases may also do: tell when this process takes a
+// group's lease, so that the group is evaluated at once, at its newest
+// tick, rather than at its next one. *cluster.Member implements it.
+type Takeovers interface {
+	// Taken delivers the name of each group whose lease this process
+	// takes.
+	Taken() <-chan string
+}
+
 // Handover is told when a group changes hands between the processes of
 // one configuration.
 type Handover interface {
@@ -152,6 +161,12 @@ type Handover interface {
 
 // ProgressKey is the key of a rule's progress in a ProgressStore.
 func ProgressKey(group, rule string) string { return group + "/" + rule }
+
+// evaluatedKey is the key in a ProgressStore of the newest tick a group
+// was evaluated at by any process, kept when Leases are: the rule name
+// "", which no rule has. A process that takes the group over does not
+// evaluate that tick again.
+func evaluatedKey(group string) string { return ProgressKey(group, "") }
 
 // Manager evaluates rule groups and hands what they find to a Sink. Its
 // rules keep the streaming state of every series they watch, so each cycle
@@ -445,8 +460,14 @@ func (m *Manager) Run(ctx context.Context) {
 	for {
 		gctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
+		taken := map[string]chan struct{}{}
 		for _, g := range m.Groups() {
-			wg.Go(func() { m.runGroup(gctx, g) })
+			c := make(chan struct{}, 1)
+			taken[g.cfg.Name] = c
+			wg.Go(func() { m.runGroup(gctx, g, c) })
+		}
+		if t, ok := m.o.Leases.(Takeovers); ok {
+			wg.Go(func() { forwardTaken(gctx, t.Taken(), taken) })
 		}
 		select {
 		case <-ctx.Done():
@@ -461,7 +482,28 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-func (m *Manager) runGroup(ctx context.Context, g *Group) {
+// forwardTaken hands each group name from taken to that group's channel
+// in to, until ctx is done. A group whose channel is full has a wake-up
+// due already.
+func forwardTaken(ctx context.Context, taken <-chan string, to map[string]chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case name := <-taken:
+			if c := to[name]; c != nil {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// runGroup evaluates g at each of its ticks until ctx is done, and, when
+// this process takes g's lease (taken), at once at its newest tick.
+func (m *Manager) runGroup(ctx context.Context, g *Group, taken <-chan struct{}) {
 	interval := g.cfg.Interval
 	tick := nextTick(m.o.Now(), interval, g.offset)
 	timer := time.NewTimer(time.Until(tick))
@@ -471,6 +513,24 @@ func (m *Manager) runGroup(ctx context.Context, g *Group) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-taken:
+			// The newest tick, which the previous owner did not evaluate
+			// (its lease had lapsed or been released by then), unless the
+			// group's progress says it did: its catch-up reports what
+			// happened since the previous owner's last judged point, and
+			// the next tick comes as usual.
+			at := nextTick(m.o.Now(), interval, g.offset).Add(-interval)
+			evalCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(interval, time.Minute))
+			g = m.evalTaken(evalCtx, g, at)
+			cancel()
+			if !tick.After(at) {
+				// The timer's tick was due too and is done now: on to
+				// the next.
+				timer.Stop()
+				prev, tick = at, nextTick(m.o.Now(), interval, g.offset)
+				timer.Reset(time.Until(tick))
+			}
+			continue
 		case <-timer.C:
 		}
 		if w := wakeUp(tick, m.o.Now(), interval, g.offset); w.skipped > 0 {
@@ -513,7 +573,7 @@ func (m *Manager) runGroup(ctx context.Context, g *Group) {
 // leases are kept), and returns the group to evaluate from now on: a new
 // one after a gain.
 func (m *Manager) evalHeld(ctx context.Context, g *Group, tick time.Time) *Group {
-	g, done, ok := m.lease(ctx, g)
+	g, done, ok := m.lease(ctx, g, tick, false)
 	if !ok {
 		return g
 	}
@@ -524,12 +584,31 @@ func (m *Manager) evalHeld(ctx context.Context, g *Group, tick time.Time) *Group
 	return g
 }
 
-// lease says whether this process evaluates g now. On a new lease term the
-// group starts afresh, as after a restart: new rules resumed from their
-// progress, and the Handover told; on a lost lease the Handover is told.
-func (m *Manager) lease(ctx context.Context, g *Group) (cur *Group, done func(), ok bool) {
+// evalTaken evaluates g at tick when this process has just taken its
+// lease (a new term) and no process evaluated the group at tick, and
+// returns the group to evaluate from now on.
+func (m *Manager) evalTaken(ctx context.Context, g *Group, tick time.Time) *Group {
+	g, done, ok := m.lease(ctx, g, tick, true)
+	if !ok {
+		return g
+	}
+	defer done()
+	m.log.Debug("evaluating the group at once: its lease was just taken", "group", g.cfg.Name, "at", tick.UTC())
+	if err := m.evalGroup(ctx, g, tick); err != nil {
+		m.log.Error("group evaluation failed", "group", g.cfg.Name, "err", err)
+	}
+	return g
+}
+
+// lease says whether this process evaluates g at tick. On a new lease
+// term the group starts afresh, as after a restart: new rules resumed
+// from their progress, and the Handover told; a tick the group's
+// progress says was evaluated already (by the previous owner) is not
+// evaluated again. On a lost lease the Handover is told. With gainOnly,
+// g is evaluated only on a new term.
+func (m *Manager) lease(ctx context.Context, g *Group, tick time.Time, gainOnly bool) (cur *Group, done func(), ok bool) {
 	if m.o.Leases == nil {
-		return g, func() {}, true
+		return g, func() {}, !gainOnly
 	}
 	name := g.cfg.Name
 	term, done, ok := m.o.Leases.Acquire(name)
@@ -543,9 +622,13 @@ func (m *Manager) lease(ctx context.Context, g *Group) (cur *Group, done func(),
 		return g, nil, false
 	}
 	if term == had {
+		if gainOnly {
+			done()
+			return g, nil, false
+		}
 		return g, done, true
 	}
-	ng, err := m.gain(ctx, g)
+	ng, last, err := m.gain(ctx, g)
 	if err != nil {
 		done()
 		m.log.Error("taking the group over failed; tried again at the next tick", "group", name, "err", err)
@@ -554,24 +637,32 @@ func (m *Manager) lease(ctx context.Context, g *Group) (cur *Group, done func(),
 	m.mu.Lock()
 	m.terms[name] = term
 	m.mu.Unlock()
+	if !tick.After(last) {
+		done()
+		m.log.Debug("the group's previous owner evaluated this tick; evaluated here from the next", "group", name,
+			"at", tick.UTC(), "evaluated", last.UTC())
+		return ng, nil, false
+	}
 	return ng, done, true
 }
 
 // gain replaces g with a group of fresh rules resumed from their
 // progress, and tells the Handover: the state this process kept of g, if
-// any, is stale. It returns the new group.
-func (m *Manager) gain(ctx context.Context, g *Group) (*Group, error) {
+// any, is stale. It returns the new group and the newest tick the group
+// was evaluated at (zero: not known).
+func (m *Manager) gain(ctx context.Context, g *Group) (ng *Group, last time.Time, err error) {
 	fresh, err := Build([]rulefmt.Group{g.cfg})
 	if err != nil {
-		return nil, fmt.Errorf("building the rules of group %q: %w", g.cfg.Name, err)
+		return nil, time.Time{}, fmt.Errorf("building the rules of group %q: %w", g.cfg.Name, err)
 	}
 	rs := fresh[0].rules
 	n := 0
 	if m.o.Progress != nil {
 		p, err := m.o.Progress.LoadProgress(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("loading the progress of group %q: %w", g.cfg.Name, err)
+			return nil, time.Time{}, fmt.Errorf("loading the progress of group %q: %w", g.cfg.Name, err)
 		}
+		last = p[evaluatedKey(g.cfg.Name)]
 		for _, r := range rs {
 			if rr, ok := r.(resumer); ok {
 				if t, ok := p[ProgressKey(g.cfg.Name, r.Name())]; ok && !t.IsZero() {
@@ -583,10 +674,10 @@ func (m *Manager) gain(ctx context.Context, g *Group) (*Group, error) {
 	}
 	if m.o.Handover != nil {
 		if err := m.o.Handover.Gained(ctx, g.cfg.Name); err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 	}
-	ng := &Group{cfg: g.cfg, offset: g.offset, rules: rs, shard: g.shard}
+	ng = &Group{cfg: g.cfg, offset: g.offset, rules: rs, shard: g.shard}
 	m.mu.Lock()
 	groups := slices.Clone(m.groups) // readers of Groups keep theirs
 	for i, x := range groups {
@@ -597,7 +688,7 @@ func (m *Manager) gain(ctx context.Context, g *Group) (*Group, error) {
 	m.groups = groups
 	m.mu.Unlock()
 	m.log.Info("evaluating the group here: its rules resume from their progress", "group", g.cfg.Name, "rules_resumed", n)
-	return ng, nil
+	return ng, last, nil
 }
 
 // lost forgets the term of g, whose lease another process holds now.
@@ -762,7 +853,13 @@ func (m *Manager) evalGroup(ctx context.Context, g *Group, at time.Time) error {
 		m.progressHeld.Inc()
 		m.log.Debug("the rules' progress is kept back until the alert states are saved", "group", g.cfg.Name, "err", unsaved)
 	}
-	if m.o.Progress != nil && len(progress) > 0 && unsaved == nil {
+	if unsaved != nil {
+		clear(progress)
+	}
+	if m.o.Leases != nil {
+		progress[evaluatedKey(g.cfg.Name)] = at
+	}
+	if m.o.Progress != nil && len(progress) > 0 {
 		if err := m.o.Progress.SaveProgress(ctx, progress); err != nil {
 			m.progressFailures.Inc()
 			m.log.Debug("saving the rules' progress failed; retried after the next evaluation", "group", g.cfg.Name, "err", err)

@@ -39,7 +39,8 @@ type RetainOptions struct {
 }
 
 // Retain keeps only the state of the rules of groups: it deletes the
-// progress of rules the groups no longer have, resolves their restored
+// progress of rules the groups no longer have (and the newest evaluated
+// tick of groups gone), resolves their restored
 // or running alerts at now and sends the resolved events to o.Out. A
 // failure is logged: the state is retained again at the next reload.
 func Retain(ctx context.Context, groups []*Group, now time.Time, o RetainOptions) {
@@ -49,6 +50,7 @@ func Retain(ctx context.Context, groups []*Group, now time.Time, o RetainOptions
 	}
 	have, progress := map[string]bool{}, map[string]bool{}
 	for _, g := range groups {
+		progress[evaluatedKey(g.Name())] = true
 		for _, r := range g.Rules() {
 			have[g.Name()+"\x00"+r.Name()] = true
 			progress[ProgressKey(g.Name(), r.Name())] = true

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,12 +74,12 @@ func TestRetain(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
-	st := &retainer{progress: []string{"latency/ttft", "latency/gone", "old/ttft"},
+	st := &retainer{progress: []string{"latency/ttft", "latency/gone", "old/ttft", "latency/", "old/"},
 		alerts: [][2]string{{"latency", "ttft"}, {"latency", "gone"}, {"old", "ttft"}}, stored: [][2]string{{"left", "r"}}}
 	var out sentBatches
 	Retain(context.Background(), groups, now, RetainOptions{Progress: st, Alerts: st, Out: &out})
-	if len(st.progress) != 1 || st.progress[0] != "latency/ttft" || len(st.alerts) != 1 || st.alerts[0] != [2]string{"latency", "ttft"} {
-		t.Fatalf("kept progress %v and alerts %v, want latency/ttft's only", st.progress, st.alerts)
+	if strings.Join(st.progress, " ") != "latency/ttft latency/" || len(st.alerts) != 1 || st.alerts[0] != [2]string{"latency", "ttft"} {
+		t.Fatalf("kept progress %v and alerts %v, want latency/ttft's and the group latency's evaluated tick only", st.progress, st.alerts)
 	}
 	if len(st.stored) != 1 {
 		t.Fatal("a process that shares no store resolved what another left")

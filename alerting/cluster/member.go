@@ -16,8 +16,6 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/inferwatch/inferwatch/internal/tick"
 )
 
 // Bucket is what a Member needs of a JetStream key-value bucket;
@@ -108,10 +106,14 @@ type Member struct {
 	groups  map[string]string // lease key → group
 	members map[string]memberSeen
 	leases  map[string]*leaseState // by lease key
+	watched map[string]Seen        // each key's newest revision the watch saw, and when, by key
 	terms   uint64
 	joined  bool
 
-	renewals, losses, taken, released, hbFailures *metrics.Counter
+	wake  chan struct{} // a look at the set is due before the next heartbeat
+	taken chan string   // groups whose lease the member took
+
+	renewals, losses, takes, released, hbFailures *metrics.Counter
 }
 
 type memberSeen struct {
@@ -163,11 +165,12 @@ func New(o Options) (*Member, error) {
 		o.Metrics = metrics.NewSet()
 	}
 	m := &Member{o: o, log: o.Logger, renewDeadline: o.TTL - o.Heartbeat, hbKey: memberPrefix + o.Info.Name,
-		groups: map[string]string{}, members: map[string]memberSeen{}, leases: map[string]*leaseState{}}
+		groups: map[string]string{}, members: map[string]memberSeen{}, leases: map[string]*leaseState{}, watched: map[string]Seen{},
+		wake: make(chan struct{}, 1), taken: make(chan string, takenBuffer)}
 	set := o.Metrics
 	m.renewals = set.GetOrCreateCounter("inferwatch_cluster_lease_renewals_total")
 	m.losses = set.GetOrCreateCounter("inferwatch_cluster_lease_losses_total")
-	m.taken = set.GetOrCreateCounter("inferwatch_cluster_leases_taken_total")
+	m.takes = set.GetOrCreateCounter("inferwatch_cluster_leases_taken_total")
 	m.released = set.GetOrCreateCounter("inferwatch_cluster_leases_released_total")
 	m.hbFailures = set.GetOrCreateCounter("inferwatch_cluster_heartbeat_failures_total")
 	set.GetOrCreateGauge("inferwatch_cluster_members", func() float64 {
@@ -256,9 +259,132 @@ func (m *Member) Join(ctx context.Context) error {
 
 // Run renews the heartbeat and the leases every Heartbeat, takes the
 // leases of groups the member should own, and releases those it should
-// not, until ctx is done. Join comes first.
+// not, until ctx is done. Join comes first. Between heartbeats it watches
+// the bucket: it looks at the set again as soon as a lease or a heartbeat
+// is deleted (a member left or handed a group on) and as soon as a key it
+// saw change may have gone stale, TTL after that change, so that a lease
+// is taken over TTL after its owner's last renewal rather than up to two
+// heartbeats later.
 func (m *Member) Run(ctx context.Context) {
-	tick.Every(ctx, m.o.Heartbeat, func(ctx context.Context, _ time.Time) { m.cycle(ctx) })
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watching.Go(func() { m.watch(ctx) })
+	t := time.NewTicker(m.o.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.cycle(ctx)
+		case <-m.wake:
+			m.look(ctx)
+		}
+	}
+}
+
+// takenBuffer is how many takes Taken holds before it drops some.
+const takenBuffer = 256
+
+// Taken delivers the name of each group whose lease the member takes
+// once it has joined (rules.Takeovers), so that the group is evaluated at
+// once. When no one reads them, the newest are dropped.
+func (m *Member) Taken() <-chan string { return m.taken }
+
+// watch follows the changes of the bucket as they happen until ctx is
+// done: it notes each key's revision and when it saw it on this member's
+// clock (what the heartbeat's read then counts the TTL from, which is as
+// safe as that read: a revision is seen only after it was written), and
+// wakes Run on a deletion and once a key it saw has not changed for the
+// TTL. A watch that fails is opened again a heartbeat later.
+func (m *Member) watch(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := m.follow(ctx); err != nil && ctx.Err() == nil {
+			m.log.Debug("watching the members bucket failed; the heartbeats go on, and the watch is opened again", "member", m.o.Info.Name, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(m.o.Heartbeat):
+		}
+	}
+}
+
+// follow is one watch of the bucket, from the changes after it opens.
+func (m *Member) follow(ctx context.Context) error {
+	w, err := m.o.Bucket.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("watching the members bucket: %w", err)
+	}
+	defer w.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	stale := map[string]time.Time{} // keys not yet stale: when they will be, on this member's clock
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("the watch of the members bucket ended")
+			}
+			if e == nil || e.Key() == m.hbKey {
+				continue
+			}
+			now := m.o.Now()
+			m.mu.Lock()
+			if e.Operation() == jetstream.KeyValuePut {
+				m.watched[e.Key()] = Seen{Revision: e.Revision(), Since: now}
+				stale[e.Key()] = now.Add(m.o.TTL)
+			} else {
+				delete(m.watched, e.Key())
+				delete(stale, e.Key())
+			}
+			m.mu.Unlock()
+			if e.Operation() != jetstream.KeyValuePut {
+				m.poke()
+			}
+		case <-timer.C:
+			now := m.o.Now()
+			for k, at := range stale {
+				if !now.Before(at) {
+					delete(stale, k)
+				}
+			}
+			m.poke()
+		}
+		// The timer is set for the key that goes stale first.
+		var first time.Time
+		for _, at := range stale {
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
+		}
+		timer.Stop()
+		if !first.IsZero() {
+			timer.Reset(max(first.Sub(m.o.Now()), 0))
+		}
+	}
+}
+
+// poke asks Run for a look at the set.
+func (m *Member) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// look reads the set and acts on it, between heartbeats.
+func (m *Member) look(ctx context.Context) {
+	entries, err := m.snapshot(ctx)
+	if err != nil {
+		m.log.Debug("reading the set's heartbeats and leases failed; read again at the next heartbeat", "member", m.o.Info.Name, "err", err)
+		return
+	}
+	m.decide(ctx, entries)
 }
 
 // cycle is one heartbeat: announce, look, act.
@@ -324,6 +450,16 @@ func (m *Member) heartbeats() map[string]Seen {
 	return out
 }
 
+// observe is Observe of key at rev, read at now, counted from when the
+// watch saw that revision when it saw it earlier; m.mu is held.
+func (m *Member) observe(key string, prev Seen, rev uint64, now time.Time) Seen {
+	s := Observe(prev, rev, now)
+	if w, ok := m.watched[key]; ok && w.Revision == rev && w.Since.Before(s.Since) {
+		s.Since = w.Since
+	}
+	return s
+}
+
 // step is an action decided on a lease, carried out outside the lock.
 type step struct {
 	key, group string
@@ -341,7 +477,7 @@ func (m *Member) decide(ctx context.Context, entries map[string]jetstream.KeyVal
 		if name, ok := strings.CutPrefix(k, memberPrefix); ok {
 			var in Info
 			json.Unmarshal(e.Value(), &in)
-			members[name] = memberSeen{Seen: Observe(m.members[name].Seen, e.Revision(), now), info: in}
+			members[name] = memberSeen{Seen: m.observe(k, m.members[name].Seen, e.Revision(), now), info: in}
 		}
 	}
 	m.members = members
@@ -377,7 +513,7 @@ func (m *Member) decide(ctx context.Context, entries map[string]jetstream.KeyVal
 		if rev == 0 {
 			st.Seen = Seen{}
 		} else {
-			st.Seen = Observe(st.Seen, rev, now)
+			st.Seen = m.observe(k, st.Seen, rev, now)
 		}
 		_, configured := m.groups[k]
 		want := configured && Owner(st.group, live) == m.o.Info.Name
@@ -452,8 +588,14 @@ func (m *Member) do(ctx context.Context, s step) {
 		m.terms++
 		st.Held, st.Owner, st.rev, st.renewed, st.term = true, m.o.Info.Name, rev, sent, m.terms
 		st.Seen = Seen{Revision: rev, Since: sent}
-		m.taken.Inc()
+		m.takes.Inc()
 		m.log.Info(what+" taken", attr, s.group, "member", m.o.Info.Name, "how", s.act.String())
+		if m.joined && !isRoleKey(s.key) { // what Join takes is evaluated from its next tick, as at any start
+			select {
+			case m.taken <- s.group:
+			default:
+			}
+		}
 	case conflict && s.act == Renew:
 		if st.Held {
 			st.Held = false

@@ -318,3 +318,48 @@ func TestJoinRefusesEmbedded(t *testing.T) {
 		t.Errorf("an embedded member beside its own old heartbeat: %v", err)
 	}
 }
+
+// A member that leaves hands its groups on at once: the others watch the
+// bucket, see its leases and heartbeat deleted and take the groups without
+// waiting for their next heartbeat (an hour here), and tell Taken.
+func TestMembersTakeReleasedLeasesAtOnce(t *testing.T) {
+	kv := bucket(t)
+	groups := groupNames(8)
+	startSlow := func(name string) *running {
+		m, err := cluster.New(cluster.Options{Bucket: kv, Info: cluster.Info{Name: name}, Groups: groups, TTL: 3 * time.Hour, Heartbeat: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Join(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &running{Member: m, cancel: cancel, done: make(chan struct{})}
+		go func() { defer close(r.done); m.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-r.done })
+		return r
+	}
+	// b joins first and takes every group; a joins after, and with no
+	// heartbeat to come, b keeps them until it leaves.
+	b := startSlow("b")
+	a := startSlow("a")
+	got := waitOwners(t, []*running{a, b}, groups, func(o string) bool { return o == "b" })
+	if len(got) != len(groups) {
+		t.Fatalf("b owns %d groups", len(got))
+	}
+	for len(a.Taken()) > 0 {
+		<-a.Taken()
+	}
+	b.stop()
+	b.Leave(context.Background())
+	waitOwners(t, []*running{a, b}, groups, func(o string) bool { return o == "a" })
+	taken := map[string]bool{}
+	for len(a.Taken()) > 0 {
+		taken[<-a.Taken()] = true
+	}
+	for _, g := range groups {
+		if !taken[g] {
+			t.Errorf("a took %s without telling Taken", g)
+		}
+	}
+}

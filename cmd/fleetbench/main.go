@@ -98,10 +98,11 @@ type options struct {
 	scores       bool
 	verbose      bool
 	// the scale-out mode (members.go)
-	members int
-	shards  int
-	shardBy string
-	window  time.Duration
+	members        int
+	shards         int
+	takeoverSignal string
+	shardBy        string
+	window         time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -131,6 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "log each measurement as it is taken")
 	fs.IntVar(&o.members, "members", 0, "instead of the single-process phases, run this many daemons on one configuration and an embedded NATS, measure a window of steady cycles and, with more than one, the takeover of a killed member's shards (0: not)")
 	fs.IntVar(&o.shards, "shards", 0, "with -members, split the group into this many shards (below 2: one group)")
+	fs.StringVar(&o.takeoverSignal, "takeover-signal", "kill", "with -members above 1, how the member with the most shards is stopped: kill (SIGKILL) or term (SIGTERM, its leases released)")
 	fs.StringVar(&o.shardBy, "shard-by", "cluster", "with -shards, the label the series are split by")
 	fs.DurationVar(&o.window, "window", 2*time.Minute, "with -members, the window of steady cycles measured")
 	if err := fs.Parse(args); err != nil {
@@ -168,6 +170,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.members < 0 || o.members > 16 {
 		return o, fmt.Errorf("-members %d: want 0 to 16", o.members)
+	}
+	if o.takeoverSignal != "kill" && o.takeoverSignal != "term" {
+		return o, fmt.Errorf("-takeover-signal %q: want kill or term", o.takeoverSignal)
 	}
 	if o.shards < 0 || o.shards > 256 {
 		return o, fmt.Errorf("-shards %d: want 0 to 256", o.shards)

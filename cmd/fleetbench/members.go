@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,10 +25,11 @@ import (
 // every shard has been evaluated twice it measures a window of
 // -window: each member's CPU time, RSS and series tracked, and the
 // store's CPU time. Then, with more than one member, it kills one
-// (SIGKILL) and measures, for each shard the killed member evaluated, the
-// time from the kill to the end of the shard's first evaluation by
-// another member: the lease's expiry, the takeover and the shard's cold
-// evaluation.
+// (SIGKILL, or stops it with SIGTERM under -takeover-signal term) and
+// measures, for each shard the killed member evaluated, the time from the
+// signal to the end of the shard's first evaluation by another member:
+// the lease's expiry (or release), the takeover and the shard's cold
+// evaluation, and that evaluation's own time.
 
 // memberFigures is what the window measured of one member.
 type memberFigures struct {
@@ -54,17 +56,22 @@ type scaleOutResult struct {
 	PerMem   []memberFigures `json:"members_figures"`
 	StoreCPU float64         `json:"store_cpu_seconds"`
 	// Takeover is, for each shard of the killed member, the seconds from
-	// the kill to the end of its first evaluation by another member.
-	Takeover []float64     `json:"takeover_seconds,omitempty"`
-	Load     [2][3]float64 `json:"loadavg"`
-	Errors   []string      `json:"errors,omitempty"`
+	// the signal to the end of its first evaluation by another member,
+	// and TakeoverEval that evaluation's own seconds, in the same order;
+	// Signal names the signal.
+	Takeover     []float64     `json:"takeover_seconds,omitempty"`
+	TakeoverEval []float64     `json:"takeover_evaluation_seconds,omitempty"`
+	Signal       string        `json:"takeover_signal,omitempty"`
+	Load         [2][3]float64 `json:"loadavg"`
+	Errors       []string      `json:"errors,omitempty"`
 }
 
 // evaluation is one "group evaluated" line of a member's log.
 type evaluation struct {
 	member int
 	group  string
-	at     time.Time // when the bench read it
+	at     time.Time     // when the bench read it
+	took   time.Duration // as the member logged it
 }
 
 // evalLog collects the evaluations of every member.
@@ -80,7 +87,7 @@ func (l *evalLog) drain(member int, d *daemon) {
 			return
 		case ce := <-d.cycles:
 			l.mu.Lock()
-			l.evs = append(l.evs, evaluation{member: member, group: ce.group, at: ce.at})
+			l.evs = append(l.evs, evaluation{member: member, group: ce.group, at: ce.at, took: ce.took})
 			l.mu.Unlock()
 		}
 	}
@@ -253,25 +260,31 @@ func (b *bench) runScaleOut(ctx context.Context, st *store, dir string, c benchC
 			victim = i
 		}
 	}
-	killed := time.Now()
-	if err := ds[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		return fmt.Errorf("killing a member: %w", err)
+	sig := syscall.SIGKILL
+	res.Signal = "SIGKILL"
+	if b.o.takeoverSignal == "term" {
+		sig, res.Signal = syscall.SIGTERM, "SIGTERM"
 	}
-	<-ds[victim].exited
+	killed := time.Now()
+	if err := ds[victim].cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("stopping a member with %s: %w", res.Signal, err)
+	}
 	deadline = killed.Add(onceTimeout)
 	for {
-		first := map[string]time.Time{}
+		first := map[string]evaluation{}
 		for _, e := range log.snapshot() {
-			if e.member != victim && owned[victim][e.group] && e.at.After(killed) && first[e.group].IsZero() {
-				first[e.group] = e.at
+			if _, ok := first[e.group]; !ok && e.member != victim && owned[victim][e.group] && e.at.After(killed) {
+				first[e.group] = e
 			}
 		}
 		if len(first) == len(owned[victim]) {
-			for _, at := range first {
-				res.Takeover = append(res.Takeover, at.Sub(killed).Seconds())
+			firsts := slices.SortedFunc(maps.Values(first), func(x, y evaluation) int { return x.at.Compare(y.at) })
+			for _, e := range firsts {
+				res.Takeover = append(res.Takeover, e.at.Sub(killed).Seconds())
+				res.TakeoverEval = append(res.TakeoverEval, e.took.Seconds())
 			}
-			slices.Sort(res.Takeover)
-			b.log.info("shards taken over", "case", c.String(), "shards", len(first), "seconds", res.Takeover)
+			b.log.info("shards taken over", "case", c.String(), "signal", res.Signal, "shards", len(first),
+				"seconds", res.Takeover, "evaluation_seconds", res.TakeoverEval)
 			return nil
 		}
 		others := slices.Delete(slices.Clone(ds), victim, victim+1)
@@ -385,16 +398,16 @@ func (b *bench) reportScaleOut(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| case | members | shards | window | store CPU per interval | takeover after SIGKILL (each shard of the killed member) | load average before, after |")
+	fmt.Fprintln(w, "| case | members | shards | window | store CPU per interval | takeover after the signal (each shard of the stopped member; its first evaluation's own time) | load average before, after |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, r := range b.scaleOuts {
 		take := "–"
 		if len(r.Takeover) > 0 {
 			var s []string
-			for _, x := range r.Takeover {
-				s = append(s, fmt.Sprintf("%.1f", x))
+			for i, x := range r.Takeover {
+				s = append(s, fmt.Sprintf("%.1f (%.1f)", x, r.TakeoverEval[i]))
 			}
-			take = strings.Join(s, ", ") + " s"
+			take = r.Signal + ": " + strings.Join(s, ", ") + " s"
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %.0f s | %.3f s | %s | %.2f, %.2f |\n", r.Name, r.Members, r.Shards, r.Window,
 			r.StoreCPU/(r.Window/r.Step), take, r.Load[0][0], r.Load[1][0])
