@@ -375,3 +375,37 @@ func TestIncidentsSetPolicy(t *testing.T) {
 		t.Errorf("a gap of a minute: %d incidents, want 2", n)
 	}
 }
+
+// A tracker that gives up the incidents of a set of replicas (Reset)
+// keeps none of them; another that takes them up restores what the first
+// stored, and a second Reset and Restore on the first gives it back the
+// incident the other moved on.
+func TestIncidentsReset(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{m: map[string][]byte{}}
+	first := NewIncidents(IncidentOptions{Store: store})
+	a := fired("a", "m1", "p0", 0, 1)
+	b := Batch{Group: "fleet", At: atMin(2), Alerts: []AlertData{a}}
+	first.Process(ctx, &b)
+	id := first.Open()[0].ID
+	first.Reset()
+	if open := first.Open(); len(open) != 0 {
+		t.Fatalf("after Reset: %d open incidents", len(open))
+	}
+	second := NewIncidents(IncidentOptions{Store: store})
+	if n, err := second.Restore(ctx); n != 1 || err != nil {
+		t.Fatalf("restored %d, %v", n, err)
+	}
+	b = Batch{Group: "fleet", At: atMin(3), Alerts: []AlertData{fired("b", "m1", "p1", 2, 3)}}
+	second.Process(ctx, &b)
+	if len(b.Incidents) != 1 || b.Incidents[0].Status != IncidentUpdated || b.Incidents[0].ID != id {
+		t.Fatalf("the restored incident: %s", incidentStatuses(b.Incidents))
+	}
+	first.Reset()
+	if n, err := first.Restore(ctx); n != 1 || err != nil {
+		t.Fatalf("restored %d, %v", n, err)
+	}
+	if open := first.Open(); len(open) != 1 || open[0].ID != id || len(open[0].Members) != 2 {
+		t.Fatalf("restored again: %+v", open)
+	}
+}

@@ -378,3 +378,14 @@ func (t *Incidents) Open() []IncidentData {
 	}
 	return out
 }
+
+// Reset forgets every incident and what Expect awaits, as a tracker just
+// made: the member of a set of replicas that gives up the incidents role
+// keeps nothing of them, and the one that takes it Restores them from the
+// Store.
+func (t *Incidents) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open, t.recent, t.groups = map[string]*Incident{}, map[string]*Incident{}, map[string]int{}
+	t.waiting, t.held, t.heldSince = nil, nil, time.Time{}
+}

@@ -21,6 +21,12 @@ type SchedulerOptions struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Claim, when set, is asked before each report is made, with the end
+	// of its period: only a report it grants (true) is made. The replicas
+	// of a set claim each report of a time in their shared bucket, so that
+	// one of them makes it. A report whose claim fails is not made (the
+	// error is logged).
+	Claim func(ctx context.Context, report string, periodEnd time.Time) (bool, error)
 }
 
 // Scheduler makes reports on their cron schedules (robfig/cron): a report
@@ -81,6 +87,19 @@ func (j job) Run() {
 	if last, ok, err := LastEnd(j.spec.OutputDir, j.spec.Name); err == nil && ok && !last.Before(due) {
 		j.s.o.Logger.Debug("report already made", "report", j.spec.Name, "period_end", due)
 		return
+	}
+	if j.s.o.Claim != nil {
+		ok, err := j.s.o.Claim(j.ctx, j.spec.Name, due)
+		if err != nil {
+			j.s.o.Logger.Error("claiming a report among the replicas failed; this replica does not make it", "report", j.spec.Name,
+				"period_end", due, "err", err)
+			return
+		}
+		if !ok {
+			j.s.o.Logger.Info("another replica makes this report", "report", j.spec.Name, "period_end", due)
+			return
+		}
+		j.s.o.Logger.Info("this replica makes the report", "report", j.spec.Name, "period_end", due)
 	}
 	if _, err := j.s.o.Reporter.Make(j.ctx, j.spec, now); err != nil {
 		if j.ctx.Err() != nil {

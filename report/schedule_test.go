@@ -206,3 +206,64 @@ func TestAnnounce(t *testing.T) {
 		t.Errorf("no %s event for 25 Nov among %d", report.EventType, len(evs))
 	}
 }
+
+// TestSchedulerClaims: two replicas, each with its own output directory,
+// fall behind on the same report and catch up at start; the claim they
+// share grants its period end to one of them, which alone makes it.
+func TestSchedulerClaims(t *testing.T) {
+	setup(t)
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	claim := func(_ context.Context, name string, end time.Time) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := name + "@" + end.Format(time.RFC3339)
+		claimed[k]++
+		return claimed[k] == 1, nil
+	}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, dir := range dirs {
+		cfg := loadConfig(t, dir)
+		sp := spec(t, cfg, "daily")
+		sp.Formats = []string{"json"}
+		if err := report.SaveState(dir, "daily", day(22)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := report.NewScheduler(report.SchedulerOptions{Reporter: reporter(t, cfg, false), Specs: []report.Spec{sp}, Logger: log,
+			Now: func() time.Time { return day(24).Add(5 * time.Minute) }, Claim: claim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { s.Run(ctx) })
+	}
+	waitFor(t, "both claims", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return claimed["daily@"+day(24).Format(time.RFC3339)] == 2
+	})
+	waitFor(t, "one report", func() bool {
+		for _, dir := range dirs {
+			if end, ok, _ := report.LastEnd(dir, "daily"); ok && end.Equal(day(24)) {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	wg.Wait()
+	var files []string
+	for _, dir := range dirs {
+		f, _ := filepath.Glob(filepath.Join(dir, "daily-*.json"))
+		files = append(files, f...)
+	}
+	if len(files) != 1 || filepath.Base(files[0]) != "daily-2026-11-24T0000+0000.json" {
+		t.Errorf("files %q, want one report of 24 Nov", files)
+	}
+	if !strings.Contains(logs.String(), "another replica makes this report") {
+		t.Errorf("the refused claim is not logged:\n%s", logs.String())
+	}
+}

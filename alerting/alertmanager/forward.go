@@ -113,6 +113,18 @@ func (f *Forwarder) SeedIncidents(open []alerting.IncidentData) {
 	f.lastSend = time.Time{}
 }
 
+// ForgetIncidents stops re-sending the open incidents: another process
+// of the set makes them now and sends them.
+func (f *Forwarder) ForgetIncidents() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.firing {
+		if strings.HasPrefix(k, incidentPrefix) {
+			delete(f.firing, k)
+		}
+	}
+}
+
 // Send takes the alert events of one evaluation; it never waits on an
 // Alertmanager.
 func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
@@ -182,7 +194,10 @@ func (f *Forwarder) Send(_ context.Context, b alerting.Batch) error {
 
 func key(d alerting.AlertData) string { return d.Group + "\x00" + d.Rule + "\x00" + d.Series }
 
-func incidentKey(d alerting.IncidentData) string { return "incident\x00" + d.ID }
+// incidentKey starts with the separator, which no group name does.
+func incidentKey(d alerting.IncidentData) string { return incidentPrefix + d.ID }
+
+const incidentPrefix = "\x00incident\x00"
 
 // IncidentAlertName is the alertname of an incident's alert.
 const IncidentAlertName = "InferwatchIncident"

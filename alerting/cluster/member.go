@@ -44,6 +44,9 @@ type Options struct {
 	// Groups are the names of the groups to lease (SetGroups changes
 	// them). A member with none only announces itself.
 	Groups []string
+	// Roles are the roles the member may hold (role.go): each is held by
+	// one live member of those that name it.
+	Roles []string
 	// TTL is how long a heartbeat or a lease lives without being
 	// renewed (default DefaultTTL); Heartbeat how often the member
 	// renews its heartbeat and its leases and looks at the others'
@@ -138,6 +141,11 @@ func New(o Options) (*Member, error) {
 	}) {
 		return nil, fmt.Errorf("cluster: member name %q: want letters, digits, '-' and '_'", o.Info.Name)
 	}
+	for _, r := range o.Roles {
+		if !validRole(r) {
+			return nil, fmt.Errorf("cluster: role name %q: want letters, digits, '-' and '_'", r)
+		}
+	}
 	if o.TTL <= 0 {
 		o.TTL = DefaultTTL
 	}
@@ -174,13 +182,14 @@ func New(o Options) (*Member, error) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		n := 0
-		for _, st := range m.leases {
-			if st.Held {
+		for k, st := range m.leases {
+			if st.Held && !isRoleKey(k) {
 				n++
 			}
 		}
 		return float64(n)
 	})
+	m.registerRoles()
 	m.setGroups(o.Groups)
 	return m, nil
 }
@@ -200,6 +209,9 @@ func (m *Member) setGroups(groups []string) {
 	m.groups = map[string]string{}
 	for _, g := range groups {
 		m.groups[LeaseKey(g)] = g
+	}
+	for _, r := range m.o.Roles {
+		m.groups[RoleKey(r)] = r
 	}
 }
 
@@ -494,7 +506,8 @@ func (m *Member) decide(ctx context.Context, entries map[string]jetstream.KeyVal
 			// (a pause, a partition) for the TTL.
 			st.Held = false
 			m.losses.Inc()
-			m.log.Info("group lease lost to another member", "group", st.group, "member", m.o.Info.Name, "owner", owner)
+			what, attr := leaseWhat(k)
+			m.log.Info(what+" lost to another member", attr, st.group, "member", m.o.Info.Name, "owner", owner)
 		}
 		st.Owner = owner
 		if rev == 0 {
@@ -549,13 +562,14 @@ func (m *Member) do(ctx context.Context, s step) {
 		return
 	}
 	conflict := errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+	what, attr := leaseWhat(s.key)
 	switch {
 	case s.act == Release:
 		if err != nil && !conflict {
-			m.log.Warn("releasing a group lease failed; it expires on its own", "group", s.group, "member", m.o.Info.Name, "err", err)
+			m.log.Warn("releasing a "+what+" failed; it expires on its own", attr, s.group, "member", m.o.Info.Name, "err", err)
 		}
 		m.released.Inc()
-		m.log.Info("group lease released", "group", s.group, "member", m.o.Info.Name)
+		m.log.Info(what+" released", attr, s.group, "member", m.o.Info.Name)
 		if _, ok := m.groups[s.key]; !ok {
 			delete(m.leases, s.key)
 		}
@@ -575,8 +589,8 @@ func (m *Member) do(ctx context.Context, s step) {
 		st.Held, st.Owner, st.rev, st.renewed, st.term = true, m.o.Info.Name, rev, sent, m.terms
 		st.Seen = Seen{Revision: rev, Since: sent}
 		m.takes.Inc()
-		m.log.Info("group lease taken", "group", s.group, "member", m.o.Info.Name, "how", s.act.String())
-		if m.joined { // what Join takes is evaluated from its next tick, as at any start
+		m.log.Info(what+" taken", attr, s.group, "member", m.o.Info.Name, "how", s.act.String())
+		if m.joined && !isRoleKey(s.key) { // what Join takes is evaluated from its next tick, as at any start
 			select {
 			case m.taken <- s.group:
 			default:
@@ -586,12 +600,12 @@ func (m *Member) do(ctx context.Context, s step) {
 		if st.Held {
 			st.Held = false
 			m.losses.Inc()
-			m.log.Info("group lease lost to another member", "group", s.group, "member", m.o.Info.Name)
+			m.log.Info(what+" lost to another member", attr, s.group, "member", m.o.Info.Name)
 		}
 	case conflict:
-		m.log.Debug("another member took the group lease first", "group", s.group, "member", m.o.Info.Name)
+		m.log.Debug("another member took the "+what+" first", attr, s.group, "member", m.o.Info.Name)
 	default:
-		m.log.Warn("writing a group lease failed; tried again at the next heartbeat", "group", s.group, "member", m.o.Info.Name,
+		m.log.Warn("writing a "+what+" failed; tried again at the next heartbeat", attr, s.group, "member", m.o.Info.Name,
 			"action", s.act.String(), "err", err)
 	}
 }
@@ -647,6 +661,8 @@ func (m *Member) Leave(ctx context.Context) {
 type View struct {
 	Members []ViewMember
 	Leases  []ViewLease
+	// Roles are the roles' leases (role.go), Group naming the role.
+	Roles []ViewLease
 }
 
 // ViewMember is a member's heartbeat; Age is how long ago the server
@@ -682,9 +698,15 @@ func Read(ctx context.Context, b Bucket, now time.Time) (View, error) {
 			if json.Unmarshal(e.Value(), &l) == nil {
 				v.Leases = append(v.Leases, ViewLease{Group: l.Group, Owner: l.Owner, Age: now.Sub(e.Created())})
 			}
+		case isRoleKey(k):
+			var l leaseValue
+			if json.Unmarshal(e.Value(), &l) == nil {
+				v.Roles = append(v.Roles, ViewLease{Group: l.Group, Owner: l.Owner, Age: now.Sub(e.Created())})
+			}
 		}
 	}
 	slices.SortFunc(v.Members, func(a, b ViewMember) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(v.Leases, func(a, b ViewLease) int { return strings.Compare(a.Group, b.Group) })
+	slices.SortFunc(v.Roles, func(a, b ViewLease) int { return strings.Compare(a.Group, b.Group) })
 	return v, nil
 }

@@ -37,6 +37,7 @@ func joinSet(ctx context.Context, cfg *rulefmt.Config, js *natsjs.JetStream, out
 	}
 	if !embedded {
 		o.Groups = groupNames(groups)
+		o.Roles = []string{roleIncidents}
 	}
 	return cluster.Start(ctx, cluster.StartOptions{Member: o, Wait: wait, BucketName: natsjs.DefaultMembersBucket(cfg.NATS.Stream),
 		OpenBucket: func(ctx context.Context) (cluster.Bucket, error) { return js.MembersBucket(ctx, 4*o.TTL) }})
@@ -140,6 +141,13 @@ func members(ctx context.Context, t tailTarget, wait time.Duration, stdout io.Wr
 	fmt.Fprintln(tw, "GROUP\tOWNER\tRENEWED")
 	for _, l := range v.Leases {
 		fmt.Fprintf(tw, "%s\t%s\t%s ago\n", l.Group, l.Owner, l.Age.Round(time.Second))
+	}
+	if len(v.Roles) > 0 {
+		fmt.Fprintln(tw, "")
+		fmt.Fprintln(tw, "ROLE\tHOLDER\tRENEWED")
+		for _, l := range v.Roles {
+			fmt.Fprintf(tw, "%s\t%s\t%s ago\n", l.Group, l.Owner, l.Age.Round(time.Second))
+		}
 	}
 	return tw.Flush()
 }

@@ -43,6 +43,7 @@ groups:
 	}
 	var out, errb bytes.Buffer
 	owner := regexp.MustCompile(`(?m)^(latency|dcgm)\s+(\S+)\s+\d+s ago$`)
+	role := regexp.MustCompile(`(?m)^(incidents)\s+(\S+)\s+\d+s ago$`)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		out.Reset()
@@ -50,16 +51,16 @@ groups:
 		if code := runMain(context.Background(), []string{"members", "--config", file}, &out, &errb); code != 0 {
 			t.Fatalf("inferwatch members: exit %d: %s", code, errb.String())
 		}
-		if len(owner.FindAllString(out.String(), -1)) == 2 && strings.Count(out.String(), "ago") == 4 {
+		if len(owner.FindAllString(out.String(), -1)) == 2 && role.MatchString(out.String()) && strings.Count(out.String(), "ago") == 5 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("inferwatch members does not show two members and an owner per group:\n%s", out.String())
+			t.Fatalf("inferwatch members does not show two members, an owner per group and the incidents role's holder:\n%s", out.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("inferwatch members:\n%s", out.String())
-	for _, m := range owner.FindAllStringSubmatch(out.String(), -1) {
+	for _, m := range append(owner.FindAllStringSubmatch(out.String(), -1), role.FindAllStringSubmatch(out.String(), -1)...) {
 		if !strings.Contains(out.String(), "\n"+m[2]+" ") && !strings.HasPrefix(out.String(), m[2]) {
 			t.Errorf("group %s's owner %s is not among the members:\n%s", m[1], m[2], out.String())
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -164,6 +165,19 @@ func newStoreClient(cfg *rulefmt.Config, set *metrics.Set, logger *slog.Logger) 
 		MaxResponsePoints: cfg.Source.MaxResponsePoints, Metrics: set, Logger: logger})
 }
 
+// reportClaim grants each report of a period end to the first replica of
+// the set to claim it in the state bucket, naming member in the claim.
+func reportClaim(kv *natsjs.KV, member string) func(context.Context, string, time.Time) (bool, error) {
+	return func(ctx context.Context, name string, end time.Time) (bool, error) {
+		v, _ := json.Marshal(struct {
+			Report    string    `json:"report"`
+			PeriodEnd time.Time `json:"period_end"`
+			Member    string    `json:"member"`
+		}{name, end.UTC(), member})
+		return kv.Claim(ctx, "report\x00"+name+"\x00"+end.UTC().Format(time.RFC3339), v)
+	}
+}
+
 // natsTLS is the TLS configuration of nats.tls (nil: none).
 func natsTLS(cfg *rulefmt.Config) (*tls.Config, error) {
 	if cfg.NATS.TLS == nil {
@@ -181,8 +195,10 @@ func natsTLS(cfg *rulefmt.Config) (*tls.Config, error) {
 // (with nats' credentials and TLS, as the daemon connects) and announcing
 // each report through pub. The returned function waits for the
 // scheduler to stop (after ctx is cancelled) and closes its connection.
+// claim, when not nil, grants each report of a time to one replica of the
+// set (report.SchedulerOptions.Claim).
 func startReports(ctx context.Context, cfg *rulefmt.Config, natsURL string, q report.Querier, pub report.EventPublisher,
-	logger *slog.Logger, set *metrics.Set) (func(), error) {
+	claim func(context.Context, string, time.Time) (bool, error), logger *slog.Logger, set *metrics.Set) (func(), error) {
 	specs := report.Specs(cfg)
 	if len(specs) == 0 {
 		return func() {}, nil
@@ -202,7 +218,7 @@ func startReports(ctx context.Context, cfg *rulefmt.Config, natsURL string, q re
 		rd.Close()
 		return nil, err
 	}
-	sched, err := report.NewScheduler(report.SchedulerOptions{Reporter: r, Specs: specs, Logger: logger})
+	sched, err := report.NewScheduler(report.SchedulerOptions{Reporter: r, Specs: specs, Claim: claim, Logger: logger})
 	if err != nil {
 		rd.Close()
 		return nil, err

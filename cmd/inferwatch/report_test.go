@@ -155,7 +155,7 @@ func TestStartReports(t *testing.T) {
 	}
 	defer js.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	stop, err := startReports(ctx, cfg, srv.ClientURL(), client, js, logger, set)
+	stop, err := startReports(ctx, cfg, srv.ClientURL(), client, js, nil, logger, set)
 	if err != nil {
 		t.Fatal(err)
 	}

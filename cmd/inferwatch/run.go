@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -376,6 +377,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	// Replicas on an external NATS share the groups: each restores the
 	// alerts of a group when it takes the group's lease.
 	var member *cluster.Member
+	var fwd *alertmanager.Forwarder
 	if !f.once {
 		m, leave, err := joinSet(ctx, cfg, js, outboxDir, groups, f.connectWait, logger, set)
 		if err != nil {
@@ -394,12 +396,25 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		}
 	}
 	incidents, levels := newIncidents(cfg, kv.Incidents(), logger, set)
-	if _, err := incidents.Restore(ctx); err != nil {
-		logger.Error("incidents could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
-	}
 	sink := &alerting.Pipeline{Lifecycle: life, Levels: levels, Incidents: incidents, Receivers: append(receivers, pub)}
 	// The alerts of removed rules resolve through the incidents too.
 	retained := &alerting.Pipeline{Incidents: incidents, Receivers: []alerting.Receiver{pub}}
+	var feed *natsjs.Feed
+	if member == nil {
+		if _, err := incidents.Restore(ctx); err != nil {
+			logger.Error("incidents could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
+		}
+	} else {
+		// One member of the set, the holder of the incidents role, makes
+		// the incidents of every member's batches (incidentHolder).
+		feed, err = js.Feed(ctx, natsjs.FeedOptions{Name: roleIncidents, MaxAge: incidentFeedMaxAge, AckWait: cfg.NATS.LeaseTTL})
+		if err != nil {
+			return err
+		}
+		fs := newFeedSender(feed, logger, set)
+		sink = &alerting.Pipeline{Lifecycle: life, Receivers: append(receivers, pub, fs)}
+		retained = &alerting.Pipeline{Receivers: []alerting.Receiver{pub, fs}}
+	}
 	hand := &alerting.Handover{Lifecycle: life, Logger: logger}
 	if exported != nil {
 		hand.Forget = append(hand.Forget, exported)
@@ -417,7 +432,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 				logger.Warn("stopping: alerts left unsent to Alertmanager", "left", left, "err", err)
 			}
 		}()
-		fwd, err := alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: notifier, ResendDelay: am.ResendDelay, ExternalURL: am.ExternalURL,
+		fwd, err = alertmanager.NewForwarder(alertmanager.ForwarderOptions{Notifier: notifier, ResendDelay: am.ResendDelay, ExternalURL: am.ExternalURL,
 			Alerts: am.SendAlerts, Incidents: am.SendIncidents})
 		if err != nil {
 			return fmt.Errorf("%s: alertmanager: %w", cfg.File, err)
@@ -453,6 +468,23 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		return err
 	}
 	expectFirstBatches(incidents, manager.Groups())
+	stopHolder := func() {}
+	if member != nil {
+		h := &incidentHolder{member: member, feed: feed, incidents: incidents, levels: levels, out: []alerting.Receiver{pub},
+			groups: manager.Groups, poll: min(time.Second, cfg.NATS.Heartbeat), logger: logger}
+		if fwd != nil {
+			h.fwd = fwd
+			h.out = append(h.out, fwd)
+		}
+		hctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			h.run(hctx)
+		}()
+		stopHolder = sync.OnceFunc(func() { cancel(); <-done })
+		defer stopHolder()
+	}
 	if _, err := manager.Resume(ctx); err != nil {
 		logger.Error("the rules' progress could not be restored; they start afresh", "bucket", cfg.NATS.StateBucket, "err", err)
 	}
@@ -482,7 +514,11 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 
 	// Reports on their schedules, until ctx is cancelled; the report in
 	// flight is cancelled and waited for before NATS is drained.
-	stopReports, err := startReports(ctx, cfg, natsURL, client, js, logger, set)
+	var claim func(context.Context, string, time.Time) (bool, error)
+	if member != nil {
+		claim = reportClaim(kv, member.Name())
+	}
+	stopReports, err := startReports(ctx, cfg, natsURL, client, js, claim, logger, set)
 	if err != nil {
 		return err
 	}
@@ -500,6 +536,7 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		select {
 		case <-done:
 			logger.Info("stopping: the evaluations in flight have finished")
+			stopHolder()
 			stopMember()
 			closePublisher()
 			return nil
@@ -556,6 +593,10 @@ func defaultOutboxDir(n rulefmt.NATS, natsURL string) string {
 	}
 	return outbox.StateDir(n.Stream, redact(natsURL))
 }
+
+// incidentFeedMaxAge is how long the members' batches wait on the
+// incidents' feed for a holder of the incidents role.
+const incidentFeedMaxAge = 24 * time.Hour
 
 // maxRestoredAlerts bounds the alert states restored at start-up.
 const maxRestoredAlerts = 1_000_000

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferwatch/inferwatch/alerting/cluster"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/rules"
@@ -71,12 +72,13 @@ groups:
 		pid  int
 		stop func()
 	}
-	start := func(name string) *member {
+	start := func(name, outbox string) *member {
 		log, pid, stop := daemon(t, bin, "run", "--config", file, "--web.listen-address", "127.0.0.1:0",
-			"--outbox.dir", t.TempDir(), "--log.level", "debug")
+			"--outbox.dir", outbox, "--log.level", "debug")
 		return &member{name: name, log: log, pid: pid, stop: stop}
 	}
-	members := []*member{start("a"), start("b"), start("c")}
+	outboxes := spreadOutboxes(t, "fleet", shards)
+	members := []*member{start("a", outboxes[0]), start("b", outboxes[1]), start("c", outboxes[2])}
 	for _, m := range members {
 		waitFor(t, m.name+" starts", func() bool { return strings.Contains(m.log.String(), `msg="inferwatch started"`) }, m.log.String)
 	}
@@ -178,12 +180,38 @@ groups:
 	if !slices.Equal(units, wantUnits) {
 		t.Errorf("evaluated %q, want the shards %q", units, wantUnits)
 	}
-	// Eight shards all on one of three members: 3·(1/3)⁸, one run in
-	// 2,187.
+	// The outboxes are such that the shards weigh most for more than
+	// one of the three.
 	if len(before) < 2 {
 		t.Errorf("only %v evaluated shards before the kill", before)
 	}
 	if t.Failed() {
 		t.Log(logs())
+	}
+}
+
+// spreadOutboxes picks the outbox directories of three replicas such that
+// the shards of group weigh most for more than one of them: a replica's
+// name, and so what it owns, follows from its host and its outbox, and
+// with names drawn at random all the shards fall on one replica once in
+// 3^(shards-1) runs.
+func spreadOutboxes(t *testing.T, group string, shards int) [3]string {
+	t.Helper()
+	host, _ := os.Hostname()
+	base := t.TempDir()
+	var dirs [3]string
+	for i := 0; ; i++ {
+		var names []string
+		for j := range dirs {
+			dirs[j] = filepath.Join(base, fmt.Sprintf("outbox-%d-%d", j, i))
+			names = append(names, cluster.MemberName(host, dirs[j]))
+		}
+		owners := map[string]bool{}
+		for s := range shards {
+			owners[cluster.Owner(rules.UnitName(group, s, shards), names)] = true
+		}
+		if len(owners) > 1 {
+			return dirs
+		}
 	}
 }

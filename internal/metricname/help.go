@@ -18,11 +18,12 @@ var help = map[string]string{
 	// alerting/cluster: the replicas sharing a configuration.
 	"inferwatch_cluster_members":                  "Live members of the set of replicas this one sees, itself included.",
 	"inferwatch_cluster_groups_owned":             "Groups whose lease this replica holds: the groups it evaluates.",
-	"inferwatch_cluster_lease_renewals_total":     "Renewals of a group lease this replica holds.",
-	"inferwatch_cluster_lease_losses_total":       "Group leases another replica took from this one after it had stopped renewing them (a pause, a partition).",
-	"inferwatch_cluster_leases_taken_total":       "Group leases this replica took: free ones, and those of replicas that stopped renewing them.",
-	"inferwatch_cluster_leases_released_total":    "Group leases this replica released: to the replica that should own them, or at shutdown.",
+	"inferwatch_cluster_lease_renewals_total":     "Renewals of a lease (a group's or a role's) this replica holds.",
+	"inferwatch_cluster_lease_losses_total":       "Leases (of groups and roles) another replica took from this one after it had stopped renewing them (a pause, a partition).",
+	"inferwatch_cluster_leases_taken_total":       "Leases (of groups and roles) this replica took: free ones, and those of replicas that stopped renewing them.",
+	"inferwatch_cluster_leases_released_total":    "Leases (of groups and roles) this replica released: to the replica that should own them, or at shutdown.",
 	"inferwatch_cluster_heartbeat_failures_total": "Failed writes of this replica's heartbeat.",
+	"inferwatch_cluster_role_held":                "1 while this replica holds the role (incidents: it makes the incidents of the set), else 0.",
 
 	// rules: the manager and its groups.
 	"inferwatch_group_evaluations_total":              "Evaluations of a rule group.",
@@ -57,8 +58,9 @@ var help = map[string]string{
 	"inferwatch_incident_events_total":              "Incident events, by status: opened, updated, resolved.",
 	"inferwatch_incident_alerts_dropped_total":      "Alerts left out of incidents, by reason: max_open (the group's open incidents at the cap), max_members (the incident's members at the cap).",
 	"inferwatch_incident_state_save_failures_total": "Failed saves of an open incident to the state bucket.",
-	"inferwatch_incidents_restored_total":           "Open incidents restored from the state bucket at start.",
+	"inferwatch_incidents_restored_total":           "Open incidents restored from the state bucket: at start, or on a set of replicas when this one takes the incidents role.",
 	"inferwatch_incidents_open":                     "Incidents open now.",
+	"inferwatch_incident_feed_dropped_total":        "Batches a replica dropped instead of handing them to the replica that makes the incidents of the set: too many waited for NATS, or one could not be encoded.",
 	"inferwatch_findings_pending":                   "Findings and alert events waiting for NATS.",
 	"inferwatch_findings_dropped_total":             "Findings dropped, by reason: rejected for good by the output, or overflow of the pending queue.",
 	"inferwatch_events_dropped_total":               "Forecasts and scale signals not published, superseded by the next evaluation's, by kind.",
