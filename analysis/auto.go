@@ -197,9 +197,10 @@ type AutoConfig struct {
 // times the normal's for the tails and 3 for s_eff at ten samples of any
 // noise, falling to 1 as samples of normal noise come, and staying at
 // about 2 on noise as heavy as t₃ until the bins hold the P tail, when U
-// and L are read without carrying. (Under a power-law tail the ratio of
-// quantiles already allows for how far the extreme of n samples falls
-// short of the tail, so the tails are not widened by youngWidth too.) On
+// and L are read without carrying. The tails' spreads are widened by the
+// larger of heavyTail and youngWidth, not by both: under a power-law tail
+// the ratio of quantiles already allows for how far the extreme of n
+// samples falls short of the tail, and youngWidth for the normal's. On
 // a burst of new series, a young series of normal noise, counts or a
 // Laplace tail then alarms on a smaller share of its samples than an old
 // one, and of t₃ or lognormal noise on at most 1.5 times as large a
@@ -640,18 +641,18 @@ func (a *Auto) observe(t int64, v float64) Result {
 }
 
 // spreads returns the band's spreads above and below the median m, with
-// U = u and L = l read as the normal quantile z: the robust spread, or
-// the tails' when wider, both widened by the young series' width and
-// the tails stretched by how heavy they may be. A tail the extremes
-// cannot give (NaN: no bins yet, or values past float32 in them) leaves
-// the robust spread.
+// U = u and L = l read as the normal quantile z: the robust spread,
+// widened by youngWidth and stretched by how heavy the tail may be, or
+// the tails', widened by the larger of the two, when wider. A tail the
+// extremes cannot give (NaN: no bins yet, or values past float32 in
+// them) leaves the robust spread.
 func (a *Auto) spreads(m, u, l, z float64) (hi, lo float64) {
 	s := robustSpread(max(a.width*a.heavySd*a.sd, a.res.step()), m, a.floor)
 	hi, lo = s, s
-	if x := a.heavy * (u - m) / z; x > s {
+	if x := max(a.heavy, a.width) * (u - m) / z; x > s {
 		hi = x
 	}
-	if x := a.heavy * (m - l) / z; x > s {
+	if x := max(a.heavy, a.width) * (m - l) / z; x > s {
 		lo = x
 	}
 	return hi, lo
