@@ -23,7 +23,7 @@ var tailWeights = [...]float64{math.Inf(1), 10, 5, 10.0 / 3, 2.5, 2}
 // depends on how heavy it is, which few samples hardly say: under
 // Student's t with ν degrees of freedom the ratio from q to α is
 // t_ν(1 − α)/t_ν(1 − q), from one bin (q = 1/6) to P/3 = 0.003 2.84 for
-// the normal, 5.4 for ν = 3 and 10.2 for ν = 2.
+// the normal, 6.1 for ν = 3 and 10.2 for ν = 2.
 //
 // heavyTail weighs the tail weights of tailWeights by how well each
 // explains the samples vals(from) … vals(to−1) (those inside the band: a
