@@ -203,8 +203,8 @@ type AutoConfig struct {
 // samples falls short of the tail, and youngWidth for the normal's. On
 // a burst of new series, a young series of normal noise, counts or a
 // Laplace tail then alarms on a smaller share of its samples than an old
-// one, and of t₃ or lognormal noise on at most 1.5 times as large a
-// share, against three to five times without the stretch
+// one, and of t₃ or lognormal noise on at most 1.7 times as large a
+// share, against three to nine times without the stretch
 // (TestAutoYoungBurst).
 //
 // s_eff is also floored by the series' resolution δ (the smallest non-zero
