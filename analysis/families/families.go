@@ -207,10 +207,12 @@ const (
 	Gaussian    = "gaussian"    // 100 + 5·N(0, 1)
 	HeavyTailed = "heavytailed" // 100 + 5·t₃: Student's t with 3 degrees of freedom
 	Counts      = "counts"      // a Poisson count of mean 4: integers, many ties
+	Laplace     = "laplace"     // 100 + 5·L: Laplace (double exponential) of standard deviation 1
+	LogNormal   = "lognormal"   // 100 + 5·e^N(0, 1): skewed, a long tail above
 )
 
 // NoiseShapes are the shapes NoiseSource draws, in a fixed order.
-var NoiseShapes = []string{Gaussian, HeavyTailed, Counts}
+var NoiseShapes = []string{Gaussian, HeavyTailed, Counts, Laplace, LogNormal}
 
 // NoiseSource returns a draw of plain noise of the given shape from rng,
 // one sample a call; it panics on an unknown shape.
@@ -240,6 +242,16 @@ func NoiseSource(shape string, rng *rand.Rand) func() float64 {
 				k++
 			}
 		}
+	case Laplace:
+		return func() float64 {
+			x := rng.ExpFloat64() / math.Sqrt2
+			if rng.IntN(2) == 0 {
+				x = -x
+			}
+			return 100 + 5*x
+		}
+	case LogNormal:
+		return func() float64 { return 100 + 5*math.Exp(rng.NormFloat64()) }
 	}
 	panic(fmt.Sprintf("families.NoiseSource: unknown shape %q", shape))
 }
