@@ -506,3 +506,28 @@ func resize(s []float64, n int) []float64 {
 	}
 	return s[:n]
 }
+
+// Observed appends to dst the samples the forecaster holds at the times in
+// [from, to] (unix ms), oldest first, NaN for a gap, and returns it. The
+// samples are one a step and end at the newest held in the range; those
+// before the oldest held are not appended.
+func (f *Forecaster) Observed(dst []float64, from, to int64) []float64 {
+	if len(f.hist) == 0 {
+		return dst
+	}
+	stepMs := f.opts.Step.Milliseconds()
+	newest := f.t0 + f.last*stepMs
+	oldest := newest - int64(len(f.hist)-1)*stepMs
+	lo := max(0, (from-oldest+stepMs-1)/stepMs)
+	if from < oldest {
+		lo = 0
+	}
+	if to < oldest {
+		return dst
+	}
+	hi := min(int64(len(f.hist)-1), (to-oldest)/stepMs)
+	for i := lo; i <= hi; i++ {
+		dst = append(dst, f.sampleAt(int(i)))
+	}
+	return dst
+}

@@ -8,7 +8,8 @@ import (
 )
 
 // TestObservedPeak checks the highest sample a forecaster and a sum hold
-// over a range against a scan of the samples fed, with gaps (NaN and
+// over a range, and the samples themselves, against a scan of the samples
+// fed, with gaps (NaN and
 // skipped steps), past the compaction of the history, and with ranges off
 // the step grid and beyond what is held.
 func TestObservedPeak(t *testing.T) {
@@ -103,6 +104,52 @@ func TestObservedPeak(t *testing.T) {
 			v, at, ok = sum.ObservedPeak(from, to)
 			if v != wantV || at != wantAt || ok != wantOK {
 				t.Fatalf("after sample %d, [%d, %d] min: sum %g at %d (%v); want %g at %d (%v)", i, (from-t0)/stepMs, (to-t0)/stepMs, v, at, ok, wantV, wantAt, wantOK)
+			}
+			// Observed: every held sample in [from, to], oldest first,
+			// NaN for a gap; for a sum, from the oldest a part holds.
+			var wantF, wantS []float64
+			oldest := i
+			for p := range parts {
+				oldest = min(oldest, held(sum.parts[p]))
+			}
+			for j := 0; j <= i; j++ {
+				tj := t0 + int64(j)*stepMs
+				if tj < from || tj > to {
+					continue
+				}
+				if j >= held(f) {
+					wantF = append(wantF, parts[0][j])
+				}
+				if j < oldest {
+					continue
+				}
+				s, any := 0.0, false
+				for p := range parts {
+					if j >= held(sum.parts[p]) && !math.IsNaN(parts[p][j]) {
+						s, any = s+parts[p][j], true
+					}
+				}
+				if !any {
+					s = math.NaN()
+				}
+				wantS = append(wantS, s)
+			}
+			same := func(a, b []float64) bool {
+				if len(a) != len(b) {
+					return false
+				}
+				for k := range a {
+					if a[k] != b[k] && !(math.IsNaN(a[k]) && math.IsNaN(b[k])) {
+						return false
+					}
+				}
+				return true
+			}
+			if got := f.Observed(nil, from, to); !same(got, wantF) {
+				t.Fatalf("after sample %d, [%d, %d] min: forecaster observed %v; want %v", i, (from-t0)/stepMs, (to-t0)/stepMs, got, wantF)
+			}
+			if got := sum.Observed(nil, from, to); !same(got, wantS) {
+				t.Fatalf("after sample %d, [%d, %d] min: sum observed %v; want %v", i, (from-t0)/stepMs, (to-t0)/stepMs, got, wantS)
 			}
 		}
 	}

@@ -76,6 +76,10 @@ type ScaleInputs struct {
 	// unknown; not used without a Hold).
 	HeldPeak float64
 	HeldAt   time.Time
+	// BurstLoad is the load the target's own past moves say to be ready
+	// for (the function BurstLoad), in requests per second: the forecast
+	// tier asks for at least what it needs (NaN or ≤ 0: none).
+	BurstLoad float64
 }
 
 // ScaleState is what a decision remembers for the next one.
@@ -114,7 +118,8 @@ type ScaleSignal struct {
 //     (P99Near · SLO)⌉, at least one more than counted.
 //   - Tier 3: the upper bound of the forecast peak over the horizon asks
 //     for ⌈upper / capacity per replica⌉, up or down; with a Hold, for at
-//     least ⌈HeldPeak / capacity per replica⌉.
+//     least ⌈HeldPeak / capacity per replica⌉; with a BurstLoad, for at
+//     least ⌈BurstLoad / capacity per replica⌉.
 //
 // The replicas counted are the observed ones, or when they are unknown
 // the previous decision (without one, MinReplicas, at least 1). The
@@ -187,6 +192,9 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 	if p.Hold > 0 && num.Finite(in.HeldPeak) {
 		why.Saw.Hold, why.Saw.HeldPeak, why.Saw.HeldAt = p.Hold, in.HeldPeak, in.HeldAt
 	}
+	if b := in.BurstLoad; num.Finite(b) && b > 0 {
+		why.Saw.BurstLoad = b
+	}
 	if upper := why.Saw.upper(); num.Finite(upper) {
 		c := in.CapacityPerReplica
 		ask := scaleAsk{CauseForecast, ceil(upper / c)}
@@ -198,6 +206,12 @@ func Decide(prev ScaleState, in ScaleInputs, p ScalePolicy, now time.Time) (Scal
 			// A load seen within the hold asks for more than the
 			// forecast: it speaks first.
 			ask = scaleAsk{CauseHeldPeak, ceil(why.Saw.HeldPeak / c)}
+			floor = max(floor, ask.n)
+		}
+		if b := why.Saw.BurstLoad; ceil(b/c) > ask.n {
+			// The rises seen before ask for more headroom than the
+			// forecast's interval and the hold.
+			ask = scaleAsk{CauseBurst, ceil(b / c)}
 			floor = max(floor, ask.n)
 		}
 		asks = append(asks, ask)

@@ -30,9 +30,12 @@ const (
 	// CauseHeldPeak: the highest load observed within the hold, above the
 	// forecast's upper bound (tier 3).
 	CauseHeldPeak
+	// CauseBurst: the headroom the load's past rises ask for, above the
+	// forecast's upper bound and the hold (tier 3).
+	CauseBurst
 )
 
-var causeNames = [...]string{"none", "gpu_memory", "waiting", "p99", "forecast", "held_peak"}
+var causeNames = [...]string{"none", "gpu_memory", "waiting", "p99", "forecast", "held_peak", "burst"}
 
 func (c ScaleCause) String() string {
 	if int(c) < len(causeNames) {
@@ -49,7 +52,7 @@ func (c ScaleCause) Tier() int {
 		return 1
 	case CauseP99:
 		return 2
-	case CauseForecast, CauseHeldPeak:
+	case CauseForecast, CauseHeldPeak, CauseBurst:
 		return 3
 	}
 	return 0
@@ -140,7 +143,10 @@ type ScaleSeen struct {
 	// (Hold 0 and HeldPeak NaN: no hold, or nothing observed).
 	Hold     time.Duration
 	HeldPeak float64
-	HeldAt   time.Time
+	// BurstLoad is the load the target's past rises ask to be ready for
+	// (0: none).
+	BurstLoad float64
+	HeldAt    time.Time
 }
 
 // upper is the forecast's upper bound, or its mean where it has none.
@@ -233,6 +239,8 @@ func (w *ScaleReason) subject() string {
 		return fmt.Sprintf("P99 of %s s at %s of the %s s SLO", figure(s.P99), percent(s.P99/s.SLOP99), figure(s.SLOP99))
 	case CauseForecast:
 		return "Forecast peak " + w.forecast()
+	case CauseBurst:
+		return fmt.Sprintf("The load past bursts call for, %s req/s, above the forecast peak %s,", figure(s.BurstLoad), w.forecast())
 	case CauseHeldPeak:
 		return fmt.Sprintf("The highest load of the last %s, %s req/s at %s, above the forecast peak %s,", dur.Format(s.Hold), figure(s.HeldPeak),
 			clock(s.HeldAt, w.At), w.forecast())

@@ -3,6 +3,7 @@ package forecasting
 import (
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,7 +140,7 @@ func TestDecideKeepsTheFigures(t *testing.T) {
 		GPUMemoryHigh: 0.8, WaitingPerReplica: 5, P99Near: 0.9, SLOP99: 2, ScaleDownMargin: 0.2, Hold: 30 * time.Minute}
 	in := ScaleInputs{Observed: 2, CapacityPerReplica: 10, HasForecast: true, PredictedLoad: 17.5, PredictedUpper: 18,
 		PeakTime: now.Add(7 * time.Minute), GPUMemory: 0.5, Waiting: 3, P99: 1.9, HeldPeak: 12, HeldAt: now.Add(-5 * time.Minute),
-		Fallback: "auto needs 1470 points", Notes: []string{"a note"}}
+		BurstLoad: 16, Fallback: "auto needs 1470 points", Notes: []string{"a note"}}
 	changed := now.Add(-2 * time.Minute)
 	// Five replicas asked for before; the forecast needs 2, 3 with the
 	// band of 20 %; P99 asks for ⌈2 · 1.9 / 1.8⌉ = 3.
@@ -147,7 +148,7 @@ func TestDecideKeepsTheFigures(t *testing.T) {
 	want := ScaleReason{At: now, Cause: CauseP99, Needed: 3, Observed: 2, ObservedKnown: true, Counted: 2, Previous: 5, Change: ScaleHold,
 		Saw: ScaleSeen{GPUMemory: 0.5, GPUMemoryHigh: 0.8, WaitingPerReplica: 1.5, WaitingHigh: 5, P99: 1.9, SLOP99: 2, P99Near: 0.9,
 			CapacityPerReplica: 10, PredictedLoad: 17.5, PredictedUpper: 18, PeakTime: now.Add(7 * time.Minute),
-			Hold: 30 * time.Minute, HeldPeak: 12, HeldAt: now.Add(-5 * time.Minute)},
+			Hold: 30 * time.Minute, HeldPeak: 12, HeldAt: now.Add(-5 * time.Minute), BurstLoad: 16},
 		Limits: LimitStable | LimitCooldown, MinReplicas: 1, MaxReplicas: 10, Band: 0.2, StepDownTo: 3, InARow: 1, Stable: 3,
 		CooldownEnds: changed.Add(5 * time.Minute), HasForecast: true, Fallback: "auto needs 1470 points", Notes: []string{"a note"}}
 	if !reflect.DeepEqual(sig.Why, want) {
@@ -228,5 +229,26 @@ func TestDuration(t *testing.T) {
 		if got := dur.Format(d); got != want {
 			t.Errorf("dur.Format(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// A burst load above the forecast's upper bound and the held peak asks
+// for its replicas, and the reason says so; below them it asks nothing.
+func TestDecideAsksForTheBurstLoad(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	pol := ScalePolicy{MinReplicas: 1, ScaleDownStableIntervals: 1, Hold: 30 * time.Minute}
+	in := ScaleInputs{Observed: 2, CapacityPerReplica: 10, HasForecast: true, PredictedLoad: 15, PredictedUpper: 18,
+		HeldPeak: 25, HeldAt: now.Add(-5 * time.Minute), BurstLoad: 31, GPUMemory: math.NaN(), Waiting: math.NaN(), P99: math.NaN()}
+	// ⌈31 / 10⌉ = 4 against ⌈25 / 10⌉ = 3 for the held peak.
+	sig, _ := Decide(ScaleState{}, in, pol, now)
+	if sig.Desired != 4 || sig.Why.Cause != CauseBurst || sig.Why.Cause.Tier() != 3 {
+		t.Errorf("desired %d by %s; want 4 by burst", sig.Desired, sig.Why.Cause)
+	}
+	if r := sig.Reason(); !strings.Contains(r, "The load past bursts call for, 31 req/s") {
+		t.Errorf("reason %q does not name the burst load", r)
+	}
+	in.BurstLoad = 22
+	if sig, _ = Decide(ScaleState{}, in, pol, now); sig.Desired != 3 || sig.Why.Cause != CauseHeldPeak {
+		t.Errorf("a burst load of 22: desired %d by %s; want 3 by held_peak", sig.Desired, sig.Why.Cause)
 	}
 }

@@ -262,3 +262,46 @@ func (m partsModel) predict(out []float64) {
 		}
 	}
 }
+
+// Observed appends to dst the sums of the parts' samples at the times in
+// [from, to] (unix ms) up to the newest, oldest first, a part counting 0
+// where it has none and NaN where no part has a sample, and returns it.
+func (s *Sum) Observed(dst []float64, from, to int64) []float64 {
+	stepMs := s.opts.Step.Milliseconds()
+	newest := int64(math.MinInt64)
+	for _, f := range s.parts {
+		if f.hist != nil {
+			newest = max(newest, f.t0+f.last*stepMs)
+		}
+	}
+	if newest == math.MinInt64 {
+		return dst
+	}
+	oldest := newest
+	for _, f := range s.parts {
+		if f.hist != nil {
+			oldest = min(oldest, f.t0+(f.last-int64(len(f.hist)-1))*stepMs)
+		}
+	}
+	to = min(to, newest)
+	start := max(from, oldest)
+	if r := (start - newest) % stepMs; r != 0 {
+		start -= r
+		if start < from {
+			start += stepMs
+		}
+	}
+	for t := start; t <= to; t += stepMs {
+		sum, any := 0.0, false
+		for _, f := range s.parts {
+			if y := f.observedAt(t); num.Finite(y) {
+				sum, any = sum+y, true
+			}
+		}
+		if !any {
+			sum = math.NaN()
+		}
+		dst = append(dst, sum)
+	}
+	return dst
+}

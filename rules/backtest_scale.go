@@ -57,8 +57,12 @@ type ScaleSettings struct {
 	// Horizon is forecast.horizon and scale.horizon, rounded up to whole
 	// steps; 0: the rules' defaults (a forecast to 10m, and a decision on
 	// the peak until the replicas the next decision asks for serve).
-	Horizon                                   time.Duration
-	Startup, Cooldown, Hold                   time.Duration
+	Horizon                 time.Duration
+	Startup, Cooldown, Hold time.Duration
+	// BurstQuantile, BurstWindow, BurstMean and BurstPeriod are
+	// scale.burst_quantile and the rest (rulefmt.Scale).
+	BurstQuantile                             float64
+	BurstWindow, BurstMean, BurstPeriod       time.Duration
 	MinReplicas, MaxReplicas, StableIntervals int
 	ScaleDownMargin, WaitingPerReplica        float64
 	// BottomUp forecasts the sum of the parts (forecast.sum_by).
@@ -74,6 +78,7 @@ func ScaleRules(step time.Duration, s ScaleSettings) (rulefmt.Forecast, rulefmt.
 	sc := rulefmt.DefaultScale()
 	sc.MinReplicas, sc.MaxReplicas, sc.ScaleDownStableIntervals = s.MinReplicas, s.MaxReplicas, s.StableIntervals
 	sc.Cooldown, sc.Hold, sc.Startup = s.Cooldown, s.Hold, s.Startup
+	sc.BurstQuantile, sc.BurstWindow, sc.BurstMean, sc.BurstPeriod = s.BurstQuantile, s.BurstWindow, s.BurstMean, s.BurstPeriod
 	sc.ScaleDownMargin, sc.WaitingPerReplica = s.ScaleDownMargin, s.WaitingPerReplica
 	if s.Horizon == 0 {
 		sc.Horizon = rulefmt.DefaultScaleHorizon(step, step, s.Startup, fc.Horizon)

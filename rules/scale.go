@@ -28,6 +28,7 @@ type scaleRule struct {
 	gpu, waiting, p99, conc *window
 	states                  map[string]*forecasting.ScaleState
 	policy                  forecasting.ScalePolicy
+	buf, season             []float64
 }
 
 func newScaleRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
@@ -52,6 +53,35 @@ func newScaleRule(g rulefmt.Group, r rulefmt.Rule) (Rule, error) {
 // another (unix ms).
 type observedHistory interface {
 	ObservedPeak(from, to int64) (v float64, at int64, ok bool)
+	Observed(dst []float64, from, to int64) []float64
+}
+
+// burstInputs sets in's BurstLoad to forecasting.BurstLoad over the
+// samples h holds over the last scale.burst_window up to origin, at the
+// horizon's lead, with the samples a scale.burst_period before (0: none).
+// buf and season are reused between calls. Without a burst_quantile or
+// a history, in is left as it is.
+func burstInputs(in *forecasting.ScaleInputs, h observedHistory, c *rulefmt.Scale, horizon, step time.Duration, origin time.Time, buf, season *[]float64) {
+	window, period, q := c.BurstWindow, c.BurstPeriod, c.BurstQuantile
+	if window <= 0 || h == nil || !(q > 0 && q < 1) {
+		return
+	}
+	from := origin.Add(-window).UnixMilli() + 1
+	*buf = h.Observed((*buf)[:0], from, origin.UnixMilli())
+	var ss []float64
+	if period > 0 && len(*buf) > 0 {
+		// The samples a period before, aligned on the newest of buf; a
+		// history that does not reach back that far leaves NaN first.
+		lead := leads(horizon, step)
+		n := len(*buf) + lead
+		first := origin.Add(-time.Duration(len(*buf)-1)*step - period)
+		*season = h.Observed((*season)[:0], first.UnixMilli(), first.Add(time.Duration(n-1)*step).UnixMilli())
+		if short := n - len(*season); short > 0 {
+			*season = append(slices.Repeat([]float64{math.NaN()}, short), *season...)
+		}
+		ss = *season
+	}
+	in.BurstLoad = forecasting.BurstLoad(*buf, ss, leads(c.BurstMean, step), leads(horizon, step), q)
 }
 
 // holdInputs sets in's HeldPeak and HeldAt to the highest load h observed
@@ -209,7 +239,7 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 			from := ms - look.Milliseconds()
 			notes = notes[:0]
 			in := forecasting.ScaleInputs{
-				HeldPeak:  math.NaN(),
+				HeldPeak: math.NaN(), BurstLoad: math.NaN(),
 				Observed:  lastIn(b, from, ms),
 				GPUMemory: input("gpu_memory", from, ms),
 				Waiting:   input("waiting", from, ms),
@@ -230,6 +260,7 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, pk.Upper
 				in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
 				holdInputs(&in, fc.History, r.c.Hold, sn.Origin)
+				burstInputs(&in, fc.History, r.c, horizon, step, sn.Origin, &r.buf, &r.season)
 			}
 			in.Notes = notes
 			prev := st.Desired

@@ -300,6 +300,44 @@ func (s samplesAt) ObservedPeak(from, to int64) (float64, int64, bool) {
 	return best, at, ok
 }
 
+func (s samplesAt) Observed(dst []float64, from, to int64) []float64 {
+	for i, v := range s.v {
+		if t := s.t0 + int64(i)*s.step; t >= from && t <= to {
+			dst = append(dst, v)
+		}
+	}
+	return dst
+}
+
+// TestBurstInputsAlignsTheSeason: at a 1m step, a burst window of 4m reads
+// the four newest samples, and a period of 5m the five samples (the four
+// and the horizon's one to come) five steps before them; a history that
+// does not reach back as far leaves NaN first.
+func TestBurstInputsAlignsTheSeason(t *testing.T) {
+	step := time.Minute
+	v := []float64{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}
+	h := samplesAt{t0: t0.UnixMilli(), step: step.Milliseconds(), v: v}
+	origin := t0.Add(9 * step)
+	c := &rulefmt.Scale{BurstQuantile: 0.5, BurstWindow: 4 * time.Minute, BurstMean: 2 * time.Minute, BurstPeriod: 5 * time.Minute}
+	var buf, season []float64
+	in := forecasting.ScaleInputs{BurstLoad: math.NaN()}
+	burstInputs(&in, h, c, step, step, origin, &buf, &season)
+	if want := forecasting.BurstLoad(v[6:], v[1:6], 2, 1, 0.5); in.BurstLoad != want {
+		t.Errorf("burst load %v; want %v", in.BurstLoad, want)
+	}
+	c.BurstPeriod = 8 * time.Minute
+	burstInputs(&in, h, c, step, step, origin, &buf, &season)
+	if want := forecasting.BurstLoad(v[6:], []float64{math.NaN(), math.NaN(), 3, 1, 4}, 2, 1, 0.5); in.BurstLoad != want {
+		t.Errorf("with a period before the history: burst load %v; want %v", in.BurstLoad, want)
+	}
+	c.BurstQuantile = 0
+	in.BurstLoad = math.NaN()
+	burstInputs(&in, h, c, step, step, origin, &buf, &season)
+	if !math.IsNaN(in.BurstLoad) {
+		t.Errorf("without a quantile: burst load %v; want none", in.BurstLoad)
+	}
+}
+
 // TestHoldInputsReadsTheHoldBeforeTheOrigin: a sample stamped t measures
 // the step before t, so a hold of 30m at a 10m step reads the three
 // newest samples: the fourth measures 30 to 40 minutes before the origin.

@@ -197,6 +197,10 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	marginS := fs.String("scale-down-margin", strconv.FormatFloat(def.ScaleDownMargin, 'g', -1, 64), "scale.scale_down_margin: the hysteresis band of a step down, a share of the capacity (0: none); with --frontier a comma-separated list replays each")
 	cooldownS := fs.String("cooldown", dur.Format(def.Cooldown), "scale.cooldown (0s: none)")
 	holdS := fs.String("hold", dur.Format(def.Hold), "scale.hold: the forecast tier asks for at least what the highest load of this last while needs (0s: none)")
+	burstQ := fs.Float64("burst-quantile", def.BurstQuantile, "scale.burst_quantile: the forecast tier asks for at least this quantile of the load a horizon ahead, calibrated on the load's own past moves (0: none)")
+	burstWindowS := fs.String("burst-window", dur.Format(def.BurstWindow), "scale.burst_window: the load the burst quantile is calibrated on")
+	burstMeanS := fs.String("burst-mean", dur.Format(def.BurstMean), "scale.burst_mean: the recent mean the burst quantile guesses from")
+	burstPeriodS := fs.String("burst-period", dur.Format(def.BurstPeriod), "scale.burst_period: the burst quantile also guesses from the load this long before, when that has been sharper (0s: none)")
 	if code, done := parseOfflineFlags(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -250,6 +254,12 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	period := durationOf("--period", *periodS, false)
 	cooldown := durationOf("--cooldown", *cooldownS, true)
 	hold := durationOf("--hold", *holdS, true)
+	burstWindow := durationOf("--burst-window", *burstWindowS, false)
+	burstMean := durationOf("--burst-mean", *burstMeanS, false)
+	burstPeriod := durationOf("--burst-period", *burstPeriodS, true)
+	if !(*burstQ >= 0 && *burstQ <= rulefmt.MaxScaleBurstQuantile) {
+		errs = append(errs, fmt.Errorf("--burst-quantile %g: want a number in [0, %g]", *burstQ, rulefmt.MaxScaleBurstQuantile))
+	}
 	levels, err := floatList("--level", *levelS, func(v float64) bool { return v > 0 && v < 1 }, "a number in (0, 1)")
 	if err != nil {
 		errs = append(errs, err)
@@ -389,7 +399,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 		return 2
 	}
 	fc, sc := rules.ScaleRules(series.Step, rules.ScaleSettings{Model: *model, Period: period, Horizon: horizon, Startup: startup,
-		Cooldown: cooldown, Hold: hold, MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, StableIntervals: *stable,
+		Cooldown: cooldown, Hold: hold, BurstQuantile: *burstQ, BurstWindow: burstWindow, BurstMean: burstMean, BurstPeriod: burstPeriod, MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, StableIntervals: *stable,
 		ScaleDownMargin: margins[0], WaitingPerReplica: *waitingPer, BottomUp: parts != nil})
 	warm := int(warmup / series.Step)
 	if warmup == 0 {

@@ -46,10 +46,11 @@ func TestBacktestScaleSpike(t *testing.T) {
 		ts = append(ts, t0+int64(i)*60_000)
 		vs = append(vs, v)
 	}
-	// 10 req/s a replica, a start-up of 3 minutes; judged over minutes
+	// 10 req/s a replica, a start-up of 3 minutes, no burst headroom (the
+	// figures below are the forecast, hold and band alone); judged over minutes
 	// 120–239 after a two-hour warm-up, spikes at 150 and 210.
 	file := writeSeriesCSV(t, t.TempDir(), "spike.csv", ts, vs)
-	rep := runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
+	rep := runScale(t, "--burst-quantile", "0", "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.Decisions != 120 || rep.HorizonSeconds != 240 || rep.Capacity != 10 || rep.PeakLoad != 35 {
 		t.Errorf("report %+v", rep)
 	}
@@ -77,7 +78,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 		vs[i] *= 60
 	}
 	counts := writeSeriesCSV(t, t.TempDir(), "counts.csv", ts, vs)
-	rep = runScale(t, "--input", counts, "--counts", "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
+	rep = runScale(t, "--burst-quantile", "0", "--input", counts, "--counts", "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.PeakLoad != 35 || rep.Policies[0] != want[0] || rep.Policies[1] != want[1] || rep.Policies[2] != want[2] {
 		t.Errorf("per-minute counts: %+v", rep)
 	}
@@ -90,7 +91,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// reactive policy sizes replicas for 5 req/s: 7 for the spike, 6 more
 	// than the baseline's one for the same 14 minutes, 120 + 2·84 = 288
 	// replica-minutes, and as late: the same 8 minutes short.
-	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
+	rep = runScale(t, "--burst-quantile", "0", "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
 		"--level", "0.9, 0.5", "--hpa-target", "1,0.5")
 	half := want[1]
 	half.ReplicaMinutes, half.HPATarget = 288, 0.5
@@ -114,7 +115,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 		fr.ReactiveAtCost == nil || *fr.ReactiveAtCost != want[2] {
 		t.Errorf("frontier %+v", rep.Frontier)
 	}
-	code, out, _ := runCmd(t, context.Background(), "backtest", "scale", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
+	code, out, _ := runCmd(t, context.Background(), "backtest", "scale", "--burst-quantile", "0", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
 		"--level", "0.9,0.5", "--hpa-target", "1,0.5")
 	for _, line := range []string{
 		"forecast (level 0.5)", "reactive (target 0.5)",
@@ -157,7 +158,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// last half hour needed: up at 120 for the warm-up's spike at 90–99,
 	// down at 132; up at 147, down at 192; up at 207 to the end. 3 more
 	// replicas for 12 + 45 + 33 minutes: 120 + 3·90, 5 changes.
-	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
+	rep = runScale(t, "--burst-quantile", "0", "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
 	held := want[0] // want is now the rows of the lists: forecast at 0.9 first, reactive at 1 third
 	held.ReplicaMinutes, held.Changes = 390, 5
 	if rep.Policies[0] != held || rep.Policies[1] != want[2] {
@@ -169,7 +170,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// forecast row again; by 0 it is exact, and the scale rule decides as
 	// on the exact seasonal naive forecast above (210 replica-minutes,
 	// none short, 4 changes).
-	rep = runScale(t, "--input", file, "--capacity", "10", "--startup", "3m", "--model", "naive", "--warmup", "2h", "--hold", "0s",
+	rep = runScale(t, "--burst-quantile", "0", "--input", file, "--capacity", "10", "--startup", "3m", "--model", "naive", "--warmup", "2h", "--hold", "0s",
 		"--what-if-errors", "1,0")
 	if len(rep.Policies) != 5 || rep.Policies[1] != want[2] || rep.Policies[4].Policy != "foresight" {
 		t.Fatalf("what-if: policies %+v", rep.Policies)
@@ -194,7 +195,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	}
 
 	// The capacity from the peak after the warm-up: 35 req/s over 7.
-	rep = runScale(t, "--input", file, "--peak-replicas", "7", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
+	rep = runScale(t, "--burst-quantile", "0", "--input", file, "--peak-replicas", "7", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s")
 	if rep.Capacity != 5 || !strings.Contains(rep.CapacityFrom, "35 req/s over 7 replicas") {
 		t.Errorf("capacity %g from %q", rep.Capacity, rep.CapacityFrom)
 	}

@@ -27,9 +27,14 @@ const (
 	DefaultScaleDownStableIntervals = 3
 	DefaultScaleCooldown            = 5 * time.Minute
 	DefaultScaleHold                = 30 * time.Minute
+	DefaultScaleBurstQuantile       = 0.98
+	DefaultScaleBurstWindow         = 6 * time.Hour
+	DefaultScaleBurstMean           = 10 * time.Minute
+	DefaultScaleBurstPeriod         = 24 * time.Hour
 	DefaultScaleStartup             = 3 * time.Minute
 	DefaultScaleDownMargin          = 0.15 // forecasting.DefaultScaleDownMargin
 	MaxScaleDownMargin              = 0.5
+	MaxScaleBurstQuantile           = 0.999
 	DefaultScaleGPUMemoryHigh       = 0.8
 	DefaultScaleWaitingPerReplica   = 5
 	DefaultScaleP99Near             = 0.9
@@ -135,6 +140,15 @@ type Scale struct {
 	// forecast tier asks for at least what the highest load observed over
 	// the last Hold needs (default 30m; 0: none).
 	Hold time.Duration
+	// BurstQuantile is the coverage of the headroom the load's own past
+	// moves ask for (forecasting.BurstLoad): the forecast tier asks for
+	// at least that quantile of the load a horizon ahead, calibrated on
+	// the last BurstWindow of the load, guessed from the mean of its last
+	// BurstMean or from the load a BurstPeriod before, whichever has been
+	// sharper (default 0.98; 0: none; BurstWindow default 6h, BurstMean
+	// 10m, BurstPeriod 24h, 0: the recent mean only).
+	BurstQuantile                       float64
+	BurstWindow, BurstMean, BurstPeriod time.Duration
 	// GPUMemoryHigh (default 0.8), WaitingPerReplica (default 5) and
 	// P99Near (default 0.9: 90 % of the SLO) are the thresholds of tiers
 	// 1 and 2.
@@ -169,6 +183,7 @@ func DefaultForecast(step time.Duration) Forecast {
 // DefaultScaleHorizon).
 func DefaultScale() Scale {
 	return Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown, Hold: DefaultScaleHold,
+		BurstQuantile: DefaultScaleBurstQuantile, BurstWindow: DefaultScaleBurstWindow, BurstMean: DefaultScaleBurstMean, BurstPeriod: DefaultScaleBurstPeriod,
 		Startup:         DefaultScaleStartup,
 		ScaleDownMargin: DefaultScaleDownMargin,
 		GPUMemoryHigh:   DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
@@ -329,7 +344,8 @@ func roundUp(d, step time.Duration) time.Duration {
 }
 
 var scaleKeys = []string{"forecast", "horizon", "startup", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
-	"min_replicas", "max_replicas", "scale_down_stable_intervals", "scale_down_margin", "cooldown", "hold", "gpu_memory_high", "waiting_per_replica", "p99_near"}
+	"min_replicas", "max_replicas", "scale_down_stable_intervals", "scale_down_margin", "cooldown", "hold",
+	"burst_quantile", "burst_window", "burst_mean", "burst_period", "gpu_memory_high", "waiting_per_replica", "p99_near"}
 
 func (p *parser) scale(n *yaml.Node) *Scale {
 	d := DefaultScale()
@@ -396,6 +412,15 @@ func (p *parser) scale(n *yaml.Node) *Scale {
 	s.Cooldown, _ = p.positive(kv, present, "scale.cooldown", DefaultScaleCooldown, true)
 	kv, present = f["hold"]
 	s.Hold, _ = p.positive(kv, present, "scale.hold", DefaultScaleHold, true)
+	if kv, ok := f["burst_quantile"]; ok {
+		s.BurstQuantile = p.number(kv, "scale.burst_quantile", DefaultScaleBurstQuantile, 0, MaxScaleBurstQuantile, false)
+	}
+	kv, present = f["burst_window"]
+	s.BurstWindow, _ = p.positive(kv, present, "scale.burst_window", DefaultScaleBurstWindow, false)
+	kv, present = f["burst_mean"]
+	s.BurstMean, _ = p.positive(kv, present, "scale.burst_mean", DefaultScaleBurstMean, false)
+	kv, present = f["burst_period"]
+	s.BurstPeriod, _ = p.positive(kv, present, "scale.burst_period", DefaultScaleBurstPeriod, true)
 	if kv, ok := f["gpu_memory_high"]; ok {
 		s.GPUMemoryHigh = p.number(kv, "scale.gpu_memory_high", DefaultScaleGPUMemoryHigh, 0, 1, true)
 	}
