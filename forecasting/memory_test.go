@@ -165,9 +165,9 @@ func TestRetainedPerSeries(t *testing.T) {
 		{time.Minute, time.Hour, 16 << 10, 100},
 		{30 * time.Second, time.Hour, 20 << 10, 40},
 		{15 * time.Second, time.Hour, 28 << 10, 20},
-		{time.Minute, 24 * time.Hour, 64 << 10, 4},
-		{30 * time.Second, 24 * time.Hour, 64 << 10, 3},
-		{15 * time.Second, 24 * time.Hour, 64 << 10, 2},
+		{time.Minute, 24 * time.Hour, 64 << 10, 8},
+		{30 * time.Second, 24 * time.Hour, 64 << 10, 6},
+		{15 * time.Second, 24 * time.Hour, 64 << 10, 6},
 	} {
 		opts := ruleOptions(c.step)
 		fit, updates := memoryCase(opts, c.history, false)
