@@ -171,19 +171,27 @@ func (s *Sum) Update(t int64, ys []float64) error {
 	return nil
 }
 
+// newest returns the time (unix ms) of the newest sample any part holds;
+// held is false when no part holds one.
+func (s *Sum) newest() (at int64, held bool) {
+	stepMs := s.opts.Step.Milliseconds()
+	at = math.MinInt64
+	for _, f := range s.parts {
+		if f.hist != nil {
+			at, held = max(at, f.t0+f.last*stepMs), true
+		}
+	}
+	return at, held
+}
+
 // ObservedPeak returns the highest sum of the parts' samples at a time in
 // [from, to] (unix ms), a part counting 0 where it has none, and that time
 // (the newest of equals); ok is false when no part has a finite sample
 // there. It costs one step a part a sample in the range.
 func (s *Sum) ObservedPeak(from, to int64) (v float64, at int64, ok bool) {
 	stepMs := s.opts.Step.Milliseconds()
-	newest := int64(math.MinInt64)
-	for _, f := range s.parts {
-		if f.hist != nil {
-			newest = max(newest, f.t0+f.last*stepMs)
-		}
-	}
-	if newest == math.MinInt64 {
+	newest, held := s.newest()
+	if !held {
 		return 0, 0, false
 	}
 	start := newest
@@ -268,13 +276,8 @@ func (m partsModel) predict(out []float64) {
 // where it has none and NaN where no part has a sample, and returns it.
 func (s *Sum) Observed(dst []float64, from, to int64) []float64 {
 	stepMs := s.opts.Step.Milliseconds()
-	newest := int64(math.MinInt64)
-	for _, f := range s.parts {
-		if f.hist != nil {
-			newest = max(newest, f.t0+f.last*stepMs)
-		}
-	}
-	if newest == math.MinInt64 {
+	newest, held := s.newest()
+	if !held {
 		return dst
 	}
 	oldest := newest

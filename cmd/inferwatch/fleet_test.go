@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -40,18 +39,7 @@ const fleetWeek = 7 * 24 * time.Hour
 func backfillFleet(t *testing.T, end time.Time) (*localvm.VM, *fleet.Fleet) {
 	t.Helper()
 	vm := localvm.Run(t)
-	f, err := fleet.New(fleet.Options{Seed: 1, End: end, Duration: fleetWeek, Step: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := f.WriteImportJSONL(pw)
-		pw.CloseWithError(err)
-	}()
-	if err := vm.Import(context.Background(), pr); err != nil {
-		t.Fatal(err)
-	}
+	f := importFleet(t, vm, fleet.Options{Seed: 1, End: end, Duration: fleetWeek, Step: 30 * time.Second})
 	return vm, f
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferwatch/inferwatch/examples/fleet"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/ingest/localvm"
 	"github.com/inferwatch/inferwatch/internal/testbin"
@@ -274,4 +275,22 @@ func eventData[T any](t testing.TB, m jetstream.Msg, evType string) T {
 // what the next evaluation reads.
 func liveVM(t *testing.T) *localvm.VM {
 	return localvm.Run(t, "-search.latencyOffset=0s", "-search.disableCache")
+}
+
+// importFleet generates the fleet of opts and imports its series into vm.
+func importFleet(t *testing.T, vm *localvm.VM, opts fleet.Options) *fleet.Fleet {
+	t.Helper()
+	f, err := fleet.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := f.WriteImportJSONL(pw)
+		pw.CloseWithError(err)
+	}()
+	if err := vm.Import(context.Background(), pr); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -44,18 +42,7 @@ func runFleetIncidents(t *testing.T, seed int64) fleetRun {
 	t.Helper()
 	end := fleetEnd(t, quietWeekEnd)
 	vm := localvm.Run(t)
-	f, err := fleet.New(fleet.Options{Seed: seed, End: end, Duration: fleetWeek, Step: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := f.WriteImportJSONL(pw)
-		pw.CloseWithError(err)
-	}()
-	if err := vm.Import(context.Background(), pr); err != nil {
-		t.Fatal(err)
-	}
+	f := importFleet(t, vm, fleet.Options{Seed: seed, End: end, Duration: fleetWeek, Step: 30 * time.Second})
 	srv := natstest.Start(t)
 	file := filepath.Join(t.TempDir(), "fleet.yml")
 	if err := os.WriteFile(file, []byte(presetsConfig), 0o644); err != nil {

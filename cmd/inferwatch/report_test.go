@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -74,18 +73,7 @@ func TestReportCommand(t *testing.T) {
 	}
 	vm := localvm.Run(t)
 	end := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
-	f, err := fleet.New(fleet.Options{Seed: 1, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := f.WriteImportJSONL(pw)
-		pw.CloseWithError(err)
-	}()
-	if err := vm.Import(context.Background(), pr); err != nil {
-		t.Fatal(err)
-	}
+	importFleet(t, vm, fleet.Options{Seed: 1, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
 	cfg := writeReportConfig(t, vm.URL())
 	code, stdout, stderr := runCmd(t, context.Background(), "report", "--config", cfg, "--name", "daily", "--at", "2026-11-25", "--no-events")
 	if code != 0 {
@@ -120,18 +108,7 @@ func TestStartReports(t *testing.T) {
 	}
 	vm := localvm.Run(t)
 	end := time.Now().UTC().Truncate(time.Minute)
-	f, err := fleet.New(fleet.Options{Seed: 3, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := f.WriteImportJSONL(pw)
-		pw.CloseWithError(err)
-	}()
-	if err := vm.Import(context.Background(), pr); err != nil {
-		t.Fatal(err)
-	}
+	importFleet(t, vm, fleet.Options{Seed: 3, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
 	srv := natstest.Start(t)
 	path := writeReportConfig(t, vm.URL())
 	cfg, _, err := loadConfig(path)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,18 +24,7 @@ func TestReplicasMakeAScheduledReportOnce(t *testing.T) {
 	bin := daemonBinary(t)
 	vm := liveVM(t)
 	end := time.Now().UTC().Truncate(time.Minute)
-	f, err := fleet.New(fleet.Options{Seed: 3, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := f.WriteImportJSONL(pw)
-		pw.CloseWithError(err)
-	}()
-	if err := vm.Import(context.Background(), pr); err != nil {
-		t.Fatal(err)
-	}
+	importFleet(t, vm, fleet.Options{Seed: 3, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
 	srv := natstest.Start(t)
 	cfg := strings.Replace(fmt.Sprintf(reportConfig, vm.URL()), "groups:", fmt.Sprintf("nats: {url: %s, lease_ttl: 3s, heartbeat: 1s}\ngroups:", srv.ClientURL()), 1)
 	const replicas = 3
