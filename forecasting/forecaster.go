@@ -298,6 +298,46 @@ func (f *Forecaster) Update(t int64, y float64) error {
 	return nil
 }
 
+// FitAfterGap fits the forecaster again after Update returned ErrGap for
+// y at t (unix ms): on the samples it holds at times after from (unix ms;
+// math.MinInt64 for all of them) from the first finite one on, the
+// missing steps up to t and y, as a new Forecaster's Fit on those samples
+// would, so a caller need not keep the history beside it. The samples held are the
+// float32s a Refit reads too (see sample); only the newest is exact.
+func (f *Forecaster) FitAfterGap(from, t int64, y float64) error {
+	if !f.fitted {
+		return errors.New("fitting forecaster after a gap: Fit was never called")
+	}
+	stepMs := f.opts.Step.Milliseconds()
+	idx := f.indexOf(t, stepMs)
+	if idx <= f.last {
+		return fmt.Errorf("fitting forecaster after a gap: sample at %d ms is not after the last one at %d ms", t, f.t0+f.last*stepMs)
+	}
+	base := f.last - int64(len(f.hist)-1) // the index of hist[0]
+	start := len(f.hist)
+	for i := range f.hist {
+		if f.t0+(base+int64(i))*stepMs > from && num.Finite(f.sampleAt(i)) {
+			start = i
+			break
+		}
+	}
+	if start == len(f.hist) {
+		f.outage = false
+		return f.Fit(t, []float64{y})
+	}
+	first := base + int64(start)
+	data := make([]float64, idx-first+1)
+	for i := range data {
+		data[i] = math.NaN()
+	}
+	for i := start; i < len(f.hist); i++ {
+		data[base+int64(i)-first] = f.sampleAt(i)
+	}
+	data[len(data)-1] = y
+	f.outage = false // the one state Fit carries over
+	return f.Fit(f.t0+first*stepMs, data)
+}
+
 func (f *Forecaster) indexOf(t, stepMs int64) int64 {
 	d := t - f.t0
 	if d < 0 {

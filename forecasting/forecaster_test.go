@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +264,74 @@ func TestPeakAndRefit(t *testing.T) {
 	}
 	if err := f.Refit(); err != nil || f.RefitDue() {
 		t.Fatalf("refit: %v, still due %v", err, f.RefitDue())
+	}
+}
+
+// TestFitAfterGap: after a gap longer than MaxGap, FitAfterGap leaves the
+// forecaster as a new one fitted on the samples it held after from (the
+// float32s the history keeps, the newest as it came), the missing steps
+// and the new sample; with nothing held after from, on the new sample
+// alone.
+func TestFitAfterGap(t *testing.T) {
+	const step = int64(60_000)
+	opts := Options{Step: time.Minute, Horizon: 5, Period: 60, MaxGap: 10}
+	y := syntheticDaily([]float64{100, 160, 100, 40}, 1, 30, 3)[:400]
+	f, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Fit(0, y[:300]); err != nil {
+		t.Fatal(err)
+	}
+	for i := 300; i < 400; i++ {
+		if i == 350 {
+			continue // a gap it fills
+		}
+		if err := f.Update(int64(i)*step, y[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.FitAfterGap(0, 399*step, 1); err == nil {
+		t.Fatal("a sample not after the last one was accepted")
+	}
+	const at, v = 420 * step, 37.5
+	if err := f.Update(at, v); !errors.Is(err, ErrGap) {
+		t.Fatalf("a gap of 20 steps with MaxGap 10: %v", err)
+	}
+	from := 99*step + 1 // the samples from minute 100 on
+	if err := f.FitAfterGap(from, at, v); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]float64, 321)
+	for i := range data {
+		data[i] = math.NaN()
+	}
+	for i := 100; i < 400; i++ {
+		if i != 350 {
+			data[i-100] = float64(sample(y[i]))
+		}
+	}
+	data[299] = y[399] // the newest held, as it came
+	data[320] = v
+	want, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := want.Fit(100*step, data); err != nil {
+		t.Fatal(err)
+	}
+	if got, w := f.Forecast(), want.Forecast(); !reflect.DeepEqual(got, w) || got.Origin != at || got.Gaps != 21 {
+		t.Fatalf("after the gap: %+v, want %+v (origin %d, 21 gaps)", got, w, at)
+	}
+
+	// Nothing held after from: the new sample alone.
+	if err := f.Update(500*step, 2); !errors.Is(err, ErrGap) {
+		t.Fatalf("a gap of 79 steps: %v", err)
+	}
+	if err := f.FitAfterGap(450*step, 500*step, 2); err != nil {
+		t.Fatal(err)
+	}
+	if fc := f.Forecast(); fc.Origin != 500*step || fc.Gaps != 0 || fc.Mean[0] != 2 {
+		t.Fatalf("fitted on the new sample alone: %+v", fc)
 	}
 }

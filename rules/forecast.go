@@ -16,11 +16,15 @@ import (
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
 
-// A forecast rule keeps a forecasting.Forecaster per series over a window
-// of its samples: the first evaluation fits it on the history, later ones
-// feed it only the new points (refitting when it says a refit is due), and
-// each evaluation publishes the outlook from the newest point. It hands
-// its outlooks to the scale rules of its group as an Outlook.
+// A forecast rule keeps a forecasting.Forecaster per series: the first
+// evaluation fits it on the history, later ones feed it only the new
+// points (refitting when it says a refit is due), and each evaluation
+// publishes the outlook from the newest point. It hands its outlooks to
+// the scale rules of its group as an Outlook. The forecaster keeps the
+// series' history; the rule's window keeps only the samples not yet fed
+// to it and the newest (what the next fetch needs), but with sum_by, where
+// a group whose parts change fits afresh on the parts' samples, all of
+// the history.
 
 // Outlook is what a forecast rule's evaluation hands to the scale rules of
 // its group: each series' outlook at each of the evaluation's times (the
@@ -129,7 +133,10 @@ type forecastRule struct {
 	// the outlook hands to them. The last of handed is opts.Horizon.
 	leads, handed []int
 	w             *window
-	series        map[string]*fcSeries // by series, or by group with sum_by
+	// from is the newest time the window has dropped (unix ms): the
+	// samples after it are those of the history a fit uses.
+	from   int64
+	series map[string]*fcSeries // by series, or by group with sum_by
 	// bottomUp forecasts the sums of the series grouped by sumBy; grids
 	// keeps each group's arrays from one evaluation to the next.
 	bottomUp bool
@@ -178,6 +185,9 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 		replay = env.Backfill
 	}
 	first := end.Add(-replay - r.cfg.Lookback)
+	if r.w.asked.IsZero() {
+		r.from = first.UnixMilli() - 1
+	}
 	f, err := r.w.fetch(ctx, env.Querier, step, first, end, at)
 	res.Dropped, res.Late = f.dropped, f.late
 	if err != nil {
@@ -217,6 +227,7 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 				}
 			}
 		}
+		res.Scored += len(b.t) - sort.Search(len(b.t), func(i int) bool { return b.t[i] > s.lastT })
 		if s.f == nil && s.sum == nil {
 			// Fit on what lies at or before the first evaluation time (at
 			// least the first sample). The last part of it (up to a period)
@@ -239,7 +250,7 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 			if up, ok := s.missedAt(t, b.v[i], stepMs); ok {
 				res.Misses = append(res.Misses, r.miss(s, t, b.v[i], up))
 			}
-			if err := s.update(r.opts, &it, i, stepMs, refits); err != nil {
+			if err := s.update(r.opts, &it, i, r.from, stepMs, refits); err != nil {
 				errs = append(errs, fmt.Errorf("series %s: %w", key, err))
 				break
 			}
@@ -253,7 +264,6 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 			ser.History = s.f
 		}
 		out.Series = append(out.Series, ser)
-		res.Scored += len(b.t)
 		if s.lastT == s.lastPub || s.lastT < end.Add(-r.cfg.Lookback).UnixMilli() {
 			continue // nothing new, or nothing recent
 		}
@@ -261,7 +271,11 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 		s.lastPub = s.lastT
 	}
 	forget := r.forget()
-	r.w.trim(end.Add(-r.cfg.Lookback).UnixMilli(), at, forget)
+	r.from = end.Add(-r.cfg.Lookback).UnixMilli()
+	r.w.trim(r.from, at, forget)
+	if !r.bottomUp {
+		r.dropFed()
+	}
 	for k, s := range r.series {
 		if at.Sub(s.lastSeen) > forget {
 			delete(r.series, k)
@@ -269,6 +283,31 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 	}
 	res.Outlook, res.Series = out, len(r.series)
 	return res, errors.Join(errs...)
+}
+
+// dropFed drops from the window the samples of each series that its
+// forecaster holds, but the newest: the window then tells the next fetch
+// what it has, and the forecaster keeps the history (a fit after a gap
+// longer than it fills reads it there). The window's arrays shrink with
+// it.
+func (r *forecastRule) dropFed() {
+	for k, b := range r.w.series {
+		s := r.series[k]
+		if s == nil || s.f == nil || len(b.t) == 0 {
+			continue
+		}
+		i := min(sort.Search(len(b.t), func(i int) bool { return b.t[i] > s.lastT }), len(b.t)-1)
+		if i == 0 {
+			continue
+		}
+		n := len(b.t) - i
+		if cap(b.t) > 4*n+8 {
+			b.t, b.v = slices.Clone(b.t[i:]), slices.Clone(b.v[i:])
+			continue
+		}
+		b.t = append(b.t[:0], b.t[i:]...)
+		b.v = append(b.v[:0], b.v[i:]...)
+	}
 }
 
 // fit fits a new forecaster on the samples [from, to) of it (one series:
@@ -351,9 +390,11 @@ func (r *forecastRule) refitBudget(n int) func(t int64) bool {
 }
 
 // update feeds sample i of it; a gap longer than the forecaster fills
-// makes it fit again on the samples held. A due refit is made when
-// mayRefit allows it at the sample's time.
-func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs int64, mayRefit func(t int64) bool) error {
+// makes it fit again on the history after from (unix ms): a series'
+// forecaster on the samples it holds, a sum on its parts' samples in the
+// window. A due refit is made when mayRefit allows it at the sample's
+// time.
+func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, from, stepMs int64, mayRefit func(t int64) bool) error {
 	tn, vn := it.b.t[i], it.b.v[i]
 	// A sum fitted afresh replays samples whose targets were scored
 	// before: the accuracy counts each target once.
@@ -370,8 +411,16 @@ func (s *fcSeries) update(opts forecasting.Options, it *fcItem, i int, stepMs in
 		o, err = s.f, s.f.Update(tn, vn)
 	}
 	switch {
-	case errors.Is(err, forecasting.ErrGap):
+	case errors.Is(err, forecasting.ErrGap) && s.sum != nil:
 		return s.fit(opts, it, max(0, i+1-o.Options().MaxHistory), i+1, stepMs)
+	case errors.Is(err, forecasting.ErrGap):
+		if err := s.f.FitAfterGap(from, tn, vn); err != nil {
+			return err
+		}
+		s.lastT, s.lastV = tn, vn
+		s.f.ForecastInto(&s.fc)
+		s.track(stepMs)
+		return nil
 	case err != nil:
 		return err
 	}

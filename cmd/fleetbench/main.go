@@ -126,7 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	daemonFlags := fs.String("daemon-flags", "", "extra flags for `inferwatch run`, space-separated")
 	daemonEnv := fs.String("daemon-env", "", "extra environment for `inferwatch run`, space-separated `KEY=VALUE`s (e.g. GOMEMLIMIT=900MiB)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every measurement as JSON to this `FILE`")
-	fs.StringVar(&o.profileDir, "profile", "", "run the steady daemon with --web.enable-pprof and write CPU profiles of its first cycle and of its steady cycles, and a heap profile after them, to `DIR`")
+	fs.StringVar(&o.profileDir, "profile", "", "run the steady daemon with --web.enable-pprof and write CPU profiles of its first cycle and of its steady cycles, and a heap profile after them (right after a collection), to `DIR`")
 	fs.BoolVar(&o.scores, "export-metrics", true, "leave the daemon's export.metrics on (its default: every scored point's score handed to the Prometheus exporter); false turns it off, to see what it costs")
 	fs.BoolVar(&o.serve, "serve", false, "only fill a store for the series and longest lookback of the first case, print its URL and keep writing a point per series each step until interrupted (or -timeout), to measure by hand")
 	fs.BoolVar(&o.verbose, "v", false, "log each measurement as it is taken")

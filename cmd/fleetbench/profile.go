@@ -48,11 +48,14 @@ func (p *profiler) cpu(ctx context.Context, what string, span time.Duration) {
 }
 
 // heap writes a heap profile, and the text form with the runtime's
-// memory statistics.
+// memory statistics, each right after a collection: what is in use is
+// then what the daemon keeps, not also what a collection in the middle
+// of a cycle found live (a refit's validation rows, the events being
+// encoded).
 func (p *profiler) heap(ctx context.Context) {
 	if p.dir != "" {
-		p.fetch(ctx, "/debug/pprof/heap", "heap", time.Minute)
-		p.fetch(ctx, "/debug/pprof/heap?debug=1", "heap-text", time.Minute)
+		p.fetch(ctx, "/debug/pprof/heap?gc=1", "heap", time.Minute)
+		p.fetch(ctx, "/debug/pprof/heap?debug=1&gc=1", "heap-text", time.Minute)
 	}
 }
 
