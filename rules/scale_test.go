@@ -468,3 +468,54 @@ func TestScaleRulePlansAtItsLevel(t *testing.T) {
 		t.Fatalf("a level not handed over: %v %+v", err, res.Scales)
 	}
 }
+
+// A forecast rule hands the upper bound at its scale rules' levels over:
+// a scale rule at 0.95 plans above the 0.9 interval the forecast rule
+// publishes, and one at 0.9 on that interval's upper bound.
+func TestForecastRuleHandsTheScaleLevels(t *testing.T) {
+	g := forecastGroups()
+	fc := g[0].Rules[0].Spec.(*rulefmt.Forecast)
+	fc.Horizons, fc.ScaleLevels = []time.Duration{10 * time.Minute}, []float64{0.95}
+	g[0].Rules[1].Spec.(*rulefmt.Scale).Level = 0.95
+	own := g[0].Rules[1]
+	own.Name = "deploy_own"
+	sc := *own.Spec.(*rulefmt.Scale)
+	sc.Level = 0.9
+	own.Spec = &sc
+	g[0].Rules = append(g[0].Rules, own)
+
+	n := 8 * 60
+	rate := hourly("a", n, 1, 0, 0)
+	for i := range rate.Values {
+		rate.Values[i] += float64(i*7919%13-6) / 2 // errors for the interval to spread over
+	}
+	store := &exprStore{byExpr: map[string][]ingest.Series{
+		"rate":     {rate},
+		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
+	}}
+	subjects, evs := evalOnce(t, g, store, t0.Add(time.Duration(n-55)*time.Minute)).take()
+	var fd alerting.ForecastData
+	scales := map[string]alerting.ScaleData{}
+	for i, ev := range evs {
+		switch {
+		case strings.Contains(subjects[i], ".forecasts."):
+			if err := json.Unmarshal(ev.Data, &fd); err != nil {
+				t.Fatal(err)
+			}
+		case strings.Contains(subjects[i], ".scale."):
+			var d alerting.ScaleData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			scales[d.Rule] = d
+		}
+	}
+	if fd.Level != 0.9 || len(fd.Horizons) != 1 {
+		t.Fatalf("forecast at level %v, horizons %+v; want 0.9 and one", fd.Level, fd.Horizons)
+	}
+	at95, at90 := scales["deploy"], scales["deploy_own"]
+	if at90.PredictedUpper != fd.Horizons[0].UpperPeak || !(at95.PredictedUpper > at90.PredictedUpper) || at95.PredictedLoad != at90.PredictedLoad {
+		t.Fatalf("upper at 0.95 %v, at 0.9 %v, published %v; loads %v and %v: want 0.9's the published one, 0.95's above it, one mean",
+			at95.PredictedUpper, at90.PredictedUpper, fd.Horizons[0].UpperPeak, at95.PredictedLoad, at90.PredictedLoad)
+	}
+}
