@@ -43,7 +43,10 @@
 // requested level whose bounds are split-conformal quantiles of the model's
 // own recent n out-of-sample errors at that lead, the ⌈(n+1)(1+L)/2⌉-th and
 // ⌊(n+1)(1−L)/2⌋-th smallest (a scaled σ√h while there are too few), the expected peak over the horizon and its upper bound. Rates are
-// never forecast below zero.
+// never forecast below zero. At each of Options.PlanLevels it also carries
+// the upper bound the same errors give at that level (Forecast.Plans): a
+// capacity plan at a higher quantile than the interval published, from
+// the same forecaster.
 //
 // [Forecaster] is the streaming form (Fit once, Update in O(1) per sample,
 // Refit when [Forecaster.RefitDue] says so); [Backtest] replays a series

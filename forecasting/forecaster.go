@@ -27,6 +27,13 @@ type Options struct {
 	// Level is the coverage of the prediction interval, in (0, 1);
 	// default 0.9.
 	Level float64
+	// PlanLevels are further levels, each in (0, 1), at which a forecast
+	// also carries the upper end of the interval (Forecast.Plans): the
+	// (1+level)/2 quantile of the same calibration errors, or the same
+	// σ√h band at that level's normal quantile. A scale rule plans with
+	// the upper end at its own level while Level stays the coverage of
+	// the interval published. None by default.
+	PlanLevels []float64
 	// Period is the seasonal period in steps; default one day (24h/Step).
 	Period int
 	// CalibrationSize is how many recent origins' out-of-sample errors
@@ -102,6 +109,11 @@ func (o *Options) setDefaults() error {
 	if !(o.Level > 0 && o.Level < 1) {
 		return fmt.Errorf("forecasting options: level must be in (0, 1), got %g", o.Level)
 	}
+	for _, l := range o.PlanLevels {
+		if !(l > 0 && l < 1) {
+			return fmt.Errorf("forecasting options: plan level must be in (0, 1), got %g", l)
+		}
+	}
 	o.Period = cmp.Or(o.Period, int(24*time.Hour/o.Step))
 	if o.Period < 2 {
 		return fmt.Errorf("forecasting options: period must be at least 2 steps, got %d (step %v)", o.Period, o.Step)
@@ -162,6 +174,9 @@ type Forecast struct {
 	// Empirical[h−1] tells whether the interval at lead h comes from
 	// empirical error quantiles (true) or a scaled σ√h (false).
 	Empirical []bool
+	// Plans are the upper ends of the interval at each of
+	// Options.PlanLevels, for leads 1..H, as Upper is at Level.
+	Plans []PlanUpper
 	// Peak is the largest mean over the horizon, at PeakLead; UpperPeak
 	// is the largest upper bound.
 	Peak      float64
@@ -170,6 +185,13 @@ type Forecast struct {
 	// Gaps counts the missing or non-finite samples filled since Fit
 	// (leading ones in the fitted data are dropped and counted too).
 	Gaps int
+}
+
+// PlanUpper is the upper end of the prediction interval at Level for
+// leads 1..H.
+type PlanUpper struct {
+	Level float64
+	Upper []float64
 }
 
 // ErrGap is returned by Update when a gap is longer than Options.MaxGap.
@@ -204,7 +226,7 @@ func New(opts Options) (*Forecaster, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Forecaster{opts: opts, z: math.Sqrt2 * math.Erfinv(opts.Level)}, nil
+	return &Forecaster{opts: opts, z: normalQuantile(opts.Level)}, nil
 }
 
 // Options returns the options with defaults filled in.
@@ -480,12 +502,14 @@ func (f *Forecaster) ForecastInto(dst *Forecast) {
 // corrected for a bias its recent errors show, with the interval their
 // empirical quantiles give at each lead (interpolated between the leads
 // that keep errors; a σ√h band while a lead has fewer than MinCalibration
-// errors, σ from the lead-1 errors or sigma0), the peak and the upper
-// peak. During an outage it forecasts zeros.
+// errors, σ from the lead-1 errors or sigma0), the upper end at each of
+// PlanLevels the same way, the peak and the upper peak. During an outage
+// it forecasts zeros.
 func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, outage bool) {
 	h := o.Horizon
 	copy(dst.Mean, tr.current())
 	qlo, qhi := (1-o.Level)/2, (1+o.Level)/2
+	dst.setPlans(o.PlanLevels, h)
 	sigma1 := sigma0
 	if w := tr.win[0]; w.len() >= 10 {
 		sigma1 = w.rms()
@@ -500,6 +524,9 @@ func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, out
 			// bounds keep two float32 roundings of room.
 			pad := math.Abs(m) * 0x1p-22
 			lo, hi = m+c.lower-pad, m+c.upper+pad
+			for _, p := range dst.Plans {
+				p.Upper[i] = m + tr.bound(i+1, (1+p.Level)/2) + pad
+			}
 			dst.Empirical[i] = true
 			if se := 1.2533 * c.rmsErr / math.Sqrt(float64(c.n)); math.Abs(c.median) > 3*se {
 				m += c.median
@@ -511,6 +538,9 @@ func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, out
 		} else {
 			d := z * sigma1 * math.Sqrt(float64(i+1))
 			lo, hi = m-d, m+d
+			for _, p := range dst.Plans {
+				p.Upper[i] = m + normalQuantile(p.Level)*sigma1*math.Sqrt(float64(i+1))
+			}
 			dst.Empirical[i] = false
 		}
 		if outage {
@@ -522,6 +552,12 @@ func fillForecast(dst *Forecast, tr *tracker, o *Options, z, sigma0 float64, out
 			lo, hi = clip0(lo), clip0(hi)
 		}
 		dst.Lower[i], dst.Upper[i] = lo, max(hi, lo)
+		for _, p := range dst.Plans {
+			if !o.AllowNegative {
+				p.Upper[i] = clip0(p.Upper[i])
+			}
+			p.Upper[i] = max(p.Upper[i], lo)
+		}
 		if m > dst.Peak {
 			dst.Peak, dst.PeakLead = m, i+1
 		}
@@ -539,6 +575,25 @@ func (dst *Forecast) setLen(h int) {
 	}
 	dst.Empirical = dst.Empirical[:h]
 }
+
+// setPlans sizes dst.Plans for levels and h leads, reusing its arrays.
+func (dst *Forecast) setPlans(levels []float64, h int) {
+	if len(levels) == 0 {
+		dst.Plans = dst.Plans[:0]
+		return
+	}
+	if cap(dst.Plans) < len(levels) {
+		dst.Plans = append(dst.Plans[:cap(dst.Plans)], make([]PlanUpper, len(levels)-cap(dst.Plans))...)
+	}
+	dst.Plans = dst.Plans[:len(levels)]
+	for j, l := range levels {
+		dst.Plans[j].Level, dst.Plans[j].Upper = l, resize(dst.Plans[j].Upper, h)
+	}
+}
+
+// normalQuantile is the two-sided normal quantile z of coverage level:
+// P(|Z| ≤ z) = level.
+func normalQuantile(level float64) float64 { return math.Sqrt2 * math.Erfinv(level) }
 
 func resize(s []float64, n int) []float64 {
 	if cap(s) < n {

@@ -71,6 +71,18 @@ func (k *tracker) calibration(l int, qlo, qhi float64) leadCalibration {
 		rmsErr: lerp(a.rms(), b.rms(), w)}
 }
 
+// bound returns the split-conformal bound at level q of lead l's errors,
+// as calibration does: a knot's own window's, and between two knots the
+// linear interpolation of theirs.
+func (k *tracker) bound(l int, q float64) float64 {
+	i := k.knotAtOrAbove(l)
+	if k.knots[i] == l {
+		return k.win[i].bound(q)
+	}
+	w := float64(l-k.knots[i-1]) / float64(k.knots[i]-k.knots[i-1])
+	return lerp(k.win[i-1].bound(q), k.win[i].bound(q), w)
+}
+
 // knotAtOrAbove returns the index of the first knot at or above lead l.
 func (k *tracker) knotAtOrAbove(l int) int {
 	lo, hi := 0, len(k.knots)-1

@@ -301,6 +301,31 @@ func (fc *Forecast) PeakWithin(leads int) (peak float64, lead int, upper float64
 	return peak, lead, upper
 }
 
+// UpperWithin returns the peak over leads 1..leads (clamped as in
+// PeakWithin) of the upper end of the interval at level: Upper's when
+// level is the forecast's Level, else that of the one of Plans at level.
+// ok is false when the forecast carries none at level; an empty forecast
+// gives NaN.
+func (fc *Forecast) UpperWithin(level float64, leads int) (upper float64, ok bool) {
+	path := fc.Upper
+	if level != fc.Level {
+		i := slices.IndexFunc(fc.Plans, func(p PlanUpper) bool { return p.Level == level })
+		if i < 0 {
+			return math.NaN(), false
+		}
+		path = fc.Plans[i].Upper
+	}
+	n := min(max(leads, 1), len(path))
+	if n == 0 {
+		return math.NaN(), true
+	}
+	upper = math.Inf(-1)
+	for _, u := range path[:n] {
+		upper = max(upper, u)
+	}
+	return upper, true
+}
+
 // DefaultScaleDownMargin is the hysteresis band of a scale rule whose
 // configuration does not set scale.scale_down_margin.
 const DefaultScaleDownMargin = 0.15

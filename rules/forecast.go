@@ -37,6 +37,11 @@ type Outlook struct {
 	// holds the peaks over each of them.
 	Horizon  time.Duration
 	Horizons []time.Duration
+	// Level is the coverage of the forecasts' interval, whose upper end
+	// each Peak's Upper is; Levels are the further levels the rule hands
+	// the upper end at (rulefmt.Forecast.ScaleLevels), each Peak's Plans.
+	Level  float64
+	Levels []float64
 	// Series are the series forecast, in the order of their identities.
 	Series []OutlookSeries
 }
@@ -67,10 +72,26 @@ type Snapshot struct {
 }
 
 // Peak is the outlook over one horizon: the peak of the forecast mean,
-// when it is expected, and the peak of the upper bound.
+// when it is expected, and the peak of the upper bound, at the
+// interval's level (Upper) and at each of Outlook.Levels (Plans).
 type Peak struct {
 	Peak, Upper float64
+	Plans       []float64
 	PeakTime    time.Time
+}
+
+// UpperAt is the peak of the upper bound at level of an outlook whose
+// interval is at own and that hands the upper end at levels; ok is false
+// when it has none at level.
+func (p Peak) UpperAt(level, own float64, levels []float64) (upper float64, ok bool) {
+	if level == own {
+		return p.Upper, true
+	}
+	i := slices.Index(levels, level)
+	if i < 0 || i >= len(p.Plans) {
+		return math.NaN(), false
+	}
+	return p.Plans[i], true
 }
 
 // At returns the snapshot's peaks over horizon i of Outlook.Horizons (the
@@ -93,7 +114,7 @@ func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
 	for _, d := range handedHorizons(fc) {
 		h = max(h, leads(d, fc.Step))
 	}
-	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: h, Level: fc.Level,
+	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: h, Level: fc.Level, PlanLevels: fc.ScaleLevels,
 		Period: int(fc.Period / fc.Step), Weekly: fc.Period > 0 && fc.History >= 2*7*fc.Period}
 }
 
@@ -195,7 +216,7 @@ func (r *forecastRule) Eval(ctx context.Context, at time.Time, env *Env) (Result
 	}
 	r.learn(&res)
 	out := &Outlook{Rule: r.cfg.Name, Times: evalTimes(end, replay, max(r.interval, step)),
-		Horizon: time.Duration(r.opts.Horizon) * step}
+		Horizon: time.Duration(r.opts.Horizon) * step, Level: r.opts.Level, Levels: r.opts.PlanLevels}
 	for _, l := range r.handed {
 		out.Horizons = append(out.Horizons, time.Duration(l)*step)
 	}
@@ -486,9 +507,17 @@ func (s *fcSeries) snap(stepMs int64, leads []int) Snapshot {
 	sn := Snapshot{OK: true, Origin: time.UnixMilli(s.fc.Origin), Peak: s.fc.Peak, Upper: s.fc.UpperPeak, Last: s.lastV,
 		PeakTime: time.UnixMilli(s.fc.Origin + int64(s.fc.PeakLead)*stepMs), Model: s.fc.Model, Fallback: s.fc.Fallback,
 		ByHorizon: make([]Peak, len(leads))}
+	np := len(s.fc.Plans)
+	plans := make([]float64, len(leads)*np)
 	for i, l := range leads {
 		peak, lead, upper := s.fc.PeakWithin(l)
 		sn.ByHorizon[i] = Peak{Peak: peak, Upper: upper, PeakTime: time.UnixMilli(s.fc.Origin + int64(lead)*stepMs)}
+		if np > 0 {
+			sn.ByHorizon[i].Plans = plans[i*np : (i+1)*np : (i+1)*np]
+			for j, p := range s.fc.Plans {
+				sn.ByHorizon[i].Plans[j], _ = s.fc.UpperWithin(p.Level, l)
+			}
+		}
 	}
 	return sn
 }
@@ -497,6 +526,10 @@ func (s *fcSeries) snap(stepMs int64, leads []int) Snapshot {
 func cloneForecast(fc *forecasting.Forecast) *forecasting.Forecast {
 	c := *fc
 	c.Mean, c.Lower, c.Upper, c.Empirical = slices.Clone(fc.Mean), slices.Clone(fc.Lower), slices.Clone(fc.Upper), slices.Clone(fc.Empirical)
+	c.Plans = slices.Clone(fc.Plans)
+	for i := range c.Plans {
+		c.Plans[i].Upper = slices.Clone(c.Plans[i].Upper)
+	}
 	return &c
 }
 

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -27,10 +28,12 @@ type ScaleReplayOptions struct {
 	// Warmup is the number of steps before the first decision (at least
 	// 2, fewer than Load's).
 	Warmup int
-	// Forecast and Scale are the rules' settings, at each of Levels (the
-	// Forecast's own Level, Expr, Step, BottomUp and SumBy, and the
-	// Scale's Forecast and Replicas, are not used). Scale.Horizon must be
-	// set, and so must Scale.CapacityPerReplica.
+	// Forecast and Scale are the rules' settings, the scale rule's at
+	// each of Levels, its scale.level (the Forecast's Expr, Step,
+	// BottomUp and SumBy, and the Scale's Forecast, Replicas and Level,
+	// are not used; the Forecast's Level, the interval it publishes, is
+	// DefaultForecastLevel when 0). Scale.Horizon must be set, and so
+	// must Scale.CapacityPerReplica.
 	Forecast rulefmt.Forecast
 	Scale    rulefmt.Scale
 	Levels   []float64
@@ -49,7 +52,7 @@ type ScaleReplayOptions struct {
 
 // ScaleLane is what one scale rule of a scale replay asked for.
 type ScaleLane struct {
-	// Level is its forecast rule's level; on a what-if lane (WhatIf),
+	// Level is its scale rule's scale.level; on a what-if lane (WhatIf),
 	// ErrorScale is the scale of the forecast's errors.
 	Level      float64
 	WhatIf     bool
@@ -71,7 +74,7 @@ func (l ScaleLane) Asks() []int {
 }
 
 // ReplayScale replays a forecast rule a level, each with its scale rule
-// and one scale rule a what-if lane, through Replay, on a clock stepped
+// planning at that level and one scale rule a what-if lane, through Replay, on a clock stepped
 // from the first decision (after the warm-up) to the last, over a
 // MemoryStore that holds the load, each step's sample stamped at the
 // step's end as a store stamps a rate. Each lane's replicas are a
@@ -104,7 +107,14 @@ func ReplayScale(ctx context.Context, o ScaleReplayOptions) ([]ScaleLane, error)
 	var lanes, whatIfs []*lane
 	for i, level := range o.Levels {
 		fc := o.Forecast
-		fc.Expr, fc.Step, fc.Level = load, step, level
+		fc.Expr, fc.Step = load, step
+		fc.Level = cmp.Or(fc.Level, rulefmt.DefaultForecastLevel)
+		fc.ScaleLevels = nil
+		if level != fc.Level {
+			// The forecast rule hands the upper bound at the scale rule's
+			// level over, as a configuration's does.
+			fc.ScaleLevels = []float64{level}
+		}
 		fc.BottomUp, fc.SumBy = o.Parts != nil, nil
 		if o.Parts != nil {
 			fc.SumBy = []string{target}
@@ -125,7 +135,7 @@ func ReplayScale(ctx context.Context, o ScaleReplayOptions) ([]ScaleLane, error)
 		for _, l := range ofLevel {
 			l.replicas = l.rule + "_replicas"
 			sc := o.Scale
-			sc.Forecast, sc.Replicas = forecastRule, l.replicas
+			sc.Forecast, sc.Replicas, sc.Level = forecastRule, l.replicas, level
 			if o.Waiting != nil {
 				sc.Waiting = waiting
 			}

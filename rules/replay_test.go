@@ -17,7 +17,8 @@ import (
 // forecast, one replica carrying 10 req/s.
 func replayGroup() rulefmt.Group {
 	fc := &rulefmt.Forecast{Expr: "load", Step: time.Minute, History: 3 * time.Hour, Horizon: 10 * time.Minute,
-		Horizons: []time.Duration{10 * time.Minute}, Model: "auto", Level: 0.9, Period: time.Hour}
+		Horizons: []time.Duration{10 * time.Minute}, Model: "auto", Level: 0.9, Period: time.Hour,
+		ScaleLevels: []float64{rulefmt.DefaultScaleLevel}}
 	scale := func(name string) rulefmt.Rule {
 		sc := rulefmt.DefaultScale()
 		sc.Forecast, sc.Replicas, sc.CapacityPerReplica, sc.Horizon = "rate", "replicas", 10, 10*time.Minute
@@ -63,6 +64,9 @@ func TestReplayRewritesTheForecastAScaleRuleDecidesOn(t *testing.T) {
 			if rule == "tripled" {
 				for i := range fc.Mean {
 					fc.Mean[i], fc.Lower[i], fc.Upper[i] = 3*fc.Mean[i], 3*fc.Lower[i], 3*fc.Upper[i]
+					for _, p := range fc.Plans {
+						p.Upper[i] *= 3 // the upper bound the scale rule plans with
+					}
 				}
 			}
 		}}

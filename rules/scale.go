@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -173,6 +174,10 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 		}
 	}
 	r.policy.ValidFor = max(horizon, r.interval)
+	level := r.c.Level
+	if level == 0 && out != nil {
+		level = out.Level // a rule built in code that sets none
+	}
 	forecasts := newMatcher[*OutlookSeries]()
 	if out != nil {
 		for i := range out.Series {
@@ -255,12 +260,16 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 				sn := fc.At[k]
 				pk := sn.At(hi)
 				if env.rewrite != nil && sn.forecast != nil {
-					pk, sn = r.rewritten(env, sn, horizon)
+					pk, sn = r.rewritten(env, sn, horizon, out)
 				}
-				in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, pk.Upper
-				in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
-				holdInputs(&in, fc.History, r.c.Hold, sn.Origin)
-				burstInputs(&in, fc.History, r.c, horizon, step, sn.Origin, &r.buf, &r.season)
+				if upper, ok := pk.UpperAt(level, out.Level, out.Levels); ok {
+					in.HasForecast, in.PredictedLoad, in.PredictedUpper = true, pk.Peak, upper
+					in.PeakTime, in.Fallback, model = pk.PeakTime, sn.Fallback, sn.Model
+					holdInputs(&in, fc.History, r.c.Hold, sn.Origin)
+					burstInputs(&in, fc.History, r.c, horizon, step, sn.Origin, &r.buf, &r.season)
+				} else {
+					in.NoForecast = fmt.Sprintf("forecast rule %q hands the upper bound at levels %s, not at scale.level %g", r.c.Forecast, levelList(out.Level, out.Levels), level)
+				}
 			}
 			in.Notes = notes
 			prev := st.Desired
@@ -293,14 +302,31 @@ func (r *scaleRule) Eval(ctx context.Context, at time.Time, env *Env) (Result, e
 	return res, nil
 }
 
-// rewritten is the outlook sn with its forecast rewritten by a replay
-// (Env.rewrite), and its peak over horizon.
-func (r *scaleRule) rewritten(env *Env, sn Snapshot, horizon time.Duration) (Peak, Snapshot) {
+// rewritten is the outlook sn of out with its forecast rewritten by a
+// replay (Env.rewrite), and its peaks over horizon.
+func (r *scaleRule) rewritten(env *Env, sn Snapshot, horizon time.Duration, out *Outlook) (Peak, Snapshot) {
 	fc := cloneForecast(sn.forecast)
 	env.rewrite(r.group, r.cfg.Name, fc)
-	peak, lead, upper := fc.PeakWithin(leads(horizon, fc.Step))
+	n := leads(horizon, fc.Step)
+	peak, lead, upper := fc.PeakWithin(n)
+	pk := Peak{Peak: peak, Upper: upper, PeakTime: time.UnixMilli(fc.Origin + int64(lead)*fc.Step.Milliseconds())}
+	for _, l := range out.Levels {
+		u, _ := fc.UpperWithin(l, n)
+		pk.Plans = append(pk.Plans, u)
+	}
 	sn.Fallback, sn.Model, sn.forecast = fc.Fallback, fc.Model, fc
-	return Peak{Peak: peak, Upper: upper, PeakTime: time.UnixMilli(fc.Origin + int64(lead)*fc.Step.Milliseconds())}, sn
+	return pk, sn
+}
+
+// levelList lists the level own and levels, for a message.
+func levelList(own float64, levels []float64) string {
+	all := append([]float64{own}, levels...)
+	slices.Sort(all)
+	s := make([]string, len(all))
+	for i, l := range all {
+		s[i] = strconv.FormatFloat(l, 'g', -1, 64)
+	}
+	return strings.Join(s, ", ")
 }
 
 // matcher finds the items whose labels match a target's on the labels on,

@@ -423,3 +423,99 @@ func evalOnce(t *testing.T, groups []rulefmt.Group, store *exprStore, now time.T
 	}
 	return events
 }
+
+// A scale rule plans with the upper bound at its scale.level: the
+// interval's own at the forecast rule's level, the one handed over at
+// another, and none (tiers 1 and 2 only) at a level not handed over.
+func TestScaleRulePlansAtItsLevel(t *testing.T) {
+	n := 8 * 60
+	store := &exprStore{byExpr: map[string][]ingest.Series{
+		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
+	}}
+	now := t0.Add(time.Duration(n-1) * time.Minute)
+	end := now.Truncate(time.Minute)
+	// At 10 req/s a replica: the 0.9 upper 31 asks for 4, the 0.8 one 25
+	// for 3, the 0.95 one 41 for 5.
+	out := &Outlook{Rule: "rate", Times: []time.Time{end}, Horizon: 10 * time.Minute, Horizons: []time.Duration{10 * time.Minute},
+		Level: 0.9, Levels: []float64{0.8, 0.95},
+		Series: []OutlookSeries{{Labels: ingest.Labels{{Name: "model", Value: "a"}}, At: []Snapshot{{OK: true, Origin: end,
+			ByHorizon: []Peak{{Peak: 20, Upper: 31, Plans: []float64{25, 41}, PeakTime: end.Add(5 * time.Minute)}}}}}}}
+	for _, c := range []struct {
+		level float64
+		want  int
+	}{{0.9, 4}, {0.8, 3}, {0.95, 5}} {
+		g := forecastGroups()
+		sc := g[0].Rules[1].Spec.(*rulefmt.Scale)
+		sc.Level, sc.Hold, sc.BurstQuantile = c.level, 0, 0
+		sr, err := newScaleRule(g[0], g[0].Rules[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sr.Eval(context.Background(), now, &Env{Querier: store, Interval: time.Minute, Outlooks: map[string]*Outlook{"rate": out}})
+		if err != nil || len(res.Scales) != 1 || res.Scales[0].DesiredReplicas != c.want || res.Scales[0].Tier != 3 {
+			t.Fatalf("scale.level %g: %v %+v; want %d replicas from the forecast tier", c.level, err, res.Scales, c.want)
+		}
+	}
+	g := forecastGroups()
+	g[0].Rules[1].Spec.(*rulefmt.Scale).Level = 0.99
+	sr, err := newScaleRule(g[0], g[0].Rules[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sr.Eval(context.Background(), now, &Env{Querier: store, Interval: time.Minute, Outlooks: map[string]*Outlook{"rate": out}})
+	if err != nil || len(res.Scales) != 1 || res.Scales[0].Tier == 3 ||
+		!strings.Contains(res.Scales[0].Reason, `forecast rule "rate" hands the upper bound at levels 0.8, 0.9, 0.95, not at scale.level 0.99: tiers 1 and 2 only`) {
+		t.Fatalf("a level not handed over: %v %+v", err, res.Scales)
+	}
+}
+
+// A forecast rule hands the upper bound at its scale rules' levels over:
+// a scale rule at 0.95 plans above the 0.9 interval the forecast rule
+// publishes, and one at 0.9 on that interval's upper bound.
+func TestForecastRuleHandsTheScaleLevels(t *testing.T) {
+	g := forecastGroups()
+	fc := g[0].Rules[0].Spec.(*rulefmt.Forecast)
+	fc.Horizons, fc.ScaleLevels = []time.Duration{10 * time.Minute}, []float64{0.95}
+	g[0].Rules[1].Spec.(*rulefmt.Scale).Level = 0.95
+	own := g[0].Rules[1]
+	own.Name = "deploy_own"
+	sc := *own.Spec.(*rulefmt.Scale)
+	sc.Level = 0.9
+	own.Spec = &sc
+	g[0].Rules = append(g[0].Rules, own)
+
+	n := 8 * 60
+	rate := hourly("a", n, 1, 0, 0)
+	for i := range rate.Values {
+		rate.Values[i] += float64(i*7919%13-6) / 2 // errors for the interval to spread over
+	}
+	store := &exprStore{byExpr: map[string][]ingest.Series{
+		"rate":     {rate},
+		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
+	}}
+	subjects, evs := evalOnce(t, g, store, t0.Add(time.Duration(n-55)*time.Minute)).take()
+	var fd alerting.ForecastData
+	scales := map[string]alerting.ScaleData{}
+	for i, ev := range evs {
+		switch {
+		case strings.Contains(subjects[i], ".forecasts."):
+			if err := json.Unmarshal(ev.Data, &fd); err != nil {
+				t.Fatal(err)
+			}
+		case strings.Contains(subjects[i], ".scale."):
+			var d alerting.ScaleData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			scales[d.Rule] = d
+		}
+	}
+	if fd.Level != 0.9 || len(fd.Horizons) != 1 {
+		t.Fatalf("forecast at level %v, horizons %+v; want 0.9 and one", fd.Level, fd.Horizons)
+	}
+	at95, at90 := scales["deploy"], scales["deploy_own"]
+	if at90.PredictedUpper != fd.Horizons[0].UpperPeak || !(at95.PredictedUpper > at90.PredictedUpper) || at95.PredictedLoad != at90.PredictedLoad {
+		t.Fatalf("upper at 0.95 %v, at 0.9 %v, published %v; loads %v and %v: want 0.9's the published one, 0.95's above it, one mean",
+			at95.PredictedUpper, at90.PredictedUpper, fd.Horizons[0].UpperPeak, at95.PredictedLoad, at90.PredictedLoad)
+	}
+}

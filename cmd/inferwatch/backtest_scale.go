@@ -188,7 +188,8 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	// The forecast and scale rules' keys, with their defaults.
 	horizonS := fs.String("horizon", "", "forecast.horizon and scale.horizon: how far ahead the forecast reaches and the decision looks (default the rules': a forecast to 10m, and a decision on the step plus --startup, rounded up to whole steps and at most 10m)")
 	model := fs.String("model", rulefmt.DefaultForecastModel, "forecast.model: "+strings.Join(forecasting.Models(), ", "))
-	levelS := fs.String("level", strconv.FormatFloat(rulefmt.DefaultForecastLevel, 'g', -1, 64), "forecast.level: the prediction interval, whose upper bound the decision takes; a comma-separated list replays each")
+	levelS := fs.String("level", strconv.FormatFloat(rulefmt.DefaultScaleLevel, 'g', -1, 64), "scale.level: the coverage of the forecast interval whose upper bound the decision plans with; a comma-separated list replays each")
+	forecastLevel := fs.Float64("forecast-level", rulefmt.DefaultForecastLevel, "forecast.level: the prediction interval the forecast rule publishes (the decision plans at --level)")
 	periodS := fs.String("period", dur.Format(rulefmt.DefaultForecastPeriod), "forecast.period: the seasonal period")
 	def := rulefmt.DefaultScale()
 	minReplicas := fs.Int("min-replicas", def.MinReplicas, "scale.min_replicas (both policies)")
@@ -263,6 +264,9 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	levels, err := floatList("--level", *levelS, func(v float64) bool { return v > 0 && v < 1 }, "a number in (0, 1)")
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if !(*forecastLevel > 0 && *forecastLevel < 1) {
+		errs = append(errs, fmt.Errorf("--forecast-level %g: want a number in (0, 1)", *forecastLevel))
 	}
 	var errorScales []float64
 	if *whatIfS != "" {
@@ -401,6 +405,7 @@ func cmdBacktestScale(ctx context.Context, args []string, stdout, stderr io.Writ
 	fc, sc := rules.ScaleRules(series.Step, rules.ScaleSettings{Model: *model, Period: period, Horizon: horizon, Startup: startup,
 		Cooldown: cooldown, Hold: hold, BurstQuantile: *burstQ, BurstWindow: burstWindow, BurstMean: burstMean, BurstPeriod: burstPeriod, MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, StableIntervals: *stable,
 		ScaleDownMargin: margins[0], WaitingPerReplica: *waitingPer, BottomUp: parts != nil})
+	fc.Level = *forecastLevel
 	warm := int(warmup / series.Step)
 	if warmup == 0 {
 		warm = rules.DefaultWarmup(period, series.Step, len(series.Values))

@@ -59,7 +59,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 		// window 147–150 holds the spike, 4 replicas ready at 150; from
 		// 160 it asks for 1, and the third such decision, at 162, steps
 		// down. 3 more replicas for 15 minutes a spike: 120 + 2·45.
-		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120, Level: 0.9},
+		{Policy: "forecast", ReplicaMinutes: 210, UnderMinutes: 0, WorstShortfall: 0, Changes: 4, Minutes: 120, Level: 0.95},
 		// At 151 it sees minute 150 and asks for 4, ready at 154: minutes
 		// 150–153 short by 25. 4 stays the highest recommendation of the
 		// last five minutes until 165: 120 + 2·42, 8 minutes short.
@@ -92,7 +92,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// than the baseline's one for the same 14 minutes, 120 + 2·84 = 288
 	// replica-minutes, and as late: the same 8 minutes short.
 	rep = runScale(t, "--burst-quantile", "0", "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
-		"--level", "0.9, 0.5", "--hpa-target", "1,0.5")
+		"--level", "0.95, 0.5", "--hpa-target", "1,0.5")
 	half := want[1]
 	half.ReplicaMinutes, half.HPATarget = 288, 0.5
 	atHalf := want[0]
@@ -116,13 +116,13 @@ func TestBacktestScaleSpike(t *testing.T) {
 		t.Errorf("frontier %+v", rep.Frontier)
 	}
 	code, out, _ := runCmd(t, context.Background(), "backtest", "scale", "--burst-quantile", "0", "--input", file, "--capacity", "10", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h", "--hold", "0s",
-		"--level", "0.9,0.5", "--hpa-target", "1,0.5")
+		"--level", "0.95,0.5", "--hpa-target", "1,0.5")
 	for _, line := range []string{
 		"forecast (level 0.5)", "reactive (target 0.5)",
-		"forecast (level 0.9) / reactive (target 1): replica-minutes 1.029, under-provisioned minutes 0.000",
-		"no forecast level replayed stays within reactive (target 1)'s 204 replica-minutes; the cheapest, forecast (level 0.9), pays 210 (1.029)",
-		"no reactive target replayed is short at most forecast (level 0.9)'s 0 minutes; the least short, reactive (target 1), is short 8 minutes and pays 204 replica-minutes, 0.971 of the forecast's",
-		"within forecast (level 0.9)'s 210 replica-minutes, reactive (target 1) is short least: 204 replica-minutes, 8 under-provisioned minutes; the forecast is short 0.000 as often",
+		"forecast (level 0.95) / reactive (target 1): replica-minutes 1.029, under-provisioned minutes 0.000",
+		"no forecast level replayed stays within reactive (target 1)'s 204 replica-minutes; the cheapest, forecast (level 0.95), pays 210 (1.029)",
+		"no reactive target replayed is short at most forecast (level 0.95)'s 0 minutes; the least short, reactive (target 1), is short 8 minutes and pays 204 replica-minutes, 0.971 of the forecast's",
+		"within forecast (level 0.95)'s 210 replica-minutes, reactive (target 1) is short least: 204 replica-minutes, 8 under-provisioned minutes; the forecast is short 0.000 as often",
 	} {
 		if code != 0 || !strings.Contains(out, line) {
 			t.Errorf("exit %d; the text lacks %q:\n%s", code, line, out)
@@ -159,7 +159,7 @@ func TestBacktestScaleSpike(t *testing.T) {
 	// down at 132; up at 147, down at 192; up at 207 to the end. 3 more
 	// replicas for 12 + 45 + 33 minutes: 120 + 3·90, 5 changes.
 	rep = runScale(t, "--burst-quantile", "0", "--input", file, "--capacity", "10", "--startup", "3m", "--model", "seasonal_naive", "--period", "1h", "--warmup", "2h")
-	held := want[0] // want is now the rows of the lists: forecast at 0.9 first, reactive at 1 third
+	held := want[0] // want is now the rows of the lists: forecast at 0.95 first, reactive at 1 third
 	held.ReplicaMinutes, held.Changes = 390, 5
 	if rep.Policies[0] != held || rep.Policies[1] != want[2] {
 		t.Errorf("the default hold: %+v, %+v\nwant %+v, %+v", rep.Policies[0], rep.Policies[1], held, want[2])
@@ -385,6 +385,7 @@ func TestBacktestScaleListErrors(t *testing.T) {
 	}{
 		{[]string{"--level", "0.9,1.5"}, `--level 0.9,1.5: "1.5" is not a number in (0, 1)`},
 		{[]string{"--level", "0.9,"}, `--level 0.9,: "" is not a number in (0, 1)`},
+		{[]string{"--forecast-level", "1"}, `--forecast-level 1: want a number in (0, 1)`},
 		{[]string{"--hpa-target", "1,0.8,0.8"}, `--hpa-target 1,0.8,0.8: 0.8 is listed twice`},
 		{[]string{"--hpa-target", "0"}, `--hpa-target 0: "0" is not a share of the capacity in (0, 1]`},
 		{[]string{"--hpa-window", "5m,5m"}, `--hpa-window 5m,5m: 5m is listed twice`},

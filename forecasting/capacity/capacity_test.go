@@ -167,6 +167,16 @@ func TestScaleErrors(t *testing.T) {
 	f(0.5, []float64{10.5, 16, 9, 8}, []float64{8.5, 14, 7, 6}, []float64{12.5, 19, 11, 16}, 16, 2, 19)
 	f(0, []float64{11, 20, 9, 8}, []float64{11, 20, 9, 8}, []float64{11, 20, 9, 8}, 20, 2, 20)
 	f(1, fc.Mean, fc.Lower, fc.Upper, 12, 2, 24)
+	// The upper end at a plan level moves as Upper does: ×0.5, 11 + 0.5·5,
+	// 20 + 0.5·2, and toward the mean where the load is not known: 9 +
+	// 0.5·6, 8 + 0.5·20.
+	c := fc
+	c.Mean, c.Lower, c.Upper = slices.Clone(fc.Mean), slices.Clone(fc.Lower), slices.Clone(fc.Upper)
+	c.Plans = []forecasting.PlanUpper{{Level: 0.95, Upper: []float64{16, 22, 15, 28}}}
+	ScaleErrors(&c, l, 0.5)
+	if want := []float64{13.5, 21, 12, 18}; !slices.Equal(c.Plans[0].Upper, want) {
+		t.Errorf("×0.5: plan upper %v, want %v", c.Plans[0].Upper, want)
+	}
 }
 
 func TestCompare(t *testing.T) {

@@ -8,12 +8,12 @@ import (
 )
 
 // ScaleErrors rewrites fc as a forecast whose every error is f times as
-// large: at each lead whose load l knows, the mean and both bounds move
-// toward it, to f of their distance (f 0: the load itself, a perfect
-// forecast; f 1: fc as it is), so the interval is f times as wide, as the
-// quantiles of errors f times as large would make it. Where the load is
-// not known (a gap, or past its end) the mean stays and the bounds move
-// toward it. The peaks are the new path's. Lead 1 forecasts the step that
+// large: at each lead whose load l knows, the mean and the bounds (those
+// of Plans too) move toward it, to f of their distance (f 0: the load
+// itself, a perfect forecast; f 1: fc as it is), so the interval is f
+// times as wide, as the quantiles of errors f times as large would make
+// it. Where the load is not known (a gap, or past its end) the mean stays
+// and the bounds move toward it. The peaks are the new path's. Lead 1 forecasts the step that
 // starts at fc.Origin, the time at which the last step fc knows ended.
 // Like foresight it reads the load to come: a what-if, not a forecast.
 func ScaleErrors(fc *forecasting.Forecast, l Load, f float64) {
@@ -29,6 +29,9 @@ func ScaleErrors(fc *forecasting.Forecast, l Load, f float64) {
 		fc.Mean[i] = (1-f)*y + f*m
 		fc.Lower[i] = (1-f)*y + f*fc.Lower[i]
 		fc.Upper[i] = (1-f)*y + f*fc.Upper[i]
+		for _, p := range fc.Plans {
+			p.Upper[i] = (1-f)*y + f*p.Upper[i]
+		}
 		if fc.Mean[i] > fc.Peak {
 			fc.Peak, fc.PeakLead = fc.Mean[i], i+1
 		}

@@ -23,6 +23,7 @@ const (
 	DefaultForecastHorizon          = 10 * time.Minute
 	DefaultForecastModel            = "auto"
 	DefaultForecastLevel            = 0.9
+	DefaultScaleLevel               = 0.95
 	DefaultForecastPeriod           = 24 * time.Hour
 	DefaultScaleDownStableIntervals = 3
 	DefaultScaleCooldown            = 5 * time.Minute
@@ -83,6 +84,12 @@ type Forecast struct {
 	// falls short of the longest): the rule hands its peaks over them to
 	// those rules and publishes only Horizons. Filled by Load.
 	ScaleHorizons []time.Duration
+	// ScaleLevels are the levels the group's scale rules plan with
+	// (scale.level) other than Level, ascending: the rule hands the upper
+	// end of its forecast at each of them to those rules, from the same
+	// calibration errors, and publishes only the interval at Level.
+	// Filled by Load.
+	ScaleLevels []float64
 }
 
 // Scale configures a scale rule: for each target (each series of the
@@ -103,6 +110,10 @@ type Scale struct {
 	// 3m): with the interval between decisions it sets the default
 	// Horizon.
 	Startup time.Duration
+	// Level is the coverage, in (0, 1), of the forecast interval whose
+	// upper end the decision plans with (default 0.95): the forecast
+	// rule's forecast.level sets only the interval it publishes.
+	Level float64
 	// On lists the labels that match a target with the series of the
 	// forecast and of the other queries (default: every label of the
 	// Replicas series but __name__). A query series without any of these
@@ -184,7 +195,7 @@ func DefaultForecast(step time.Duration) Forecast {
 func DefaultScale() Scale {
 	return Scale{MinReplicas: 1, ScaleDownStableIntervals: DefaultScaleDownStableIntervals, Cooldown: DefaultScaleCooldown, Hold: DefaultScaleHold,
 		BurstQuantile: DefaultScaleBurstQuantile, BurstWindow: DefaultScaleBurstWindow, BurstMean: DefaultScaleBurstMean, BurstPeriod: DefaultScaleBurstPeriod,
-		Startup:         DefaultScaleStartup,
+		Startup: DefaultScaleStartup, Level: DefaultScaleLevel,
 		ScaleDownMargin: DefaultScaleDownMargin,
 		GPUMemoryHigh:   DefaultScaleGPUMemoryHigh, WaitingPerReplica: DefaultScaleWaitingPerReplica, P99Near: DefaultScaleP99Near}
 }
@@ -343,7 +354,7 @@ func roundUp(d, step time.Duration) time.Duration {
 	return (d + step - 1) / step * step
 }
 
-var scaleKeys = []string{"forecast", "horizon", "startup", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
+var scaleKeys = []string{"forecast", "horizon", "startup", "level", "on", "replicas", "gpu_memory", "waiting", "p99", "capacity_per_replica", "slo",
 	"min_replicas", "max_replicas", "scale_down_stable_intervals", "scale_down_margin", "cooldown", "hold",
 	"burst_quantile", "burst_window", "burst_mean", "burst_period", "gpu_memory_high", "waiting_per_replica", "p99_near"}
 
@@ -369,6 +380,13 @@ func (p *parser) scale(n *yaml.Node) *Scale {
 	}
 	kv, present := f["startup"]
 	s.Startup, _ = p.positive(kv, present, "scale.startup", DefaultScaleStartup, true)
+	if kv, ok := f["level"]; ok {
+		s.Level = p.number(kv, "scale.level", DefaultScaleLevel, 0, 1, true)
+		if s.Level == 1 {
+			p.errorf(resolve(kv.v), "scale.level must be below 1, got 1: no finite bound covers every load")
+			s.Level = DefaultScaleLevel
+		}
+	}
 	if kv, ok := f["replicas"]; ok {
 		s.Replicas = p.query(kv, "scale.replicas")
 	} else {
@@ -481,7 +499,8 @@ func (p *parser) labelList(v *yaml.Node, name string) []string {
 // checkScaleRefs checks what needs the whole group: a scale rule names a
 // forecast rule of its group and one of the horizons it serves, and fills
 // in the default horizon of one that names none (DefaultScaleHorizon, at
-// the group's interval).
+// the group's interval); the forecast rule hands over the upper end at
+// each scale rule's level (ScaleLevels).
 func (p *parser) checkScaleRefs(rs []Rule, interval time.Duration) {
 	kindOf := map[string]Kind{}
 	specs := map[string]*Forecast{}
@@ -503,7 +522,12 @@ func (p *parser) checkScaleRefs(rs []Rule, interval time.Duration) {
 		case k != KindForecast:
 			p.errs.Add(r.Pos, p.group, r.Name, "scale.forecast %q is an %s rule, not a forecast rule", sc.Forecast, k)
 		default:
-			p.checkScaleHorizon(r.Name, sc, specs[sc.Forecast], interval)
+			fc := specs[sc.Forecast]
+			p.checkScaleHorizon(r.Name, sc, fc, interval)
+			if fc != nil && sc.Level != fc.Level && !slices.Contains(fc.ScaleLevels, sc.Level) {
+				fc.ScaleLevels = append(fc.ScaleLevels, sc.Level)
+				slices.Sort(fc.ScaleLevels)
+			}
 		}
 	}
 	p.rule = ""

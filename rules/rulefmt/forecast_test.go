@@ -29,6 +29,8 @@ func init() {
 		`forecast.bad.yaml:26:93: group "g": rule "sc_margin": scale.scale_down_margin must be in [0, 0.5], got 0.6`,
 		`forecast.bad.yaml:28:83: group "g": rule "sc_startup": scale.startup must be 0 or greater, got -1m`,
 		`forecast.bad.yaml:30:83: group "g": rule "sc_startup_word": scale.startup: "slow" is not a duration`,
+		`forecast.bad.yaml:32:81: group "g": rule "sc_level": scale.level must be below 1, got 1: no finite bound covers every load`,
+		`forecast.bad.yaml:34:81: group "g": rule "sc_level_zero": scale.level must be in (0, 1], got 0`,
 	}
 }
 
@@ -148,6 +150,39 @@ func TestForecastAndScaleRules(t *testing.T) {
 	}
 	if !slices.Equal(fc.ScaleHorizons, []time.Duration{4 * time.Minute}) {
 		t.Errorf("forecast scale horizons %v, want [4m]", fc.ScaleHorizons)
+	}
+	// The scale rule plans at 0.95 by default, and the forecast rule,
+	// publishing its interval at 0.9, hands the upper bound at 0.95 over.
+	if sc.Level != 0.95 || !slices.Equal(fc.ScaleLevels, []float64{0.95}) {
+		t.Errorf("scale level %v, forecast scale levels %v; want 0.95 and [0.95]", sc.Level, fc.ScaleLevels)
+	}
+}
+
+// A forecast rule hands over the upper bound at each level its scale
+// rules plan with but its own, once each, ascending.
+func TestScaleLevels(t *testing.T) {
+	cfg, err := Parse([]byte(`source: {url: http://127.0.0.1:8428}
+groups:
+  - name: g
+    interval: 1m
+    rules:
+      - {name: fc, forecast: {expr: up, level: 0.8}}
+      - {name: a, scale: {forecast: fc, replicas: up, capacity_per_replica: 7, level: 0.99}}
+      - {name: b, scale: {forecast: fc, replicas: up, capacity_per_replica: 7}}
+      - {name: c, scale: {forecast: fc, replicas: up, capacity_per_replica: 7, level: 0.8}}
+      - {name: d, scale: {forecast: fc, replicas: up, capacity_per_replica: 7, level: 0.99}}
+`), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := cfg.Groups[0].Rules
+	if got := specOf[*Forecast](rs[0]).ScaleLevels; !slices.Equal(got, []float64{0.95, 0.99}) {
+		t.Errorf("scale levels %v, want [0.95 0.99]", got)
+	}
+	for i, want := range []float64{0.99, 0.95, 0.8, 0.99} {
+		if got := specOf[*Scale](rs[i+1]).Level; got != want {
+			t.Errorf("rule %s: scale.level %v, want %v", rs[i+1].Name, got, want)
+		}
 	}
 }
 
