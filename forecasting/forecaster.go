@@ -387,7 +387,7 @@ func (f *Forecaster) push(y float64) {
 	}
 	f.tr.observe(y)
 	// Keep MaxHistory samples, compacting once the slice doubles, so a
-	// push is O(1) amortised; its array grows by quarters to that size.
+	// push is O(1) amortised; its array grows by eighths to that size.
 	if len(f.hist) >= 2*f.opts.MaxHistory {
 		n := copy(f.hist, f.hist[len(f.hist)-f.opts.MaxHistory+1:])
 		f.hist = f.hist[:n]

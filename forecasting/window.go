@@ -36,13 +36,13 @@ func newErrWindow(n int) *errWindow {
 }
 
 // grown returns s with room for one more element, its capacity growing by
-// a quarter (and 16) up to n: at most a quarter of it is spare once it
-// holds more than 64.
+// an eighth (and 16) up to n: at most an eighth of it is spare once it
+// holds more than 128, and a push copies nine elements on average.
 func grown[E any](s []E, n int) []E {
 	if len(s) < cap(s) {
 		return s
 	}
-	g := make([]E, len(s), min(cap(s)+cap(s)/4+16, n))
+	g := make([]E, len(s), min(cap(s)+cap(s)/8+16, n))
 	copy(g, s)
 	return g
 }

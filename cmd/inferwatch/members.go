@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/cluster"
+	"github.com/inferwatch/inferwatch/alerting/incidentrole"
 	"github.com/inferwatch/inferwatch/alerting/keda"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/rules"
@@ -37,7 +38,7 @@ func joinSet(ctx context.Context, cfg *rulefmt.Config, js *natsjs.JetStream, out
 	}
 	if !embedded {
 		o.Groups = groupNames(groups)
-		o.Roles = []string{roleIncidents}
+		o.Roles = []string{incidentrole.Role}
 	}
 	return cluster.Start(ctx, cluster.StartOptions{Member: o, Wait: wait, BucketName: natsjs.DefaultMembersBucket(cfg.NATS.Stream),
 		OpenBucket: func(ctx context.Context) (cluster.Bucket, error) { return js.MembersBucket(ctx, 4*o.TTL) }})

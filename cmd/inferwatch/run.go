@@ -24,6 +24,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
 	"github.com/inferwatch/inferwatch/alerting/cluster"
+	"github.com/inferwatch/inferwatch/alerting/incidentrole"
 	"github.com/inferwatch/inferwatch/alerting/keda"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/outbox"
@@ -406,12 +407,12 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 		}
 	} else {
 		// One member of the set, the holder of the incidents role, makes
-		// the incidents of every member's batches (incidentHolder).
-		feed, err = js.Feed(ctx, natsjs.FeedOptions{Name: roleIncidents, MaxAge: incidentFeedMaxAge, AckWait: cfg.NATS.LeaseTTL})
+		// the incidents of every member's batches (incidentrole.Holder).
+		feed, err = js.Feed(ctx, natsjs.FeedOptions{Name: incidentrole.Role, MaxAge: incidentFeedMaxAge, AckWait: cfg.NATS.LeaseTTL})
 		if err != nil {
 			return err
 		}
-		fs := newFeedSender(feed, logger, set)
+		fs := incidentrole.NewSender(feed, logger, set)
 		sink = &alerting.Pipeline{Lifecycle: life, Receivers: append(receivers, pub, fs)}
 		retained = &alerting.Pipeline{Receivers: []alerting.Receiver{pub, fs}}
 	}
@@ -470,17 +471,18 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 	expectFirstBatches(incidents, manager.Groups())
 	stopHolder := func() {}
 	if member != nil {
-		h := &incidentHolder{member: member, feed: feed, incidents: incidents, levels: levels, out: []alerting.Receiver{pub},
-			groups: manager.Groups, poll: min(time.Second, cfg.NATS.Heartbeat), logger: logger}
+		h := &incidentrole.Holder{Member: member, Feed: feed, Incidents: incidents, Levels: levels, Out: []alerting.Receiver{pub},
+			Expect: func() { expectFirstBatches(incidents, manager.Groups()) },
+			Poll:   min(time.Second, cfg.NATS.Heartbeat), Logger: logger}
 		if fwd != nil {
-			h.fwd = fwd
-			h.out = append(h.out, fwd)
+			h.Forwarder = fwd
+			h.Out = append(h.Out, fwd)
 		}
 		hctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			h.run(hctx)
+			h.Run(hctx)
 		}()
 		stopHolder = sync.OnceFunc(func() { cancel(); <-done })
 		defer stopHolder()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inferwatch/inferwatch/alerting"
 	"github.com/inferwatch/inferwatch/alerting/cluster"
+	"github.com/inferwatch/inferwatch/alerting/incidentrole"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/ingest"
 )
@@ -98,7 +99,7 @@ groups:
 	write(began.Add(-11*time.Minute), began, steady)
 
 	dirs, names := splitOutboxes(t)
-	holder := cluster.Owner(roleIncidents, names[:])
+	holder := cluster.Owner(incidentrole.Role, names[:])
 	type replica struct {
 		name string
 		log  *syncBuffer

@@ -1,4 +1,9 @@
-package main
+// Package incidentrole makes the incidents of a set of replicas on one of
+// them: each replica hands what the incidents need of its batches to a
+// JetStream work queue ([Sender]), and the replica that holds the
+// incidents role takes them in order and runs them through the incidents
+// as a single process runs its own ([Holder]).
+package incidentrole
 
 import (
 	"context"
@@ -14,19 +19,18 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/alertmanager"
 	"github.com/inferwatch/inferwatch/alerting/cluster"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
-	"github.com/inferwatch/inferwatch/rules"
 )
 
-// roleIncidents is the role of the member of a set of replicas that makes
-// the incidents of every member's alerts.
-const roleIncidents = "incidents"
+// Role is the role of the member of a set of replicas that makes the
+// incidents of every member's alerts.
+const Role = "incidents"
 
-// feedSender hands what the incidents need of each batch to the feed, for
+// Sender hands what the incidents need of each batch to the feed, for
 // the member that holds the incidents role. It is the last step of a
 // replica's pipeline in place of its own incidents. The batches NATS has
 // not taken wait, in order, in memory (at most feedPending of them, the
 // oldest dropped past that), and go with the next batch.
-type feedSender struct {
+type Sender struct {
 	feed    *natsjs.Feed
 	dropped *metrics.Counter
 	log     *slog.Logger
@@ -40,21 +44,23 @@ type feedItem struct {
 	id   string
 }
 
-// feedPending bounds the batches waiting for NATS in a feedSender: at one
+// feedPending bounds the batches waiting for NATS in a Sender: at one
 // batch a group each 30 s, an outage of about an hour for 100 groups.
 const feedPending = 10_000
 
 // feedPutTimeout bounds one put on the feed.
 const feedPutTimeout = 2 * time.Second
 
-func newFeedSender(feed *natsjs.Feed, logger *slog.Logger, set *metrics.Set) *feedSender {
-	return &feedSender{feed: feed, log: logger, dropped: set.GetOrCreateCounter("inferwatch_incident_feed_dropped_total")}
+// NewSender returns a Sender to feed that counts the batches it drops in
+// set's inferwatch_incident_feed_dropped_total.
+func NewSender(feed *natsjs.Feed, logger *slog.Logger, set *metrics.Set) *Sender {
+	return &Sender{feed: feed, log: logger, dropped: set.GetOrCreateCounter("inferwatch_incident_feed_dropped_total")}
 }
 
 // Send queues b's part and puts what waits on the feed, in order, until
 // NATS refuses one; a batch sent again (a retry) is put once. It fails
 // only on a batch it cannot encode: the others wait for NATS.
-func (s *feedSender) Send(ctx context.Context, b alerting.Batch) error {
+func (s *Sender) Send(ctx context.Context, b alerting.Batch) error {
 	data, err := alerting.EncodeFeed(&b)
 	if err != nil {
 		s.dropped.Inc()
@@ -86,43 +92,49 @@ func (s *feedSender) Send(ctx context.Context, b alerting.Batch) error {
 	return nil
 }
 
-// incidentHolder makes the incidents of a set of replicas while its
+// Holder makes the incidents of a set of replicas while its
 // member holds the incidents role: on taking it, it restores the
 // incidents from the state bucket; then it takes the members' batches
 // from the feed in order and runs each through the levels and the
 // incidents, as a single process runs its own, and sends the incident
 // events to out; on losing the role it forgets them.
-type incidentHolder struct {
-	member    *cluster.Member
-	feed      *natsjs.Feed
-	incidents *alerting.Incidents
-	levels    *alerting.LevelStore
-	out       []alerting.Receiver
-	fwd       *alertmanager.Forwarder // nil without one
-	groups    func() []*rules.Group
-	poll      time.Duration
-	logger    *slog.Logger
+type Holder struct {
+	Member    *cluster.Member
+	Feed      *natsjs.Feed
+	Incidents *alerting.Incidents
+	Levels    *alerting.LevelStore
+	// Out receives the incident events; Forwarder, when set, is among
+	// them and forgets the incidents of a role given up.
+	Out       []alerting.Receiver
+	Forwarder *alertmanager.Forwarder
+	// Expect makes the incidents wait for each group's first batch, after
+	// they are restored on taking the role.
+	Expect func()
+	// Poll is how often the role is checked while not held, and the
+	// longest a take waits.
+	Poll   time.Duration
+	Logger *slog.Logger
 
 	held bool
 	term uint64
 }
 
-// run makes the incidents while the member holds the role, until ctx ends.
-func (h *incidentHolder) run(ctx context.Context) {
+// Run makes the incidents while the member holds the role, until ctx ends.
+func (h *Holder) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if !h.check(ctx) {
 			select {
 			case <-ctx.Done():
-			case <-time.After(h.poll):
+			case <-time.After(h.Poll):
 			}
 			continue
 		}
-		msg, err := h.feed.Take(ctx, h.poll)
+		msg, err := h.Feed.Take(ctx, h.Poll)
 		if err != nil {
-			h.logger.Warn("taking the members' batches for the incidents failed; trying again", "err", err)
+			h.Logger.Warn("taking the members' batches for the incidents failed; trying again", "err", err)
 			select {
 			case <-ctx.Done():
-			case <-time.After(h.poll):
+			case <-time.After(h.Poll):
 			}
 			continue
 		}
@@ -136,22 +148,22 @@ func (h *incidentHolder) run(ctx context.Context) {
 		}
 		b, err := alerting.DecodeFeed(msg.Data())
 		if err != nil {
-			h.logger.Warn("skipping a message of the incidents' feed that is not a batch", "err", err)
+			h.Logger.Warn("skipping a message of the incidents' feed that is not a batch", "err", err)
 			msg.Term()
 			continue
 		}
-		h.levels.Record(&b)
-		h.incidents.Process(ctx, &b)
+		h.Levels.Record(&b)
+		h.Incidents.Process(ctx, &b)
 		if len(b.Incidents) > 0 {
 			out := alerting.Batch{Group: b.Group, At: b.At, Incidents: b.Incidents}
-			for _, r := range h.out {
+			for _, r := range h.Out {
 				if err := r.Send(ctx, out); err != nil {
-					h.logger.Warn("sending incident events failed", "group", b.Group, "err", err)
+					h.Logger.Warn("sending incident events failed", "group", b.Group, "err", err)
 				}
 			}
 		}
 		if err := msg.DoubleAck(ctx); err != nil && ctx.Err() == nil {
-			h.logger.Warn("acknowledging a batch of the incidents' feed failed; it may be taken again", "group", b.Group, "err", err)
+			h.Logger.Warn("acknowledging a batch of the incidents' feed failed; it may be taken again", "group", b.Group, "err", err)
 		}
 	}
 	if h.held {
@@ -161,8 +173,8 @@ func (h *incidentHolder) run(ctx context.Context) {
 
 // check follows the role: it takes up the incidents on gaining it (a new
 // term) and drops them on losing it, and reports whether it is held.
-func (h *incidentHolder) check(ctx context.Context) bool {
-	term, ok := h.member.Holds(roleIncidents)
+func (h *Holder) check(ctx context.Context) bool {
+	term, ok := h.Member.Holds(Role)
 	switch {
 	case ok && (!h.held || term != h.term):
 		h.gain(ctx, term)
@@ -172,26 +184,26 @@ func (h *incidentHolder) check(ctx context.Context) bool {
 	return h.held
 }
 
-func (h *incidentHolder) gain(ctx context.Context, term uint64) {
-	h.incidents.Reset()
-	n, err := h.incidents.Restore(ctx)
+func (h *Holder) gain(ctx context.Context, term uint64) {
+	h.Incidents.Reset()
+	n, err := h.Incidents.Restore(ctx)
 	if err != nil {
-		h.logger.Error("incidents could not be restored on taking the incidents role; they start afresh", "err", err)
+		h.Logger.Error("incidents could not be restored on taking the incidents role; they start afresh", "err", err)
 	}
-	expectFirstBatches(h.incidents, h.groups())
-	if h.fwd != nil {
-		h.fwd.ForgetIncidents()
-		h.fwd.SeedIncidents(h.incidents.Open())
+	h.Expect()
+	if h.Forwarder != nil {
+		h.Forwarder.ForgetIncidents()
+		h.Forwarder.SeedIncidents(h.Incidents.Open())
 	}
 	h.held, h.term = true, term
-	h.logger.Info("this replica makes the incidents of the set now", "role", roleIncidents, "member", h.member.Name(), "open", n)
+	h.Logger.Info("this replica makes the incidents of the set now", "role", Role, "member", h.Member.Name(), "open", n)
 }
 
-func (h *incidentHolder) lose() {
-	h.incidents.Reset()
-	if h.fwd != nil {
-		h.fwd.ForgetIncidents()
+func (h *Holder) lose() {
+	h.Incidents.Reset()
+	if h.Forwarder != nil {
+		h.Forwarder.ForgetIncidents()
 	}
 	h.held = false
-	h.logger.Info("another replica makes the incidents of the set now", "role", roleIncidents, "member", h.member.Name())
+	h.Logger.Info("another replica makes the incidents of the set now", "role", Role, "member", h.Member.Name())
 }
