@@ -149,22 +149,7 @@ func TestScaleRulesChooseTheirHorizon(t *testing.T) {
 	// the later leads peak higher.
 	now := t0.Add(time.Duration(n-55) * time.Minute)
 	subjects, evs := evalOnce(t, g, store, now).take()
-	var fd alerting.ForecastData
-	scales := map[string]alerting.ScaleData{}
-	for i, ev := range evs {
-		switch {
-		case strings.Contains(subjects[i], ".forecasts."):
-			if err := json.Unmarshal(ev.Data, &fd); err != nil {
-				t.Fatal(err)
-			}
-		case strings.Contains(subjects[i], ".scale."):
-			var d alerting.ScaleData
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				t.Fatal(err)
-			}
-			scales[d.Rule] = d
-		}
-	}
+	fd, scales := forecastAndScales(t, subjects, evs)
 	if len(fd.Points) != 10 || len(fd.Horizons) != 2 || fd.Horizons[0].HorizonSeconds != 120 || fd.Horizons[1].HorizonSeconds != 600 {
 		t.Fatalf("forecast: %d points, horizons %+v", len(fd.Points), fd.Horizons)
 	}
@@ -494,6 +479,21 @@ func TestForecastRuleHandsTheScaleLevels(t *testing.T) {
 		"replicas": {constant(ingest.Labels{{Name: "model", Value: "a"}}, n, 2)},
 	}}
 	subjects, evs := evalOnce(t, g, store, t0.Add(time.Duration(n-55)*time.Minute)).take()
+	fd, scales := forecastAndScales(t, subjects, evs)
+	if fd.Level != 0.9 || len(fd.Horizons) != 1 {
+		t.Fatalf("forecast at level %v, horizons %+v; want 0.9 and one", fd.Level, fd.Horizons)
+	}
+	at95, at90 := scales["deploy"], scales["deploy_own"]
+	if at90.PredictedUpper != fd.Horizons[0].UpperPeak || !(at95.PredictedUpper > at90.PredictedUpper) || at95.PredictedLoad != at90.PredictedLoad {
+		t.Fatalf("upper at 0.95 %v, at 0.9 %v, published %v; loads %v and %v: want 0.9's the published one, 0.95's above it, one mean",
+			at95.PredictedUpper, at90.PredictedUpper, fd.Horizons[0].UpperPeak, at95.PredictedLoad, at90.PredictedLoad)
+	}
+}
+
+// forecastAndScales decodes the forecast event (the last, when several)
+// and the scale events by rule of an evaluation's events.
+func forecastAndScales(t *testing.T, subjects []string, evs []alerting.Event) (alerting.ForecastData, map[string]alerting.ScaleData) {
+	t.Helper()
 	var fd alerting.ForecastData
 	scales := map[string]alerting.ScaleData{}
 	for i, ev := range evs {
@@ -510,12 +510,5 @@ func TestForecastRuleHandsTheScaleLevels(t *testing.T) {
 			scales[d.Rule] = d
 		}
 	}
-	if fd.Level != 0.9 || len(fd.Horizons) != 1 {
-		t.Fatalf("forecast at level %v, horizons %+v; want 0.9 and one", fd.Level, fd.Horizons)
-	}
-	at95, at90 := scales["deploy"], scales["deploy_own"]
-	if at90.PredictedUpper != fd.Horizons[0].UpperPeak || !(at95.PredictedUpper > at90.PredictedUpper) || at95.PredictedLoad != at90.PredictedLoad {
-		t.Fatalf("upper at 0.95 %v, at 0.9 %v, published %v; loads %v and %v: want 0.9's the published one, 0.95's above it, one mean",
-			at95.PredictedUpper, at90.PredictedUpper, fd.Horizons[0].UpperPeak, at95.PredictedLoad, at90.PredictedLoad)
-	}
+	return fd, scales
 }

@@ -46,7 +46,14 @@ func (r *running) stop() {
 
 func start(t *testing.T, kv jetstream.KeyValue, name string, groups []string) *running {
 	t.Helper()
-	m, err := cluster.New(cluster.Options{Bucket: kv, Info: cluster.Info{Name: name}, Groups: groups, TTL: testTTL, Heartbeat: testHeartbeat})
+	return startMember(t, cluster.Options{Bucket: kv, Info: cluster.Info{Name: name}, Groups: groups, TTL: testTTL, Heartbeat: testHeartbeat})
+}
+
+// startMember joins a member of o and runs its loop until the test ends.
+func startMember(t *testing.T, o cluster.Options) *running {
+	t.Helper()
+	name := o.Info.Name
+	m, err := cluster.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

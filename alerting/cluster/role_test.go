@@ -12,22 +12,8 @@ import (
 
 func startWithRoles(t *testing.T, kv jetstream.KeyValue, name string, roles []string) *running {
 	t.Helper()
-	m, err := cluster.New(cluster.Options{Bucket: kv, Info: cluster.Info{Name: name}, Groups: []string{"g"}, Roles: roles,
+	return startMember(t, cluster.Options{Bucket: kv, Info: cluster.Info{Name: name}, Groups: []string{"g"}, Roles: roles,
 		TTL: testTTL, Heartbeat: testHeartbeat})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Join(context.Background()); err != nil {
-		t.Fatalf("%s joining: %v", name, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{Member: m, cancel: cancel, done: make(chan struct{})}
-	go func() { defer close(r.done); m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-r.done
-	})
-	return r
 }
 
 // holders returns the members that hold role now.
