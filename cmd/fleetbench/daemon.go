@@ -36,13 +36,7 @@ func writeConfig(dir, vmURL string, c benchCase, step time.Duration, exportMetri
 	if !exportMetrics {
 		export = "export:\n  metrics:\n    enabled: false\n"
 	}
-	// The default limit of series one query may return (200,000) is
-	// twice what the daemon is sized for by default; a larger case asks
-	// for twice its series.
-	limits := ""
-	if c.Series > 100_000 {
-		limits = fmt.Sprintf("  max_response_series: %d\n", 2*c.Series)
-	}
+	limits := seriesLimit(c)
 	cfg := fmt.Sprintf(`source:
   url: %s
   evaluation_delay: %s
@@ -337,4 +331,14 @@ func (d *daemon) scrape(ctx context.Context) (selfMetrics, error) {
 		}
 	})
 	return m, err
+}
+
+// seriesLimit is the source's setting for a case: the default limit of
+// series one query may return (200,000) is twice what the daemon is sized
+// for by default, and a larger case asks for twice its series.
+func seriesLimit(c benchCase) string {
+	if c.Series > 100_000 {
+		return fmt.Sprintf("  max_response_series: %d\n", 2*c.Series)
+	}
+	return ""
 }

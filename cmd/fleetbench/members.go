@@ -359,10 +359,7 @@ func writeMembersConfig(dir, vmURL, natsURL string, c benchCase, step time.Durat
 	if shards > 1 {
 		split = fmt.Sprintf("    shards: %d\n    shard_by: [%s]\n", shards, shardBy)
 	}
-	limits := ""
-	if c.Series > 100_000 {
-		limits = fmt.Sprintf("  max_response_series: %d\n", 2*c.Series)
-	}
+	limits := seriesLimit(c)
 	cfg := fmt.Sprintf(`source:
   url: %s
   evaluation_delay: %s
