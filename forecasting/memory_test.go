@@ -18,10 +18,11 @@ import (
 var seriesProfile = flag.String("series-memprofile", "", "write a heap profile of the live forecasters of BenchmarkRetainedPerSeries to `file`")
 
 // ruleOptions are the options a forecast rule gives its forecasters for a
-// step: auto, a 10-minute horizon, a 0.9 interval and a daily period.
-func ruleOptions(step time.Duration) Options {
+// step and a history: auto, a 10-minute horizon, a 0.9 interval, a daily
+// period and the history kept.
+func ruleOptions(step, history time.Duration) Options {
 	return Options{Step: step, Model: ModelAuto, Horizon: int(10 * time.Minute / step),
-		Level: 0.9, Period: int(24 * time.Hour / step)}
+		Level: 0.9, Period: int(24 * time.Hour / step), MaxHistory: int(history / step)}
 }
 
 // perStep is days of Poisson counts (mean 30 a minute) with a daily sine,
@@ -98,8 +99,8 @@ func retainedPerSeries(tb testing.TB, opts Options, y []float64, fit, updates, n
 // Horizon updates). A series holding a history is fitted on all but the
 // last min(history/2, period) of it, then updated through those, so its
 // calibration windows are in their steady state; a long-running one has
-// been fitted on seven days and updated for seven more, when its history
-// is about to be compacted back to seven days (the most it holds).
+// been fitted on its history and updated for as long again: it holds what
+// a series holds however long it runs.
 var memoryCases = []struct {
 	step    time.Duration
 	history time.Duration
@@ -139,7 +140,7 @@ func BenchmarkRetainedPerSeries(b *testing.B) {
 			name += "+7d"
 		}
 		b.Run(name, func(b *testing.B) {
-			opts := ruleOptions(c.step)
+			opts := ruleOptions(c.step, c.history)
 			if y[c.step] == nil {
 				y[c.step] = perStep(c.step, 14)
 			}
@@ -169,7 +170,7 @@ func TestRetainedPerSeries(t *testing.T) {
 		{30 * time.Second, 24 * time.Hour, 64 << 10, 6},
 		{15 * time.Second, 24 * time.Hour, 64 << 10, 6},
 	} {
-		opts := ruleOptions(c.step)
+		opts := ruleOptions(c.step, c.history)
 		fit, updates := memoryCase(opts, c.history, false)
 		got := retainedPerSeries(t, opts, perStep(c.step, 1+int(c.history/(24*time.Hour))), fit, updates, c.count)
 		t.Logf("step %v, %v of history: %.0f bytes a series", c.step, c.history, got)

@@ -103,19 +103,25 @@ func (s Snapshot) At(i int) Peak {
 	return Peak{Peak: s.Peak, Upper: s.Upper, PeakTime: s.PeakTime}
 }
 
-// forecastOptions maps a forecast rule to the forecaster's options. A
-// history of two weeks (fourteen periods) or more turns on
+// forecastOptions maps a forecast rule to the forecaster's options. Each
+// series keeps the rule's history (forecasting.Options.MaxHistory): its
+// first fit reads that much and its refits as much again, however long
+// it runs, so its memory is set by the history and the step. A history of
+// two weeks (fourteen periods) or more, or a weekly model, turns on
 // forecasting.Options.Weekly: each series then keeps two weeks plus a
-// calibration window of samples (seven periods otherwise, half the memory),
-// and auto offers the weekly models once a series has that much. Shorter
-// histories keep today's memory use.
+// calibration window of samples, and auto offers the weekly models once a
+// series has that much.
 func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
 	h := 0
 	for _, d := range handedHorizons(fc) {
 		h = max(h, leads(d, fc.Step))
 	}
-	return forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: h, Level: fc.Level, PlanLevels: fc.ScaleLevels,
+	o := forecasting.Options{Step: fc.Step, Model: fc.Model, Horizon: h, Level: fc.Level, PlanLevels: fc.ScaleLevels,
 		Period: int(fc.Period / fc.Step), Weekly: fc.Period > 0 && fc.History >= 2*7*fc.Period}
+	if !o.Weekly && fc.Model != forecasting.ModelHWWeekly && fc.Model != forecasting.ModelHWWeeklyLog {
+		o.MaxHistory = max(2, int(fc.History/fc.Step))
+	}
+	return o
 }
 
 // horizons are the horizons a forecast rule serves, ascending: its

@@ -102,9 +102,8 @@ func BenchmarkForecastRuleRetainedPerSeries(b *testing.B) {
 }
 
 // TestForecastRuleRetainedPerSeries: a forecast rule keeps at most 64 KiB
-// a series with a day of history at 30 s and 1 m steps and 72 KiB at 15 s
-// (its window keeps no copy of the forecaster's history), and 32 KiB with
-// an hour.
+// a series with a day of history at 15 s, 30 s and 1 m steps (its window
+// keeps no copy of the forecaster's history), and 32 KiB with an hour.
 func TestForecastRuleRetainedPerSeries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits a day of history at 15 s steps")
@@ -114,13 +113,8 @@ func TestForecastRuleRetainedPerSeries(t *testing.T) {
 	}
 	for _, c := range forecastRuleCases {
 		most := 64 << 10
-		switch {
-		case c.history == time.Hour:
+		if c.history == time.Hour {
 			most = 32 << 10
-		case c.step < 30*time.Second:
-			// 62–66 KB from run to run: the forecaster's day of history
-			// and its error windows are most of it.
-			most = 72 << 10
 		}
 		// Six series at least: over fewer, the process's own buffers move
 		// the figure by kilobytes a series from run to run.

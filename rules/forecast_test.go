@@ -71,8 +71,8 @@ func constant(labels ingest.Labels, n int, v float64) ingest.Series {
 
 func forecastGroups() []rulefmt.Group {
 	return []rulefmt.Group{{Name: "fc", Interval: time.Minute, Rules: []rulefmt.Rule{
-		{Name: "rate", Expr: "rate", Step: time.Minute, Lookback: 6 * time.Hour, Labels: map[string]string{"team": "serving"},
-			Kind: rulefmt.KindForecast, Spec: &rulefmt.Forecast{Expr: "rate", Step: time.Minute, History: 6 * time.Hour, Horizon: 10 * time.Minute,
+		{Name: "rate", Expr: "rate", Step: time.Minute, Lookback: 7 * time.Hour, Labels: map[string]string{"team": "serving"},
+			Kind: rulefmt.KindForecast, Spec: &rulefmt.Forecast{Expr: "rate", Step: time.Minute, History: 7 * time.Hour, Horizon: 10 * time.Minute,
 				Model: "auto", Level: 0.9, Period: time.Hour}},
 		{Name: "deploy", Expr: "replicas", Step: time.Minute, Lookback: time.Hour,
 			Kind: rulefmt.KindScale, Spec: &rulefmt.Scale{Forecast: "rate", On: []string{"model"}, Replicas: "replicas", Waiting: "waiting",
