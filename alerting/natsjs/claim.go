@@ -92,8 +92,8 @@ type HeldClaim struct {
 // returns it; when another process has, it returns nil and the claimant
 // the key names.
 func (c *Claims) Claim(ctx context.Context, id string) (*HeldClaim, Claimant, error) {
-	if err := c.k.ready(); err != nil {
-		return nil, Claimant{}, fmt.Errorf("claiming %q: %w", id, err)
+	if c.k.nc != nil && !c.k.nc.IsConnected() {
+		return nil, Claimant{}, fmt.Errorf("claiming %q in bucket %s: NATS is disconnected", id, c.k.bucket)
 	}
 	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
 	defer cancel()
