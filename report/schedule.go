@@ -21,12 +21,24 @@ type SchedulerOptions struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Claim, when set, is asked before each report is made, with the end
-	// of its period: only a report it grants (true) is made. The replicas
-	// of a set claim each report of a time in their shared bucket, so that
-	// one of them makes it. A report whose claim fails is not made (the
-	// error is logged).
-	Claim func(ctx context.Context, report string, periodEnd time.Time) (bool, error)
+	// Claims, when set, grant each report of a period end to one replica
+	// of a set: a report is made only by the replica that claims it.
+	Claims Claims
+}
+
+// Claims grant each report of a period end to one replica of a set, which
+// claim it in a store they share (SchedulerOptions.Claims).
+type Claims interface {
+	// Claim claims the report of periodEnd for this replica. When this
+	// replica is the first to, it returns done, to call once the report is
+	// written; otherwise it returns a nil done and the replica that holds
+	// the claim.
+	Claim(ctx context.Context, report string, periodEnd time.Time) (done func(context.Context) error, holder string, err error)
+	// Follow follows the claim another replica holds until that replica has
+	// made the report (a nil done, and its name), or it left the set without
+	// making it and this replica took the claim over (done, and the name of
+	// the replica that was gone), or ctx ends (an error).
+	Follow(ctx context.Context, report string, periodEnd time.Time) (done func(context.Context) error, holder string, err error)
 }
 
 // Scheduler makes reports on their cron schedules (robfig/cron): a report
@@ -88,18 +100,12 @@ func (j job) Run() {
 		j.s.o.Logger.Debug("report already made", "report", j.spec.Name, "period_end", due)
 		return
 	}
-	if j.s.o.Claim != nil {
-		ok, err := j.s.o.Claim(j.ctx, j.spec.Name, due)
-		if err != nil {
-			j.s.o.Logger.Error("claiming a report among the replicas failed; this replica does not make it", "report", j.spec.Name,
-				"period_end", due, "err", err)
+	var done func(context.Context) error
+	if j.s.o.Claims != nil {
+		var ok bool
+		if done, ok = j.claim(due); !ok {
 			return
 		}
-		if !ok {
-			j.s.o.Logger.Info("another replica makes this report", "report", j.spec.Name, "period_end", due)
-			return
-		}
-		j.s.o.Logger.Info("this replica makes the report", "report", j.spec.Name, "period_end", due)
 	}
 	if _, err := j.s.o.Reporter.Make(j.ctx, j.spec, now); err != nil {
 		if j.ctx.Err() != nil {
@@ -107,7 +113,54 @@ func (j job) Run() {
 			return
 		}
 		j.s.o.Logger.Error("making a report failed", "report", j.spec.Name, "period_end", due, "err", err)
+		return
 	}
+	if done != nil {
+		if err := done(j.ctx); err != nil {
+			j.s.o.Logger.Warn("the report is made but its claim could not be marked done; another replica may make it too", "report", j.spec.Name,
+				"period_end", due, "err", err)
+		}
+	}
+}
+
+// followFor is how much of the way to a report's next period end a
+// replica follows another's claim of the report: it stops before the next
+// run falls due, which would be skipped while it follows.
+const followFor = 0.9
+
+// claim says whether this replica makes the report of due, among the
+// replicas of a set, and returns the claim's done when it does. A report
+// another replica claimed is followed until that replica has made it, or
+// until followFor of the way to the next period end: when that replica
+// leaves the set without making it, this replica takes the report over.
+func (j job) claim(due time.Time) (done func(context.Context) error, ok bool) {
+	log := j.s.o.Logger.With("report", j.spec.Name, "period_end", due)
+	done, holder, err := j.s.o.Claims.Claim(j.ctx, j.spec.Name, due)
+	switch {
+	case err != nil:
+		log.Error("claiming a report among the replicas failed; this replica does not make it", "err", err)
+		return nil, false
+	case done != nil:
+		log.Info("this replica makes the report")
+		return done, true
+	}
+	log.Info("another replica makes this report", "member", holder)
+	until := due.Add(time.Duration(float64(j.spec.Cron.Next(due).Sub(due)) * followFor))
+	ctx, cancel := context.WithTimeout(j.ctx, until.Sub(j.s.o.Now()))
+	defer cancel()
+	done, holder, err = j.s.o.Claims.Follow(ctx, j.spec.Name, due)
+	switch {
+	case err != nil && j.ctx.Err() != nil:
+		return nil, false
+	case err != nil:
+		log.Warn("the replica that claimed the report has not made it and its next run is near; this replica stops following its claim", "err", err)
+		return nil, false
+	case done == nil:
+		log.Info("the replica that claimed the report made it", "member", holder)
+		return nil, false
+	}
+	log.Info("the replica that claimed the report left the set without making it; this replica takes the report over", "member", holder)
+	return done, true
 }
 
 // CatchUp returns the period end of the report missed while nothing ran:

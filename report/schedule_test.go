@@ -207,26 +207,91 @@ func TestAnnounce(t *testing.T) {
 	}
 }
 
-// TestSchedulerClaims: two replicas, each with its own output directory,
-// fall behind on the same report and catch up at start; the claim they
-// share grants its period end to one of them, which alone makes it.
-func TestSchedulerClaims(t *testing.T) {
-	setup(t)
-	var mu sync.Mutex
-	claimed := map[string]int{}
-	claim := func(_ context.Context, name string, end time.Time) (bool, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		k := name + "@" + end.Format(time.RFC3339)
-		claimed[k]++
-		return claimed[k] == 1, nil
+// memClaims are the claims of a set of replicas in memory: the first to
+// claim a report holds it; a follower returns once the holder marks it
+// done, or takes it over once the holder is gone.
+type memClaims struct {
+	mu     sync.Mutex
+	holder map[string]string
+	done   map[string]bool
+	gone   map[string]bool // replicas that left the set
+	calls  int             // calls of Claim
+}
+
+func newMemClaims() *memClaims {
+	return &memClaims{holder: map[string]string{}, done: map[string]bool{}, gone: map[string]bool{}}
+}
+
+// replica is the claims of one replica.
+func (m *memClaims) replica(me string) report.Claims { return replicaClaims{m, me} }
+
+type replicaClaims struct {
+	m  *memClaims
+	me string
+}
+
+func claimKey(name string, end time.Time) string { return name + "@" + end.Format(time.RFC3339) }
+
+func (r replicaClaims) markDone(k string) func(context.Context) error {
+	return func(context.Context) error {
+		r.m.mu.Lock()
+		defer r.m.mu.Unlock()
+		if r.m.holder[k] != r.me {
+			return fmt.Errorf("%s holds %s", r.m.holder[k], k)
+		}
+		r.m.done[k] = true
+		return nil
 	}
-	dirs := []string{t.TempDir(), t.TempDir()}
-	var logs syncBuffer
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (r replicaClaims) Claim(_ context.Context, name string, end time.Time) (func(context.Context) error, string, error) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	r.m.calls++
+	k := claimKey(name, end)
+	if h, ok := r.m.holder[k]; ok {
+		return nil, h, nil
+	}
+	r.m.holder[k] = r.me
+	return r.markDone(k), "", nil
+}
+
+func (r replicaClaims) Follow(ctx context.Context, name string, end time.Time) (func(context.Context) error, string, error) {
+	k := claimKey(name, end)
+	for {
+		r.m.mu.Lock()
+		h, done, gone := r.m.holder[k], r.m.done[k], r.m.gone[r.m.holder[k]]
+		if !done && gone {
+			r.m.holder[k] = r.me
+		}
+		r.m.mu.Unlock()
+		switch {
+		case done:
+			return nil, h, nil
+		case gone:
+			return r.markDone(k), h, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, h, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// claimingReplicas runs a scheduler of the daily report for each replica
+// (its claims, its own output directory), all behind since 22 Nov at 24
+// Nov 00:05, until the returned function is called; it returns their
+// directories and their log.
+func claimingReplicas(t *testing.T, claims ...report.Claims) (dirs []string, logs *syncBuffer, stop func()) {
+	t.Helper()
+	logs = &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for _, dir := range dirs {
+	for _, c := range claims {
+		dir := t.TempDir()
+		dirs = append(dirs, dir)
 		cfg := loadConfig(t, dir)
 		sp := spec(t, cfg, "daily")
 		sp.Formats = []string{"json"}
@@ -234,36 +299,76 @@ func TestSchedulerClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, err := report.NewScheduler(report.SchedulerOptions{Reporter: reporter(t, cfg, false), Specs: []report.Spec{sp}, Logger: log,
-			Now: func() time.Time { return day(24).Add(5 * time.Minute) }, Claim: claim})
+			Now: func() time.Time { return day(24).Add(5 * time.Minute) }, Claims: c})
 		if err != nil {
 			t.Fatal(err)
 		}
 		wg.Go(func() { s.Run(ctx) })
 	}
-	waitFor(t, "both claims", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return claimed["daily@"+day(24).Format(time.RFC3339)] == 2
-	})
-	waitFor(t, "one report", func() bool {
-		for _, dir := range dirs {
-			if end, ok, _ := report.LastEnd(dir, "daily"); ok && end.Equal(day(24)) {
-				return true
-			}
-		}
-		return false
-	})
-	cancel()
-	wg.Wait()
+	return dirs, logs, func() { cancel(); wg.Wait() }
+}
+
+// reportFiles are the daily reports in dirs.
+func reportFiles(dirs []string) []string {
 	var files []string
 	for _, dir := range dirs {
 		f, _ := filepath.Glob(filepath.Join(dir, "daily-*.json"))
 		files = append(files, f...)
 	}
-	if len(files) != 1 || filepath.Base(files[0]) != "daily-2026-11-24T0000+0000.json" {
+	return files
+}
+
+// TestSchedulerClaims: two replicas, each with its own output directory,
+// fall behind on the same report and catch up at start; the claim they
+// share grants its period end to one of them, which alone makes it and
+// marks the claim done; the other follows the claim until then.
+func TestSchedulerClaims(t *testing.T) {
+	setup(t)
+	claims := newMemClaims()
+	dirs, logs, stop := claimingReplicas(t, claims.replica("r1"), claims.replica("r2"))
+	k := claimKey("daily", day(24))
+	waitFor(t, "the claim done", func() bool {
+		claims.mu.Lock()
+		defer claims.mu.Unlock()
+		return claims.done[k]
+	})
+	waitFor(t, "the follower's return", func() bool { return strings.Contains(logs.String(), "the replica that claimed the report made it") })
+	stop()
+	if files := reportFiles(dirs); len(files) != 1 || filepath.Base(files[0]) != "daily-2026-11-24T0000+0000.json" {
 		t.Errorf("files %q, want one report of 24 Nov", files)
+	}
+	if claims.calls != 2 {
+		t.Errorf("%d claims, want 2", claims.calls)
 	}
 	if !strings.Contains(logs.String(), "another replica makes this report") {
 		t.Errorf("the refused claim is not logged:\n%s", logs.String())
+	}
+}
+
+// TestSchedulerTakesOverAClaim: the replica that claimed a report left
+// the set before making it; the replica that follows the claim takes it
+// over, makes the report, marks the claim done and logs the takeover.
+func TestSchedulerTakesOverAClaim(t *testing.T) {
+	setup(t)
+	claims := newMemClaims()
+	k := claimKey("daily", day(24))
+	claims.holder[k] = "r1"
+	claims.gone["r1"] = true
+	dirs, logs, stop := claimingReplicas(t, claims.replica("r2"))
+	waitFor(t, "the claim done", func() bool {
+		claims.mu.Lock()
+		defer claims.mu.Unlock()
+		return claims.done[k]
+	})
+	stop()
+	if files := reportFiles(dirs); len(files) != 1 || filepath.Base(files[0]) != "daily-2026-11-24T0000+0000.json" {
+		t.Errorf("files %q, want the report of 24 Nov", files)
+	}
+	if h := claims.holder[k]; h != "r2" {
+		t.Errorf("the claim is held by %s, want r2", h)
+	}
+	want := `msg="the replica that claimed the report left the set without making it; this replica takes the report over" report=daily period_end=2026-11-24T00:00:00.000Z member=r1`
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("the takeover is not logged as %s:\n%s", want, logs.String())
 	}
 }

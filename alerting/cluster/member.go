@@ -197,6 +197,28 @@ func New(o Options) (*Member, error) {
 // Name is the member's name in the set.
 func (m *Member) Name() string { return m.o.Info.Name }
 
+// Info is what the member announces of itself.
+func (m *Member) Info() Info { return m.o.Info }
+
+// Live reports whether the member named name is live in the set as this
+// member last looked at it: its heartbeat was there and has changed
+// within the TTL; info is what that heartbeat announces. This member is
+// live while it runs. A member that left (its heartbeat deleted) is not
+// live from the look its deletion wakes; one that died, from a TTL after
+// its last heartbeat.
+func (m *Member) Live(name string) (info Info, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if name == m.o.Info.Name {
+		return m.o.Info, true
+	}
+	s, seen := m.members[name]
+	if !seen || Stale(s.Seen, m.o.Now(), m.o.TTL) {
+		return Info{}, false
+	}
+	return s.info, true
+}
+
 // SetGroups changes the groups the member leases, as after a reload: the
 // leases of groups that are gone are released at the next heartbeat.
 func (m *Member) SetGroups(groups []string) {
@@ -296,7 +318,8 @@ func (m *Member) Taken() <-chan string { return m.taken }
 // watch follows the changes of the bucket as they happen until ctx is
 // done: it notes each key's revision and when it saw it on this member's
 // clock (what the heartbeat's read then counts the TTL from, which is as
-// safe as that read: a revision is seen only after it was written), and
+// safe as that read: a revision is seen only after it was written), keeps
+// the members' heartbeats as they change (for Live), and
 // wakes Run on a deletion and once a key it saw has not changed for the
 // TTL. A watch that fails is opened again a heartbeat later.
 func (m *Member) watch(ctx context.Context) {
@@ -335,12 +358,21 @@ func (m *Member) follow(ctx context.Context) error {
 			}
 			now := m.o.Now()
 			m.mu.Lock()
+			name, isMember := strings.CutPrefix(e.Key(), memberPrefix)
 			if e.Operation() == jetstream.KeyValuePut {
 				m.watched[e.Key()] = Seen{Revision: e.Revision(), Since: now}
 				stale[e.Key()] = now.Add(m.o.TTL)
+				if isMember { // Live knows a member from its first heartbeat
+					var in Info
+					json.Unmarshal(e.Value(), &in)
+					m.members[name] = memberSeen{Seen: Observe(m.members[name].Seen, e.Revision(), now), info: in}
+				}
 			} else {
 				delete(m.watched, e.Key())
 				delete(stale, e.Key())
+				if isMember {
+					delete(m.members, name)
+				}
 			}
 			m.mu.Unlock()
 			if e.Operation() != jetstream.KeyValuePut {

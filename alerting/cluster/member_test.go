@@ -370,3 +370,67 @@ func TestMembersTakeReleasedLeasesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// Live: a member sees the others live with what their heartbeats
+// announce; one killed is not live once its heartbeat has lapsed for the
+// TTL; with heartbeats an hour apart, a member knows another from the
+// heartbeat its watch sees, and one that leaves is not live from the
+// deletion its watch sees (nothing else could make it so).
+func TestLive(t *testing.T) {
+	kv := bucket(t)
+	started := time.Date(2026, 12, 6, 5, 0, 0, 123456789, time.UTC)
+	a := startMember(t, cluster.Options{Bucket: kv, Info: cluster.Info{Name: "a"}, TTL: testTTL, Heartbeat: testHeartbeat})
+	b := startMember(t, cluster.Options{Bucket: kv, Info: cluster.Info{Name: "b", PID: 7, Started: started}, TTL: testTTL, Heartbeat: testHeartbeat})
+	waitLive := func(m *running, name string, want bool) cluster.Info {
+		t.Helper()
+		deadline := time.Now().Add(20 * testTTL)
+		for {
+			info, ok := m.Live(name)
+			if ok == want {
+				return info
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s sees %s live: %v, want %v", m.Name(), name, ok, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if info := waitLive(a, "b", true); info.PID != 7 || !info.Started.Equal(started) {
+		t.Errorf("a sees b's heartbeat as %+v", info)
+	}
+	if info, ok := a.Live("a"); !ok || info.Name != "a" {
+		t.Errorf("a sees itself as %+v, live %v", info, ok)
+	}
+	if _, ok := a.Live("nobody"); ok {
+		t.Error("a member that never announced itself is live")
+	}
+	b.stop()
+	waitLive(a, "b", false)
+
+	// With heartbeats an hour apart, c knows d from the heartbeat its
+	// watch sees (d announces itself again until c's watch is open), and
+	// not from d once d has left.
+	slow := cluster.Options{Bucket: kv, TTL: 3 * time.Hour, Heartbeat: time.Hour}
+	slow.Info.Name = "c"
+	c := startMember(t, slow)
+	slow.Info.Name = "d"
+	d, err := cluster.New(slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * testTTL)
+	for {
+		if err := d.Join(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.Live("d"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("c does not see d's heartbeats")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.Leave(context.Background())
+	waitLive(c, "d", false)
+}

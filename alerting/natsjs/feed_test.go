@@ -13,7 +13,7 @@ import (
 // takes the messages in the order they were put; one taken and not
 // acknowledged (its holder stopped) is taken again, by another holder,
 // once the ack wait has passed, before the later ones; a message put
-// twice with one id is taken once; and claims are granted once.
+// twice with one id is taken once.
 func TestFeedHandsOneAtATimeInOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a NATS server")
@@ -61,18 +61,5 @@ func TestFeedHandsOneAtATimeInOrder(t *testing.T) {
 	}
 	if m, err := a.Take(ctx, 300*time.Millisecond); err != nil || m != nil {
 		t.Errorf("the feed holds %v after all were taken (%v)", m, err)
-	}
-
-	kv, err := connect(t, natsjs.Options{URL: srv.ClientURL()}).KV(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []bool{true, false} {
-		if ok, err := kv.Claim(ctx, "report daily 2026-12-06", []byte("m")); err != nil || ok != want {
-			t.Errorf("claim %d: %v %v, want %v", i, ok, err, want)
-		}
-	}
-	if ok, err := kv.Claim(ctx, "report daily 2026-12-07", nil); err != nil || !ok {
-		t.Errorf("another claim: %v %v", ok, err)
 	}
 }

@@ -418,27 +418,3 @@ func (j *JetStream) createBucket(ctx context.Context, cfg jetstream.KeyValueConf
 		j.o.Logger.Warn("creating or updating a key-value bucket failed; retrying with backoff", "bucket", cfg.Bucket, "attempt", attempt+1, "wait", wait, "err", err)
 	}
 }
-
-// kvClaim is the key prefix of the claims.
-const kvClaim = "claim."
-
-// Claim creates the key of id, holding value, when no one has: it reports
-// whether this call created it. The members of a set of replicas claim
-// what one of them does once (a scheduled report of a given time): the
-// first to claim it does it, the others see it claimed. A claim is kept
-// with the bucket.
-func (k *KV) Claim(ctx context.Context, id string, value []byte) (bool, error) {
-	if err := k.ready(); err != nil {
-		return false, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
-	defer cancel()
-	_, err := k.kv.Create(ctx, hashKey(kvClaim, id), value)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, jetstream.ErrKeyExists):
-		return false, nil
-	}
-	return false, fmt.Errorf("claiming %s in bucket %s: %w", id, k.bucket, err)
-}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/prometheus/common/config"
 
+	"github.com/inferwatch/inferwatch/alerting/cluster"
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/ingest"
 	"github.com/inferwatch/inferwatch/report"
@@ -165,17 +165,49 @@ func newStoreClient(cfg *rulefmt.Config, set *metrics.Set, logger *slog.Logger) 
 		MaxResponsePoints: cfg.Source.MaxResponsePoints, Metrics: set, Logger: logger})
 }
 
-// reportClaim grants each report of a period end to the first replica of
-// the set to claim it in the state bucket, naming member in the claim.
-func reportClaim(kv *natsjs.KV, member string) func(context.Context, string, time.Time) (bool, error) {
-	return func(ctx context.Context, name string, end time.Time) (bool, error) {
-		v, _ := json.Marshal(struct {
-			Report    string    `json:"report"`
-			PeriodEnd time.Time `json:"period_end"`
-			Member    string    `json:"member"`
-		}{name, end.UTC(), member})
-		return kv.Claim(ctx, "report\x00"+name+"\x00"+end.UTC().Format(time.RFC3339), v)
+// reportClaims are the claims of the scheduled reports of one replica of
+// a set, in the state bucket (report.Claims): the first replica to claim
+// a report of a period end makes it; the others follow its claim and take
+// it over when its claimant leaves the set (its heartbeat deleted, or
+// lapsed for the lease TTL) without having made it.
+type reportClaims struct{ c *natsjs.Claims }
+
+// newReportClaims returns the report claims of member in kv, reading
+// them every heartbeat and taking one over after a lease TTL at least.
+func newReportClaims(kv *natsjs.KV, member *cluster.Member, heartbeat, ttl time.Duration) (reportClaims, error) {
+	me := member.Info()
+	c, err := kv.Claims(natsjs.ClaimsOptions{Me: natsjs.Claimant{Member: me.Name, Started: me.Started},
+		Live: func(c natsjs.Claimant) bool { return claimantLive(member.Live, c) }, Poll: heartbeat, Grace: ttl})
+	return reportClaims{c}, err
+}
+
+// claimantLive reports whether the process that made a claim is live in
+// the set: a live member of its name, started when the claim says (a
+// member of that name started since is another process).
+func claimantLive(live func(name string) (cluster.Info, bool), c natsjs.Claimant) bool {
+	info, ok := live(c.Member)
+	return ok && (c.Started.IsZero() || info.Started.Equal(c.Started))
+}
+
+// reportClaimID names the claim of a report of a period end.
+func reportClaimID(name string, end time.Time) string {
+	return "report\x00" + name + "\x00" + end.UTC().Format(time.RFC3339)
+}
+
+func (r reportClaims) Claim(ctx context.Context, name string, end time.Time) (func(context.Context) error, string, error) {
+	h, by, err := r.c.Claim(ctx, reportClaimID(name, end))
+	if h == nil {
+		return nil, by.Member, err
 	}
+	return h.Done, "", nil
+}
+
+func (r reportClaims) Follow(ctx context.Context, name string, end time.Time) (func(context.Context) error, string, error) {
+	h, by, err := r.c.Follow(ctx, reportClaimID(name, end))
+	if h == nil {
+		return nil, by.Member, err
+	}
+	return h.Done, by.Member, nil
 }
 
 // natsTLS is the TLS configuration of nats.tls (nil: none).
@@ -195,10 +227,10 @@ func natsTLS(cfg *rulefmt.Config) (*tls.Config, error) {
 // (with nats' credentials and TLS, as the daemon connects) and announcing
 // each report through pub. The returned function waits for the
 // scheduler to stop (after ctx is cancelled) and closes its connection.
-// claim, when not nil, grants each report of a time to one replica of the
-// set (report.SchedulerOptions.Claim).
+// claims, when not nil, grant each report of a period end to one replica
+// of the set (report.SchedulerOptions.Claims).
 func startReports(ctx context.Context, cfg *rulefmt.Config, natsURL string, q report.Querier, pub report.EventPublisher,
-	claim func(context.Context, string, time.Time) (bool, error), logger *slog.Logger, set *metrics.Set) (func(), error) {
+	claims report.Claims, logger *slog.Logger, set *metrics.Set) (func(), error) {
 	specs := report.Specs(cfg)
 	if len(specs) == 0 {
 		return func() {}, nil
@@ -218,7 +250,7 @@ func startReports(ctx context.Context, cfg *rulefmt.Config, natsURL string, q re
 		rd.Close()
 		return nil, err
 	}
-	sched, err := report.NewScheduler(report.SchedulerOptions{Reporter: r, Specs: specs, Claim: claim, Logger: logger})
+	sched, err := report.NewScheduler(report.SchedulerOptions{Reporter: r, Specs: specs, Claims: claims, Logger: logger})
 	if err != nil {
 		rd.Close()
 		return nil, err

@@ -33,6 +33,7 @@ import (
 	"github.com/inferwatch/inferwatch/internal/process"
 	redactpkg "github.com/inferwatch/inferwatch/internal/redact"
 	"github.com/inferwatch/inferwatch/internal/web"
+	"github.com/inferwatch/inferwatch/report"
 	"github.com/inferwatch/inferwatch/rules"
 	"github.com/inferwatch/inferwatch/rules/rulefmt"
 )
@@ -516,11 +517,13 @@ func run(ctx context.Context, f runFlags, logger *slog.Logger) error {
 
 	// Reports on their schedules, until ctx is cancelled; the report in
 	// flight is cancelled and waited for before NATS is drained.
-	var claim func(context.Context, string, time.Time) (bool, error)
+	var claims report.Claims
 	if member != nil {
-		claim = reportClaim(kv, member.Name())
+		if claims, err = newReportClaims(kv, member, cfg.NATS.Heartbeat, cfg.NATS.LeaseTTL); err != nil {
+			return err
+		}
 	}
-	stopReports, err := startReports(ctx, cfg, natsURL, client, js, claim, logger, set)
+	stopReports, err := startReports(ctx, cfg, natsURL, client, js, claims, logger, set)
 	if err != nil {
 		return err
 	}
