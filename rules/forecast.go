@@ -124,6 +124,16 @@ func forecastOptions(fc *rulefmt.Forecast) forecasting.Options {
 	return o
 }
 
+// keep makes each series keep at least d of history besides the rule's
+// own (a scale rule reading it reaches back that far). A rule whose
+// forecasters keep their default (two weeks for the weekly models) is
+// left as it is.
+func (r *forecastRule) keep(d time.Duration) {
+	if r.opts.MaxHistory > 0 && d > 0 {
+		r.opts.MaxHistory = max(r.opts.MaxHistory, int(d/r.opts.Step)+1)
+	}
+}
+
 // horizons are the horizons a forecast rule serves, ascending: its
 // Horizons, or its one Horizon when a rule built in code set only that.
 func horizons(fc *rulefmt.Forecast) []time.Duration {

@@ -101,6 +101,15 @@ func buildGroup(gc rulefmt.Group) (*Group, rulefmt.Errors) {
 		byName[rc.Name] = r
 		built = append(built, r)
 	}
+	// A forecast rule's series keep what the scale rules reading it reach
+	// back to, when that is more than its history.
+	for _, r := range built {
+		if sr, ok := r.(*scaleRule); ok {
+			if fr, ok := byName[sr.c.Forecast].(*forecastRule); ok {
+				fr.keep(sr.reach())
+			}
+		}
+	}
 	g.rules = evalOrder(built, byName)
 	return g, errs
 }
@@ -146,6 +155,15 @@ func evalOrder(rs []Rule, byName map[string]Rule) []Rule {
 func sameRule(a, b rulefmt.Rule) bool {
 	a.Pos, a.SpecPos, b.Pos, b.SpecPos = rulefmt.Pos{}, rulefmt.Pos{}, rulefmt.Pos{}, rulefmt.Pos{}
 	return reflect.DeepEqual(a, b)
+}
+
+// sameKeep reports whether two rules keep as much history a series: two
+// forecast rules of one configuration differ there when the scale rules
+// reading them reach back differently.
+func sameKeep(a, b Rule) bool {
+	fa, ok := a.(*forecastRule)
+	fb, ok2 := b.(*forecastRule)
+	return !ok || !ok2 || fa.opts.MaxHistory == fb.opts.MaxHistory
 }
 
 // groupOffset spreads groups over their interval so they do not all

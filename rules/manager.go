@@ -338,7 +338,7 @@ func (m *Manager) Update(groups []*Group) (kept int) {
 			byName[r.Name()] = r
 		}
 		for i, r := range g.rules {
-			if or := byName[r.Name()]; or != nil && sameRule(or.Config(), r.Config()) {
+			if or := byName[r.Name()]; or != nil && sameRule(or.Config(), r.Config()) && sameKeep(or, r) {
 				g.rules[i] = or
 				kept++
 			}

@@ -115,6 +115,17 @@ func scalePolicy(s *rulefmt.Scale) forecasting.ScalePolicy {
 // evaluates it first.
 func (r *scaleRule) dependsOn() string { return r.c.Forecast }
 
+// reach is how far back from a decision the rule reads its forecast
+// rule's history: its hold, and its burst window with the period before
+// it.
+func (r *scaleRule) reach() time.Duration {
+	d := r.c.Hold
+	if q := r.c.BurstQuantile; r.c.BurstWindow > 0 && q > 0 && q < 1 {
+		d = max(d, r.c.BurstWindow+r.c.BurstPeriod)
+	}
+	return d
+}
+
 func (r *scaleRule) windows() []*window {
 	var out []*window
 	for _, w := range []*window{r.replicas, r.gpu, r.waiting, r.p99, r.conc} {
