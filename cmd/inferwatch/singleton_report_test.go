@@ -39,31 +39,7 @@ func TestReplicasMakeAScheduledReportOnce(t *testing.T) {
 	srv := natstest.Start(t)
 	cfg := strings.Replace(fmt.Sprintf(reportConfig, vm.URL()), "groups:", fmt.Sprintf("nats: {url: %s, lease_ttl: 3s, heartbeat: 1s}\ngroups:", srv.ClientURL()), 1)
 	const replicas = 3
-	var dirs []string
-	var logs []*syncBuffer
-	for range replicas {
-		dir := t.TempDir()
-		file := filepath.Join(dir, "inferwatch.yml")
-		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, "out")
-		if err := report.SaveState(out, "daily", end.Add(-48*time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		dirs = append(dirs, out)
-		log, _, stop := daemon(t, bin, "run", "--config", file, "--web.listen-address", "127.0.0.1:0",
-			"--outbox.dir", filepath.Join(dir, "outbox"))
-		defer stop()
-		logs = append(logs, log)
-	}
-	all := func() string {
-		var b strings.Builder
-		for i, l := range logs {
-			fmt.Fprintf(&b, "--- replica %d\n%s", i, l.String())
-		}
-		return b.String()
-	}
+	dirs, _, _, all := startReportReplicas(t, bin, cfg, end, replicas)
 	made := func() (n int) {
 		for _, d := range dirs {
 			if e, ok, _ := report.LastEnd(d, "daily"); ok && e.After(end.Add(-48*time.Hour)) {
@@ -156,34 +132,7 @@ func TestReplicasMakeAScheduledReportWhoseClaimantDied(t *testing.T) {
 	srv := natstest.Start(t)
 	cfg := strings.Replace(fmt.Sprintf(reportConfig, source), "groups:", fmt.Sprintf("nats: {url: %s, lease_ttl: 3s, heartbeat: 1s}\ngroups:", srv.ClientURL()), 1)
 	const replicas = 3
-	var (
-		dirs []string
-		logs []*syncBuffer
-		pids []int
-	)
-	for range replicas {
-		dir := t.TempDir()
-		file := filepath.Join(dir, "inferwatch.yml")
-		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, "out")
-		if err := report.SaveState(out, "daily", end.Add(-48*time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		dirs = append(dirs, out)
-		log, pid, _ := daemon(t, bin, "run", "--config", file, "--web.listen-address", "127.0.0.1:0",
-			"--outbox.dir", filepath.Join(dir, "outbox"))
-		logs = append(logs, log)
-		pids = append(pids, pid)
-	}
-	all := func() string {
-		var b strings.Builder
-		for i, l := range logs {
-			fmt.Fprintf(&b, "--- replica %d\n%s", i, l.String())
-		}
-		return b.String()
-	}
+	dirs, logs, pids, all := startReportReplicas(t, bin, cfg, end, replicas)
 	count := func(msg string) int { return strings.Count(all(), `msg="`+msg+`"`) }
 	waitFor(t, "one claim and two followers", func() bool {
 		return count("this replica makes the report") == 1 && count("another replica makes this report") == replicas-1
@@ -254,4 +203,36 @@ func TestClaimantLive(t *testing.T) {
 	f(natsjs.Claimant{Member: "a"}, true)
 	f(natsjs.Claimant{Member: "b", Started: started}, false)
 	f(natsjs.Claimant{Member: "b"}, false)
+}
+
+// startReportReplicas starts n daemons on cfg, each in a directory of its
+// own whose report output holds the daily report of two days before end,
+// and returns their output directories, logs and process ids, and their
+// logs together. They stop at the test's cleanup.
+func startReportReplicas(t *testing.T, bin, cfg string, end time.Time, n int) (dirs []string, logs []*syncBuffer, pids []int, all func() string) {
+	t.Helper()
+	for range n {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "inferwatch.yml")
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out")
+		if err := report.SaveState(out, "daily", end.Add(-48*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, out)
+		log, pid, _ := daemon(t, bin, "run", "--config", file, "--web.listen-address", "127.0.0.1:0",
+			"--outbox.dir", filepath.Join(dir, "outbox"))
+		logs = append(logs, log)
+		pids = append(pids, pid)
+	}
+	all = func() string {
+		var b strings.Builder
+		for i, l := range logs {
+			fmt.Fprintf(&b, "--- replica %d\n%s", i, l.String())
+		}
+		return b.String()
+	}
+	return dirs, logs, pids, all
 }
