@@ -146,7 +146,7 @@ func TestHoltWintersFitRecoversSeason(t *testing.T) {
 	}
 }
 
-// The window's ranks match a sort of its last n values (as the float32s it
+// The window's ranks match a sort of its last n values (as the halves it
 // keeps), ties included, while it fills and once it is full, and its
 // arrays grow with it.
 func TestErrWindowMatchesSort(t *testing.T) {
@@ -158,7 +158,7 @@ func TestErrWindowMatchesSort(t *testing.T) {
 		for i := range 8 * n {
 			v := draw(rng)
 			w.push(v)
-			all = append(all, float64(float32(v)))
+			all = append(all, float64(toHalf(float32(v)).f()))
 			last := all[max(0, len(all)-n):]
 			s := append([]float64(nil), last...)
 			sort.Float64s(s)
@@ -181,7 +181,7 @@ func TestErrWindowMatchesSort(t *testing.T) {
 		}
 		var ss float64
 		for _, v := range w.ring {
-			ss += float64(v) * float64(v)
+			ss += float64(v.f()) * float64(v.f())
 		}
 		if got, want := w.rms(), math.Sqrt(ss/float64(n)); !near(got, want, 1e-9) {
 			t.Fatalf("n %d: rms %g, want %g", n, got, want)
@@ -236,6 +236,41 @@ func TestUnknownModel(t *testing.T) {
 		{Step: time.Minute, CalibrationSize: maxErrWindow + 1}} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}
+
+// A half is a float32's high 16 bits, rounded to the nearest, ties to an
+// even significand, by hand.
+func TestToHalf(t *testing.T) {
+	for _, c := range []struct{ x, want float32 }{
+		{0, 0},
+		{1, 1},
+		{3, 3},               // 1.1₂ × 2
+		{-1.5, -1.5},         // exact
+		{1.001, 1},           // nearer 1 than 1 + 2⁻⁷
+		{1.005, 1 + 1.0/128}, // nearer 1 + 2⁻⁷
+		{-1.005, -(1 + 1.0/128)},
+		{1 + 1.0/256, 1},           // a tie: to the even significand, 1
+		{1 + 3.0/256, 1 + 2.0/128}, // a tie: to the even one above
+		{0.1, 0.10009765625},       // float32 0x3DCCCCCD: 0x3DCC.CCCD rounds to 0x3DCD
+		{255.5, 256},               // 255.5 needs 9 bits; a tie, to 256
+		{math.MaxFloat32, math.Float32frombits(0x7f7f0000)}, // up would be +Inf
+		{float32(math.Inf(1)), float32(math.Inf(1))},
+	} {
+		if got := toHalf(c.x).f(); got != c.want {
+			t.Errorf("toHalf(%g) = %g, want %g", c.x, got, c.want)
+		}
+	}
+	if got := toHalf(float32(math.NaN())).f(); !math.IsNaN(float64(got)) {
+		t.Errorf("toHalf(NaN) = %g", got)
+	}
+	// Within 2⁻⁸ of x.
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range 10000 {
+		x := float32(rng.NormFloat64() * math.Pow(10, rng.Float64()*12-6))
+		if h := toHalf(x).f(); math.Abs(float64(h-x)) > math.Abs(float64(x))/256 {
+			t.Fatalf("toHalf(%g) = %g", x, h)
 		}
 	}
 }

@@ -13,13 +13,14 @@ const maxErrWindow = 1 << 16
 // errWindow keeps the last n values in arrival order (ring) and the ring's
 // slots in the order of their values (order, ties oldest first), so that a
 // quantile is O(1) and a push moves only the slots between the old and the
-// new value's ranks. A value is kept as a float32: its quantiles bound
-// intervals, for which seven digits are more than enough, and 6 bytes a
-// value (where float64 and a sorted copy would take 16) is what a forecast
-// series holds most of. Both grow as the window fills, up to n: a
-// forecaster with little history has made few errors.
+// new value's ranks. A value is kept as a half (see toHalf): its quantiles
+// bound intervals, which their sampling error moves by far more than the
+// 0.4 % a half may, and 4 bytes a value (where float64 and a sorted
+// copy would take 16) is what a forecast series holds most of. Both grow
+// as the window fills, up to n: a forecaster with little history has made
+// few errors.
 type errWindow struct {
-	ring   []float32
+	ring   []half
 	order  []uint16 // ring[order[r]] is the value of rank r
 	pos    int      // the oldest slot, once full
 	n      int
@@ -51,7 +52,7 @@ func grown[E any](s []E, n int) []E {
 // whose count of coming values is known grows once.
 func (w *errWindow) reserve(c int) {
 	if c = min(c, w.n); c > cap(w.ring) {
-		w.ring = append(make([]float32, 0, c), w.ring...)
+		w.ring = append(make([]half, 0, c), w.ring...)
 		w.order = append(make([]uint16, 0, c), w.order...)
 	}
 }
@@ -66,7 +67,7 @@ func (w *errWindow) full() bool { return len(w.ring) == w.n }
 // fills again before it evicts.
 func (w *errWindow) thin(k int) {
 	m := len(w.ring)
-	var kept []float32
+	var kept []half
 	for age := k - 1; age < m; age += k {
 		// The value of that age, from the newest back.
 		kept = append(kept, w.ring[(w.pos+m-1-age)%m])
@@ -79,15 +80,15 @@ func (w *errWindow) thin(k int) {
 		w.order[i] = uint16(i)
 	}
 	// Stable: of equal values the oldest (lowest slot) first.
-	slices.SortStableFunc(w.order, func(a, b uint16) int { return cmp.Compare(w.ring[a], w.ring[b]) })
+	slices.SortStableFunc(w.order, func(a, b uint16) int { return cmp.Compare(w.ring[a].f(), w.ring[b].f()) })
 	w.pushes, w.sumSq = 0, 0
 	for _, v := range w.ring {
-		w.sumSq += float64(v) * float64(v)
+		w.sumSq += float64(v.f()) * float64(v.f())
 	}
 }
 
 // at returns the value of rank r (the r+1-th smallest).
-func (w *errWindow) at(r int) float64 { return float64(w.ring[w.order[r]]) }
+func (w *errWindow) at(r int) float64 { return float64(w.ring[w.order[r]].f()) }
 
 // rankAbove returns the number of values at most x: the rank a new x takes,
 // after the values equal to it.
@@ -95,7 +96,7 @@ func (w *errWindow) rankAbove(x float32) int {
 	lo, hi := 0, len(w.order)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if w.ring[w.order[m]] <= x {
+		if w.ring[w.order[m]].f() <= x {
 			lo = m + 1
 		} else {
 			hi = m
@@ -110,7 +111,7 @@ func (w *errWindow) rankOf(x float32) int {
 	lo, hi := 0, len(w.order)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if w.ring[w.order[m]] < x {
+		if w.ring[w.order[m]].f() < x {
 			lo = m + 1
 		} else {
 			hi = m
@@ -120,19 +121,20 @@ func (w *errWindow) rankOf(x float32) int {
 }
 
 func (w *errWindow) push(x64 float64) {
-	x := float32(x64)
+	h := toHalf(float32(x64))
+	x := h.f()
 	if w.pushes++; w.pushes >= w.n {
 		// A running sum drifts by rounding: start it afresh.
 		w.pushes, w.sumSq = 0, 0
 		for _, v := range w.ring {
-			w.sumSq += float64(v) * float64(v)
+			w.sumSq += float64(v.f()) * float64(v.f())
 		}
 	}
 	w.sumSq += float64(x) * float64(x)
 	if len(w.ring) < w.n {
 		j := w.rankAbove(x)
 		slot := uint16(len(w.ring))
-		w.ring = append(grown(w.ring, w.n), x)
+		w.ring = append(grown(w.ring, w.n), h)
 		w.order = append(grown(w.order, w.n), 0)
 		copy(w.order[j+1:], w.order[j:])
 		w.order[j] = slot
@@ -140,7 +142,7 @@ func (w *errWindow) push(x64 float64) {
 	}
 	// The oldest value leaves: it is the oldest of those equal to it,
 	// the first of them in order.
-	old := w.ring[w.pos]
+	old := w.ring[w.pos].f()
 	w.sumSq -= float64(old) * float64(old)
 	i := w.rankOf(old) // order[i] == pos
 	j := w.rankAbove(x)
@@ -155,7 +157,7 @@ func (w *errWindow) push(x64 float64) {
 		copy(o[j+1:i+1], o[j:i])
 		o[j] = slot
 	}
-	w.ring[w.pos] = x
+	w.ring[w.pos] = h
 	if w.pos++; w.pos == w.n {
 		w.pos = 0
 	}
@@ -204,3 +206,27 @@ func (w *errWindow) rms() float64 {
 	}
 	return math.Sqrt(max(w.sumSq, 0) / float64(len(w.ring)))
 }
+
+// half is a float32 kept in its high 16 bits (bfloat16: its sign, its
+// exponent and 7 bits of its significand), 2 bytes where a float32 takes 4.
+type half uint16
+
+// toHalf returns x as a half, rounded to the nearest (ties to an even
+// significand): within 2⁻⁸ (0.4 %) of x, and no more above than below, so
+// the quantiles of errors kept as halves are not pushed either way. NaN
+// and ±Inf stay what they are; a magnitude beyond the largest finite half
+// keeps that one.
+func toHalf(x float32) half {
+	b := math.Float32bits(x)
+	if b&0x7f800000 == 0x7f800000 { // NaN or ±Inf
+		return half(b >> 16)
+	}
+	r := b + 0x7fff + (b>>16)&1
+	if r&0x7f800000 == 0x7f800000 { // rounding up would make it infinite
+		return half(b >> 16)
+	}
+	return half(r >> 16)
+}
+
+// f returns h as a float32.
+func (h half) f() float32 { return math.Float32frombits(uint32(h) << 16) }
