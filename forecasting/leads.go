@@ -14,7 +14,7 @@ func minuteSteps(step time.Duration) int {
 }
 
 // maxWindowErrors is the most errors a calibration window keeps, whatever
-// the step: 2,160 bytes a window (6 bytes an error). A window of
+// the step: 1,440 bytes a window (4 bytes an error). A window of
 // CalibrationSize origins that would hold more keeps the errors of one
 // origin in every originStride.
 const maxWindowErrors = 360
