@@ -172,7 +172,13 @@ type AutoConfig struct {
 // While the n bins are too few to hold a P tail (n+1 < 1/P, the first 27
 // hours by default), U and L are their extremes, whose tail is 1/(n+1),
 // and P there reads 1/(n+1): a young series' band is as wide, in its
-// spread, as a week-old one's, not as narrow as its few bins' range.
+// spread, as a week-old one's, not as narrow as its few bins' range. The
+// bin being filled counts there by the share of a bin's samples it holds
+// (the extreme of the first ten samples of a bin of sixty lies on
+// average at the tail 1/11 of the samples, not at a full bin's 1/61): a
+// young series at a 15-second step holds its first samples in one bin,
+// and reading them as a full bin draws its band too narrow for heavy
+// tails.
 // With the defaults a sample alarms when it lies about a tenth of (U − m)
 // beyond the level that the series exceeded in fewer than one in a hundred
 // 15-minute bins of the week. For normal data this is about a 3.3-sigma
@@ -201,11 +207,11 @@ type AutoConfig struct {
 // larger of heavyTail and youngWidth, not by both: under a power-law tail
 // the ratio of quantiles already allows for how far the extreme of n
 // samples falls short of the tail, and youngWidth for the normal's. On
-// a burst of new series, a young series of normal noise, counts or a
-// Laplace tail then alarms on a smaller share of its samples than an old
-// one, and of t₃ or lognormal noise on at most 1.7 times as large a
-// share, against three to nine times without the stretch
-// (TestAutoYoungBurst).
+// a burst of new series, a young series of normal noise, counts, a
+// Laplace tail or lognormal noise then alarms on a smaller share of its
+// samples than an old one, and of t₃ noise on 1.15 times as large a
+// share at a 15-second step, against three to nine times without the
+// stretch (TestAutoYoungBurst).
 //
 // s_eff is also floored by the series' resolution δ (the smallest non-zero
 // change between consecutive samples), as in Robust. A series that has
@@ -562,12 +568,21 @@ func (a *Auto) observe(t int64, v float64) Result {
 	if open {
 		z = a.zo
 	}
+	// The tail of the bins' extremes, the open bin counted by its share
+	// of a bin's samples, while they are too few to hold the P tail; the
+	// stretch read at heavyAt serves the samples that fill the open bin,
+	// and counts it whole while it is empty.
+	tp := 1 / float64(a.ext.n+2)
+	if open && tp > a.p {
+		tp = 1 / (float64(a.ext.n) + a.openShare(a.held-1) + 1)
+		z = -normQuantile(tp / 3)
+	}
 	sHi, sLo := a.spreads(m, u, l, z)
 	if a.held >= a.heavyAt {
 		// How heavy the tail is, read from the samples inside the band
 		// drawn so far.
 		from, to := a.thin.w.bounds2(m-a.k*sLo, m+a.k*sHi)
-		a.heavy, a.heavySd = heavyTail(a.thin.w.at, from, to, m, a.sd/madScale, 1/float64(a.ext.n+2), a.p, a.k)
+		a.heavy, a.heavySd = heavyTail(a.thin.w.at, from, to, m, a.sd/madScale, tp, a.p, a.k)
 		sHi, sLo = a.spreads(m, u, l, z)
 		a.heavyAt = a.held + max(1, a.held/8)
 	}
@@ -911,6 +926,9 @@ func fmtMs(ms int64) string { return dur.Approx(time.Duration(ms) * time.Millise
 // 1/P − 1), Φ⁻¹(1 − 1/(3(n+1))). Their extreme, which U and L then are,
 // is the n/(n+1) quantile of n bins, not the 1 − P one: read as the
 // latter, a young series' band would be as narrow as its few bins' range.
+// While the bins are that few, observe counts the open bin by its share
+// of a bin's samples s (openShare) instead, Φ⁻¹(1 − 1/(3(n_closed + s +
+// 1))): the extreme of a bin's first samples is not a full bin's.
 func (a *Auto) tailZ(closed int, open bool) float64 {
 	n := closed
 	if open {
@@ -920,6 +938,24 @@ func (a *Auto) tailZ(closed int, open bool) float64 {
 		return -normQuantile(tp / 3)
 	}
 	return -normQuantile(a.p / 3)
+}
+
+// openShare is the share of a bin's samples the open bin holds, at most
+// one, with held samples since the summaries were last empty: the open
+// bin's samples over those a closed bin since then holds on average
+// (before one has closed, the bin's width over the step).
+func (a *Auto) openShare(held int64) float64 {
+	r := &a.bins
+	var c float64
+	if closed := r.newest - r.number(a.since); closed > 0 {
+		c = float64(held-int64(r.n)) / float64(closed)
+	} else if st := cmp.Or(a.step, a.minStep); st > 0 && st < math.MaxInt64 {
+		c = float64(r.width) / float64(st)
+	}
+	if !(c > 0) {
+		return 1
+	}
+	return min(1, float64(r.n)/c)
 }
 
 // madEfficiency is the asymptotic efficiency of the median absolute

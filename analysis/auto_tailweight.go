@@ -13,9 +13,11 @@ var tailWeights = [...]float64{math.Inf(1), 10, 5, 10.0 / 3, 2.5, 2}
 
 // heavyTail returns how much further than a normal tail a young series'
 // band reaches, for its two spreads: tail for the tails' spread, read
-// from the extremes of n bins, and spread for the robust spread, read
-// from the median absolute deviation mad. While the bins are too few to
-// hold the P tail (tp = 1/(n+1) > P), the tails' extremes are read at the
+// from the extremes of n bins (the bin being filled counted by its share
+// of a bin's samples, or whole while it holds none), and spread for the
+// robust spread, read from the median absolute deviation mad. While the
+// bins are too few to hold the P tail (tp = 1/(n+1) > P), the tails'
+// extremes are read at the
 // tail q = tp/3 and carried to the tail P/3, where an old series reads
 // them, by the ratio of two normal quantiles; the robust spread is read
 // at the tail 1/4 and carried to the band, K of it, whose normal tail is
