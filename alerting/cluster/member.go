@@ -25,6 +25,7 @@ type Bucket interface {
 	Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error)
 	Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error)
 	Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
 	WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error)
 }
 
@@ -341,6 +342,10 @@ func (m *Member) follow(ctx context.Context) error {
 		return fmt.Errorf("watching the members bucket: %w", err)
 	}
 	defer w.Stop()
+	// The watch shows the changes from now on: a look at the set catches
+	// those made since the last one (a member that left while the watch
+	// was being opened, or was away).
+	m.poke()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -586,6 +591,9 @@ func (m *Member) do(ctx context.Context, s step) {
 		rev, err = m.o.Bucket.Update(ctx, s.key, value, s.rev)
 	case Release:
 		err = m.o.Bucket.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			err = m.releaseOwn(ctx, s.key)
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -640,6 +648,26 @@ func (m *Member) do(ctx context.Context, s step) {
 		m.log.Warn("writing a "+what+" failed; tried again at the next heartbeat", attr, s.group, "member", m.o.Info.Name,
 			"action", s.act.String(), "err", err)
 	}
+}
+
+// releaseOwn deletes the lease at key when this member still owns it at
+// a revision other than the one it knows: a renewal whose answer was lost
+// (its context ended as the member stopped) moved it. A lease another
+// member holds is left to it (ErrKeyRevisionMismatch); one that is gone is
+// released already.
+func (m *Member) releaseOwn(ctx context.Context, key string) error {
+	e, err := m.o.Bucket.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	var v leaseValue
+	if json.Unmarshal(e.Value(), &v) != nil || v.Owner != m.o.Info.Name {
+		return jetstream.ErrKeyRevisionMismatch
+	}
+	return m.o.Bucket.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
 }
 
 // Acquire says whether the member may evaluate group now: it holds the

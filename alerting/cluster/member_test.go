@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -331,7 +332,15 @@ func TestJoinRefusesEmbedded(t *testing.T) {
 // waiting for their next heartbeat (an hour here), and tell Taken.
 func TestMembersTakeReleasedLeasesAtOnce(t *testing.T) {
 	kv := bucket(t)
-	groups := groupNames(8)
+	// Groups that b owns by rendezvous with a live too: b takes them all at
+	// join and keeps them through any look at the set while it is there,
+	// whenever a joins.
+	var groups []string
+	for _, g := range groupNames(100) {
+		if cluster.Owner(g, []string{"a", "b"}) == "b" && len(groups) < 8 {
+			groups = append(groups, g)
+		}
+	}
 	startSlow := func(name string) *running {
 		m, err := cluster.New(cluster.Options{Bucket: kv, Info: cluster.Info{Name: name}, Groups: groups, TTL: 3 * time.Hour, Heartbeat: time.Hour})
 		if err != nil {
@@ -346,8 +355,8 @@ func TestMembersTakeReleasedLeasesAtOnce(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-r.done })
 		return r
 	}
-	// b joins first and takes every group; a joins after, and with no
-	// heartbeat to come, b keeps them until it leaves.
+	// b joins first and takes every group; a joins after, and b, their
+	// owner by rendezvous, keeps them until it leaves.
 	b := startSlow("b")
 	a := startSlow("a")
 	got := waitOwners(t, []*running{a, b}, groups, func(o string) bool { return o == "b" })
@@ -433,4 +442,38 @@ func TestLive(t *testing.T) {
 	}
 	d.Leave(context.Background())
 	waitLive(c, "d", false)
+}
+
+// A member that leaves releases a lease whose revision moved on without
+// its knowing (a renewal whose answer was lost as it stopped): the lease
+// is still its own, so it is deleted; one another member holds is left.
+func TestLeaveReleasesALeaseRenewedUnknown(t *testing.T) {
+	kv := bucket(t)
+	slow := cluster.Options{Bucket: kv, TTL: 3 * time.Hour, Heartbeat: time.Hour}
+	slow.Info, slow.Groups = cluster.Info{Name: "a"}, []string{"g", "h"}
+	a, err := cluster.New(slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Join(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// g renewed by a with its answer lost; h taken by b meanwhile.
+	for _, c := range []struct{ group, owner string }{{"g", "a"}, {"h", "b"}} {
+		e, err := kv.Get(ctx, cluster.LeaseKey(c.group))
+		if err != nil {
+			t.Fatalf("a holds no lease of %s: %v", c.group, err)
+		}
+		if _, err := kv.Update(ctx, e.Key(), []byte(`{"group":"`+c.group+`","owner":"`+c.owner+`"}`), e.Revision()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Leave(ctx)
+	if _, err := kv.Get(ctx, cluster.LeaseKey("g")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("the lease of g, a's at a revision it did not know, is still there after a left: %v", err)
+	}
+	if e, err := kv.Get(ctx, cluster.LeaseKey("h")); err != nil || !strings.Contains(string(e.Value()), `"owner":"b"`) {
+		t.Errorf("the lease of h, b's, after a left: %v", err)
+	}
 }
