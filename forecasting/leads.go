@@ -27,21 +27,26 @@ func originStride(step time.Duration, size int) int {
 	return max(minuteSteps(step), (size+maxWindowErrors-1)/maxWindowErrors)
 }
 
-// leadKnots returns the leads, of h, that keep a calibration window: lead
-// 1, the leads at 1, 2, 3, 5, 8, 12, … units of spacing (each unit count
-// half as large again as the one before, rounded up: whole minutes of
-// lead when the spacing is a minute of steps) and h. The leads between
-// two knots take their interval from both (see tracker.calibration): an
-// interval whose width grows as the square root of the lead is
-// interpolated within 1.5 % of it from the first unit on (0.8 % from the
-// third), and one that grows linearly exactly. A 10-minute horizon keeps 7 windows at 15 s (11 were one a
-// minute) and 6 at one minute (every lead: 10).
+// leadKnots returns the leads, of h, that keep a calibration window:
+// every lead at a spacing of 1 (steps of a minute or longer); at a spacing
+// of a minute of steps (shorter steps), lead 1, the leads at 1, 2, 3, 5,
+// 8, 12, … minutes (each count half as large again as the one before,
+// rounded up) and h. The leads between two knots take their interval from
+// both (see tracker.calibration): an interval whose width grows as the
+// square root of the lead is interpolated within 1.5 % of it from the
+// first minute on (0.8 % from the third), and one that grows linearly
+// exactly. A 10-minute horizon keeps 7 windows at 15 s and 10 at one
+// minute.
 func leadKnots(h, spacing int) []int {
 	knots := []int{1}
-	for u := 1; u*spacing < h; u = (3*u + 1) / 2 {
-		if l := u * spacing; l > 1 {
+	if spacing == 1 {
+		for l := 2; l <= h; l++ {
 			knots = append(knots, l)
 		}
+		return knots
+	}
+	for u := 1; u*spacing < h; u = (3*u + 1) / 2 {
+		knots = append(knots, u*spacing)
 	}
 	if h > 1 {
 		knots = append(knots, h)

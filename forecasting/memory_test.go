@@ -115,6 +115,7 @@ var memoryCases = []struct {
 	{30 * time.Second, 24 * time.Hour, false, 6},
 	{15 * time.Second, time.Hour, false, 500},
 	{15 * time.Second, 24 * time.Hour, false, 3},
+	{15 * time.Second, 24 * time.Hour, true, 3},
 	{15 * time.Second, 7 * 24 * time.Hour, false, 4},
 	{15 * time.Second, 7 * 24 * time.Hour, true, 3},
 }
@@ -137,7 +138,7 @@ func BenchmarkRetainedPerSeries(b *testing.B) {
 	for _, c := range memoryCases {
 		name := fmt.Sprintf("step=%v/history=%v", c.step, c.history)
 		if c.long {
-			name += "+7d"
+			name += fmt.Sprintf("+%v", c.history) // run as long again
 		}
 		b.Run(name, func(b *testing.B) {
 			opts := ruleOptions(c.step, c.history)

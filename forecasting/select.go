@@ -217,18 +217,22 @@ func (f *Forecaster) refit() error {
 	}
 	var names []string
 	auto := f.opts.Model == ModelAuto
+	// The candidates are those MaxHistory points allow: the room a
+	// refit has beyond it (see room) adds to what they are fitted and
+	// validated on, not to which models a series may hold.
+	held := min(n, f.opts.MaxHistory)
 	switch {
 	case auto && f.opts.Candidates != nil:
 		for _, name := range f.opts.Candidates {
-			if n >= f.candidateNeed(name, false) {
+			if held >= f.candidateNeed(name, false) {
 				names = append(names, name)
 			}
 		}
-		if first := f.opts.Candidates[0]; len(names) == 0 && n >= f.candidateNeed(first, true) {
+		if first := f.opts.Candidates[0]; len(names) == 0 && held >= f.candidateNeed(first, true) {
 			names = []string{first}
 		}
 	case auto:
-		names = autoCandidates(n, p, h, positive)
+		names = autoCandidates(held, p, h, positive)
 	default:
 		m, _ := newModel(f.opts.Model, p, h)
 		if n >= m.need() {

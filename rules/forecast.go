@@ -105,8 +105,9 @@ func (s Snapshot) At(i int) Peak {
 
 // forecastOptions maps a forecast rule to the forecaster's options. Each
 // series keeps the rule's history (forecasting.Options.MaxHistory): its
-// first fit reads that much and its refits as much again, however long
-// it runs, so its memory is set by the history and the step. A history of
+// first fit reads that much, and its refits that much and up to as much
+// again (an eighth more, for a history shorter than two periods), however
+// long it runs, so its memory is set by the history and the step. A history of
 // two weeks (fourteen periods) or more, or a weekly model, turns on
 // forecasting.Options.Weekly: each series then keeps two weeks plus a
 // calibration window of samples, and auto offers the weekly models once a
