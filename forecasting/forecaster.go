@@ -309,13 +309,9 @@ func (f *Forecaster) RefitDue() bool {
 // and changes nothing: Fit again. Between refits Update costs O(H) plus the
 // calibration bookkeeping, independent of the history length.
 func (f *Forecaster) Update(t int64, y float64) error {
-	if !f.fitted {
-		return errors.New("updating forecaster: Fit was never called")
-	}
-	stepMs := f.opts.Step.Milliseconds()
-	idx := f.indexOf(t, stepMs)
-	if idx <= f.last {
-		return fmt.Errorf("updating forecaster: sample at %d ms is not after the last one at %d ms", t, f.t0+f.last*stepMs)
+	idx, err := f.next("updating forecaster", t)
+	if err != nil {
+		return err
 	}
 	if missing := idx - f.last - 1; missing > int64(f.opts.MaxGap) {
 		return fmt.Errorf("updating forecaster: %d steps missing before %d ms, more than the %d allowed: %w", missing, t, f.opts.MaxGap, ErrGap)
@@ -334,14 +330,11 @@ func (f *Forecaster) Update(t int64, y float64) error {
 // would, so a caller need not keep the history beside it. The samples held are the
 // float32s a Refit reads too (see sample); only the newest is exact.
 func (f *Forecaster) FitAfterGap(from, t int64, y float64) error {
-	if !f.fitted {
-		return errors.New("fitting forecaster after a gap: Fit was never called")
+	idx, err := f.next("fitting forecaster after a gap", t)
+	if err != nil {
+		return err
 	}
 	stepMs := f.opts.Step.Milliseconds()
-	idx := f.indexOf(t, stepMs)
-	if idx <= f.last {
-		return fmt.Errorf("fitting forecaster after a gap: sample at %d ms is not after the last one at %d ms", t, f.t0+f.last*stepMs)
-	}
 	base := f.last - int64(len(f.hist)-1) // the index of hist[0]
 	start := len(f.hist)
 	for i := range f.hist {
@@ -365,6 +358,21 @@ func (f *Forecaster) FitAfterGap(from, t int64, y float64) error {
 	data[len(data)-1] = y
 	f.outage = false // the one state Fit carries over
 	return f.Fit(f.t0+first*stepMs, data)
+}
+
+// next returns the index of a new sample at t (unix ms), or an error that
+// begins with op when Fit was never called or t is not after the last
+// sample.
+func (f *Forecaster) next(op string, t int64) (int64, error) {
+	if !f.fitted {
+		return 0, fmt.Errorf("%s: Fit was never called", op)
+	}
+	stepMs := f.opts.Step.Milliseconds()
+	idx := f.indexOf(t, stepMs)
+	if idx <= f.last {
+		return 0, fmt.Errorf("%s: sample at %d ms is not after the last one at %d ms", op, t, f.t0+f.last*stepMs)
+	}
+	return idx, nil
 }
 
 func (f *Forecaster) indexOf(t, stepMs int64) int64 {
