@@ -21,6 +21,7 @@ import (
 	"github.com/inferwatch/inferwatch/alerting/natsjs"
 	"github.com/inferwatch/inferwatch/alerting/natstest"
 	"github.com/inferwatch/inferwatch/examples/fleet"
+	"github.com/inferwatch/inferwatch/ingest/localvm"
 	"github.com/inferwatch/inferwatch/report"
 )
 
@@ -32,14 +33,10 @@ func TestReplicasMakeAScheduledReportOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics, NATS and three daemons")
 	}
-	bin := daemonBinary(t)
-	vm := liveVM(t)
-	end := time.Now().UTC().Truncate(time.Minute)
-	importFleet(t, vm, fleet.Options{Seed: 3, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
+	bin, vm, end := reportFleet(t)
 	srv := natstest.Start(t)
-	cfg := strings.Replace(fmt.Sprintf(reportConfig, vm.URL()), "groups:", fmt.Sprintf("nats: {url: %s, lease_ttl: 3s, heartbeat: 1s}\ngroups:", srv.ClientURL()), 1)
 	const replicas = 3
-	dirs, _, _, all := startReportReplicas(t, bin, cfg, end, replicas)
+	dirs, _, _, all := startReportReplicas(t, bin, vm.URL(), srv.ClientURL(), end, replicas)
 	made := func() (n int) {
 		for _, d := range dirs {
 			if e, ok, _ := report.LastEnd(d, "daily"); ok && e.After(end.Add(-48*time.Hour)) {
@@ -124,15 +121,11 @@ func TestReplicasMakeAScheduledReportWhoseClaimantDied(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics, NATS and three daemons")
 	}
-	bin := daemonBinary(t)
-	vm := liveVM(t)
-	end := time.Now().UTC().Truncate(time.Minute)
-	importFleet(t, vm, fleet.Options{Seed: 3, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
+	bin, vm, end := reportFleet(t)
 	gate, source := newReportGate(t, vm.URL())
 	srv := natstest.Start(t)
-	cfg := strings.Replace(fmt.Sprintf(reportConfig, source), "groups:", fmt.Sprintf("nats: {url: %s, lease_ttl: 3s, heartbeat: 1s}\ngroups:", srv.ClientURL()), 1)
 	const replicas = 3
-	dirs, logs, pids, all := startReportReplicas(t, bin, cfg, end, replicas)
+	dirs, logs, pids, all := startReportReplicas(t, bin, source, srv.ClientURL(), end, replicas)
 	count := func(msg string) int { return strings.Count(all(), `msg="`+msg+`"`) }
 	waitFor(t, "one claim and two followers", func() bool {
 		return count("this replica makes the report") == 1 && count("another replica makes this report") == replicas-1
@@ -205,12 +198,25 @@ func TestClaimantLive(t *testing.T) {
 	f(natsjs.Claimant{Member: "b"}, false)
 }
 
-// startReportReplicas starts n daemons on cfg, each in a directory of its
-// own whose report output holds the daily report of two days before end,
-// and returns their output directories, logs and process ids, and their
-// logs together. They stop at the test's cleanup.
-func startReportReplicas(t *testing.T, bin, cfg string, end time.Time, n int) (dirs []string, logs []*syncBuffer, pids []int, all func() string) {
+// reportFleet builds the daemon and starts VictoriaMetrics holding six
+// days of the generated fleet up to end, this minute.
+func reportFleet(t *testing.T) (bin string, vm *localvm.VM, end time.Time) {
 	t.Helper()
+	bin = daemonBinary(t)
+	vm = liveVM(t)
+	end = time.Now().UTC().Truncate(time.Minute)
+	importFleet(t, vm, fleet.Options{Seed: 3, End: end, Duration: 6 * 24 * time.Hour, Step: time.Minute})
+	return bin, vm, end
+}
+
+// startReportReplicas starts n daemons on the NATS server at natsURL whose
+// reports read the store at source, each in a directory of its own whose
+// report output holds the daily report of two days before end, and
+// returns their output directories, logs and process ids, and their logs
+// together. They stop at the test's cleanup.
+func startReportReplicas(t *testing.T, bin, source, natsURL string, end time.Time, n int) (dirs []string, logs []*syncBuffer, pids []int, all func() string) {
+	t.Helper()
+	cfg := strings.Replace(fmt.Sprintf(reportConfig, source), "groups:", fmt.Sprintf("nats: {url: %s, lease_ttl: 3s, heartbeat: 1s}\ngroups:", natsURL), 1)
 	for range n {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "inferwatch.yml")
