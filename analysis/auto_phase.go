@@ -17,6 +17,7 @@ const maxPhasePeriods = 64
 // the residuals of the samples are summed per period, so that the sums
 // leave with whole periods.
 type phaseTest struct {
+	test    Test // what its results are named: TestPhase, or TestWeek
 	k, fit  float64
 	reach   int64
 	periods int   // past periods read
@@ -29,6 +30,10 @@ type phaseTest struct {
 	centre int64
 	fits   bool
 	rms    float64
+	// weekly is true when incidents that recurred a week apart (see
+	// score) held a quarter of a period's samples over the periods read:
+	// the series has a weekly shape, and what recurs is not alarmed.
+	weekly bool
 
 	period int64
 	cur    phaseBlock   // the period of the newest sample
@@ -39,15 +44,16 @@ type phaseTest struct {
 
 // phaseBlock sums the samples of one period that had a residual: their
 // count, mean and sum of squared deviations (Welford, merged by Chan's
-// formula), and the sum of their squared residuals.
+// formula), and the sum of their squared residuals; and it counts the
+// incidents' samples that recurred (see score).
 type phaseBlock struct {
 	id              int64 // the period's number; math.MinInt64 when unused
-	n               int
+	n, recur        int32
 	mean, m2, sumR2 float64
 }
 
-func newPhaseTest(k, fit float64, reach int64, periods int) phaseTest {
-	p := phaseTest{k: k, fit: fit, reach: reach, periods: periods, e: math.NaN(), blocks: make([]phaseBlock, periods),
+func newPhaseTest(test Test, k, fit float64, reach int64, periods int) phaseTest {
+	p := phaseTest{test: test, k: k, fit: fit, reach: reach, periods: periods, e: math.NaN(), blocks: make([]phaseBlock, periods),
 		cur: phaseBlock{id: math.MinInt64}, from: math.MinInt64}
 	for i := range p.blocks {
 		p.blocks[i].id = math.MinInt64
@@ -86,23 +92,30 @@ func (p *phaseTest) enter(r *binRing, k, period, step, minStep int64) {
 	}
 	p.fits = false
 	id := floorDiv(p.centre, period)
-	var n int
+	var n, recur int
 	var mean, m2, r2 float64
 	for i := -1; i < len(p.blocks); i++ {
 		b := &p.cur
 		if i >= 0 {
 			b = &p.blocks[i]
 		}
-		if b.id > id || b.id < id-int64(p.periods) || b.n == 0 {
+		if b.id > id || b.id < id-int64(p.periods) {
 			continue
 		}
-		nn := n + b.n
+		recur += int(b.recur)
+		if b.n == 0 {
+			continue
+		}
+		nn := n + int(b.n)
 		d := b.mean - mean
 		mean += d * float64(b.n) / float64(nn)
 		m2 += b.m2 + d*d*float64(n)*float64(b.n)/float64(nn)
 		r2 += b.sumR2
 		n = nn
 	}
+	// Incidents that recurred a week apart for a quarter of a period's
+	// samples are a weekly shape, which the past periods do not predict.
+	p.weekly = step > 0 && step < math.MaxInt64 && 4*int64(recur) >= period/step
 	if n < 2 || step <= 0 || step == math.MaxInt64 || int64(n) < period/step {
 		return
 	}
@@ -111,20 +124,33 @@ func (p *phaseTest) enter(r *binRing, k, period, step, minStep int64) {
 	p.fits = vx > 0 && !math.IsInf(vx, 0) && vr < p.fit*p.fit*vx
 }
 
-// add counts the residual of (t, v), when the bin has an expectation.
-func (p *phaseTest) add(t int64, v float64) {
-	if !p.on() || math.IsNaN(p.e) {
-		return
-	}
+// block returns the block of the period holding t, the newest: a new
+// period moves the one ending into the ring.
+func (p *phaseTest) block(t int64) *phaseBlock {
 	b := &p.cur
 	if id := floorDiv(t, p.period); b.id != id {
-		// A new period: the one ending goes into the ring.
 		if b.id != math.MinInt64 && len(p.blocks) > 0 {
 			n := int64(len(p.blocks))
 			p.blocks[int((b.id%n+n)%n)] = *b
 		}
 		*b = phaseBlock{id: id}
 	}
+	return b
+}
+
+// recurred counts an incident's sample at t that recurred.
+func (p *phaseTest) recurred(t int64) {
+	if p.on() {
+		p.block(t).recur++
+	}
+}
+
+// add counts the residual of (t, v), when the bin has an expectation.
+func (p *phaseTest) add(t int64, v float64) {
+	if !p.on() || math.IsNaN(p.e) {
+		return
+	}
+	b := p.block(t)
 	r := v - p.e
 	b.n++
 	d := v - b.mean
@@ -136,11 +162,15 @@ func (p *phaseTest) add(t int64, v float64) {
 // score sets *res to the phase test's alarm on v, when the past periods
 // predict the series and v scores ≥ 1; it leaves *res alone otherwise.
 // step (the series' resolution) and floor bound the spread from below, as
-// in Robust. The caller then counts v's residual with add, unless v is an
-// incident's.
-func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, res *Result) {
+// in Robust. For a test against past days it also reports whether such a
+// v recurs: whether the series took it at the same time a week before
+// (within the band's half-width of the range of the bins within reach
+// of t − week, incidents' included; week ≤ 0: never). The caller then
+// counts v's residual with add, unless v is an incident's, and an
+// incident's v that recurs with recurred.
+func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, week int64, res *Result) (recurs bool) {
 	if !p.fits || math.IsNaN(p.e) {
-		return
+		return false
 	}
 	e := p.e
 	s := robustSpread(max(p.rms, step), e, floor)
@@ -148,7 +178,7 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, res *Resu
 	// Each period's distance below is at most |v − e_j| and most are
 	// close to |v − e|: a residual within the band needs no ranges read.
 	if !(math.Abs(v-e) >= half) {
-		return
+		return false
 	}
 	p.ds, p.lo, p.hi = p.ds[:0], p.lo[:0], p.hi[:0]
 	for j := 1; j <= p.periods; j++ {
@@ -175,18 +205,45 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, res *Resu
 		p.hi = append(p.hi, hi)
 	}
 	if len(p.ds) < 2 {
-		return
+		return false
 	}
 	slices.Sort(p.ds)
 	score := math.Abs(sortedMedian(p.ds)) / half
 	if !(score >= 1) || math.IsInf(score, 0) {
-		return
+		return false
+	}
+	if week > 0 && p.test == TestPhase {
+		if d, ok := p.outside(r, v, p.centre-week); ok && !(math.Abs(d) >= half) {
+			recurs = true
+		}
 	}
 	slices.Sort(p.lo)
 	slices.Sort(p.hi)
 	*res = Result{
 		Score: min(score, MaxAutoScore), Expected: e, Ready: true,
 		Lower: clampInf(sortedMedian(p.lo) - half), Upper: clampInf(sortedMedian(p.hi) + half),
-		Test: TestPhase,
+		Test: p.test,
 	}
+	return recurs
+}
+
+// outside returns how far v lies outside the range of the bins within
+// reach of at, incidents' bins included (0 inside it), and false when
+// none of them is held.
+func (p *phaseTest) outside(r *binRing, v float64, at int64) (float64, bool) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for k := max(p.from, r.number(at-p.reach)); k <= r.number(at+p.reach); k++ {
+		if l, h, ok := r.at(k); ok && k != r.newest {
+			lo, hi = min(lo, l), max(hi, h)
+		}
+	}
+	switch {
+	case lo > hi:
+		return 0, false
+	case v > hi:
+		return v - hi, true
+	case v < lo:
+		return v - lo, true
+	}
+	return 0, true
 }

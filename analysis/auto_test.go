@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/inferwatch/inferwatch/analysis/families"
 )
 
 // daySteps is the number of 5-minute samples in a day.
@@ -543,7 +545,7 @@ func autoBytes(step int64, n int) int {
 		ds[i] = f()
 	}
 	rng := rand.New(rand.NewPCG(uint64(step), 13))
-	for tm := int64(0); tm < 8*86_400_000; tm += step {
+	for tm := int64(0); tm < autoMemoryDays(step)*86_400_000; tm += step {
 		day := math.Sin(float64(tm%86_400_000) / 86_400_000 * 2 * math.Pi)
 		for _, d := range ds {
 			d.Observe(tm, 50+20*day+rng.NormFloat64())
@@ -555,17 +557,28 @@ func autoBytes(step int64, n int) int {
 	return int(after.HeapAlloc-before.HeapAlloc) / n
 }
 
+// autoMemoryDays is how many days autoBytes feeds a detector at step:
+// eight, or at an hourly step five weeks, which its ring of 28 days of
+// bins and the past weeks need to fill.
+func autoMemoryDays(step int64) int64 {
+	if step >= 3_600_000 {
+		return 35
+	}
+	return 8
+}
+
 // BenchmarkAutoMemory reports the bytes a default Auto holds per series
-// after eight days at each step (B/series), and the time a sample takes.
+// after autoMemoryDays at each step (B/series), and the time a sample
+// takes.
 func BenchmarkAutoMemory(b *testing.B) {
-	for _, step := range []int64{15_000, 60_000, fiveMin} {
+	for _, step := range []int64{15_000, 60_000, fiveMin, 3_600_000} {
 		b.Run(fmt.Sprintf("step=%ds", step/1000), func(b *testing.B) {
 			var bytes int
 			for b.Loop() {
 				bytes = autoBytes(step, 20)
 			}
 			b.ReportMetric(float64(bytes), "B/series")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*20*int(8*86_400_000/step)), "ns/sample")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*20*int(autoMemoryDays(step)*86_400_000/step)), "ns/sample")
 		})
 	}
 }
@@ -667,6 +680,194 @@ func TestThinWindowReserve(t *testing.T) {
 			if len(w.w.vals) != room || &w.w.vals[0] != first {
 				t.Fatalf("%d samples: the room of %d was reallocated at sample %d (now %d)", n, room, i, len(w.w.vals))
 			}
+		}
+	}
+}
+
+// weekday returns, at an hourly sample i, a request rate with a daily
+// cycle (1,000 ± 500) that is 30% lower on two days of every seven, with
+// 5% noise from rng.
+func weekday(i int, rng *rand.Rand) float64 { return weekdayShape(i) * (1 + 0.05*rng.NormFloat64()) }
+
+func weekdayShape(i int) float64 {
+	v := 1000 * (1 + 0.5*math.Sin(2*math.Pi*float64(i%24)/24))
+	if (i/24)%7 >= 5 {
+		v *= 0.7
+	}
+	return v
+}
+
+// TestAutoWeeklyPhase checks the phase test against past weeks on an
+// hourly series with quiet weekends, which the days before do not
+// predict: a drop to 30% for three hours, within the values the window
+// holds, alarms by the weekly test on a weekday and on a weekend; the
+// usual weeks raise nothing; without the weekly test the drops go
+// unreported. At a 5-minute step the bins hold one week, and there is no
+// weekly test.
+func TestAutoWeeklyPhase(t *testing.T) {
+	const hour = 3_600_000
+	const weeks = 8
+	drops := []int{(5*7+2)*24 + 12, (6*7+5)*24 + 10} // a Wednesday noon, a Saturday morning
+	f := func(name string, weekly, drop bool) {
+		t.Helper()
+		a := NewAuto(AutoConfig{Step: hour})
+		if a.wk == nil {
+			t.Fatalf("%s: no weekly test at an hourly step", name)
+		}
+		if !weekly {
+			a.wk = nil
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		var outside []int
+		found := make([]bool, len(drops))
+		for i := range weeks * 7 * 24 {
+			v := weekday(i, rng)
+			in := -1
+			for k, d := range drops {
+				if drop && i >= d && i < d+3 {
+					in = k
+					v *= 0.3
+				}
+			}
+			r := a.Observe(int64(i)*hour, v)
+			if !r.Anomalous() || i < 3*7*24 {
+				continue
+			}
+			if in < 0 {
+				outside = append(outside, i)
+				continue
+			}
+			if r.Test != TestWeek {
+				t.Errorf("%s: sample %d of a drop alarms by test %q, want week", name, i, r.Test)
+			}
+			found[in] = true
+		}
+		if len(outside) > 0 {
+			t.Errorf("%s: alarms at samples %v, outside the drops", name, outside)
+		}
+		for k, d := range drops {
+			if want := weekly && drop; found[k] != want {
+				t.Errorf("%s: the drop at sample %d reported: %v, want %v", name, d, found[k], want)
+			}
+		}
+	}
+	f("usual weeks", true, false)
+	f("drops", true, true)
+	f("drops, no weekly test", false, true)
+
+	if a := NewAuto(AutoConfig{Step: fiveMin}); a.wk != nil {
+		t.Errorf("a weekly test at a 5-minute step, whose bins hold one week")
+	}
+	if a := NewAuto(AutoConfig{Step: 30 * 60_000}); a.wk == nil || len(a.wk.blocks) != 2 {
+		t.Errorf("at a 30-minute step the bins hold two weeks, want a weekly test reading them")
+	}
+}
+
+// TestAutoWeeklyExpected checks the weekly test's verdict against
+// values worked by hand. An hourly series is 200 on five days of seven and
+// 100 on the other two, 100 more from 08:00 to 18:00 on the five, plus
+// half the hour (so that consecutive hours differ by 0.5, its
+// resolution), plus an offset o of each week: 0, 6, 2, 4, 0. Its days do
+// not predict it; its weeks do, up to the offsets. The fifth week's first
+// day at 12:00 is 50.
+//
+// The weekly test expects there the median of the four past weeks' values
+// at 12:00 of that day, 306 + median(0, 6, 2, 4) = 309. The residuals it
+// counted are −1 in the third week (its expectation the median of two
+// past weeks, 306 + 3), +2 in the fourth (306 + median(0, 6, 2)) and −3 in
+// the twelve hours of the fifth before 12:00 (incidents are learned,
+// Incidents −1, so that the first weekend, which alarms since the days
+// before it predicted none, leaves no bin out): RMS √((168 + 4·168 +
+// 9·12)/348) = 1.6505. The range of each past week within an hour of
+// 12:00 is [305.5 + o, 306.5 + o], so the distances below it are −255.5
+// − o and their median −258.5: the score is 258.5/(3·1.6505) = 52.21, the
+// band [305.5 + 3 − 3·1.6505, 306.5 + 3 + 3·1.6505].
+func TestAutoWeeklyExpected(t *testing.T) {
+	const hour = 3_600_000
+	a := NewAuto(AutoConfig{Step: hour, Incidents: -1})
+	offset := []float64{0, 6, 2, 4, 0}
+	at := 4*7*24 + 12
+	var r Result
+	for i := range at + 1 {
+		h, d := i%24, i/24
+		v := 200.0
+		if d%7 >= 5 {
+			v = 100
+		} else if h >= 8 && h < 18 {
+			v = 300
+		}
+		v += 0.5*float64(h) + offset[d/7]
+		if i == at {
+			v = 50
+		}
+		r = a.Observe(int64(i)*hour, v)
+	}
+	rms := math.Sqrt((168 + 4*168 + 9*12) / 348.0)
+	half := 3 * rms
+	want := Result{Score: 258.5 / half, Expected: 309, Lower: 308.5 - half, Upper: 309.5 + half, Ready: true, Test: TestWeek}
+	if r.Test != want.Test || r.Ready != want.Ready ||
+		math.Abs(r.Score-want.Score) > 1e-9 || math.Abs(r.Expected-want.Expected) > 1e-9 ||
+		math.Abs(r.Lower-want.Lower) > 1e-9 || math.Abs(r.Upper-want.Upper) > 1e-9 {
+		t.Errorf("got %+v, want %+v", r, want)
+	}
+}
+
+// TestAutoWeeklyShape checks, at a 5-minute step (whose bins hold one
+// week, too few for the test against past weeks), the weekly family's
+// request rate with 2% noise, whose weekdays the past days predict and
+// whose weekends, 40% lower, they do not. Its first weekends alarm, as
+// anything the detector has not seen does; once weekends recur a week
+// apart they stop (they alarmed every week before), while its drops to a
+// third still alarm. A dip on a series without weekends that comes again
+// a week later at the same time alarms both times: one repeat is not a
+// weekly shape.
+func TestAutoWeeklyShape(t *testing.T) {
+	for _, s := range families.WeeklyShape(families.DefaultSeed + 6) {
+		if s.Name != "weekly/drop/5m/noise2" {
+			continue
+		}
+		fr := runFamily(t, "auto", "", s)
+		for k, r := range fr.reported {
+			if !r {
+				t.Errorf("%s: drop %d unreported (score %.2f)", s.Name, k+1, fr.scores[k])
+			}
+		}
+		a := NewAuto(AutoConfig{Step: s.Step})
+		late := map[int]int{} // alarms starting on weekends from the third week on, by week
+		prev := false
+		for i := range s.T {
+			alarm := a.Observe(s.T[i], s.V[i]).Anomalous()
+			day := int((s.T[i] - s.T[0]) / 86_400_000)
+			inside := slices.ContainsFunc(s.Incidents, func(c families.Incident) bool { return i >= c.From && i <= c.To+12 })
+			if alarm && !prev && !inside && day%7 >= 5 && day >= 14 {
+				late[day/7]++
+			}
+			prev = alarm
+		}
+		if len(late) > 0 {
+			t.Errorf("%s: weekends from the third week on alarm, by week: %v", s.Name, late)
+		}
+	}
+
+	// A dip at 14:00 on a day of the second week, and again a week later.
+	b := NewAuto(AutoConfig{Step: fiveMin})
+	rng := rand.New(rand.NewPCG(9, 10))
+	dips := []int{9*daySteps + 168, 16*daySteps + 168}
+	found := make([]bool, len(dips))
+	for i := range 18 * daySteps {
+		v, in := workday(i, rng), -1
+		for k, d := range dips {
+			if i >= d && i < d+12 {
+				v, in = 40+rng.NormFloat64(), k
+			}
+		}
+		if alarm := b.Observe(int64(i)*fiveMin, v).Anomalous(); in >= 0 && alarm {
+			found[in] = true
+		}
+	}
+	for k, f := range found {
+		if !f {
+			t.Errorf("dip %d (at sample %d) unreported", k+1, dips[k])
 		}
 	}
 }

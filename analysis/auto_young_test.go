@@ -76,7 +76,10 @@ func TestYoungWidth(t *testing.T) {
 	}
 }
 
-var youngBurst = flag.Int("young.burst", 2000, "how many new series of each noise shape and step TestAutoYoungBurst judges")
+var (
+	youngBurst = flag.Int("young.burst", 2000, "how many new series of each noise shape and step TestAutoYoungBurst judges")
+	youngOld   = flag.Int("young.old", 200, "how many series of each noise shape and step TestAutoYoungBurst judges on their fourth day")
+)
 
 // burstAges are the bounds of the age classes, in samples, that
 // TestAutoYoungBurst counts alarms in: from the first sample auto judges
@@ -94,7 +97,7 @@ var bandAges = []int{10, 60, 239}
 // first samples, as a rule judges a new pod. Of Gaussian noise, counts
 // and the Laplace tail, the young series alarm on no larger a share of
 // their samples 10 to 239 than series of the same noise on their fourth
-// day (200 series); of the heavier tails, t₃ and lognormal, on at most
+// day (200 series, or -young.old); of the heavier tails, t₃ and lognormal, on at most
 // 1.5 times as large a share (five times before the band allowed for heavy
 // tails, 1.6 before the bin being filled counted by its share). With -v it prints the alarms that start at each age;
 // -young.burst sets the series of each shape and step (50,000 for
@@ -135,7 +138,7 @@ func TestAutoYoungBurst(t *testing.T) {
 			}
 			perDay := int(86_400_000 / step)
 			oldHits, oldJudged := 0, 0
-			for range 200 {
+			for range *youngOld {
 				a := NewAuto(AutoConfig{Step: step})
 				for i := range 4 * perDay {
 					alarm := a.Observe(int64(i)*step, draw()).Score >= 1

@@ -28,16 +28,19 @@ const (
 	TestNone  Test = iota
 	TestTail       // auto's tail test: the median and tails of the window's bins, incidents left out
 	TestPhase      // auto's phase test: the range at the same phase of the past periods
+	TestWeek       // auto's phase test against past weeks: the range at the same time of the past weeks
 )
 
 // String returns the test's name as findings carry it: "tail", "phase",
-// or "" for TestNone.
+// "week", or "" for TestNone.
 func (t Test) String() string {
 	switch t {
 	case TestTail:
 		return "tail"
 	case TestPhase:
 		return "phase"
+	case TestWeek:
+		return "week"
 	}
 	return ""
 }
@@ -49,6 +52,8 @@ func (t Test) Against() string {
 		return "the median and the tails of the bins of the window, incidents left out"
 	case TestPhase:
 		return "the range at the same time of the past periods"
+	case TestWeek:
+		return "the range at the same time of the past weeks"
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 // Package families generates labelled synthetic series for judging
 // anomaly detectors: recurring incidents, isolated point spikes, young
-// series, an extreme sample beside spikes, and lasting level shifts. Every
+// series, an extreme sample beside spikes, lasting level shifts, and
+// drops and surges on a series with a weekly shape. Every
 // series comes from a seeded generator, so the same seed gives the same
 // series on every machine; nothing here reads a clock or keeps state.
 package families
@@ -19,6 +20,7 @@ const (
 	YoungSpike = "youngspike" // a young series whose value triples and stays
 	Extreme    = "extreme"    // one sample of 1e308, then spikes
 	LevelShift = "levelshift" // the level doubles or halves for good
+	Weekly     = "weekly"     // drops and surges on a series with quiet weekends
 )
 
 // Incident is one labelled event of a series, as sample indices: it starts
@@ -73,6 +75,7 @@ func All(seed uint64) []Series {
 	out = append(out, YoungSpikes(seed+3, 50)...)
 	out = append(out, ExtremeSample(seed+4)...)
 	out = append(out, LevelShifts(seed+5)...)
+	out = append(out, WeeklyShape(seed+6)...)
 	return out
 }
 
@@ -350,4 +353,51 @@ func fmtStep(step int64) string {
 		return fmt.Sprintf("%dm", step/minute)
 	}
 	return fmt.Sprintf("%ds", step/second)
+}
+
+// WeeklyShape returns, at 5-minute, 30-minute and 1-hour steps and noise
+// of 2 %, 5 % and 10 % of the level, ten weeks of a request rate about 1,000 with a
+// daily cycle (±50 %) and weekends 40 % lower, and six incidents from the
+// fifth week on, 5 to 8 days apart: the rate drops to a third, or surges to
+// twice its level, for two hours. Most of them stay inside the range of
+// values the week holds, and only the same time of past weeks tells them
+// from a quiet weekend or a busy afternoon.
+func WeeklyShape(seed uint64) []Series {
+	rng := rand.New(rand.NewPCG(seed, 0x46))
+	var out []Series
+	for _, step := range []int64{5 * minute, 30 * minute, hour} {
+		for _, kind := range []string{"drop", "surge"} {
+			for _, noise := range []float64{0.02, 0.05, 0.1} {
+				factor := 1 / 3.0
+				if kind == "surge" {
+					factor = 2
+				}
+				var incs []int64
+				at := 28*day + rng.Int64N(day)
+				for range 6 {
+					incs = append(incs, at/step*step)
+					at += 5*day + rng.Int64N(3*day)
+				}
+				s := Series{Family: Weekly, Name: fmt.Sprintf("weekly/%s/%s/noise%g", kind, fmtStep(step), 100*noise), Step: step}
+				for t := int64(0); t < 70*day; t += step {
+					v := 1000 * daily(t, 0.5) * (1 + noise*rng.NormFloat64())
+					if (t/day)%7 >= 5 {
+						v *= 0.6
+					}
+					for _, c := range incs {
+						if t >= c && t < c+2*hour {
+							v *= factor
+						}
+					}
+					s.T = append(s.T, start+t)
+					s.V = append(s.V, v)
+				}
+				for _, c := range incs {
+					s.Incidents = append(s.Incidents, Incident{int(c / step), int((c + 2*hour - 1) / step)})
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
