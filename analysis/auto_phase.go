@@ -140,8 +140,11 @@ func (p *phaseTest) block(t int64) *phaseBlock {
 
 // recurred counts an incident's sample at t that recurred.
 func (p *phaseTest) recurred(t int64) {
-	if p.on() {
-		p.block(t).recur++
+	if !p.on() {
+		return
+	}
+	if b := p.block(t); b.recur < math.MaxInt32 {
+		b.recur++
 	}
 }
 
@@ -151,6 +154,9 @@ func (p *phaseTest) add(t int64, v float64) {
 		return
 	}
 	b := p.block(t)
+	if b.n == math.MaxInt32 {
+		return // a period of more samples than a block counts: the rest are not
+	}
 	r := v - p.e
 	b.n++
 	d := v - b.mean

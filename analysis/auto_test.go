@@ -521,7 +521,7 @@ func TestThinWindow(t *testing.T) {
 // TestAutoMemory: a week of history takes the same room, under 16 KiB a
 // series, at a 15-second, a 1-minute and a 5-minute step.
 func TestAutoMemory(t *testing.T) {
-	for _, step := range []int64{15_000, 60_000, fiveMin} {
+	for _, step := range []int64{15_000, 60_000, fiveMin, 3_600_000} {
 		b := autoBytes(step, 50)
 		t.Logf("step %ds: %d bytes a series", step/1000, b)
 		if b > 16<<10 {
@@ -531,7 +531,7 @@ func TestAutoMemory(t *testing.T) {
 }
 
 // autoBytes returns the heap n default Auto detectors hold, per detector,
-// after eight days of a noisy daily series at the step.
+// after autoMemoryDays of a noisy daily series at the step.
 func autoBytes(step int64, n int) int {
 	f, err := Build(Spec{Name: "auto", Step: step})
 	if err != nil {
