@@ -4,10 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -140,13 +140,8 @@ func TestPresetsFindTheFleetsIncidents(t *testing.T) {
 func detectorOverrides(rules []rulefmt.Rule, params map[string]string) string {
 	var b strings.Builder
 	b.WriteString("    rules:\n")
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var det []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		det = append(det, k+": "+params[k])
 	}
 	for _, r := range rules {
@@ -186,16 +181,11 @@ func (s *fleetScore) add(o fleetScore) {
 }
 
 func (s fleetScore) String() string {
-	var kinds []string
 	found, n := 0, 0
-	for k := range s.incidents {
-		kinds = append(kinds, k)
+	var by []string
+	for _, k := range slices.Sorted(maps.Keys(s.incidents)) {
 		found += s.found[k]
 		n += s.incidents[k]
-	}
-	sort.Strings(kinds)
-	var by []string
-	for _, k := range kinds {
 		by = append(by, fmt.Sprintf("%s %d/%d", k, s.found[k], s.incidents[k]))
 	}
 	return fmt.Sprintf("incidents found %d/%d (%s); false alarms %d, %.4f per series-day over %.0f series-days; on the quiet model %d",
