@@ -256,15 +256,16 @@ type AutoConfig struct {
 //
 // A week is not a day: a request rate whose weekends are quieter than its
 // weekdays is predicted by neither the days before a Saturday nor those
-// before a Monday. Two rules handle it, with the period a day:
+// before a Monday. Two rules handle it:
 //
-//   - Where the bins hold two weeks or more (at steps of 30 minutes and
-//     longer), a second phase test reads the same time of the past weeks
-//     (up to the weeks the bins hold, Test "week"), with the same band and
-//     fit. It judges a bin when it predicts the series and the past days
-//     do not, or not as well, or the series has a weekly shape (below).
-//   - At any step, an alarm of the test against past days on a value the
-//     series took at the same time a week before (within the band's
+//   - With the period a day, where the bins hold two weeks or more (at
+//     steps of 30 minutes and longer), a second phase test reads the same
+//     time of the past weeks (up to the weeks the bins hold, Test "week"),
+//     with the same band and fit. It judges a bin when it predicts the
+//     series and the past days do not, or not as well, or the series has
+//     a weekly shape (below).
+//   - At any step, an alarm of the test against past periods on a value
+//     the series took seven periods before (a week; within the band's
 //     half-width of the range of the bins within PhaseReach of it, an
 //     incident's included) recurs. Such samples are counted per period;
 //     once they hold a quarter of a period's samples over the periods the
