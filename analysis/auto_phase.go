@@ -194,19 +194,8 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, week int6
 		} else if _, ok := r.meanOf(k); !ok {
 			continue
 		}
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for k := max(p.from, r.number(at-p.reach)); k <= r.number(at+p.reach); k++ {
-			if l, h, ok := r.normal(k); ok {
-				lo, hi = min(lo, l), max(hi, h)
-			}
-		}
-		d := 0.0
-		if v > hi {
-			d = v - hi
-		} else if v < lo {
-			d = v - lo
-		}
-		p.ds = append(p.ds, d)
+		lo, hi := p.rangeNear(r, at, false)
+		p.ds = append(p.ds, beyond(v, lo, hi))
 		p.lo = append(p.lo, lo)
 		p.hi = append(p.hi, hi)
 	}
@@ -219,9 +208,8 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, week int6
 		return false
 	}
 	if week > 0 && p.test == TestPhase {
-		if d, ok := p.outside(r, v, p.centre-week); ok && !(math.Abs(d) >= half) {
-			recurs = true
-		}
+		lo, hi := p.rangeNear(r, p.centre-week, true)
+		recurs = lo <= hi && !(math.Abs(beyond(v, lo, hi)) >= half)
 	}
 	slices.Sort(p.lo)
 	slices.Sort(p.hi)
@@ -233,23 +221,31 @@ func (p *phaseTest) score(r *binRing, t int64, v, step, floor float64, week int6
 	return recurs
 }
 
-// outside returns how far v lies outside the range of the bins within
-// reach of at, incidents' bins included (0 inside it), and false when
-// none of them is held.
-func (p *phaseTest) outside(r *binRing, v float64, at int64) (float64, bool) {
-	lo, hi := math.Inf(1), math.Inf(-1)
+// rangeNear returns the range of the bins within reach of at, from the
+// first bin read on: the normal ones, or with all also the incidents'
+// (lo > hi when none is held).
+func (p *phaseTest) rangeNear(r *binRing, at int64, all bool) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
 	for k := max(p.from, r.number(at-p.reach)); k <= r.number(at+p.reach); k++ {
-		if l, h, ok := r.at(k); ok && k != r.newest {
+		l, h, ok := r.normal(k)
+		if all {
+			l, h, ok = r.at(k)
+		}
+		if ok {
 			lo, hi = min(lo, l), max(hi, h)
 		}
 	}
+	return lo, hi
+}
+
+// beyond returns how far v lies outside [lo, hi]: v − hi above it, v − lo
+// below it, 0 inside.
+func beyond(v, lo, hi float64) float64 {
 	switch {
-	case lo > hi:
-		return 0, false
 	case v > hi:
-		return v - hi, true
+		return v - hi
 	case v < lo:
-		return v - lo, true
+		return v - lo
 	}
-	return 0, true
+	return 0
 }
