@@ -52,14 +52,22 @@ func newFaultProxy(t *testing.T, target string) (*faultProxy, string) {
 		t.Fatal(err)
 	}
 	p := &faultProxy{proxy: httputil.NewSingleHostReverseProxy(u)}
+	return p, serveLoopback(t, p)
+}
+
+// serveLoopback serves h on a port of 127.0.0.1 until the test ends, and
+// returns its URL. Unlike httptest.Server, closing it does not wait for
+// the requests h holds.
+func serveLoopback(t testing.TB, h http.Handler) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: p}
+	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return p, "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String()
 }
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -85,11 +85,7 @@ func TestPresetsFindTheFleetsIncidents(t *testing.T) {
 	reads := map[string][]string{}
 	var anomalyRules []string
 	for _, r := range cfg.Groups[0].Rules {
-		queries := []string{r.Expr}
-		if c, ok := r.Spec.(*rulefmt.Correlate); ok {
-			queries = []string{c.X, c.Y}
-		}
-		for _, q := range queries {
+		for _, q := range ruleQueries(r) {
 			reads[r.Name] = append(reads[r.Name], metricNames(t, q)...)
 		}
 		if r.Kind == rulefmt.KindAnomaly {
@@ -243,6 +239,7 @@ func scoreFleet(f *fleet.Fleet, findings []alerting.Finding, reads map[string][]
 }
 
 // storeMetricNames returns the metric names the store at url holds at at.
+// The tests' stores hold one generated fleet each.
 func storeMetricNames(url string, at time.Time) (map[string]bool, error) {
 	client, err := ingest.NewClient(ingest.ClientOptions{URL: url})
 	if err != nil {

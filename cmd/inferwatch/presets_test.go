@@ -38,6 +38,15 @@ groups:
     by: [model, pod]
 `
 
+// ruleQueries returns the queries rule r runs: its expression, or a
+// correlation's two.
+func ruleQueries(r rulefmt.Rule) []string {
+	if c, ok := r.Spec.(*rulefmt.Correlate); ok {
+		return []string{c.X, c.Y}
+	}
+	return []string{r.Expr}
+}
+
 // metricNames returns the metric names a query selects.
 func metricNames(t *testing.T, q string) []string {
 	t.Helper()
@@ -86,13 +95,9 @@ func TestPresetsOnTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := f.End()
-	inFleet := map[string]bool{}
-	names, err := client.Query(ctx, `count by (__name__) ({namespace="inference"})`, at)
+	inFleet, err := storeMetricNames(vm.URL(), at)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, s := range names {
-		inFleet[s.Labels.Get("__name__")] = true
 	}
 	if !inFleet["vllm:time_to_first_token_seconds_sum"] || !inFleet["DCGM_FI_DEV_GPU_UTIL"] {
 		t.Fatalf("the store lacks the fleet's metrics: %v", inFleet)
@@ -105,11 +110,7 @@ func TestPresetsOnTheFleet(t *testing.T) {
 	presetRules := map[string]bool{}
 	for _, r := range cfg.Groups[0].Rules {
 		presetRules[r.Name] = true
-		queries := []string{r.Expr}
-		if c, ok := r.Spec.(*rulefmt.Correlate); ok {
-			queries = []string{c.X, c.Y}
-		}
-		for _, q := range queries {
+		for _, q := range ruleQueries(r) {
 			found := false
 			for _, n := range metricNames(t, q) {
 				found = found || inFleet[n]

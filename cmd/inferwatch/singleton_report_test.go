@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -85,14 +84,7 @@ func newReportGate(t *testing.T, target string) (*reportGate, string) {
 		t.Fatal(err)
 	}
 	g := &reportGate{proxy: httputil.NewSingleHostReverseProxy(u), open: make(chan struct{})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: g}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return g, "http://" + ln.Addr().String()
+	return g, serveLoopback(t, g)
 }
 
 func (g *reportGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
